@@ -1,0 +1,58 @@
+"""Settings shared by the core and its consumers (plain dataclass; the config file layer fills it)."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+DEFAULT_URL = "http://127.0.0.1:4096"
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Tunables of the core. Every field has a safe default."""
+
+    grace: float = 3.0
+    """Seconds a fact must hold before it is evidence (stale busy, unanswered prompt, interrupted)."""
+    resync_interval: float = 30.0
+    """Seconds between full resync snapshots, a safety net beside the event stream."""
+    snapshot_debounce: float = 0.15
+    """Seconds to coalesce events that call for a snapshot into one."""
+    heartbeat_timeout: float = 25.0
+    """Seconds of stream silence (two missed 10 s heartbeats plus slack) before it is declared dead."""
+    request_timeout: float = 10.0
+    """Seconds for one HTTP request."""
+    message_concurrency: int = 8
+    """Parallel `GET /session/{id}/message` requests during a snapshot."""
+    journal_limit: int = 5000
+    """Journal entries kept at most between two snapshots (the oldest are dropped, and a snapshot
+    is requested)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Auth:
+    """HTTP Basic credentials. The password never comes from argv and is never printed."""
+
+    username: str
+    password: str
+
+    def __repr__(self) -> str:  # never leak the password through a repr
+        return f"Auth(username={self.username!r}, password=***)"
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Auth | None:
+        """Read `OPENCODE_SERVER_PASSWORD` (or the file named by `OPENCODE_SERVER_PASSWORD_FILE`)."""
+        env = dict(os.environ) if env is None else env
+        password = env.get("OPENCODE_SERVER_PASSWORD")
+        path = env.get("OPENCODE_SERVER_PASSWORD_FILE")
+        if not password and path:
+            with open(path, encoding="utf-8") as fh:
+                password = fh.read().strip()
+        if not password:
+            return None
+        return cls(env.get("OPENCODE_SERVER_USERNAME") or "opencode", password)
+
+
+def default_server_urls(env: dict[str, str] | None = None) -> list[str]:
+    env = dict(os.environ) if env is None else env
+    return [env.get("OPENCODE_SERVER_URL") or DEFAULT_URL]

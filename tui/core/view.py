@@ -1,0 +1,166 @@
+"""The View: immutable rows derived whole from a snapshot plus the journal.
+
+Everything the dashboard, `status --json`, `wait`, metrics and alerts read comes from here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+STATES = ("busy", "retry", "input", "idle", "unknown")
+REASONS = ("completed", "aborted", "error", "interrupted")
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """An open permission or question, on the session itself or rolled up from a descendant."""
+
+    kind: str  # "permission" | "question"
+    id: str
+    session_id: str
+    summary: str
+    detail: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "id": self.id, "session_id": self.session_id,
+                "summary": self.summary}
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRow:
+    """One session as the View shows it. Times are epoch seconds (float)."""
+
+    server: str
+    id: str
+    title: str
+    directory: str
+    parent_id: str | None
+    state: str  # one of STATES
+    reason: str | None  # one of REASONS or None
+    stale: bool
+    evidence: tuple[str, ...]
+    pending: tuple[Pending, ...]
+    since: float | None
+    updated: float | None
+    cost: float | None
+    tokens: int | None
+    settled: bool = True  # False while the facts are still arriving (e.g. idle before the
+    # final message is persisted); `wait` never stops on an unsettled row
+    error: str | None = None  # last assistant error, "Name: message"
+    retry_attempt: int | None = None
+    retry_message: str | None = None
+    retry_next: float | None = None
+    children: tuple[str, ...] = ()
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.server, self.id)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "server": self.server,
+            "title": self.title,
+            "directory": self.directory,
+            "parent_id": self.parent_id,
+            "state": self.state,
+            "reason": self.reason,
+            "stale": self.stale,
+            "evidence": list(self.evidence),
+            "pending": [p.to_json() for p in self.pending],
+            "since": iso(self.since),
+            "updated": iso(self.updated),
+            "cost": self.cost,
+            "tokens": self.tokens,
+            "settled": self.settled,
+            "error": self.error,
+            "retry": None if self.state != "retry" else {
+                "attempt": self.retry_attempt, "message": self.retry_message,
+                "next": iso(self.retry_next)},
+            "children": list(self.children),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ServerInfo:
+    """Connection health of one server, as the View shows it."""
+
+    url: str
+    version: str | None = None
+    reachable: bool = False
+    error: str | None = None
+    connected: bool = False  # event stream up
+    last_event_at: float | None = None
+    snapshot_at: float | None = None
+    drift_count: int = 0
+    drift_examples: tuple[str, ...] = ()
+    skipped_events: int = 0
+    unknown_events: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"url": self.url, "version": self.version, "reachable": self.reachable,
+                "error": self.error}
+
+
+@dataclass(frozen=True, slots=True)
+class View:
+    """The whole world at one moment: servers and session rows (keyed by (server, id))."""
+
+    generated_at: float
+    servers: tuple[ServerInfo, ...]
+    rows: dict[tuple[str, str], SessionRow]
+
+    def find(self, session_id: str) -> list[SessionRow]:
+        return [r for r in self.rows.values() if r.id == session_id]
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in STATES}
+        out["stale"] = 0
+        for r in self.rows.values():
+            out[r.state] += 1
+            out["stale"] += r.stale
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        rows = sorted(self.rows.values(), key=lambda r: (r.server, r.directory, r.id))
+        return {
+            "generated_at": iso(self.generated_at),
+            "servers": [s.to_json() for s in self.servers],
+            "sessions": [r.to_json() for r in rows],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """A row's state changed between two consecutive Views."""
+
+    key: tuple[str, str]
+    before: SessionRow | None
+    after: SessionRow | None
+    at: float
+
+
+def transitions(before: View | None, after: View) -> list[Transition]:
+    """The rows whose (state, reason, stale, pending) changed from `before` to `after` (pure)."""
+    old = before.rows if before is not None else {}
+    out: list[Transition] = []
+    for key, row in after.rows.items():
+        prev = old.get(key)
+        if prev is None or _sig(prev) != _sig(row):
+            out.append(Transition(key, prev, row, after.generated_at))
+    for key, prev in old.items():
+        if key not in after.rows:
+            out.append(Transition(key, prev, None, after.generated_at))
+    return out
+
+
+def _sig(r: SessionRow) -> tuple[Any, ...]:
+    return (r.state, r.reason, r.stale, tuple(p.id for p in r.pending))
+
+
+def iso(t: float | None) -> str | None:
+    if t is None:
+        return None
+    return datetime.fromtimestamp(t, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
