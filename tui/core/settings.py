@@ -1,4 +1,4 @@
-"""Settings shared by the core and its consumers (plain dataclass; the config file layer fills it)."""
+"""Settings shared by the core and its consumers (the config file layer fills them)."""
 
 from __future__ import annotations
 
@@ -13,13 +13,13 @@ class Settings:
     """Tunables of the core. Every field has a safe default."""
 
     grace: float = 3.0
-    """Seconds a fact must hold before it is evidence (stale busy, unanswered prompt, interrupted)."""
+    """Seconds a fact must hold before it counts (stale busy, unanswered prompt, interrupted)."""
     resync_interval: float = 30.0
     """Seconds between full resync snapshots, a safety net beside the event stream."""
     snapshot_debounce: float = 0.15
     """Seconds to coalesce events that call for a snapshot into one."""
     heartbeat_timeout: float = 25.0
-    """Seconds of stream silence (two missed 10 s heartbeats plus slack) before it is declared dead."""
+    """Seconds of stream silence (two missed 10 s heartbeats, plus slack) before it is dead."""
     request_timeout: float = 10.0
     """Seconds for one HTTP request."""
     message_concurrency: int = 8
@@ -41,7 +41,7 @@ class Auth:
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Auth | None:
-        """Read `OPENCODE_SERVER_PASSWORD` (or the file named by `OPENCODE_SERVER_PASSWORD_FILE`)."""
+        """Read `OPENCODE_SERVER_PASSWORD`, or the file `OPENCODE_SERVER_PASSWORD_FILE` names."""
         env = dict(os.environ) if env is None else env
         password = env.get("OPENCODE_SERVER_PASSWORD")
         path = env.get("OPENCODE_SERVER_PASSWORD_FILE")

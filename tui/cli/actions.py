@@ -1,0 +1,44 @@
+"""`ocwatch abort | reply | answer`: act on a server from a script (exit 0, or 2 on error)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Awaitable, Callable
+
+from ..core import actions
+from ..core.client import Client, OcwatchError
+from ..core.settings import Auth
+
+
+def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[None]], ok: str) -> int:
+    async def go() -> None:
+        async with Client(url, auth) as client:
+            await act(client)
+
+    try:
+        asyncio.run(go())
+    except OcwatchError as exc:
+        print(f"ocwatch: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+    print(ok)
+    return 0
+
+
+def run_abort(session_id: str, url: str, *, auth: Auth | None) -> int:
+    return _run(url, auth, lambda c: actions.abort(c, session_id), f"aborted {session_id}")
+
+
+def run_reply(request_id: str, reply: str, message: str | None, url: str, *,
+              auth: Auth | None) -> int:
+    return _run(url, auth,
+                lambda c: actions.reply_permission(c, request_id, reply, message),
+                f"replied {reply} to {request_id}")
+
+
+def run_answer(request_id: str, options: list[str] | None, text: str | None, reject: bool,
+               url: str, *, auth: Auth | None) -> int:
+    return _run(url, auth,
+                lambda c: actions.answer_question(c, request_id, options=options, text=text,
+                                                  reject=reject),
+                f"{'rejected' if reject else 'answered'} {request_id}")

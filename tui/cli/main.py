@@ -1,0 +1,157 @@
+"""The `ocwatch` command line: dashboard, demo, status, wait, abort, reply, answer."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+from collections.abc import Sequence
+
+from ..core.client import OcwatchError
+from ..core.settings import Auth, Settings, default_server_urls
+from . import actions
+from .output import render_table
+from .wait import EXIT_USAGE, run_wait
+
+
+def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
+    if many:
+        p.add_argument("--server", "-s", action="append", metavar="URL",
+                       default=argparse.SUPPRESS,
+                       help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
+                            "http://127.0.0.1:4096)")
+    else:
+        p.add_argument("--server", "-s", metavar="URL", default=argparse.SUPPRESS,
+                       help="server URL (default $OPENCODE_SERVER_URL or http://127.0.0.1:4096)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ocwatch",
+        description="A truthful monitor for OpenCode server sessions. Without a command it opens "
+                    "the dashboard. The password comes from $OPENCODE_SERVER_PASSWORD (or the file "
+                    "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
+    )
+    parser.add_argument("--version", action="version", version="ocwatch 0.1.0")
+    parser.add_argument("--grace", type=float, default=None, metavar="SECONDS",
+                        help="seconds a finished run may still read busy before it is flagged "
+                             "stale (default 3)")
+    parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
+    parser.add_argument("--server", "-s", action="append", metavar="URL", default=None,
+                        help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
+                             "http://127.0.0.1:4096)")
+    parser.add_argument("--theme", help="dashboard theme name")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="dashboard against a built-in simulated server")
+    demo.add_argument("--theme", help="dashboard theme name")
+    demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
+
+    st = sub.add_parser("status", help="print every session's state")
+    _server_arg(st, many=True)
+    st.add_argument("--json", action="store_true", help="print one JSON object")
+
+    w = sub.add_parser("wait", help="block until a session settles; the exit code tells how")
+    w.add_argument("session_id", metavar="SESSION_ID")
+    _server_arg(w, many=False)
+    w.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
+    w.add_argument("--json", action="store_true", help="print the final row as JSON")
+
+    a = sub.add_parser("abort", help="abort a session's run")
+    a.add_argument("session_id", metavar="SESSION_ID")
+    _server_arg(a, many=False)
+
+    r = sub.add_parser("reply", help="reply to a permission request")
+    r.add_argument("request_id", metavar="REQUEST_ID")
+    r.add_argument("reply", choices=["once", "always", "reject"])
+    r.add_argument("--message", help="a message for the agent (with reject)")
+    _server_arg(r, many=False)
+
+    q = sub.add_parser("answer", help="answer a question request")
+    q.add_argument("request_id", metavar="REQUEST_ID")
+    how = q.add_mutually_exclusive_group(required=True)
+    how.add_argument("--option", action="append", metavar="LABEL",
+                     help="choose an option by label (repeatable)")
+    how.add_argument("--text", help="a typed answer")
+    how.add_argument("--reject", action="store_true", help="reject the question")
+    _server_arg(q, many=False)
+    return parser
+
+
+def _urls(args: argparse.Namespace) -> list[str]:
+    got = getattr(args, "server", None)
+    if isinstance(got, str):
+        return [got]
+    return list(got or default_server_urls())
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
+        format="ocwatch: %(levelname)s %(name)s: %(message)s")
+    settings = Settings() if args.grace is None else Settings(grace=args.grace)
+    try:
+        auth = Auth.from_env()
+    except OSError as exc:
+        print(f"ocwatch: cannot read the password file: {exc.strerror}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        return _dispatch(args, auth, settings)
+    except KeyboardInterrupt:
+        return 130
+    except OcwatchError as exc:
+        print(f"ocwatch: {exc.message}", file=sys.stderr)
+        return exc.exit_code
+
+
+def _dispatch(args: argparse.Namespace, auth: Auth | None, settings: Settings) -> int:
+    cmd = args.command
+    if cmd is None:
+        from ..app.run import run_dashboard
+
+        return run_dashboard(_urls(args), auth=auth, settings=settings, theme=args.theme)
+    if cmd == "demo":
+        from ..app.run import run_demo
+
+        return run_demo(theme=args.theme, speed=args.speed, settings=settings)
+    if cmd == "status":
+        return run_status(_urls(args), auth=auth, settings=settings, as_json=args.json)
+    if cmd == "wait":
+        if args.timeout is not None and args.timeout < 0:
+            print("ocwatch wait: --timeout must be >= 0", file=sys.stderr)
+            return EXIT_USAGE
+        return run_wait(args.session_id, _urls(args)[0], auth=auth, settings=settings,
+                        timeout=args.timeout, as_json=args.json)
+    if cmd == "abort":
+        return actions.run_abort(args.session_id, _urls(args)[0], auth=auth)
+    if cmd == "reply":
+        return actions.run_reply(args.request_id, args.reply, args.message,
+                                 _urls(args)[0], auth=auth)
+    if cmd == "answer":
+        return actions.run_answer(args.request_id, args.option, args.text, args.reject,
+                                  _urls(args)[0], auth=auth)
+    raise AssertionError(cmd)
+
+
+def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool) -> int:
+    """Print the View once. Exit 0, or 2 when any server could not be read."""
+    from ..core.fleet import Fleet
+
+    fleet = Fleet(urls, auth=auth, settings=settings)
+    view = asyncio.run(fleet.snapshot_once())
+    if as_json:
+        print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(render_table(view, view.generated_at))
+    bad = [s for s in view.servers if not s.reachable]
+    for s in bad:
+        print(f"ocwatch: {s.error}", file=sys.stderr)
+    return EXIT_USAGE if bad else 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

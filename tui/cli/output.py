@@ -1,0 +1,102 @@
+"""Plain-text rendering for the CLI: literal titles, aligned columns, no colour dependence."""
+
+from __future__ import annotations
+
+import re
+import time
+
+from ..core.view import SessionRow, View
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def literal(text: str) -> str:
+    """Make control characters (ESC and friends) visible so they cannot drive the terminal."""
+    text = text.replace("\n", " ").replace("\t", " ")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def duration(seconds: float | None) -> str:
+    if seconds is None:
+        return "-"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m{s % 60:02d}s"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
+
+
+def state_word(row: SessionRow) -> str:
+    word = row.state
+    if row.reason:
+        word += f" ({row.reason})"
+    if row.stale:
+        word += " STALE"
+    return word
+
+
+def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
+    """Rows ordered as a tree (children under their parent), with depth."""
+    by_key = {(r.server, r.id): r for r in rows}
+    kids: dict[tuple[str, str], list[SessionRow]] = {}
+    roots: list[SessionRow] = []
+    for r in rows:
+        pk = (r.server, r.parent_id) if r.parent_id else None
+        if pk is not None and pk in by_key:
+            kids.setdefault(pk, []).append(r)
+        else:
+            roots.append(r)
+    order = lambda r: (r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
+    out: list[tuple[int, SessionRow]] = []
+    seen: set[tuple[str, str]] = set()
+    stack = [(0, r) for r in sorted(roots, key=order, reverse=True)]
+    while stack:
+        depth, r = stack.pop()
+        if r.key in seen:
+            continue
+        seen.add(r.key)
+        out.append((depth, r))
+        for c in sorted(kids.get(r.key, []), key=order, reverse=True):
+            stack.append((depth + 1, c))
+    return out
+
+
+def render_table(view: View, now: float | None = None) -> str:
+    now = time.time() if now is None else now
+    lines: list[str] = []
+    for s in view.servers:
+        health = "reachable" if s.reachable else f"UNREACHABLE: {s.error}"
+        lines.append(f"server {s.url}  version {s.version or '?'}  {health}")
+    rows = list(view.rows.values())
+    if not rows:
+        lines.append("no sessions")
+        return "\n".join(lines)
+    header = ("STATE", "FOR", "ID", "TITLE", "FOLDER", "DETAIL")
+    table: list[tuple[str, ...]] = [header]
+    for depth, r in tree_order(rows):
+        detail = ""
+        if r.pending:
+            detail = literal(r.pending[0].summary)
+        elif r.stale or r.state == "unknown" or r.reason in ("error",):
+            detail = literal(r.evidence[0] if r.stale or not r.error else r.error)
+        elif r.state == "retry" and r.retry_message:
+            detail = literal(r.retry_message)
+        title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)")
+        table.append((state_word(r), duration(now - r.since if r.since else None), r.id,
+                      _clip(title, 40), _clip(_folder(r.directory), 24), _clip(detail, 60)))
+    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    for row in table:
+        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+    return "\n".join(lines)
+
+
+def _folder(path: str) -> str:
+    parts = [p for p in path.rstrip("/").split("/") if p]
+    return "/".join(parts[-2:]) if parts else path
+
+
+def _clip(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 1] + "…"

@@ -1,0 +1,123 @@
+"""`ocwatch wait`: follow the event stream until a session settles; exit with its outcome."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import sys
+import time
+from typing import Any
+
+from ..core.fleet import Fleet
+from ..core.settings import Auth, Settings
+from ..core.view import SessionRow
+
+EXIT_COMPLETED = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_ABORTED = 3
+EXIT_INPUT = 4
+EXIT_UNKNOWN = 5
+EXIT_TIMEOUT = 124
+
+#: How long the server may stay unreachable mid-wait (a restart) before `wait` gives up.
+UNREACHABLE_PATIENCE = 15.0
+
+
+def exit_code_for(row: SessionRow) -> int | None:
+    """The exit code a settled row gives, or None while the session has not settled."""
+    if not row.settled:
+        return None
+    if row.state == "input":
+        return EXIT_INPUT
+    if row.state == "unknown":
+        return EXIT_UNKNOWN
+    if row.state == "idle":
+        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.reason or "", 0)
+    if row.stale:  # the run visibly ended although the server still says busy
+        if row.error is None:
+            return EXIT_COMPLETED
+        return EXIT_ABORTED if row.error.startswith("MessageAbortedError") else EXIT_ERROR
+    return None
+
+
+async def wait_for(
+    session_id: str,
+    url: str,
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    timeout: float | None,
+) -> tuple[int, SessionRow | None, str | None]:
+    """Returns (exit code, last row seen, message for stderr)."""
+    fleet = Fleet([url], auth=auth, settings=settings)
+    mon = fleet.monitors[0]
+    changed = asyncio.Event()
+    task = asyncio.create_task(fleet.run(changed.set))
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    row: SessionRow | None = None
+    try:
+        first = asyncio.ensure_future(mon.first_snapshot())
+        done, _ = await asyncio.wait({first, task}, timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            first.cancel()
+            return EXIT_TIMEOUT, None, f"timed out after {timeout:g}s (no snapshot yet)"
+        if mon.snapshot is None:
+            return EXIT_USAGE, None, mon.error or f"{mon.url}: unreachable"
+        while True:
+            changed.clear()
+            view = fleet.current()
+            if mon.error is not None:
+                since = mon.error_since or time.time()
+                if time.time() - since > UNREACHABLE_PATIENCE:
+                    return EXIT_USAGE, row, f"{mon.error} (gave up after {UNREACHABLE_PATIENCE:g}s)"
+            else:
+                found = view.find(session_id)
+                if not found:
+                    return EXIT_USAGE, None, f"unknown session {session_id} on {mon.url}"
+                row = found[0]
+                code = exit_code_for(row)
+                if code is not None:
+                    return code, row, None
+            wake = 0.5 if mon.error is None else 1.0
+            if deadline is not None:
+                left = deadline - loop.time()
+                if left <= 0:
+                    return EXIT_TIMEOUT, row, f"timed out after {timeout:g}s"
+                wake = min(wake, left)
+            if task.done():
+                exc = task.exception()
+                return EXIT_USAGE, row, f"monitor stopped: {exc}"
+            # woken by the stream; the short timer only re-evaluates grace deadlines locally
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=wake)
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
+def run_wait(
+    session_id: str, url: str, *, auth: Auth | None, settings: Settings,
+    timeout: float | None, as_json: bool,
+) -> int:
+    code, row, message = asyncio.run(
+        wait_for(session_id, url, auth=auth, settings=settings, timeout=timeout))
+    if as_json:
+        out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
+                               "message": message}
+        print(json.dumps(out, indent=2))
+    elif row is not None and message is None:
+        word = row.state + (f" ({row.reason})" if row.reason else "")
+        if row.stale:
+            word += "; the server still reports busy (stale)"
+        print(f"{row.id}: {word}")
+        if row.pending:
+            for p in row.pending:
+                print(f"  waiting for: {p.summary} [{p.id}]")
+    if message:
+        print(f"ocwatch wait: {message}", file=sys.stderr)
+    return code

@@ -1,0 +1,137 @@
+"""Acting on a server: abort a run, reply to a permission, answer or reject a question.
+
+Requests live in the instance of their session's project folder, so every action first finds the
+folder (sessions are listed across folders; requests are asked per folder).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from .client import Client, NotFound, OcwatchError
+from .models import PermissionRequest, QuestionRequest, Session
+
+
+class ActionError(OcwatchError):
+    """An action the server refused or that cannot apply (exit code 2)."""
+
+
+@dataclass(frozen=True)
+class Located:
+    request: PermissionRequest | QuestionRequest
+    directory: str | None
+
+
+async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]:
+    sessions = {}
+    for raw in await client.sessions():
+        try:
+            s = Session.model_validate(raw)
+        except ValueError:
+            continue
+        sessions[s.id] = s
+    dirs: set[str] = {s.directory for s in sessions.values() if s.directory}
+    try:
+        for proj in await client.projects():
+            wt = proj.get("worktree")
+            if isinstance(wt, str) and wt and wt != "/":
+                dirs.add(wt)
+    except NotFound:
+        pass
+    return sessions, (sorted(dirs) or [None])
+
+
+async def locate_request(client: Client, request_id: str) -> Located:
+    """Find an open permission or question by id in any folder; ActionError when none is open."""
+    _sessions, dirs = await folders(client)
+
+    async def one(d: str | None) -> Located | None:
+        perms, qs = await asyncio.gather(client.permissions(d), client.questions(d))
+        for raw in perms:
+            if raw.get("id") == request_id:
+                return Located(PermissionRequest.model_validate(raw), d)
+        for raw in qs:
+            if raw.get("id") == request_id:
+                return Located(QuestionRequest.model_validate(raw), d)
+        return None
+
+    for found in await asyncio.gather(*(one(d) for d in dirs)):
+        if found is not None:
+            return found
+    raise ActionError(
+        f"no open permission or question {request_id} on {client.url} "
+        "(already answered, or never asked)")
+
+
+async def abort(client: Client, session_id: str) -> None:
+    sessions, _ = await folders(client)
+    s = sessions.get(session_id)
+    if s is None:
+        raise ActionError(f"unknown session {session_id} on {client.url}")
+    try:
+        await client.abort(session_id, s.directory or None)
+    except NotFound as exc:
+        raise ActionError(f"abort refused: {exc.message}") from None
+
+
+async def reply_permission(
+    client: Client, request_id: str, reply: str, message: str | None = None,
+    directory: str | None = None, *, locate: bool = True,
+) -> None:
+    if reply not in ("once", "always", "reject"):
+        raise ActionError(f"reply must be once, always or reject, not {reply!r}")
+    if locate:
+        loc = await locate_request(client, request_id)
+        if not isinstance(loc.request, PermissionRequest):
+            raise ActionError(f"{request_id} is a question; use `ocwatch answer`")
+        directory = loc.directory
+    try:
+        await client.reply_permission(request_id, reply, message, directory)
+    except NotFound:
+        raise ActionError(
+            f"permission {request_id} is no longer open (already answered?)") from None
+
+
+def question_answers(
+    req: QuestionRequest, options: list[str] | None, text: str | None,
+) -> list[list[str]]:
+    """Map `--option` labels (or one typed `--text`) onto every question of a request."""
+    if text is not None:
+        return [[text] for _ in req.questions] or [[text]]
+    chosen = list(options or [])
+    known = {o.label for q in req.questions for o in q.options}
+    unknown = [c for c in chosen if c not in known]
+    if unknown:
+        raise ActionError(
+            f"no option {unknown[0]!r} in {req.id}; options: "
+            + ", ".join(repr(x) for x in sorted(known)))
+    answers: list[list[str]] = []
+    for i, q in enumerate(req.questions, 1):
+        labels = [o.label for o in q.options]
+        picked = [c for c in chosen if c in labels]
+        if not picked:
+            raise ActionError(f"question {i} ({q.question!r}) got no answer; options: "
+                              + ", ".join(repr(x) for x in labels))
+        if len(picked) > 1 and not q.multiple:
+            raise ActionError(f"question {i} ({q.question!r}) takes one option, got {picked}")
+        answers.append(picked)
+    return answers
+
+
+async def answer_question(
+    client: Client, request_id: str, *, options: list[str] | None = None,
+    text: str | None = None, reject: bool = False,
+) -> None:
+    loc = await locate_request(client, request_id)
+    if not isinstance(loc.request, QuestionRequest):
+        raise ActionError(f"{request_id} is a permission; use `ocwatch reply`")
+    try:
+        if reject:
+            await client.reject_question(request_id, loc.directory)
+        else:
+            answers = question_answers(loc.request, options, text)
+            await client.reply_question(request_id, answers, loc.directory)
+    except NotFound:
+        raise ActionError(
+            f"question {request_id} is no longer open (already answered?)") from None

@@ -1,0 +1,245 @@
+"""Async HTTP client for one OpenCode server, with one-line errors for everything that goes wrong.
+
+Unknown paths on an OpenCode server answer 200 with the web UI's HTML, so every answer is checked
+to be JSON before it is trusted.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from .settings import Auth
+
+
+class OcwatchError(Exception):
+    """An error with a one-line message fit for users. Never carries credentials."""
+
+    exit_code = 2
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class Unreachable(OcwatchError):
+    """The server could not be reached (refused, DNS, timeout)."""
+
+
+class AuthFailed(OcwatchError):
+    """401: password missing or wrong."""
+
+
+class BadResponse(OcwatchError):
+    """The answer was not what the API promises (HTML instead of JSON, wrong shape, 5xx)."""
+
+
+class NotFound(OcwatchError):
+    """404 with the server's error tag (e.g. PermissionNotFoundError)."""
+
+    def __init__(self, message: str, tag: str | None = None) -> None:
+        super().__init__(message)
+        self.tag = tag
+
+
+def normalize_url(url: str) -> str:
+    url = url.strip().rstrip("/")
+    if "://" not in url:
+        url = "http://" + url
+    return url
+
+
+def describe_transport_error(url: str, exc: BaseException) -> OcwatchError:
+    """Turn an httpx transport error into a one-line Unreachable."""
+    if isinstance(exc, httpx.TimeoutException):
+        return Unreachable(f"{url}: timed out ({type(exc).__name__})")
+    if isinstance(exc, httpx.ConnectError):
+        return Unreachable(f"{url}: cannot connect ({_short(exc) or 'connection refused'})")
+    if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
+        return Unreachable(f"{url}: invalid server URL ({_short(exc)})")
+    return Unreachable(f"{url}: connection failed ({type(exc).__name__}: {_short(exc)})")
+
+
+def _short(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return text[0][:160] if text else ""
+
+
+class Client:
+    """Thin async wrapper over the v1 API. Every method raises OcwatchError, nothing else."""
+
+    def __init__(
+        self,
+        url: str,
+        auth: Auth | None = None,
+        *,
+        timeout: float = 10.0,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = normalize_url(url)
+        self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            auth=httpx.BasicAuth(auth.username, auth.password) if auth else None,
+            timeout=httpx.Timeout(timeout),
+            transport=transport,
+            headers={"accept": "application/json"},
+            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
+        )
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        return self._http
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    # -- plumbing -------------------------------------------------------------------------------
+    async def request(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None,
+        body: Any = None, expect_json: bool = True,
+    ) -> Any:
+        self.requests += 1
+        try:
+            resp = await self._http.request(
+                method, path, params=params, json=body if body is not None else None,
+            )
+        except httpx.HTTPError as exc:
+            raise describe_transport_error(self.url, exc) from None
+        return self._check(resp, method, path, expect_json)
+
+    def _check(self, resp: httpx.Response, method: str, path: str, expect_json: bool) -> Any:
+        where = f"{self.url} {method} {path}"
+        if resp.status_code == 401:
+            raise AuthFailed(
+                f"{self.url}: authentication failed (HTTP 401); set OPENCODE_SERVER_PASSWORD "
+                "(and OPENCODE_SERVER_USERNAME if not 'opencode')"
+            )
+        if resp.status_code == 404:
+            tag, msg = _error_fields(resp)
+            raise NotFound(f"{where}: not found{': ' + msg if msg else ''}", tag)
+        if resp.status_code >= 400:
+            tag, msg = _error_fields(resp)
+            detail = msg or tag or resp.reason_phrase
+            raise BadResponse(f"{where}: HTTP {resp.status_code} {detail}".rstrip())
+        if not expect_json:
+            return None
+        if resp.status_code == 204 or not resp.content:
+            return None
+        ctype = resp.headers.get("content-type", "")
+        body = resp.text
+        if "html" in ctype or body.lstrip()[:1] == "<":
+            raise BadResponse(
+                f"{where}: expected JSON but got HTML (is this an OpenCode server, and a version "
+                "that has this route?)"
+            )
+        try:
+            return json.loads(body)
+        except ValueError:
+            raise BadResponse(f"{where}: expected JSON but got unparseable text") from None
+
+    # -- routes ---------------------------------------------------------------------------------
+    @staticmethod
+    def _dir(directory: str | None) -> dict[str, Any] | None:
+        return {"directory": directory} if directory else None
+
+    async def health(self) -> dict[str, Any]:
+        data = await self.request("GET", "/global/health")
+        if not isinstance(data, dict):
+            raise BadResponse(f"{self.url}: /global/health did not answer an object")
+        return data
+
+    async def sessions(self) -> list[dict[str, Any]]:
+        return _list(await self.request("GET", "/session"), self.url, "/session")
+
+    async def projects(self) -> list[dict[str, Any]]:
+        return _list(await self.request("GET", "/project"), self.url, "/project")
+
+    async def status(self, directory: str | None = None) -> dict[str, Any]:
+        data = await self.request("GET", "/session/status", params=self._dir(directory))
+        if not isinstance(data, dict):
+            raise BadResponse(f"{self.url}: /session/status did not answer an object")
+        return data
+
+    async def permissions(self, directory: str | None = None) -> list[dict[str, Any]]:
+        data = await self.request("GET", "/permission", params=self._dir(directory))
+        return _list(data, self.url, "/permission")
+
+    async def questions(self, directory: str | None = None) -> list[dict[str, Any]]:
+        data = await self.request("GET", "/question", params=self._dir(directory))
+        return _list(data, self.url, "/question")
+
+    async def messages(
+        self, session_id: str, limit: int = 1, directory: str | None = None,
+    ) -> list[dict[str, Any]]:
+        params: dict[str, Any] = {"limit": limit}
+        if directory:
+            params["directory"] = directory
+        path = f"/session/{quote(session_id, safe='')}/message"
+        return _list(await self.request("GET", path, params=params), self.url, path)
+
+    async def active(self, directory: str | None = None) -> set[str] | None:
+        """Sessions listed by the newer `/api/session/active`; None when the route is absent."""
+        try:
+            data = await self.request("GET", "/api/session/active", params=self._dir(directory))
+        except (NotFound, BadResponse):
+            return None
+        if isinstance(data, dict) and isinstance(data.get("data"), dict):
+            return {str(k) for k in data["data"]}
+        return None
+
+    async def abort(self, session_id: str, directory: str | None = None) -> Any:
+        path = f"/session/{quote(session_id, safe='')}/abort"
+        return await self.request("POST", path, params=self._dir(directory), body={})
+
+    async def reply_permission(
+        self, request_id: str, reply: str, message: str | None = None,
+        directory: str | None = None,
+    ) -> Any:
+        body: dict[str, Any] = {"reply": reply}
+        if message:
+            body["message"] = message
+        path = f"/permission/{quote(request_id, safe='')}/reply"
+        return await self.request("POST", path, params=self._dir(directory), body=body)
+
+    async def reply_question(
+        self, request_id: str, answers: list[list[str]], directory: str | None = None,
+    ) -> Any:
+        path = f"/question/{quote(request_id, safe='')}/reply"
+        return await self.request(
+            "POST", path, params=self._dir(directory), body={"answers": answers})
+
+    async def reject_question(self, request_id: str, directory: str | None = None) -> Any:
+        path = f"/question/{quote(request_id, safe='')}/reject"
+        return await self.request("POST", path, params=self._dir(directory), body={})
+
+
+def _list(data: Any, url: str, path: str) -> list[dict[str, Any]]:
+    if data is None:
+        return []
+    if not isinstance(data, list):
+        raise BadResponse(f"{url}: {path} did not answer a list")
+    return [x for x in data if isinstance(x, dict)]
+
+
+def _error_fields(resp: httpx.Response) -> tuple[str | None, str | None]:
+    try:
+        data = resp.json()
+    except ValueError:
+        return None, None
+    if not isinstance(data, dict):
+        return None, None
+    tag = data.get("_tag") or data.get("name")
+    msg = data.get("message")
+    if msg is None and isinstance(data.get("data"), dict):
+        msg = data["data"].get("message")
+    return (str(tag) if tag else None, str(msg)[:200] if msg else None)

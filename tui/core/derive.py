@@ -1,0 +1,405 @@
+"""derive(): the pure function from (snapshot, journal, now, settings) to the View's rows.
+
+No clock reads, no I/O, no mutation of inputs. The decision order (DESIGN.md):
+input > retry > busy (stale detection) > idle with reason > unknown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from .journal import Entry, Facts, fold
+from .models import (
+    Message,
+    MessageError,
+    MessageInfo,
+    Part,
+    PermissionRequest,
+    QuestionRequest,
+    Session,
+    SessionStatus,
+)
+from .settings import Settings
+from .snapshot import Snapshot
+from .view import Pending, SessionRow
+
+#: Finishes that do not end a run: the model asked for tools and another step follows.
+NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
+SERVER_REASONS = {"completed": "completed", "aborted": "aborted", "error": "error",
+                  "interrupted": "interrupted", "failed": "error", "cancelled": "aborted"}
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """How the monitor currently reaches the server (an input to derive, not a clock read)."""
+
+    reachable: bool = True
+    error: str | None = None
+    since: float | None = None
+
+
+def ms(t: float | None) -> float | None:
+    return None if t is None or t == 0 else t / 1000.0
+
+
+def clock_text(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+
+
+def ago(now: float, t: float) -> str:
+    d = max(0.0, now - t)
+    if d < 60:
+        return f"{d:.0f}s ago"
+    if d < 3600:
+        return f"{d / 60:.0f}m ago"
+    return f"{d / 3600:.1f}h ago"
+
+
+def _merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:
+    """The newest last message: the snapshot's, overridden by newer journal updates and parts."""
+    seen = facts.messages.get(sid)
+    if seen is None:
+        if snap is None:
+            return None
+        extra = facts.parts.get(snap.info.id)
+        if not extra:
+            return snap
+        return Message(info=snap.info, parts=_merge_parts(snap.parts, extra))
+    info: MessageInfo = seen[0]
+    if snap is not None and snap.info.id > info.id:
+        return _merge_message(snap, Facts(parts=facts.parts), sid)
+    base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
+    return Message(info=info, parts=_merge_parts(base_parts, facts.parts.get(info.id, {})))
+
+
+def _merge_parts(base: Iterable[Part], extra: dict[str, Part]) -> tuple[Part, ...]:
+    merged = {p.id: p for p in base}
+    merged.update(extra)
+    return tuple(merged.values())
+
+
+def _pending_of(
+    req: PermissionRequest | QuestionRequest,
+) -> Pending:
+    if isinstance(req, PermissionRequest):
+        meta = req.metadata or {}
+        cmd = meta.get("command") or meta.get("description") or meta.get("filepath")
+        pats = ", ".join(req.patterns)
+        summary = f"permission {req.permission or '?'}"
+        if cmd:
+            summary += f": {cmd}"
+        elif pats:
+            summary += f": {pats}"
+        detail = {"permission": req.permission, "patterns": list(req.patterns),
+                  "metadata": dict(meta), "always": list(req.always),
+                  "command": cmd}
+        return Pending("permission", req.id, req.session_id, summary, detail)
+    qs = req.questions
+    first = qs[0].question if qs else ""
+    summary = f"question: {first}" + (f" (+{len(qs) - 1} more)" if len(qs) > 1 else "")
+    detail = {"questions": [
+        {"question": q.question, "header": q.header, "multiple": q.multiple, "custom": q.custom,
+         "options": [{"label": o.label, "description": o.description} for o in q.options]}
+        for q in qs]}
+    return Pending("question", req.id, req.session_id, summary, detail)
+
+
+def derive_server(
+    snapshot: Snapshot,
+    entries: Iterable[Entry],
+    now: float,
+    settings: Settings,
+    *,
+    previous: dict[tuple[str, str], SessionRow] | None = None,
+    link: Link | None = None,
+) -> dict[tuple[str, str], SessionRow]:
+    """Rows of one server. Same inputs, same rows. Only sessions the snapshot lists (or that the
+    journal saw created after it) appear."""
+    facts = fold(entries)
+    server = snapshot.server
+    grace = settings.grace
+    link = link or Link()
+
+    # sessions: snapshot, then journal creations/updates/deletions observed after it
+    sessions: dict[str, Session] = dict(snapshot.sessions)
+    sessions.update(facts.sessions)
+    for sid in facts.deleted:
+        sessions.pop(sid, None)
+
+    # status: snapshot map, overridden by status events observed after it
+    status: dict[str, SessionStatus] = dict(snapshot.status)
+    status_at: dict[str, float] = {}
+    for sid, fact in facts.status.items():
+        status_at[sid] = fact.at
+        if fact.status is None:
+            status.pop(sid, None)
+        else:
+            status[sid] = fact.status
+    active = snapshot.active - {sid for sid, f in facts.status.items() if f.status is None}
+
+    # open requests: snapshot's, plus asked, minus answered
+    open_reqs: dict[str, PermissionRequest | QuestionRequest] = {}
+    open_reqs.update(snapshot.permissions)
+    open_reqs.update(snapshot.questions)
+    ask_at: dict[str, float] = {}
+    for rid, ask in facts.asked.items():
+        open_reqs[rid] = ask.request
+        ask_at[rid] = ask.at
+    for rid in facts.answered:
+        open_reqs.pop(rid, None)
+
+    # tree
+    children: dict[str, list[str]] = {}
+    for s in sessions.values():
+        if s.parent_id and s.parent_id in sessions:
+            children.setdefault(s.parent_id, []).append(s.id)
+    own_pending: dict[str, list[Pending]] = {}
+    for req in sorted(open_reqs.values(), key=lambda r: r.id):
+        if req.session_id in sessions:
+            own_pending.setdefault(req.session_id, []).append(_pending_of(req))
+
+    def running(sid: str) -> bool:
+        st = status.get(sid)
+        return sid in active or (st is not None and st.type in ("busy", "retry"))
+
+    # roll-ups over descendants, memoised (the tree can be deep; iterative to avoid recursion)
+    rolled: dict[str, tuple[Pending, ...]] = {}
+    busy_desc: dict[str, list[str]] = {}
+    for root in sessions:
+        if root in rolled:
+            continue
+        stack: list[tuple[str, bool]] = [(root, False)]
+        on_path: set[str] = set()
+        while stack:
+            sid, done = stack.pop()
+            if done:
+                on_path.discard(sid)
+                pend = list(own_pending.get(sid, ()))
+                busy: list[str] = []
+                for c in children.get(sid, ()):
+                    pend.extend(rolled.get(c, ()))
+                    if running(c):
+                        busy.append(c)
+                    busy.extend(busy_desc.get(c, ()))
+                rolled[sid] = tuple(pend)
+                busy_desc[sid] = busy
+                continue
+            if sid in rolled or sid in on_path:
+                continue
+            on_path.add(sid)
+            stack.append((sid, True))
+            for c in children.get(sid, ()):
+                if c not in rolled and c not in on_path:
+                    stack.append((c, False))
+
+    prev = previous or {}
+    rows: dict[tuple[str, str], SessionRow] = {}
+    for sid, s in sessions.items():
+        msg = _merge_message(snapshot.messages.get(sid), facts, sid)
+        err_fact = facts.errors.get(sid)
+        row = _decide(
+            s, server, status.get(sid), sid in active, msg, rolled.get(sid, ()),
+            busy_desc.get(sid, []), err_fact.error if err_fact else None,
+            status_at.get(sid), ask_at, now, grace,
+        )
+        state, reason, stale, evidence, settled, since_hint = row
+        updated = max(
+            ms(s.time.updated) or 0.0,
+            ms(msg.info.time.completed) or ms(msg.info.time.created) or 0.0 if msg else 0.0,
+            facts.touched.get(sid, 0.0),
+        ) or None
+        key = (server, sid)
+        old = prev.get(key)
+        if old is not None and old.state == state and old.reason == reason and old.since:
+            since = old.since
+        else:
+            since = since_hint or updated
+        if not link.reachable:
+            evidence = (
+                f"server unreachable{': ' + link.error if link.error else ''}; "
+                f"last known state: {state}{' (' + reason + ')' if reason else ''}",
+                *evidence,
+            )
+            state, reason, stale, settled = "unknown", None, False, False
+            keep = old is not None and old.state == "unknown"
+            since = old.since if keep and old is not None else (link.since or since)
+        err = msg.info.error if msg is not None and msg.info.role == "assistant" else None
+        if err is None and err_fact is not None:
+            err = err_fact.error
+        st = status.get(sid)
+        cost = s.cost
+        tokens = s.tokens.total if s.tokens is not None else None
+        if cost is None and msg is not None and msg.info.cost is not None:
+            cost = msg.info.cost
+        if tokens is None and msg is not None and msg.info.tokens is not None:
+            tokens = msg.info.tokens.total
+        rows[key] = SessionRow(
+            server=server, id=sid, title=s.title, directory=s.directory,
+            parent_id=s.parent_id, state=state, reason=reason, stale=stale,
+            evidence=tuple(evidence), pending=rolled.get(sid, ()), since=since, updated=updated,
+            cost=cost, tokens=tokens, settled=settled,
+            error=err.text if err is not None else None,
+            retry_attempt=st.attempt if st is not None and st.type == "retry" else None,
+            retry_message=st.message if st is not None and st.type == "retry" else None,
+            retry_next=ms(st.next) if st is not None and st.type == "retry" else None,
+            children=tuple(sorted(children.get(sid, ()))),
+        )
+    return rows
+
+
+Decision = tuple[str, str | None, bool, list[str], bool, float | None]
+
+
+def _decide(
+    s: Session,
+    server: str,
+    st: SessionStatus | None,
+    in_active: bool,
+    msg: Message | None,
+    pending: tuple[Pending, ...],
+    busy_children: list[str],
+    stream_error: MessageError | None,
+    status_at: float | None,
+    ask_at: dict[str, float],
+    now: float,
+    grace: float,
+) -> Decision:
+    """One session's (state, reason, stale, evidence, settled, since_hint)."""
+    info = msg.info if msg is not None else None
+    assistant = info if info is not None and info.role == "assistant" else None
+
+    # 1. input: something is asked of the user (here or in a descendant)
+    if pending:
+        ev = []
+        for p in pending:
+            where = "" if p.session_id == s.id else f" (sub-agent {p.session_id})"
+            ev.append(f"{p.summary}{where}")
+        if st is not None:
+            ev.append(f"server reports {st.type} while waiting")
+        times = [ask_at[p.id] for p in pending if p.id in ask_at]
+        return "input", None, False, ev, True, min(times) if times else None
+
+    # 2. retry
+    if st is not None and st.type == "retry":
+        ev = [f"retry attempt {st.attempt if st.attempt is not None else '?'}"
+              + (f": {st.message}" if st.message else "")]
+        if st.next:
+            ev.append(f"next attempt at {clock_text(st.next / 1000)}")
+        return "retry", None, False, ev, True, status_at
+
+    # 3. busy (stale detection)
+    if (st is not None and st.type == "busy") or in_active or (
+        st is not None and st.type not in ("idle", "retry")
+    ):
+        label = st.type if st is not None else "running (/api/session/active)"
+        return _busy(label, msg, assistant, busy_children, status_at, now, grace)
+
+    # 4./5. absent from the status map (or idle)
+    if st is not None and st.reason:
+        reason = SERVER_REASONS.get(st.reason)
+        if reason is not None:
+            state = "unknown" if reason == "interrupted" else "idle"
+            return state, reason, False, [f"server reports idle, reason {st.reason}"], True, \
+                status_at
+    if msg is None:
+        if stream_error is not None:
+            return _idle_error(stream_error, "session.error event", status_at)
+        return "idle", None, False, ["no messages yet"], True, None
+    assert info is not None
+    if assistant is not None:
+        if assistant.error is not None:
+            return _idle_error(assistant.error, "last assistant message", status_at)
+        done = ms(assistant.time.completed)
+        if done is not None and assistant.finish not in NON_TERMINAL_FINISH:
+            return "idle", "completed", False, [
+                f"last assistant message completed at {clock_text(done)}"
+                f" (finish: {assistant.finish or 'none'})"], True, done
+        if stream_error is not None:
+            return _idle_error(stream_error, "session.error event", status_at)
+        # absent, but the run visibly did not end: unknown
+        open_tools = [p for p in (msg.parts if msg else ()) if p.is_open_tool]
+        if done is None:
+            what = "last assistant message never completed"
+        else:
+            what = (f"last assistant step completed at {clock_text(done)} with finish "
+                    f"{assistant.finish!r}, and no next step followed")
+        if open_tools:
+            what += f"; tool {open_tools[0].tool or '?'} left {open_tools[0].state.status}"  # type: ignore[union-attr]
+        start = max(filter(None, [status_at, done, ms(assistant.time.created)]), default=now)
+        if now - start <= grace:
+            return "unknown", None, False, [
+                "server reports not busy; " + what + " (waiting for the final message)"
+            ], False, status_at
+        return "unknown", "interrupted", False, [
+            "server reports not busy (absent from the status map)", what,
+            "the run was cut off (server restart or crash?)"], True, start
+    # the last message is a user prompt with no reply
+    if stream_error is not None:
+        return _idle_error(stream_error, "session.error event", status_at)
+    created = ms(info.time.created) or now
+    start = max(created, status_at or 0.0)
+    if now - start <= grace:
+        return "unknown", None, False, [
+            f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
+            "busy (waiting)"], False, status_at
+    return "unknown", None, False, [
+        f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
+        "server does not report busy (absent from the status map)"], True, start
+
+
+def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
+    if err.name == "MessageAbortedError":
+        return "idle", "aborted", False, [f"{where}: aborted ({err.name})"], True, at
+    return "idle", "error", False, [f"{where}: {err.text}"], True, at
+
+
+def _busy(
+    label: str,
+    msg: Message | None,
+    assistant: MessageInfo | None,
+    busy_children: list[str],
+    status_at: float | None,
+    now: float,
+    grace: float,
+) -> Decision:
+    reported = f"server reports {label}" + (
+        f" since {clock_text(status_at)}" if status_at else "")
+    if msg is None:
+        return "busy", None, False, [reported, "no message yet"], True, status_at
+    if assistant is None:
+        return "busy", None, False, [reported, "last message is a prompt (run starting)"], True, \
+            status_at
+    open_tools = [p for p in msg.parts if p.is_open_tool]
+    done = ms(assistant.time.completed)
+    terminal = done is not None and (
+        assistant.error is not None or assistant.finish not in NON_TERMINAL_FINISH)
+    if not terminal or open_tools or busy_children:
+        ev = [reported]
+        if open_tools:
+            t = open_tools[0]
+            ev.append(f"tool {t.tool or '?'} {t.state.status if t.state else '?'}")
+        if busy_children:
+            ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
+        if done is None:
+            started = ms(assistant.time.created) or now
+            ev.append(f"assistant message streaming since {clock_text(started)}")
+        elif not terminal:
+            ev.append(f"step finished with {assistant.finish!r}; next step pending")
+        return "busy", None, False, ev, True, status_at
+    assert done is not None
+    held_since = max(done, status_at or 0.0)
+    ending = (f"error {assistant.error.name}" if assistant.error is not None
+              else f"finish {assistant.finish!r}")
+    facts = [
+        reported,
+        f"last assistant message completed at {clock_text(done)} ({ending}), {ago(now, done)}",
+        "no tool call pending or running",
+        "nothing asked; no sub-agent busy",
+    ]
+    if now - held_since > grace:
+        return "busy", None, True, [
+            f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
+            *facts], True, status_at
+    return "busy", None, False, [*facts, f"within the {grace:g}s grace period"], True, status_at

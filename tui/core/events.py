@@ -1,0 +1,158 @@
+"""Parsing frames of `GET /global/event` into Events, tolerant and counted.
+
+A frame is `{"directory", "project", "payload": {"id", "type", "properties"}}`. Persisted changes
+come twice on the global stream: once plain, once as a `sync` frame; the sync copies are dropped
+here, but their per-aggregate `seq` is watched: a jump means events were missed (no replay), and the
+caller must take a fresh snapshot.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+log = logging.getLogger("ocwatch.events")
+
+#: Event types derive() reads.
+RELEVANT = frozenset({
+    "session.created", "session.updated", "session.deleted", "session.status", "session.idle",
+    "session.error", "message.updated", "message.removed", "message.part.updated",
+    "permission.asked", "permission.replied", "question.asked", "question.replied",
+    "question.rejected",
+})
+#: Types that only tell the stream is alive or the server's instances changed.
+CONTROL = frozenset({
+    "server.connected", "server.heartbeat", "server.instance.disposed", "global.disposed",
+})
+#: High-rate or irrelevant types skipped cheaply (known, not counted as unknown).
+NOISE = frozenset({
+    "message.part.delta", "session.diff", "plugin.added", "catalog.updated", "lsp.updated",
+    "lsp.client.diagnostics", "file.edited", "file.watcher.updated", "todo.updated",
+    "session.compacted", "installation.updated", "installation.update-available",
+    "vcs.branch.updated",
+    "project.updated", "command.executed", "mcp.tools.changed", "ide.installed", "tui.toast.show",
+    "pty.created", "pty.updated", "pty.exited", "pty.deleted", "message.part.removed",
+    "session.next.step", "workspace.ready", "workspace.failed", "server.instance.created",
+})
+#: Events after which a fresh snapshot is worth taking (debounced by the caller).
+RESYNC_TRIGGERS = frozenset({
+    "session.idle", "session.error", "message.removed", "server.instance.disposed",
+    "global.disposed",
+})
+
+
+@dataclass(frozen=True, slots=True)
+class Event:
+    """One event from the stream, with the client-side receive time (epoch seconds)."""
+
+    type: str
+    properties: dict[str, Any]
+    directory: str | None
+    received: float
+
+    @property
+    def session_id(self) -> str | None:
+        p = self.properties
+        sid = p.get("sessionID")
+        if isinstance(sid, str):
+            return sid
+        info = p.get("info")
+        if isinstance(info, dict):
+            if self.type.startswith("session.") and isinstance(info.get("id"), str):
+                return str(info["id"])
+            if isinstance(info.get("sessionID"), str):
+                return str(info["sessionID"])
+        part = p.get("part")
+        if isinstance(part, dict) and isinstance(part.get("sessionID"), str):
+            return str(part["sessionID"])
+        return None
+
+    @property
+    def wants_snapshot(self) -> bool:
+        if self.type in RESYNC_TRIGGERS:
+            return True
+        if self.type == "session.status":
+            status = self.properties.get("status")
+            return isinstance(status, dict) and status.get("type") == "idle"
+        return False
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What one frame gave: an event worth keeping (or None), and whether events were missed."""
+
+    event: Event | None = None
+    gap: bool = False
+    control: str | None = None  # type of a control event (connected, heartbeat, disposed)
+
+
+@dataclass
+class EventParser:
+    """Stateful parser for one connection: counts skips and unknown types, watches sync seq."""
+
+    skipped: int = 0
+    unknown: int = 0
+    sync_dropped: int = 0
+    unknown_types: Counter[str] = field(default_factory=Counter)
+    _seq: dict[str, int] = field(default_factory=dict)
+
+    def reset_sequences(self) -> None:
+        """Forget sync sequences (call on reconnect: the fresh snapshot covers the gap)."""
+        self._seq.clear()
+
+    def parse(self, data: str, received: float) -> Parsed:
+        """Parse one SSE `data` payload. Never raises."""
+        if not data or data.isspace():
+            return Parsed()
+        try:
+            frame = json.loads(data)
+        except (ValueError, RecursionError):
+            self.skipped += 1
+            log.warning("skipped a malformed event frame (%d bytes)", len(data))
+            return Parsed()
+        if not isinstance(frame, dict):
+            return self._skip("a frame that is not an object")
+        payload = frame.get("payload", frame)  # /event sends the payload bare
+        if not isinstance(payload, dict):
+            return self._skip("a frame without a payload object")
+        etype = payload.get("type")
+        if not isinstance(etype, str):
+            return self._skip("an event without a type")
+        if etype == "sync":
+            return Parsed(gap=self._check_seq(payload.get("syncEvent")))
+        props = payload.get("properties")
+        if props is None:
+            props = {}
+        if not isinstance(props, dict):
+            return self._skip(f"a {etype} event whose properties are not an object")
+        directory = frame.get("directory") if isinstance(frame.get("directory"), str) else None
+        if etype in CONTROL:
+            return Parsed(event=Event(etype, props, directory, received), control=etype)
+        if etype in RELEVANT:
+            return Parsed(event=Event(etype, props, directory, received))
+        if etype in NOISE or etype.startswith(("session.next.", "tui.", "lsp.", "pty.")):
+            return Parsed()
+        self.unknown += 1
+        self.unknown_types[etype] += 1
+        if self.unknown_types[etype] == 1:
+            log.info("ignoring unknown event type %r", etype)
+        return Parsed()
+
+    def _skip(self, what: str) -> Parsed:
+        self.skipped += 1
+        log.warning("skipped %s", what)
+        return Parsed()
+
+    def _check_seq(self, sync: Any) -> bool:
+        self.sync_dropped += 1
+        if not isinstance(sync, dict):
+            return False
+        agg, seq = sync.get("aggregateID"), sync.get("seq")
+        if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            return False
+        last = self._seq.get(agg)
+        self._seq[agg] = seq if last is None else max(last, seq)
+        return last is not None and seq > last + 1

@@ -1,0 +1,83 @@
+"""Fleet: the live ViewSource over one or more servers.
+
+`current(now)` derives a whole View from every server's snapshot and journal; the difference
+between consecutive Views feeds each row's timeline (transitions are pure, see view.transitions).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
+
+import httpx
+
+from .monitor import Notify, ServerMonitor
+from .settings import Auth, Settings
+from .view import Transition, View, transitions
+
+
+class Fleet:
+    """Monitors for several servers behind one ViewSource."""
+
+    def __init__(
+        self,
+        urls: Sequence[str],
+        *,
+        auth: Auth | None = None,
+        settings: Settings | None = None,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+        history_limit: int = 50,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.clock = clock
+        seen: dict[str, ServerMonitor] = {}
+        for url in urls:
+            mon = ServerMonitor(url, auth=auth, settings=self.settings, clock=clock,
+                                transport=transport)
+            seen.setdefault(mon.url, mon)
+        self.monitors: list[ServerMonitor] = list(seen.values())
+        self._last: View | None = None
+        self._history: dict[tuple[str, str], deque[Transition]] = {}
+        self._history_limit = history_limit
+
+    def monitor(self, server: str) -> ServerMonitor | None:
+        for m in self.monitors:
+            if m.url == server:
+                return m
+        return None
+
+    def current(self, now: float | None = None) -> View:
+        now = self.clock() if now is None else now
+        rows = {}
+        for m in self.monitors:
+            rows.update(m.rows(now))
+        view = View(now, tuple(m.info() for m in self.monitors), rows)
+        for tr in transitions(self._last, view):
+            if tr.after is None:
+                self._history.pop(tr.key, None)
+                continue
+            self._history.setdefault(tr.key, deque(maxlen=self._history_limit)).append(tr)
+        self._last = view
+        return view
+
+    def history(self, key: tuple[str, str]) -> list[Transition]:
+        return list(self._history.get(key, ()))
+
+    async def first_snapshots(self) -> None:
+        await asyncio.gather(*(m.first_snapshot() for m in self.monitors))
+
+    async def run(self, notify: Notify) -> None:
+        async with asyncio.TaskGroup() as tg:
+            for m in self.monitors:
+                tg.create_task(m.run(notify))
+
+    async def snapshot_once(self) -> View:
+        """One snapshot per server, no stream (what `status` does)."""
+        try:
+            await asyncio.gather(*(m.snapshot_once() for m in self.monitors))
+        finally:
+            await asyncio.gather(*(m.client.aclose() for m in self.monitors))
+        return self.current()

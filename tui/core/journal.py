@@ -1,0 +1,159 @@
+"""The journal: events observed since the current snapshot's fetch began, bounded.
+
+Entries carry a sequence number. A snapshot records the journal's `seq` when its fetch begins; once
+that snapshot is in place, `cut(seq)` drops every entry older than it: the snapshot covers them.
+`fold()` turns the entries into facts derive() reads (pure).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pydantic import ValidationError
+
+from .events import Event
+from .models import (
+    MessageError,
+    MessageInfo,
+    Part,
+    PermissionRequest,
+    QuestionRequest,
+    Session,
+    SessionStatus,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    seq: int
+    event: Event
+
+
+class Journal:
+    """A bounded, append-only log of events; cut when a newer snapshot supersedes it."""
+
+    def __init__(self, limit: int = 5000) -> None:
+        self._entries: deque[Entry] = deque()
+        self._limit = limit
+        self.seq = 0  # sequence number the next entry gets
+        self.overflowed = False
+
+    def add(self, event: Event) -> int:
+        """Append an event; returns its sequence number. Overflow drops the oldest entries and
+        sets `overflowed` (the caller must then take a snapshot)."""
+        seq = self.seq
+        self.seq += 1
+        self._entries.append(Entry(seq, event))
+        while len(self._entries) > self._limit:
+            self._entries.popleft()
+            self.overflowed = True
+        return seq
+
+    def cut(self, before: int) -> None:
+        """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them)."""
+        while self._entries and self._entries[0].seq < before:
+            self._entries.popleft()
+        self.overflowed = False
+
+    def entries(self) -> tuple[Entry, ...]:
+        return tuple(self._entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+
+@dataclass(frozen=True, slots=True)
+class StatusFact:
+    status: SessionStatus | None  # None: idle (absent from the status map)
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorFact:
+    error: MessageError
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class AskFact:
+    request: PermissionRequest | QuestionRequest
+    at: float
+
+
+@dataclass
+class Facts:
+    """What the journal says, folded: the latest fact of each kind per session."""
+
+    sessions: dict[str, Session] = field(default_factory=dict)
+    deleted: set[str] = field(default_factory=set)
+    status: dict[str, StatusFact] = field(default_factory=dict)
+    # newest message per session, with its receive time
+    messages: dict[str, tuple[MessageInfo, float]] = field(default_factory=dict)
+    parts: dict[str, dict[str, Part]] = field(default_factory=dict)  # message id -> part id -> part
+    errors: dict[str, ErrorFact] = field(default_factory=dict)
+    asked: dict[str, AskFact] = field(default_factory=dict)  # request id -> ask
+    answered: dict[str, float] = field(default_factory=dict)  # request id -> when
+    touched: dict[str, float] = field(default_factory=dict)  # session id -> last event time
+    malformed: int = 0
+
+
+def fold(entries: Iterable[Entry]) -> Facts:
+    """Fold journal entries, oldest first, into Facts. Pure; malformed payloads are counted."""
+    f = Facts()
+    for entry in entries:
+        try:
+            _apply(f, entry.event)
+        except (ValidationError, TypeError, ValueError, KeyError, AttributeError):
+            f.malformed += 1
+    return f
+
+
+def _apply(f: Facts, ev: Event) -> None:
+    p = ev.properties
+    t = ev.type
+    sid = ev.session_id
+    if sid is not None and t != "session.deleted":
+        f.touched[sid] = ev.received
+    if t in ("session.created", "session.updated"):
+        s = Session.model_validate(p["info"])
+        f.sessions[s.id] = s
+        f.deleted.discard(s.id)
+    elif t == "session.deleted":
+        info = p.get("info") or {}
+        dead = info.get("id") if isinstance(info, dict) else None
+        dead = dead or p.get("sessionID")
+        if isinstance(dead, str):
+            f.deleted.add(dead)
+            f.sessions.pop(dead, None)
+    elif t == "session.status" and sid:
+        st = SessionStatus.model_validate(p["status"])
+        f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
+    elif t == "session.idle" and sid:
+        prev = f.status.get(sid)
+        if prev is None or prev.status is not None:  # a second idle changes nothing
+            f.status[sid] = StatusFact(None, ev.received)
+    elif t == "session.error" and sid:
+        err = p.get("error")
+        if isinstance(err, dict):
+            f.errors[sid] = ErrorFact(MessageError.model_validate(err), ev.received)
+    elif t == "message.updated" and sid:
+        info = MessageInfo.model_validate(p["info"])
+        cur = f.messages.get(sid)
+        if cur is None or info.id >= cur[0].id:
+            f.messages[sid] = (info, ev.received)
+    elif t == "message.part.updated":
+        part = Part.model_validate(p["part"])
+        if part.message_id and part.id:
+            f.parts.setdefault(part.message_id, {})[part.id] = part
+    elif t == "permission.asked":
+        req: PermissionRequest | QuestionRequest = PermissionRequest.model_validate(p)
+        f.asked[req.id] = AskFact(req, ev.received)
+    elif t == "question.asked":
+        req = QuestionRequest.model_validate(p)
+        f.asked[req.id] = AskFact(req, ev.received)
+    elif t in ("permission.replied", "question.replied", "question.rejected"):
+        rid = p.get("requestID") or p.get("permissionID") or p.get("id")
+        if isinstance(rid, str):
+            f.answered[rid] = ev.received

@@ -1,0 +1,275 @@
+"""ServerMonitor: one long-lived connection to one server (list, then watch; resync on any gap).
+
+It owns the event stream, the journal and the current snapshot, and never derives state itself:
+`rows(now)` calls the pure derive_server() on what it holds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from httpx_sse import SSEError, aconnect_sse
+
+from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
+from .derive import Link, derive_server
+from .events import EventParser
+from .journal import Journal
+from .settings import Auth, Settings
+from .snapshot import MessageCache, Snapshot, fetch_snapshot
+from .view import ServerInfo, SessionRow
+
+log = logging.getLogger("ocwatch.monitor")
+
+Notify = Callable[[], None]
+
+
+class ServerMonitor:
+    """Keeps a Snapshot and a Journal of one server current. Run `run(notify)` as a task."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        auth: Auth | None = None,
+        settings: Settings | None = None,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.settings = settings or Settings()
+        self.client = Client(url, auth, timeout=self.settings.request_timeout, transport=transport)
+        self.url = self.client.url
+        self.clock = clock
+        self.journal = Journal(self.settings.journal_limit)
+        self.parser = EventParser()
+        self.cache = MessageCache()
+        self.snapshot: Snapshot | None = None
+        self.error: str | None = None
+        self.error_since: float | None = None
+        self.connected = False
+        self.last_event_at: float | None = None
+        self.snapshots_taken = 0
+        self.snapshot_attempts = 0
+        self.drift_count = 0
+        self.drift_examples: deque[str] = deque(maxlen=5)
+        self.fatal = False  # e.g. authentication failed: retrying will not help without a fix
+        self.stream_error: str | None = None
+        self._want_snapshot = asyncio.Event()
+        self._snapshot_done = asyncio.Event()
+        self._rows: dict[tuple[str, str], SessionRow] = {}
+        self._notify: Notify = lambda: None
+
+    # -- reading ---------------------------------------------------------------------------------
+    @property
+    def reachable(self) -> bool:
+        return self.snapshot is not None and self.error is None
+
+    def link(self) -> Link:
+        return Link(self.error is None, self.error, self.error_since)
+
+    def rows(self, now: float) -> dict[tuple[str, str], SessionRow]:
+        """Derive this server's rows at `now` (keeps them as `previous` for time-in-state)."""
+        if self.snapshot is None:
+            return {}
+        self._rows = derive_server(
+            self.snapshot, self.journal.entries(), now, self.settings,
+            previous=self._rows, link=self.link())
+        return self._rows
+
+    def info(self) -> ServerInfo:
+        return ServerInfo(
+            url=self.url,
+            version=self.snapshot.version if self.snapshot else None,
+            reachable=self.reachable,
+            error=self.error,
+            connected=self.connected,
+            last_event_at=self.last_event_at,
+            snapshot_at=self.snapshot.started_at if self.snapshot else None,
+            drift_count=self.drift_count,
+            drift_examples=tuple(self.drift_examples),
+            skipped_events=self.parser.skipped,
+            unknown_events=self.parser.unknown,
+        )
+
+    # -- running ---------------------------------------------------------------------------------
+    def request_snapshot(self) -> None:
+        self._want_snapshot.set()
+
+    async def first_snapshot(self) -> None:
+        """Wait until the first snapshot attempt finished (successfully or not)."""
+        await self._snapshot_done.wait()
+
+    async def run(self, notify: Notify) -> None:
+        """Run the stream, snapshot and resync loops until cancelled."""
+        self._notify = notify
+        self.request_snapshot()
+        try:
+            async with asyncio.TaskGroup() as tg:
+                tg.create_task(self._stream_loop())
+                tg.create_task(self._snapshot_loop())
+                tg.create_task(self._resync_loop())
+        finally:
+            await self.client.aclose()
+
+    async def snapshot_once(self) -> None:
+        """Take one snapshot now (no stream): what `status` does."""
+        await self._take_snapshot()
+
+    async def _resync_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync_interval)
+            self.request_snapshot()
+
+    async def _snapshot_loop(self) -> None:
+        backoff = 0.5
+        while True:
+            await self._want_snapshot.wait()
+            await asyncio.sleep(self.settings.snapshot_debounce)
+            self._want_snapshot.clear()
+            ok = await self._take_snapshot()
+            self._notify()
+            if ok:
+                backoff = 0.5
+            else:
+                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
+                backoff = min(backoff * 2, 15.0)
+                if not self.connected:
+                    self.request_snapshot()
+
+    async def _take_snapshot(self) -> bool:
+        seq = self.journal.seq
+        touched = {e.event.session_id for e in self.journal.entries()} - {None}
+        self.snapshot_attempts += 1
+        try:
+            snap = await fetch_snapshot(
+                self.client, self.cache, clock=self.clock, journal_seq=seq,
+                touched=touched,  # type: ignore[arg-type]
+                concurrency=self.settings.message_concurrency)
+        except OcwatchError as exc:
+            self._fail(exc)
+            self._snapshot_done.set()
+            return False
+        except Exception as exc:  # never let a surprise kill the monitor
+            log.exception("snapshot failed")
+            self._fail(BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
+            self._snapshot_done.set()
+            return False
+        self._check_drift(snap)
+        self.snapshot = snap
+        self.journal.cut(seq)
+        self.snapshots_taken += 1
+        self.error = None
+        self.error_since = None
+        self.fatal = False
+        self._snapshot_done.set()
+        return True
+
+    def _fail(self, exc: OcwatchError) -> None:
+        if self.error is None:
+            self.error_since = self.clock()
+        self.error = exc.message
+        self.fatal = isinstance(exc, AuthFailed)
+
+    def _check_drift(self, snap: Snapshot) -> None:
+        """Count rows whose state the journal had derived differently from the new snapshot."""
+        if self.snapshot is None:
+            return
+        now = self.clock()
+        before = derive_server(self.snapshot, self.journal.entries(), now, self.settings)
+        after_entries = [e for e in self.journal.entries() if e.seq >= snap.journal_seq]
+        after = derive_server(snap, after_entries, now, self.settings)
+        for key, row in after.items():
+            old = before.get(key)
+            if old is not None and (old.state, old.reason) != (row.state, row.reason):
+                self.drift_count += 1
+                self.drift_examples.append(
+                    f"{key[1]}: events said {old.state}"
+                    f"{'/' + old.reason if old.reason else ''}, snapshot says {row.state}"
+                    f"{'/' + row.reason if row.reason else ''}")
+
+    async def _stream_loop(self) -> None:
+        backoff = 0.5
+        timeout = httpx.Timeout(self.settings.request_timeout, read=self.settings.heartbeat_timeout)
+        while True:
+            try:
+                async with aconnect_sse(
+                    self.client.http, "GET", "/global/event", timeout=timeout,
+                ) as source:
+                    self._check_stream_response(source.response)
+                    self.connected = True
+                    self.stream_error = None
+                    self.parser.reset_sequences()
+                    self.request_snapshot()  # no replay: whatever happened meanwhile is lost
+                    self._notify()
+                    backoff = 0.5
+                    async for sse in source.aiter_sse():
+                        self._on_data(sse.data)
+                raise OcwatchError(f"{self.url}: event stream closed by the server")
+            except asyncio.CancelledError:
+                raise
+            except OcwatchError as exc:
+                self._stream_down(exc)
+            except (httpx.HTTPError, SSEError) as exc:
+                self._stream_down(
+                    describe_transport_error(self.url, exc)
+                    if isinstance(exc, httpx.TransportError) and not self.connected
+                    else OcwatchError(f"{self.url}: event stream lost ({type(exc).__name__})"))
+            except Exception as exc:
+                log.exception("event stream failed")
+                self._stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
+            await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
+            backoff = min(backoff * 2, 15.0 if not self.fatal else 60.0)
+
+    def _stream_down(self, exc: OcwatchError) -> None:
+        was = self.connected
+        self.connected = False
+        self.stream_error = exc.message
+        if was:
+            log.info("stream down: %s", exc.message)
+        # the stream being down does not make the snapshot wrong; a failing snapshot does.
+        # but an unreachable server is: probe it through a snapshot.
+        self.request_snapshot()
+        self._notify()
+
+    def _check_stream_response(self, resp: httpx.Response) -> None:
+        if resp.status_code == 401:
+            raise AuthFailed(
+                f"{self.url}: authentication failed (HTTP 401); set OPENCODE_SERVER_PASSWORD")
+        if resp.status_code >= 400:
+            raise BadResponse(f"{self.url}: event stream answered HTTP {resp.status_code}")
+        ctype = resp.headers.get("content-type", "")
+        if "text/event-stream" not in ctype:
+            raise BadResponse(
+                f"{self.url}: /global/event answered {ctype or 'no content type'}, not an event "
+                "stream (is this an OpenCode server?)")
+
+    def _on_data(self, data: str) -> None:
+        now = self.clock()
+        self.last_event_at = now
+        parsed = self.parser.parse(data, now)
+        if parsed.gap:
+            self.request_snapshot()
+        ev = parsed.event
+        if ev is None:
+            return
+        if parsed.control is not None:
+            if ev.type in ("server.instance.disposed", "global.disposed"):
+                self.request_snapshot()
+            return
+        self.journal.add(ev)
+        if self.journal.overflowed or ev.wants_snapshot:
+            self.request_snapshot()
+        self._notify()
+
+
+async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task

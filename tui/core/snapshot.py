@@ -1,0 +1,169 @@
+"""Snapshot: the complete state of one server, fetched over HTTP at one moment.
+
+Status, permissions and questions are answered per project folder, so they are asked for every
+folder the server knows (the sessions' `directory` values and `GET /project`). The last message of
+a session is re-fetched only when it may have changed (its `time.updated` moved, it is not idle,
+or the journal touched it); a cache keeps the others, so a resync of many idle, unchanged sessions
+costs a bounded number of requests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+
+from .client import Client, NotFound
+from .models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
+
+log = logging.getLogger("ocwatch.snapshot")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """Everything derive() needs from one server, fetched at `started_at` (client clock)."""
+
+    server: str
+    started_at: float
+    sessions: dict[str, Session]
+    status: dict[str, SessionStatus]
+    permissions: dict[str, PermissionRequest]
+    questions: dict[str, QuestionRequest]
+    messages: dict[str, Message | None]  # last message per session; None: the session has none
+    active: frozenset[str] = frozenset()
+    version: str | None = None
+    journal_seq: int = 0  # the journal's seq when the fetch began
+    requests: int = 0  # HTTP requests this snapshot cost
+    skipped: int = 0  # malformed items skipped
+
+
+@dataclass
+class MessageCache:
+    """Last message per session, keyed by the session's `time.updated` when it was fetched."""
+
+    entries: dict[str, tuple[float, Message | None]] = field(default_factory=dict)
+
+    def fresh(self, s: Session) -> bool:
+        hit = self.entries.get(s.id)
+        return hit is not None and hit[0] == s.time.updated
+
+    def get(self, sid: str) -> Message | None:
+        hit = self.entries.get(sid)
+        return hit[1] if hit else None
+
+    def put(self, s: Session, msg: Message | None) -> None:
+        self.entries[s.id] = (s.time.updated, msg)
+
+    def prune(self, live: Iterable[str]) -> None:
+        keep = set(live)
+        for sid in [k for k in self.entries if k not in keep]:
+            del self.entries[sid]
+
+
+def _models(items: Iterable[Any], model: Any) -> tuple[list[Any], int]:
+    out, bad = [], 0
+    for raw in items:
+        try:
+            out.append(model.model_validate(raw))
+        except ValidationError:
+            bad += 1
+    return out, bad
+
+
+async def fetch_snapshot(
+    client: Client,
+    cache: MessageCache,
+    *,
+    clock: Callable[[], float],
+    journal_seq: int = 0,
+    touched: Iterable[str] = (),
+    concurrency: int = 8,
+    probe_active: bool = True,
+) -> Snapshot:
+    """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer."""
+    started = clock()
+    before = client.requests
+    skipped = 0
+    health = await client.health()
+    raw_sessions = await client.sessions()
+    sessions_list, bad = _models(raw_sessions, Session)
+    skipped += bad
+    sessions = {s.id: s for s in sessions_list}
+
+    folders: set[str] = {s.directory for s in sessions_list if s.directory}
+    try:
+        for proj in await client.projects():
+            wt = proj.get("worktree")
+            if isinstance(wt, str) and wt and wt != "/":
+                folders.add(wt)
+    except NotFound:
+        pass
+    dirs: list[str | None] = sorted(folders) or [None]
+
+    async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
+        st, perms, qs = await asyncio.gather(
+            client.status(d), client.permissions(d), client.questions(d))
+        return st, perms, qs
+
+    results = await asyncio.gather(*(per_folder(d) for d in dirs))
+    status: dict[str, SessionStatus] = {}
+    permissions: dict[str, PermissionRequest] = {}
+    questions: dict[str, QuestionRequest] = {}
+    for st, perms, qs in results:
+        for sid, raw in st.items():
+            try:
+                status[sid] = SessionStatus.model_validate(raw)
+            except ValidationError:
+                skipped += 1
+        ps, bad = _models(perms, PermissionRequest)
+        skipped += bad
+        permissions.update({p.id: p for p in ps})
+        qq, bad = _models(qs, QuestionRequest)
+        skipped += bad
+        questions.update({q.id: q for q in qq})
+
+    active: set[str] = set()
+    if probe_active:
+        got = await client.active()
+        if got:
+            active |= got
+
+    touched_set = set(touched)
+    need = [
+        s for s in sessions_list
+        if not cache.fresh(s) or s.id in status or s.id in active or s.id in touched_set
+    ]
+    sem = asyncio.Semaphore(max(1, concurrency))
+
+    async def last_message(s: Session) -> None:
+        async with sem:
+            try:
+                raw = await client.messages(s.id, limit=1, directory=s.directory or None)
+            except NotFound:  # deleted between the list and this request
+                cache.put(s, None)
+                return
+        msgs, _bad = _models(raw, Message)
+        cache.put(s, msgs[-1] if msgs else None)
+
+    await asyncio.gather(*(last_message(s) for s in need))
+    cache.prune(sessions)
+    messages = {sid: cache.get(sid) for sid in sessions}
+    version = health.get("version") if isinstance(health.get("version"), str) else None
+    return Snapshot(
+        server=client.url,
+        started_at=started,
+        sessions=sessions,
+        status=status,
+        permissions=permissions,
+        questions=questions,
+        messages=messages,
+        active=frozenset(active),
+        version=version,
+        journal_seq=journal_seq,
+        requests=client.requests - before,
+        skipped=skipped,
+    )
