@@ -1,0 +1,100 @@
+"""An in-memory OpenCode API behind httpx.MockTransport, for unit tests of client and snapshot.
+
+Integration tests use the real `opencode serve`; this fake only serves the shapes ocwatch reads.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+
+HTML = "<!doctype html><html><body>OpenCode web UI</body></html>"
+
+
+@dataclass
+class FakeAPI:
+    """Per-folder status/permission/question maps, sessions, last messages; counts requests."""
+
+    sessions: list[dict[str, Any]] = field(default_factory=list)
+    status: dict[str, dict[str, Any]] = field(default_factory=dict)  # folder -> {sid: status}
+    permissions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    questions: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    projects: list[dict[str, Any]] = field(default_factory=list)
+    default_folder: str = "/p/a"
+    password: str | None = None
+    html_everywhere: bool = False
+    active_route: bool = False
+    hits: Counter[str] = field(default_factory=Counter)
+    posts: list[tuple[str, Any]] = field(default_factory=list)
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.hits[path if not path.startswith("/session/ses") else "/session/{id}/message"] += 1
+        if self.password is not None:
+            auth = request.headers.get("authorization", "")
+            import base64
+
+            want = "Basic " + base64.b64encode(f"opencode:{self.password}".encode()).decode()
+            if auth != want:
+                return httpx.Response(401, headers={"www-authenticate": "Basic"}, text="no")
+        if self.html_everywhere:
+            return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
+        folder = request.url.params.get("directory") or self.default_folder
+        if request.method == "POST":
+            body = json.loads(request.content or b"null")
+            self.posts.append((path, body))
+            if path.startswith("/permission/"):
+                rid = path.split("/")[2]
+                for reqs in self.permissions.values():
+                    if any(r["id"] == rid for r in reqs):
+                        return _json(True)
+                return _json({"_tag": "PermissionNotFoundError", "requestID": rid,
+                              "message": f"Permission request not found: {rid}"}, 404)
+            if path.startswith("/question/"):
+                rid = path.split("/")[2]
+                for reqs in self.questions.values():
+                    if any(r["id"] == rid for r in reqs):
+                        return _json(True)
+                return _json({"_tag": "QuestionNotFoundError", "requestID": rid,
+                              "message": f"Question request not found: {rid}"}, 404)
+            return _json(True)
+        if path == "/global/health":
+            return _json({"healthy": True, "version": "fake"})
+        if path == "/session":
+            return _json(self.sessions)
+        if path == "/project":
+            return _json(self.projects)
+        if path == "/session/status":
+            return _json(self.status.get(folder, {}))
+        if path == "/permission":
+            return _json(self.permissions.get(folder, []))
+        if path == "/question":
+            return _json(self.questions.get(folder, []))
+        if path == "/api/session/active" and self.active_route:
+            return _json({"data": {}})
+        if path.startswith("/session/") and path.endswith("/message"):
+            sid = path.split("/")[2]
+            limit = int(request.url.params.get("limit", "100"))
+            return _json(self.messages.get(sid, [])[-limit:])
+        return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
+
+
+def _json(data: Any, status: int = 200) -> httpx.Response:
+    return httpx.Response(status, json=data)
+
+
+def wire_session(sid: str, folder: str = "/p/a", updated: float = 1_000_000.0,
+                 parent: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"id": sid, "title": f"t {sid}", "directory": folder, "version": "x",
+                           "projectID": "prj", "time": {"created": updated, "updated": updated}}
+    if parent:
+        out["parentID"] = parent
+    return out

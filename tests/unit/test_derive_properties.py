@@ -1,0 +1,153 @@
+"""Property tests (hypothesis) of derive() and of the store's reconciliation."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders import SERVER, T0, assistant, busy, retry, session, snap, user
+from tests.fakes import FakeAPI, wire_session
+from tui.core.derive import derive_server
+from tui.core.events import Event
+from tui.core.journal import Journal
+from tui.core.monitor import ServerMonitor
+from tui.core.settings import Settings
+from tui.core.view import REASONS, STATES
+
+IDS = [f"ses_{i}" for i in range(6)]
+S = Settings(grace=3.0)
+
+sid_st = st.sampled_from(IDS)
+time_st = st.floats(min_value=T0 - 600, max_value=T0, allow_nan=False)
+
+
+@st.composite
+def events(draw):
+    kind = draw(st.sampled_from([
+        "status", "idle", "error", "message", "part", "asked", "replied", "created", "deleted",
+        "garbage"]))
+    sid = draw(sid_st)
+    at = draw(time_st)
+    if kind == "status":
+        t = draw(st.sampled_from(["busy", "idle", "retry"]))
+        return Event("session.status", {"sessionID": sid, "status": {"type": t, "attempt": 1}},
+                     None, at)
+    if kind == "idle":
+        return Event("session.idle", {"sessionID": sid}, None, at)
+    if kind == "error":
+        name = draw(st.sampled_from(["APIError", "MessageAbortedError"]))
+        return Event("session.error", {"sessionID": sid, "error": {"name": name, "data": {}}},
+                     None, at)
+    if kind == "message":
+        n = draw(st.integers(0, 5))
+        info = {"id": f"msg_{n}", "sessionID": sid,
+                "role": draw(st.sampled_from(["user", "assistant"])),
+                "time": {"created": at * 1000}}
+        if draw(st.booleans()):
+            info["time"]["completed"] = at * 1000
+            info["finish"] = draw(st.sampled_from(["stop", "tool-calls", "length"]))
+        return Event("message.updated", {"sessionID": sid, "info": info}, None, at)
+    if kind == "part":
+        n = draw(st.integers(0, 5))
+        part = {"id": f"prt_{n}", "sessionID": sid, "messageID": f"msg_{n}", "type": "tool",
+                "tool": "bash", "state": {"status": draw(st.sampled_from(
+                    ["pending", "running", "completed"]))}}
+        return Event("message.part.updated", {"sessionID": sid, "part": part}, None, at)
+    if kind == "asked":
+        return Event("permission.asked", {"id": f"per_{sid}", "sessionID": sid,
+                                          "permission": "bash"}, None, at)
+    if kind == "replied":
+        return Event("permission.replied", {"sessionID": sid, "requestID": f"per_{sid}",
+                                            "reply": "once"}, None, at)
+    if kind == "created":
+        return Event("session.created", {"sessionID": sid, "info": {
+            "id": sid, "title": "x", "directory": "/p/a",
+            "time": {"created": at * 1000, "updated": at * 1000}}}, None, at)
+    if kind == "deleted":
+        return Event("session.deleted", {"sessionID": sid, "info": {"id": sid}}, None, at)
+    return Event("message.updated", {"sessionID": sid, "info": "not an object"}, None, at)
+
+
+@st.composite
+def snapshots(draw):
+    present = draw(st.lists(sid_st, unique=True, max_size=len(IDS)))
+    sessions = []
+    for sid in present:
+        parent = draw(st.sampled_from([None, *[p for p in present if p < sid]]))
+        sessions.append(session(sid, parent=parent))
+    status, messages = {}, {}
+    for s in sessions:
+        choice = draw(st.sampled_from(["none", "busy", "retry"]))
+        if choice == "busy":
+            status[s.id] = busy()
+        elif choice == "retry":
+            status[s.id] = retry()
+        m = draw(st.sampled_from(["none", "user", "streaming", "done", "error", "toolcalls"]))
+        at = draw(time_st)
+        messages[s.id] = {
+            "none": None,
+            "user": user("msg_1", s.id, created=at),
+            "streaming": assistant("msg_2", s.id, created=at, tools=("running",)),
+            "done": assistant("msg_2", s.id, created=at - 1, completed=at, finish="stop"),
+            "error": assistant("msg_2", s.id, created=at - 1, completed=at, error="APIError"),
+            "toolcalls": assistant("msg_2", s.id, created=at - 1, completed=at,
+                                   finish="tool-calls"),
+        }[m]
+    return snap(sessions, status=status, messages=messages)
+
+
+now_st = st.floats(min_value=T0, max_value=T0 + 30, allow_nan=False)
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st)
+@settings(max_examples=200, deadline=None)
+def test_derive_is_deterministic_and_pure(snapshot, evs, now):
+    j = Journal()
+    for e in evs:
+        j.add(e)
+    entries = j.entries()
+    snap_copy = copy.deepcopy(snapshot)
+    entries_copy = copy.deepcopy(entries)
+    a = derive_server(snapshot, entries, now, S)
+    b = derive_server(snapshot, entries, now, S)
+    assert a == b
+    assert snapshot == snap_copy and entries == entries_copy
+    for r in a.values():  # and every row is well formed
+        assert r.state in STATES
+        assert r.reason is None or r.reason in REASONS
+        assert not r.stale or r.state == "busy"
+        assert (r.state == "input") == bool(r.pending)
+        assert r.reason != "interrupted" or r.state == "unknown"
+        if r.state in ("busy", "retry", "input"):
+            assert r.reason is None
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st)
+@settings(max_examples=200, deadline=None)
+def test_events_then_a_covering_snapshot_equal_the_snapshot_alone(snapshot, evs, now):
+    j = Journal()
+    for e in evs:
+        j.add(e)
+    seq = j.seq  # the snapshot's fetch began after every one of these events
+    j.cut(seq)
+    assert derive_server(snapshot, j.entries(), now, S) == derive_server(snapshot, (), now, S)
+
+
+@given(st.lists(events(), max_size=30), st.lists(sid_st, unique=True), now_st)
+@settings(max_examples=60, deadline=None)
+async def test_no_session_absent_from_the_snapshot_survives_it(evs, present, now):
+    """Through the real monitor: events are applied, then a snapshot replaces the store."""
+    api = FakeAPI(sessions=[wire_session(s) for s in present],
+                  status={"/p/a": {s: {"type": "busy"} for s in present[:2]}})
+    mon = ServerMonitor(SERVER, settings=S, transport=api.transport(), clock=lambda: now)
+    for e in evs:  # what the stream delivered before the snapshot's fetch began
+        frame = {"directory": "/p/a", "payload": {"type": e.type, "properties": e.properties}}
+        mon._on_data(json.dumps(frame))
+    await mon.snapshot_once()
+    await mon.client.aclose()
+    assert mon.snapshot is not None and mon.error is None
+    keys = {k[1] for k in mon.rows(now)}
+    assert keys == set(present)

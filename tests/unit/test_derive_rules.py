@@ -1,0 +1,351 @@
+"""One test (at least) per rule of DESIGN.md's decision order, edges included."""
+
+from __future__ import annotations
+
+from tests.builders import (
+    SERVER,
+    T0,
+    assistant,
+    busy,
+    entries,
+    event,
+    message_event,
+    permission,
+    question,
+    retry,
+    session,
+    snap,
+    status_event,
+    user,
+)
+from tui.core.derive import Link, derive_server
+from tui.core.models import SessionStatus
+from tui.core.settings import Settings
+
+S = Settings(grace=3.0)
+NOW = T0
+
+
+def row(snapshot, sid="s1", journal=(), now=NOW, **kw):
+    rows = derive_server(snapshot, journal, now, S, **kw)
+    return rows[(SERVER, sid)]
+
+
+# -- 1. input -------------------------------------------------------------------------------------
+def test_open_permission_is_input_even_though_server_says_busy():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 10, tools=("running",))},
+             permissions=[permission("per_1", "s1", "git push origin main")])
+    r = row(s)
+    assert r.state == "input" and r.reason is None and not r.stale
+    assert [p.id for p in r.pending] == ["per_1"]
+    assert r.pending[0].kind == "permission"
+    assert "git push origin main" in r.pending[0].summary
+    assert any("server reports busy" in e for e in r.evidence)
+
+
+def test_open_question_is_input_with_what_is_asked():
+    s = snap([session("s1")], status={"s1": busy()},
+             questions=[question("que_1", "s1", "Which database?")])
+    r = row(s)
+    assert r.state == "input"
+    assert r.pending[0].kind == "question"
+    assert "Which database?" in r.pending[0].summary
+    assert r.pending[0].detail["questions"][0]["options"][0]["label"] == "Postgres"
+
+
+def test_child_request_rolls_up_to_every_ancestor():
+    s = snap([session("root"), session("mid", parent="root"), session("leaf", parent="mid")],
+             status={"root": busy(), "mid": busy(), "leaf": busy()},
+             questions=[question("que_1", "leaf")])
+    rows = derive_server(s, (), NOW, S)
+    for sid in ("root", "mid", "leaf"):
+        r = rows[(SERVER, sid)]
+        assert r.state == "input", sid
+        assert [p.session_id for p in r.pending] == ["leaf"]
+    assert any("sub-agent leaf" in e for e in rows[(SERVER, "root")].evidence)
+    assert rows[(SERVER, "root")].children == ("mid",)
+    assert rows[(SERVER, "leaf")].parent_id == "mid"
+
+
+def test_asked_event_opens_and_replied_event_closes_the_request():
+    s = snap([session("s1")], status={"s1": busy()})
+    asked = event("permission.asked", permission("per_9", "s1").model_dump(by_alias=True), NOW - 2)
+    assert row(s, journal=entries(asked)).state == "input"
+    replied = event("permission.replied",
+                    {"sessionID": "s1", "requestID": "per_9", "reply": "once"}, NOW - 1)
+    assert row(s, journal=entries(asked, replied)).state == "busy"
+
+
+def test_question_rejected_event_closes_snapshot_question():
+    s = snap([session("s1")], status={"s1": busy()}, questions=[question("que_1", "s1")])
+    rej = event("question.rejected", {"sessionID": "s1", "requestID": "que_1"}, NOW - 1)
+    assert row(s, journal=entries(rej)).state == "busy"
+
+
+def test_input_wins_over_retry():
+    s = snap([session("s1")], status={"s1": retry()}, permissions=[permission("per_1", "s1")])
+    assert row(s).state == "input"
+
+
+# -- 2. retry -------------------------------------------------------------------------------------
+def test_retry_status_is_retry_with_attempt_message_and_next():
+    s = snap([session("s1")], status={"s1": retry(3, "Provider overloaded", NOW + 7)})
+    r = row(s)
+    assert (r.state, r.reason, r.stale) == ("retry", None, False)
+    assert r.retry_attempt == 3 and r.retry_message == "Provider overloaded"
+    assert r.retry_next == NOW + 7
+    assert "retry attempt 3: Provider overloaded" in r.evidence[0]
+
+
+# -- 3. busy and stale ----------------------------------------------------------------------------
+def completed(sid="s1", at=NOW - 60, finish="stop", **kw):
+    return assistant("m2", sid, created=at - 5, completed=at, finish=finish, **kw)
+
+
+def test_busy_with_streaming_message_is_busy_not_stale():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 600)})
+    r = row(s)
+    assert (r.state, r.stale) == ("busy", False)
+
+
+def test_silence_alone_is_not_evidence_long_tool_call_stays_busy():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 3600, tools=("running",))})
+    r = row(s)
+    assert (r.state, r.stale) == ("busy", False)
+    assert any("tool bash running" in e for e in r.evidence)
+
+
+def test_stale_busy_after_grace_with_evidence():
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": completed(at=NOW - 42)})
+    r = row(s)
+    assert r.state == "busy" and r.stale
+    text = "\n".join(r.evidence)
+    assert "STALE" in r.evidence[0]
+    assert "finish 'stop'" in text and "42s ago" in text
+    assert "no tool call pending or running" in text
+
+
+def test_not_stale_within_grace():
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": completed(at=NOW - 2)})
+    r = row(s)
+    assert r.state == "busy" and not r.stale
+    assert any("grace" in e for e in r.evidence)
+
+
+def test_tool_calls_finish_is_not_terminal():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": completed(at=NOW - 100, finish="tool-calls")})
+    assert not row(s).stale
+
+
+def test_open_tool_part_blocks_stale():
+    for st in ("pending", "running"):
+        s = snap([session("s1")], status={"s1": busy()},
+                 messages={"s1": completed(at=NOW - 100, tools=("completed", st))})
+        assert not row(s).stale, st
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": completed(at=NOW - 100, tools=("completed", "error"))})
+    assert row(s).stale
+
+
+def test_busy_child_blocks_stale_of_parent():
+    s = snap([session("p"), session("c", parent="p")], status={"p": busy(), "c": busy()},
+             messages={"p": completed("p", at=NOW - 100),
+                       "c": assistant("mc", "c", created=NOW - 10)})
+    r = row(s, "p")
+    assert r.state == "busy" and not r.stale
+    assert any("sub-agent busy: c" in e for e in r.evidence)
+
+
+def test_last_message_user_prompt_while_busy_is_a_starting_run_not_stale():
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": user("m9", "s1",
+                                                                         created=NOW - 100)})
+    r = row(s)
+    assert r.state == "busy" and not r.stale
+
+
+def test_stale_with_error_message():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": completed(at=NOW - 30, error="APIError")})
+    r = row(s)
+    assert r.stale and r.error == "APIError: APIError happened"
+
+
+def test_busy_event_after_completion_restarts_the_grace():
+    s = snap([session("s1")], status={}, messages={"s1": completed(at=NOW - 60)})
+    r = row(s, journal=entries(status_event("s1", "busy", NOW - 1)))
+    assert r.state == "busy" and not r.stale
+
+
+def test_listed_by_api_session_active_is_busy():
+    s = snap([session("s1")], status={}, active=frozenset({"s1"}),
+             messages={"s1": assistant("m1", "s1", created=NOW - 5)})
+    r = row(s)
+    assert r.state == "busy"
+    assert "/api/session/active" in r.evidence[0]
+
+
+# -- 4. idle with a reason ------------------------------------------------------------------------
+def test_fresh_session_is_idle_with_no_reason():
+    r = row(snap([session("s1")]))
+    assert (r.state, r.reason, r.settled) == ("idle", None, True)
+
+
+def test_idle_completed():
+    r = row(snap([session("s1")], messages={"s1": completed(at=NOW - 5)}))
+    assert (r.state, r.reason) == ("idle", "completed")
+
+
+def test_idle_aborted():
+    m = completed(at=NOW - 5, error="MessageAbortedError")
+    r = row(snap([session("s1")], messages={"s1": m}))
+    assert (r.state, r.reason) == ("idle", "aborted")
+
+
+def test_idle_error_for_any_other_error():
+    for name in ("APIError", "ProviderAuthError", "UnknownError", "ContextOverflowError"):
+        r = row(snap([session("s1")], messages={"s1": completed(at=NOW - 5, error=name)}))
+        assert (r.state, r.reason) == ("idle", "error"), name
+        assert r.error and r.error.startswith(name)
+
+
+def test_server_reason_wins():
+    m = completed(at=NOW - 5, error="APIError")
+    s = snap([session("s1")], status={"s1": SessionStatus(type="idle", reason="completed")},
+             messages={"s1": m})
+    assert (row(s).state, row(s).reason) == ("idle", "completed")
+    ev = status_event("s1", "idle", NOW - 1, reason="aborted")
+    s2 = snap([session("s1")], messages={"s1": completed(at=NOW - 5)})
+    assert row(s2, journal=entries(ev)).reason == "aborted"
+
+
+def test_session_error_event_gives_reason_before_the_message_is_persisted():
+    # the real server sends session.error, status idle and session.idle before the
+    # message.updated that carries the error
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 3)})
+    j = entries(
+        event("session.error", {"sessionID": "s1",
+                                "error": {"name": "APIError", "data": {"message": "bad"}}},
+              NOW - 0.3),
+        status_event("s1", "idle", NOW - 0.2),
+        event("session.idle", {"sessionID": "s1"}, NOW - 0.1),
+    )
+    r = row(s, journal=j)
+    assert (r.state, r.reason, r.settled) == ("idle", "error", True)
+
+
+def test_idle_twice_for_one_run_changes_nothing():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 20)})
+    done = message_event(completed(at=NOW - 10), NOW - 10)
+    once = entries(done, status_event("s1", "idle", NOW - 9.9),
+                   event("session.idle", {"sessionID": "s1"}, NOW - 9.8))
+    twice = entries(*[e.event for e in once], event("session.idle", {"sessionID": "s1"}, NOW - 1))
+    a, b = row(s, journal=once), row(s, journal=twice)
+    assert (a.state, a.reason) == ("idle", "completed")
+    assert (a.state, a.reason, a.stale, a.since, a.evidence) == (
+        b.state, b.reason, b.stale, b.since, b.evidence)
+
+
+# -- 5. unknown -----------------------------------------------------------------------------------
+def test_absent_with_unfinished_assistant_message_is_unknown_interrupted():
+    s = snap([session("s1")], messages={"s1": assistant("m1", "s1", created=NOW - 300,
+                                                         tools=("running",))})
+    r = row(s)
+    assert (r.state, r.reason, r.settled) == ("unknown", "interrupted", True)
+    assert any("never completed" in e for e in r.evidence)
+
+
+def test_absent_unfinished_within_grace_is_unknown_but_unsettled():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
+    r = row(s, journal=entries(status_event("s1", "idle", NOW - 1)))
+    assert (r.state, r.reason, r.settled) == ("unknown", None, False)
+    later = row(s, journal=entries(status_event("s1", "idle", NOW - 1)), now=NOW + 5)
+    assert (later.state, later.reason, later.settled) == ("unknown", "interrupted", True)
+
+
+def test_final_message_after_idle_settles_as_completed():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
+    j = entries(status_event("s1", "idle", NOW - 1),
+                message_event(assistant("m1", "s1", created=NOW - 30, completed=NOW - 1,
+                                        finish="stop"), NOW - 0.9))
+    r = row(s, journal=j)
+    assert (r.state, r.reason, r.settled) == ("idle", "completed", True)
+
+
+def test_user_prompt_without_reply_past_grace_is_unknown():
+    s = snap([session("s1")], messages={"s1": user("m1", "s1", created=NOW - 60)})
+    r = row(s)
+    assert r.state == "unknown" and r.settled
+    assert any("has no reply" in e for e in r.evidence)
+
+
+def test_user_prompt_within_grace_is_unsettled():
+    s = snap([session("s1")], messages={"s1": user("m1", "s1", created=NOW - 1)})
+    r = row(s)
+    assert r.state == "unknown" and not r.settled
+
+
+def test_tool_calls_step_without_follow_up_and_absent_is_unknown():
+    s = snap([session("s1")], messages={"s1": completed(at=NOW - 60, finish="tool-calls")})
+    r = row(s)
+    assert (r.state, r.reason) == ("unknown", "interrupted")
+
+
+def test_unreachable_server_makes_rows_unknown_with_last_known_state():
+    s = snap([session("s1")], status={"s1": busy()})
+    r = row(s, link=Link(False, "cannot connect", NOW - 10))
+    assert (r.state, r.settled) == ("unknown", False)
+    assert "server unreachable: cannot connect" in r.evidence[0]
+    assert "last known state: busy" in r.evidence[0]
+
+
+# -- the journal on top of the snapshot -----------------------------------------------------------
+def test_status_events_override_the_snapshot():
+    s = snap([session("s1")], messages={"s1": completed(at=NOW - 100)})
+    r = row(s, journal=entries(status_event("s1", "busy", NOW - 1)))
+    assert r.state == "busy"
+    r = row(s, journal=entries(status_event("s1", "retry", NOW - 1, attempt=1, message="x")))
+    assert r.state == "retry"
+
+
+def test_session_created_after_snapshot_appears_and_deleted_disappears():
+    s = snap([session("s1")])
+    created = event("session.created", {"sessionID": "s2", "info": session("s2").model_dump(
+        by_alias=True)}, NOW - 1)
+    rows = derive_server(s, entries(created), NOW, S)
+    assert (SERVER, "s2") in rows
+    deleted = event("session.deleted", {"sessionID": "s1", "info": session("s1").model_dump(
+        by_alias=True)}, NOW - 0.5)
+    rows = derive_server(s, entries(created, deleted), NOW, S)
+    assert set(rows) == {(SERVER, "s2")}
+
+
+def test_malformed_event_payload_is_counted_not_fatal():
+    s = snap([session("s1")], status={"s1": busy()})
+    bad = event("message.updated", {"sessionID": "s1", "info": {"role": "assistant"}}, NOW - 1)
+    r = row(s, journal=entries(bad))
+    assert r.state == "busy"
+
+
+def test_since_survives_while_state_holds_and_resets_on_change():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
+    first = derive_server(s, entries(status_event("s1", "busy", NOW - 20)), NOW, S)
+    assert first[(SERVER, "s1")].since == NOW - 20
+    again = derive_server(s, (), NOW + 10, S, previous=first)
+    assert again[(SERVER, "s1")].since == NOW - 20
+    s_idle = snap([session("s1")], messages={"s1": completed(at=NOW + 9)})
+    after = derive_server(s_idle, (), NOW + 10, S, previous=again)
+    assert after[(SERVER, "s1")].since == NOW + 9
+
+
+def test_cost_and_tokens_fall_back_to_last_message():
+    s = snap([session("s1")], messages={"s1": completed(at=NOW - 5, cost=0.25)})
+    assert row(s).cost == 0.25
