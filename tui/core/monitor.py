@@ -209,11 +209,20 @@ class ServerMonitor:
                     self.request_snapshot()  # no replay: whatever happened meanwhile is lost
                     self._notify()
                     backoff = 0.5
-                    async for sse in source.aiter_sse():
-                        self._on_data(sse.data)
+                    loop = asyncio.get_running_loop()
+                    silence = self.settings.heartbeat_timeout
+                    # two missed heartbeats: the stream is dead even if the socket is not
+                    async with asyncio.timeout(silence) as watchdog:
+                        async for sse in source.aiter_sse():
+                            watchdog.reschedule(loop.time() + silence)
+                            self._on_data(sse.data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:
                 raise
+            except TimeoutError:
+                self._stream_down(OcwatchError(
+                    f"{self.url}: event stream silent for {self.settings.heartbeat_timeout:g}s "
+                    "(missed heartbeats); reconnecting"))
             except OcwatchError as exc:
                 self._stream_down(exc)
             except (httpx.HTTPError, SSEError) as exc:

@@ -1,0 +1,108 @@
+"""CLI contract: wait's exit-code mapping, status output, argument handling, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
+from tui.cli.main import main
+from tui.cli.output import literal, render_table
+from tui.cli.wait import exit_code_for
+from tui.core.derive import derive_server
+from tui.core.settings import Settings
+from tui.core.view import ServerInfo, View
+
+S = Settings(grace=3.0)
+
+
+def one(snapshot, sid="s1", now=T0):
+    return derive_server(snapshot, (), now, S)[(SERVER, sid)]
+
+
+def done(**kw):
+    return assistant("m1", "s1", created=T0 - 20, completed=T0 - 10, **kw)
+
+
+@pytest.mark.parametrize(("snapshot", "code"), [
+    (snap([session("s1")], messages={"s1": done(finish="stop")}), 0),
+    (snap([session("s1")], messages={"s1": done(error="APIError")}), 1),
+    (snap([session("s1")], messages={"s1": done(error="MessageAbortedError")}), 3),
+    (snap([session("s1")], status={"s1": busy()}, permissions=[permission("p", "s1")]), 4),
+    (snap([session("s1")], messages={"s1": assistant("m1", "s1", created=T0 - 100)}), 5),
+    (snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 100)}), 5),
+    (snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="stop")}), 0),
+])
+def test_exit_codes_of_settled_rows(snapshot, code):
+    assert exit_code_for(one(snapshot)) == code
+
+
+@pytest.mark.parametrize("snapshot", [
+    snap([session("s1")], status={"s1": busy()},
+         messages={"s1": assistant("m1", "s1", created=T0 - 5)}),
+    # a prompt just sent: never 0 before its reply has completed
+    snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 1)}),
+    # the previous run completed, the new prompt is being processed
+    snap([session("s1")], status={"s1": busy()}, messages={"s1": user("m2", "s1",
+                                                                      created=T0 - 1)}),
+    # a completed step that asked for tools: the run goes on
+    snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="tool-calls")}),
+])
+def test_wait_keeps_waiting_while_unsettled(snapshot):
+    assert exit_code_for(one(snapshot)) is None
+
+
+def test_literal_makes_escapes_visible():
+    assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext") == "[bold]x[/] \\x1b[31mred\\x1b[0m next"
+
+
+def test_status_table_shows_tree_state_reason_and_literal_titles():
+    s = snap([session("p", title="parent \x1b[2J"), session("c", parent="p", title="child")],
+             status={"p": busy(), "c": busy()}, permissions=[permission("per_1", "c")])
+    rows = derive_server(s, (), T0, S)
+    view = View(T0, (ServerInfo(SERVER, "1.0", True),), rows)
+    out = render_table(view, T0)
+    assert "\x1b" not in out and "parent \\x1b[2J" in out
+    lines = out.splitlines()
+    assert lines[2].startswith("input") and "└ child" in lines[3]
+    assert "permission bash: git push" in out
+
+
+def test_status_json_against_unreachable_server_is_clean(capsys):
+    code = main(["status", "--json", "--server", "http://127.0.0.1:9"])
+    out, err = capsys.readouterr()
+    data = json.loads(out)
+    assert code == 2
+    assert data["servers"][0]["reachable"] is False
+    assert data["sessions"] == []
+    assert "cannot connect" in err and "Traceback" not in err
+
+
+def test_wait_unreachable_is_exit_2(capsys):
+    assert main(["wait", "ses_x", "--server", "http://127.0.0.1:9", "--timeout", "5"]) == 2
+    assert "cannot connect" in capsys.readouterr().err
+
+
+def test_usage_errors_exit_2():
+    for argv in (["wait"], ["reply", "per_1", "maybe"], ["answer", "que_1"],
+                 ["wait", "s", "--timeout", "-1"]):
+        with pytest.raises(SystemExit) as ei:
+            code = main(argv)
+            raise SystemExit(code)
+        assert ei.value.code == 2, argv
+
+
+def test_password_never_comes_from_argv():
+    with pytest.raises(SystemExit) as ei:
+        main(["status", "--password", "x"])
+    assert ei.value.code == 2
+
+
+def test_console_script_runs_without_traceback():
+    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--server",
+                           "http://127.0.0.1:9"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert "Traceback" not in proc.stderr and "cannot connect" in proc.stderr

@@ -1,0 +1,99 @@
+"""The event parser: tolerant, counted, sync duplicates dropped, seq gaps detected."""
+
+from __future__ import annotations
+
+import json
+
+from tui.core.events import EventParser
+
+
+def frame(etype: str, props: dict | None = None, directory: str = "/p/a") -> str:
+    return json.dumps({"directory": directory, "project": "prj",
+                       "payload": {"id": "evt_1", "type": etype, "properties": props or {}}})
+
+
+def sync(agg: str, seq: int) -> str:
+    return json.dumps({"directory": "/p/a", "payload": {"type": "sync", "syncEvent": {
+        "id": "x", "type": "session.updated.1", "seq": seq, "aggregateID": agg, "data": {}}}})
+
+
+def test_relevant_event_is_kept_with_directory_and_session():
+    p = EventParser()
+    got = p.parse(frame("session.status", {"sessionID": "s1", "status": {"type": "busy"}}), 5.0)
+    assert got.event is not None
+    assert got.event.type == "session.status" and got.event.directory == "/p/a"
+    assert got.event.session_id == "s1" and got.event.received == 5.0
+
+
+def test_session_id_from_info_and_part():
+    p = EventParser()
+    e = p.parse(frame("session.updated", {"info": {"id": "s9"}}), 0).event
+    assert e is not None and e.session_id == "s9"
+    e = p.parse(frame("message.updated", {"info": {"id": "m", "sessionID": "s3"}}), 0).event
+    assert e is not None and e.session_id == "s3"
+    e = p.parse(frame("message.part.updated", {"part": {"sessionID": "s4"}}), 0).event
+    assert e is not None and e.session_id == "s4"
+
+
+def test_bare_payload_from_per_directory_stream_is_accepted():
+    p = EventParser()
+    raw = json.dumps({"type": "session.idle", "properties": {"sessionID": "s1"}})
+    assert p.parse(raw, 0).event is not None
+
+
+def test_sync_duplicates_are_dropped_and_a_seq_jump_is_a_gap():
+    p = EventParser()
+    assert p.parse(sync("s1", 4), 0) .gap is False  # first sight: no baseline
+    assert p.parse(sync("s1", 5), 0).gap is False
+    assert p.parse(sync("s1", 5), 0).gap is False  # repeated
+    assert p.parse(sync("s2", 1), 0).gap is False  # per aggregate
+    got = p.parse(sync("s1", 8), 0)
+    assert got.gap is True and got.event is None
+    assert p.sync_dropped == 5
+    p.reset_sequences()
+    assert p.parse(sync("s1", 20), 0).gap is False
+
+
+def test_malformed_json_is_counted_and_skipped():
+    p = EventParser()
+    for bad in ['{"payload": {"type": "session.idle"', "[1,2]", '{"payload": 3}',
+                '{"payload": {"properties": {}}}', '{"payload": {"type": "x.y", "properties": 5}}']:
+        assert p.parse(bad, 0).event is None
+    assert p.skipped == 5
+
+
+def test_unknown_types_are_counted_noise_is_not():
+    p = EventParser()
+    assert p.parse(frame("message.part.delta", {"delta": "tok"}), 0).event is None
+    assert p.parse(frame("brand.new.event"), 0).event is None
+    assert p.parse(frame("brand.new.event"), 0).event is None
+    assert p.unknown == 2 and p.unknown_types["brand.new.event"] == 2
+    assert p.skipped == 0
+
+
+def test_control_events_are_flagged():
+    p = EventParser()
+    got = p.parse(frame("server.heartbeat", directory="global"), 0)
+    assert got.control == "server.heartbeat"
+    assert p.parse(frame("server.instance.disposed"), 0).control == "server.instance.disposed"
+
+
+def test_snapshot_triggers():
+    p = EventParser()
+
+    def wants(raw: str) -> bool:
+        e = p.parse(raw, 0).event
+        assert e is not None
+        return e.wants_snapshot
+
+    assert wants(frame("session.idle", {"sessionID": "s"}))
+    assert wants(frame("session.error", {"sessionID": "s", "error": {"name": "APIError"}}))
+    assert wants(frame("session.status", {"sessionID": "s", "status": {"type": "idle"}}))
+    assert not wants(frame("session.status", {"sessionID": "s", "status": {"type": "busy"}}))
+    assert not wants(frame("message.updated", {"info": {"id": "m", "sessionID": "s"}}))
+
+
+def test_blank_data_is_ignored():
+    p = EventParser()
+    assert p.parse("", 0).event is None and p.parse("  ", 0).event is None
+    assert p.skipped == 0

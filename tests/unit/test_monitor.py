@@ -1,0 +1,133 @@
+"""The monitor: bad streams are counted and survived; every (re)connect takes a fresh snapshot."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import httpx
+
+from tests.fakes import FakeAPI, wire_session
+from tui.core.monitor import ServerMonitor
+from tui.core.settings import Settings
+
+FAST = Settings(snapshot_debounce=0.01, resync_interval=60, heartbeat_timeout=1.0)
+
+
+def frame(etype: str, props: dict | None = None) -> bytes:
+    body = json.dumps({"directory": "/p/a",
+                       "payload": {"type": etype, "properties": props or {}}})
+    return f"data: {body}\n\n".encode()
+
+
+class StreamingAPI(FakeAPI):
+    """FakeAPI whose /global/event serves scripted streams, one per connection."""
+
+    def __init__(self, streams: list[list[bytes]], **kw):
+        super().__init__(**kw)
+        self.streams = streams
+        self.connects = 0
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/global/event":
+            return super().handle(request)
+        self.connects += 1
+        chunks = self.streams.pop(0) if self.streams else [frame("server.connected")]
+        hold = not self.streams  # the last stream stays open
+
+        async def body():
+            for c in chunks:
+                yield c
+            if hold:
+                await asyncio.sleep(3600)
+
+        return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
+
+
+async def wait_until(cond, timeout=5.0):
+    loop = asyncio.get_running_loop()
+    end = loop.time() + timeout
+    while not cond():
+        assert loop.time() < end, "condition not met in time"
+        await asyncio.sleep(0.01)
+
+
+async def test_bad_frames_are_counted_and_a_cut_stream_reconnects_with_a_fresh_snapshot():
+    busy = {"sessionID": "ses_1", "status": {"type": "busy"}}
+    streams = [
+        [frame("server.connected"), b"data: {not json}\n\n", frame("totally.new.event"),
+         frame("session.status", busy), b'data: {"payload": {"type": "sess'],  # cut mid-frame
+        [frame("server.connected")],
+    ]
+    api = StreamingAPI(streams, sessions=[wire_session("ses_1")])
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: api.connects >= 2 and mon.snapshots_taken >= 2 and mon.connected)
+        assert mon.parser.skipped >= 1 and mon.parser.unknown == 1
+        assert mon.error is None
+        rows = mon.rows(1e12)
+        assert set(k[1] for k in rows) == {"ses_1"}
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_html_event_stream_is_reported_not_crashed():
+    api = FakeAPI(sessions=[wire_session("ses_1")])  # /global/event answers the HTML page
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: mon.stream_error is not None and mon.snapshots_taken >= 1)
+        assert "not an event stream" in mon.stream_error
+        assert not mon.connected
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_silent_stream_is_declared_dead_and_reconnected():
+    # two streams that connect and then say nothing: the read timeout (heartbeat_timeout) ends them
+    class Silent(StreamingAPI):
+        def handle(self, request):
+            if request.url.path != "/global/event":
+                return FakeAPI.handle(self, request)
+            self.connects += 1
+
+            async def body():
+                yield frame("server.connected")
+                await asyncio.sleep(3600)
+
+            return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                                  content=body())
+
+    api = Silent([], sessions=[])
+    settings = Settings(snapshot_debounce=0.01, heartbeat_timeout=0.2)
+    mon = ServerMonitor("http://x", settings=settings, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: api.connects >= 2, timeout=10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_unreachable_then_reachable_recovers():
+    state = {"up": False}
+    api = FakeAPI(sessions=[wire_session("ses_1")])
+
+    def handler(req: httpx.Request) -> httpx.Response:
+        if not state["up"]:
+            raise httpx.ConnectError("connection refused", request=req)
+        return api.handle(req)
+
+    mon = ServerMonitor("http://x", settings=FAST, transport=httpx.MockTransport(handler))
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: mon.error is not None)
+        assert "cannot connect" in mon.error and not mon.reachable
+        state["up"] = True
+        await wait_until(lambda: mon.reachable, timeout=10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
