@@ -6,9 +6,10 @@ input > retry > busy (stale detection) > idle with reason > unknown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import gc
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 from .journal import Entry, Facts, fold
 from .models import (
@@ -45,7 +46,9 @@ def ms(t: float | None) -> float | None:
 
 
 def clock_text(t: float) -> str:
-    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S")
+    """HH:MM:SS in UTC (arithmetic: datetime.fromtimestamp is slow in the hot path)."""
+    s = int(t) % 86400
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def ago(now: float, t: float) -> str:
@@ -106,6 +109,19 @@ def _pending_of(
     return Pending("question", req.id, req.session_id, summary, detail)
 
 
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while rows are built: derive allocates only acyclic, short-lived
+    objects, and a full collection over a large snapshot doubled its time (see benchmarks/)."""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def derive_server(
     snapshot: Snapshot,
     entries: Iterable[Entry],
@@ -117,10 +133,21 @@ def derive_server(
 ) -> dict[tuple[str, str], SessionRow]:
     """Rows of one server. Same inputs, same rows. Only sessions the snapshot lists (or that the
     journal saw created after it) appear."""
+    with _gc_paused():
+        return _derive(snapshot, entries, now, settings, previous or {}, link or Link())
+
+
+def _derive(
+    snapshot: Snapshot,
+    entries: Iterable[Entry],
+    now: float,
+    settings: Settings,
+    prev: dict[tuple[str, str], SessionRow],
+    link: Link,
+) -> dict[tuple[str, str], SessionRow]:
     facts = fold(entries)
     server = snapshot.server
     grace = settings.grace
-    link = link or Link()
 
     # sessions: snapshot, then journal creations/updates/deletions observed after it
     sessions: dict[str, Session] = dict(snapshot.sessions)
@@ -194,57 +221,67 @@ def derive_server(
                 if c not in rolled and c not in on_path:
                     stack.append((c, False))
 
-    prev = previous or {}
     rows: dict[tuple[str, str], SessionRow] = {}
+    snap_messages = snapshot.messages
+    journal_messages = bool(facts.messages or facts.parts)
+    touched = facts.touched
+    errors = facts.errors
+    no_children: tuple[str, ...] = ()
     for sid, s in sessions.items():
-        msg = _merge_message(snapshot.messages.get(sid), facts, sid)
-        err_fact = facts.errors.get(sid)
-        row = _decide(
-            s, server, status.get(sid), sid in active, msg, rolled.get(sid, ()),
-            busy_desc.get(sid, []), err_fact.error if err_fact else None,
-            status_at.get(sid), ask_at, now, grace,
+        msg = snap_messages.get(sid)
+        if journal_messages:
+            msg = _merge_message(msg, facts, sid)
+        err_fact = errors.get(sid) if errors else None
+        st = status.get(sid)
+        pending = rolled.get(sid, ())
+        state, reason, stale, evidence, settled, since_hint = _decide(
+            s, st, sid in active, msg, pending, busy_desc.get(sid, no_children),
+            err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
         )
-        state, reason, stale, evidence, settled, since_hint = row
-        updated = max(
-            ms(s.time.updated) or 0.0,
-            ms(msg.info.time.completed) or ms(msg.info.time.created) or 0.0 if msg else 0.0,
-            facts.touched.get(sid, 0.0),
-        ) or None
+        updated = s.time.updated / 1000.0
+        if msg is not None:
+            mt = msg.info.time
+            t = (mt.completed or mt.created) / 1000.0
+            if t > updated:
+                updated = t
+        t = touched.get(sid)
+        if t is not None and t > updated:
+            updated = t
         key = (server, sid)
         old = prev.get(key)
         if old is not None and old.state == state and old.reason == reason and old.since:
             since = old.since
         else:
-            since = since_hint or updated
+            since = since_hint or updated or None
         if not link.reachable:
-            evidence = (
+            evidence = [
                 f"server unreachable{': ' + link.error if link.error else ''}; "
                 f"last known state: {state}{' (' + reason + ')' if reason else ''}",
                 *evidence,
-            )
+            ]
             state, reason, stale, settled = "unknown", None, False, False
             keep = old is not None and old.state == "unknown"
             since = old.since if keep and old is not None else (link.since or since)
-        err = msg.info.error if msg is not None and msg.info.role == "assistant" else None
+        info = msg.info if msg is not None else None
+        err = info.error if info is not None and info.role == "assistant" else None
         if err is None and err_fact is not None:
             err = err_fact.error
-        st = status.get(sid)
         cost = s.cost
         tokens = s.tokens.total if s.tokens is not None else None
-        if cost is None and msg is not None and msg.info.cost is not None:
-            cost = msg.info.cost
-        if tokens is None and msg is not None and msg.info.tokens is not None:
-            tokens = msg.info.tokens.total
+        if cost is None and info is not None:
+            cost = info.cost
+        if tokens is None and info is not None and info.tokens is not None:
+            tokens = info.tokens.total
+        kids = children.get(sid)
+        is_retry = st is not None and st.type == "retry"
         rows[key] = SessionRow(
-            server=server, id=sid, title=s.title, directory=s.directory,
-            parent_id=s.parent_id, state=state, reason=reason, stale=stale,
-            evidence=tuple(evidence), pending=rolled.get(sid, ()), since=since, updated=updated,
-            cost=cost, tokens=tokens, settled=settled,
-            error=err.text if err is not None else None,
-            retry_attempt=st.attempt if st is not None and st.type == "retry" else None,
-            retry_message=st.message if st is not None and st.type == "retry" else None,
-            retry_next=ms(st.next) if st is not None and st.type == "retry" else None,
-            children=tuple(sorted(children.get(sid, ()))),
+            server, sid, s.title, s.directory, s.parent_id, state, reason, stale,
+            tuple(evidence), pending, since, updated or None, cost, tokens, settled,
+            err.text if err is not None else None,
+            st.attempt if is_retry else None,  # type: ignore[union-attr]
+            st.message if is_retry else None,  # type: ignore[union-attr]
+            ms(st.next) if is_retry else None,  # type: ignore[union-attr]
+            tuple(sorted(kids)) if kids else no_children,
         )
     return rows
 
@@ -254,12 +291,11 @@ Decision = tuple[str, str | None, bool, list[str], bool, float | None]
 
 def _decide(
     s: Session,
-    server: str,
     st: SessionStatus | None,
     in_active: bool,
     msg: Message | None,
     pending: tuple[Pending, ...],
-    busy_children: list[str],
+    busy_children: Sequence[str],
     stream_error: MessageError | None,
     status_at: float | None,
     ask_at: dict[str, float],
@@ -359,7 +395,7 @@ def _busy(
     label: str,
     msg: Message | None,
     assistant: MessageInfo | None,
-    busy_children: list[str],
+    busy_children: Sequence[str],
     status_at: float | None,
     now: float,
     grace: float,

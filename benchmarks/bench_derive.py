@@ -1,0 +1,72 @@
+"""Benchmark: derive() over N sessions in a realistic mix of states (median of repeated runs).
+
+    python benchmarks/bench_derive.py [N ...]      # default: 1000 2500 5000 10000
+
+Target (issue 2): under 50 ms for 10,000 sessions, linear in sessions.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.builders import (  # noqa: E402
+    T0, assistant, busy, entries, permission, retry, session, snap, status_event, user)
+from tui.core.derive import derive_server  # noqa: E402
+from tui.core.settings import Settings  # noqa: E402
+
+
+def world(n: int):
+    sessions, status, messages, perms = [], {}, {}, []
+    for i in range(n):
+        sid = f"ses_{i:06d}"
+        parent = f"ses_{i - 1:06d}" if i % 10 == 9 else None
+        sessions.append(session(sid, parent=parent, directory=f"/p/{i % 7}"))
+        kind = i % 8
+        if kind == 0:
+            status[sid] = busy()
+            messages[sid] = assistant("msg_2", sid, created=T0 - 30, tools=("running",))
+        elif kind == 1:
+            status[sid] = retry()
+            messages[sid] = user("msg_1", sid, created=T0 - 30)
+        elif kind == 2:
+            status[sid] = busy()
+            messages[sid] = assistant("msg_2", sid, created=T0 - 60, completed=T0 - 50,
+                                      finish="stop")
+        elif kind == 3:
+            perms.append(permission(f"per_{i}", sid))
+            status[sid] = busy()
+        elif kind == 4:
+            messages[sid] = assistant("msg_2", sid, created=T0 - 90, completed=T0 - 80,
+                                      error="APIError")
+        elif kind == 5:
+            messages[sid] = assistant("msg_2", sid, created=T0 - 900)
+        else:
+            messages[sid] = assistant("msg_2", sid, created=T0 - 90, completed=T0 - 80,
+                                      finish="stop")
+    s = snap(sessions, status=status, messages=messages, permissions=perms)
+    j = entries(*[status_event(f"ses_{i:06d}", "busy", T0 - 1) for i in range(0, n, 50)])
+    return s, j
+
+
+def measure(n: int, repeat: int = 15) -> float:
+    s, j = world(n)
+    settings = Settings()
+    derive_server(s, j, T0, settings)  # warm up
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        derive_server(s, j, T0, settings)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
+if __name__ == "__main__":
+    sizes = [int(a) for a in sys.argv[1:]] or [1000, 2500, 5000, 10000]
+    for n in sizes:
+        ms = measure(n)
+        print(f"derive() {n:>6} sessions: {ms:7.1f} ms median  ({ms / n * 1000:.2f} us/session)")
