@@ -124,7 +124,7 @@ def test_stale_busy_after_grace_with_evidence():
     assert r.state == "busy" and r.stale
     text = "\n".join(r.evidence)
     assert "STALE" in r.evidence[0]
-    assert "finish 'stop'" in text and "42s ago" in text
+    assert "finish: stop" in text and "42s ago" in text
     assert "no tool call pending or running" in text
 
 
@@ -249,6 +249,41 @@ def test_idle_twice_for_one_run_changes_nothing():
     assert (a.state, a.reason) == ("idle", "completed")
     assert (a.state, a.reason, a.stale, a.since, a.evidence) == (
         b.state, b.reason, b.stale, b.since, b.evidence)
+
+
+def refused(text: str, at: float = NOW - 30):
+    m = assistant("m2", "s1", created=at - 5, completed=at, finish="tool-calls",
+                  tools=("error",))
+    part = m.parts[0].model_copy(update={"state": m.parts[0].state.model_copy(
+        update={"error": text})})
+    return m.model_copy(update={"parts": (part,)})
+
+
+def test_rejected_permission_ends_the_run_as_aborted():
+    # observed on 1.18.33: the step completes with finish tool-calls, no error on the message,
+    # the tool part errors with this text, and the session goes idle
+    m = refused("The user rejected permission to use this specific tool call.")
+    r = row(snap([session("s1")], messages={"s1": m}))
+    assert (r.state, r.reason, r.settled) == ("idle", "aborted", True)
+    assert "refused tool bash" in r.evidence[0]
+
+
+def test_dismissed_question_ends_the_run_as_aborted():
+    r = row(snap([session("s1")], messages={"s1": refused("The user dismissed this question")}))
+    assert (r.state, r.reason) == ("idle", "aborted")
+
+
+def test_tool_error_that_is_not_a_refusal_does_not_end_the_run():
+    r = row(snap([session("s1")], messages={"s1": refused("exit code 1")}))
+    assert (r.state, r.reason) == ("unknown", "interrupted")
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": refused("exit code 1")})
+    assert not row(s).stale
+
+
+def test_busy_after_a_refusal_is_stale():
+    s = snap([session("s1")], status={"s1": busy()},
+             messages={"s1": refused("The user rejected permission to use this tool call.")})
+    assert row(s).stale
 
 
 # -- 5. unknown -----------------------------------------------------------------------------------

@@ -345,13 +345,11 @@ def _decide(
         return "idle", None, False, ["no messages yet"], True, None
     assert info is not None
     if assistant is not None:
-        if assistant.error is not None:
-            return _idle_error(assistant.error, "last assistant message", status_at)
+        assert msg is not None
+        ended = outcome(msg)
         done = ms(assistant.time.completed)
-        if done is not None and assistant.finish not in NON_TERMINAL_FINISH:
-            return "idle", "completed", False, [
-                f"last assistant message completed at {clock_text(done)}"
-                f" (finish: {assistant.finish or 'none'})"], True, done
+        if ended is not None:
+            return "idle", ended[0], False, [ended[1]], True, done or status_at
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
         # absent, but the run visibly did not end: unknown
@@ -385,6 +383,39 @@ def _decide(
         "server does not report busy (absent from the status map)"], True, start
 
 
+#: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
+_REFUSALS = ("rejected", "dismissed")
+
+
+def outcome(msg: Message) -> tuple[str, str] | None:
+    """How an assistant message ended a run: (reason, evidence), or None if it did not end one.
+
+    An error ends it (aborted for MessageAbortedError); a completed message with a terminal finish
+    completes it; a `tool-calls` step whose tool the user refused (a rejected permission or a
+    dismissed question) ends it too: the server stops there, with no error on the message.
+    """
+    info = msg.info
+    if info.role != "assistant":
+        return None
+    if info.error is not None:
+        if info.error.name == "MessageAbortedError":
+            return "aborted", f"last assistant message: aborted ({info.error.name})"
+        return "error", f"last assistant message: {info.error.text}"
+    done = ms(info.time.completed)
+    if done is None:
+        return None
+    if info.finish not in NON_TERMINAL_FINISH:
+        return "completed", (f"last assistant message completed at {clock_text(done)}"
+                             f" (finish: {info.finish or 'none'})")
+    for part in msg.parts:
+        st = part.state
+        if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
+                w in st.error.lower() for w in _REFUSALS):
+            return "aborted", (f"the user refused tool {part.tool or '?'}: {st.error} "
+                               f"(step ended {clock_text(done)})")
+    return None
+
+
 def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
     if err.name == "MessageAbortedError":
         return "idle", "aborted", False, [f"{where}: aborted ({err.name})"], True, at
@@ -409,8 +440,8 @@ def _busy(
             status_at
     open_tools = [p for p in msg.parts if p.is_open_tool]
     done = ms(assistant.time.completed)
-    terminal = done is not None and (
-        assistant.error is not None or assistant.finish not in NON_TERMINAL_FINISH)
+    ended = outcome(msg) if done is not None else None
+    terminal = ended is not None
     if not terminal or open_tools or busy_children:
         ev = [reported]
         if open_tools:
@@ -426,11 +457,10 @@ def _busy(
         return "busy", None, False, ev, True, status_at
     assert done is not None
     held_since = max(done, status_at or 0.0)
-    ending = (f"error {assistant.error.name}" if assistant.error is not None
-              else f"finish {assistant.finish!r}")
+    assert ended is not None
     facts = [
         reported,
-        f"last assistant message completed at {clock_text(done)} ({ending}), {ago(now, done)}",
+        f"{ended[1]}, {ago(now, done)}",
         "no tool call pending or running",
         "nothing asked; no sub-agent busy",
     ]
