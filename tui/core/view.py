@@ -28,9 +28,14 @@ class Pending:
                 "summary": self.summary}
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class SessionRow:
-    """One session as the View shows it. Times are epoch seconds (float)."""
+    """One session as the View shows it. Times are epoch seconds (float).
+
+    Never mutated once derive() built it: treat it as immutable. (Not `frozen=True` only because
+    a frozen dataclass costs ten times as much to construct, and derive() builds thousands.)"""
+
+    __hash__ = None  # type: ignore[assignment]
 
     server: str
     id: str
