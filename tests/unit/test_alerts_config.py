@@ -1,0 +1,128 @@
+"""Alerts fire once per real transition, rate limited; the config file is forgiving."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tests.builders import SERVER, T0, assistant, busy, permission, session, snap
+from tui.core.alerts import Alert, Alerter, alerts_for, osc9, terminal_sinks
+from tui.core.config import AlertConfig, load_config
+from tui.core.derive import derive_server
+from tui.core.settings import Settings
+from tui.core.view import View, transitions
+
+S = Settings()
+
+
+def view(snapshot, now=T0):
+    return View(now, (), derive_server(snapshot, (), now, S))
+
+
+def busy_v():
+    return view(snap([session("s1")], status={"s1": busy()},
+                     messages={"s1": assistant("m1", "s1", created=T0 - 5)}))
+
+
+def input_v(rid="per_1"):
+    return view(snap([session("s1")], status={"s1": busy()},
+                     permissions=[permission(rid, "s1")]))
+
+
+def done_v(error=None, now=T0 + 1):
+    m = assistant("m1", "s1", created=T0 - 5, completed=T0, finish="stop", error=error)
+    return view(snap([session("s1")], messages={"s1": m}), now)
+
+
+def test_only_changes_alert_not_first_sight():
+    assert alerts_for(transitions(None, input_v())) == []
+    got = alerts_for(transitions(busy_v(), input_v()))
+    assert [a.kind for a in got] == ["input"]
+    assert "git push" in got[0].text
+
+
+def test_idle_twice_gives_one_alert():
+    a, b = busy_v(), done_v()
+    again = done_v(now=T0 + 2)  # a second idle: same state
+    kinds = [x.kind for x in alerts_for(transitions(a, b))]
+    kinds += [x.kind for x in alerts_for(transitions(b, again))]
+    assert kinds == ["completed"]
+
+
+def test_error_and_abort_kinds():
+    assert alerts_for(transitions(busy_v(), done_v("APIError")))[0].kind == "error"
+    assert alerts_for(transitions(busy_v(), done_v("MessageAbortedError")))[0].kind == "aborted"
+
+
+class Clock:
+    def __init__(self):
+        self.t = 0.0
+
+    def __call__(self):
+        return self.t
+
+
+def test_alerter_dedupes_same_episode_and_rate_limits():
+    clock = Clock()
+    got: list[Alert] = []
+    al = Alerter(AlertConfig(on=["input", "completed"], min_interval=10, max_per_minute=2),
+                 [got.append], clock)
+    b, i = busy_v(), input_v()
+    al.feed(transitions(b, i))
+    clock.t = 1
+    al.feed(transitions(b, i))  # the same request again (e.g. flapping): deduped
+    assert len(got) == 1 and al.suppressed == 1
+    clock.t = 20
+    al.feed(transitions(b, input_v("per_2")))  # a new request after min_interval: alerts
+    assert len(got) == 2
+    clock.t = 40
+    al.feed(transitions(b, done_v()))  # third within a minute: over max_per_minute
+    assert len(got) == 2 and al.suppressed == 2
+
+
+def test_kinds_not_configured_do_not_fire():
+    got: list[Alert] = []
+    al = Alerter(AlertConfig(on=["error"]), [got.append], Clock())
+    al.feed(transitions(busy_v(), done_v()))
+    assert got == []
+
+
+def test_bell_and_osc9_are_written_once_per_transition():
+    out: list[str] = []
+    cfg = AlertConfig(bell=True, osc9=True, on=["input"])
+    al = Alerter(cfg, terminal_sinks(cfg, out.append), Clock())
+    b, i = busy_v(), input_v()
+    al.feed(transitions(b, i))
+    al.feed(transitions(i, i))  # nothing changed
+    assert out.count("\a") == 1
+    assert len([x for x in out if x.startswith("\x1b]9;")]) == 1
+
+
+def test_osc9_strips_control_characters_from_titles():
+    v = input_v()
+    row = replace(next(iter(v.rows.values())), title="evil\x07\x1b]9;pwned\x1b\\")
+    a = alerts_for(transitions(busy_v(), View(T0, (), {(SERVER, "s1"): row})))[0]
+    seq = osc9(a)
+    assert seq.startswith("\x1b]9;") and seq.endswith("\x07")
+    assert "\x1b" not in seq[1:-1] and "\x07" not in seq[:-1]
+
+
+def test_config_file_env_and_bad_values(tmp_path):
+    p = tmp_path / "config.toml"
+    p.write_text('servers = ["http://a:1"]\ngrace = 5\ntheme = "ocwatch-light"\n'
+                 '[alerts]\nbell = true\non = ["input", "stale"]\n')
+    cfg, warns = load_config(p, env={})
+    assert warns == []
+    assert cfg.servers == ["http://a:1"] and cfg.settings().grace == 5
+    assert cfg.alerts.bell and cfg.alerts.on == ["input", "stale"]
+    cfg, _ = load_config(p, env={"OCWATCH_GRACE": "7", "OCWATCH_SERVERS": "http://b:2,http://c:3"})
+    assert cfg.grace == 7 and cfg.servers == ["http://b:2", "http://c:3"]
+
+    p.write_text('grace = "soon"\ntheme = "x"\npassword = "hunter2"\n[alerts]\non = ["nope"]\n')
+    cfg, warns = load_config(p, env={})
+    assert cfg.theme == "x" and cfg.grace == 3.0  # valid keys kept, invalid ones reported
+    assert any("grace" in w for w in warns) and any("password" in w for w in warns)
+    assert not any("hunter2" in w for w in warns)
+
+    p.write_text("this is [not toml")
+    cfg, warns = load_config(p, env={})
+    assert cfg.servers == [] and "cannot read" in warns[0]

@@ -1,0 +1,141 @@
+"""Alerts: one per real transition (the server may send idle twice, abort several times), rate
+limited, delivered by a terminal bell, an OSC 9 desktop notification, or `notify-send`.
+
+`alerts_for()` is pure (transitions in, alerts out); `Alerter` adds the dedupe memory and the rate
+limits; the sinks write.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shutil
+import subprocess
+from collections import deque
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .config import AlertConfig
+from .view import SessionRow, Transition
+
+
+@dataclass(frozen=True, slots=True)
+class Alert:
+    kind: str  # input | completed | error | aborted | stale | unknown
+    key: tuple[str, str]
+    signature: tuple[object, ...]  # what makes this episode distinct (e.g. the request ids)
+    title: str
+    text: str
+
+
+def _kind(row: SessionRow) -> str | None:
+    if not row.settled:
+        return None
+    if row.state == "input":
+        return "input"
+    if row.stale:
+        return "stale"
+    if row.state == "idle" and row.reason in ("completed", "error", "aborted"):
+        return row.reason
+    if row.state == "unknown":
+        return "unknown"
+    return None
+
+
+def alerts_for(changes: Iterable[Transition]) -> list[Alert]:
+    """The alerts a batch of transitions calls for (pure). A row that appears already in a
+    state (first sight, e.g. at startup) does not alert: only changes do."""
+    out: list[Alert] = []
+    for tr in changes:
+        row, before = tr.after, tr.before
+        if row is None or before is None:
+            continue
+        kind = _kind(row)
+        if kind is None or kind == _kind(before) and kind != "input":
+            continue
+        title = row.title or row.id
+        if kind == "input":
+            ids = tuple(p.id for p in row.pending)
+            if tuple(p.id for p in before.pending) == ids:
+                continue
+            text = row.pending[0].summary if row.pending else "waiting for input"
+            sig: tuple[object, ...] = ids
+        elif kind == "stale":
+            text = row.evidence[0] if row.evidence else "busy, but the run ended"
+            sig = (row.since,)
+        else:
+            text = f"{kind}" + (f": {row.error}" if row.error and kind != "completed" else "")
+            sig = (row.since,)
+        out.append(Alert(kind, row.key, sig, title, text))
+    return out
+
+
+@dataclass
+class Alerter:
+    """Dedupes and rate-limits alerts, then hands them to the sinks."""
+
+    config: AlertConfig
+    sinks: list[Callable[[Alert], None]]
+    clock: Callable[[], float]
+    sent: int = 0
+    suppressed: int = 0
+    _last: dict[tuple[tuple[str, str], str], tuple[float, tuple[object, ...]]] = field(
+        default_factory=dict)
+    _window: deque[float] = field(default_factory=deque)
+
+    def feed(self, changes: Iterable[Transition]) -> list[Alert]:
+        """Deliver the alerts of these transitions; returns those actually sent."""
+        delivered: list[Alert] = []
+        for alert in alerts_for(changes):
+            if alert.kind not in self.config.on:
+                continue
+            now = self.clock()
+            mark = (alert.key, alert.kind)
+            last = self._last.get(mark)
+            if last is not None and (last[1] == alert.signature
+                                     or now - last[0] < self.config.min_interval):
+                self.suppressed += 1
+                continue
+            while self._window and now - self._window[0] > 60.0:
+                self._window.popleft()
+            if len(self._window) >= self.config.max_per_minute:
+                self.suppressed += 1
+                continue
+            self._window.append(now)
+            self._last[mark] = (now, alert.signature)
+            for sink in self.sinks:
+                sink(alert)
+            self.sent += 1
+            delivered.append(alert)
+        return delivered
+
+
+_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f;]")
+
+
+def osc9(alert: Alert) -> str:
+    """The OSC 9 sequence for an alert; control characters (and `;`) in titles are removed so a
+    title cannot end the sequence early or inject another."""
+    text = _UNSAFE.sub(" ", f"ocwatch: {alert.title}: {alert.text}")[:200]
+    return f"\x1b]9;{text}\x07"
+
+
+def terminal_sinks(config: AlertConfig, write: Callable[[str], None]) -> list[
+        Callable[[Alert], None]]:
+    """Sinks that write to the terminal (bell, OSC 9) and run notify-send, as configured."""
+    sinks: list[Callable[[Alert], None]] = []
+    if config.bell:
+        sinks.append(lambda a: write("\a"))
+    if config.osc9:
+        sinks.append(lambda a: write(osc9(a)))
+    if config.desktop:
+        exe = shutil.which("notify-send")
+        if exe is not None:
+            def desktop(a: Alert, exe: str = exe) -> None:
+                with contextlib.suppress(OSError):  # fixed program, args not through a shell
+                    subprocess.Popen(
+                        [exe, "--app-name=ocwatch", f"ocwatch: {a.kind}",
+                         _UNSAFE.sub(" ", f"{a.title}: {a.text}")[:300]],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            sinks.append(desktop)
+    return sinks

@@ -1,0 +1,123 @@
+"""The config file: TOML in the platform config folder, overridden by environment, then flags.
+
+Location: `$OCWATCH_CONFIG`, else `$XDG_CONFIG_HOME/ocwatch/config.toml` (default
+`~/.config/ocwatch/config.toml`). Every key is optional. An invalid file is reported (one line per
+problem) and ignored, never fatal. Passwords are not read from it: they come from the environment
+(`OPENCODE_SERVER_PASSWORD`) or a password file.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from .settings import Settings
+
+AlertKind = Literal["input", "completed", "error", "aborted", "stale", "unknown"]
+
+
+class AlertConfig(BaseModel):
+    """Which alerts fire, and how."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bell: bool = False
+    """Ring the terminal bell."""
+    osc9: bool = False
+    """Send an OSC 9 desktop notification through the terminal (iTerm2, WezTerm, kitty, ...)."""
+    desktop: bool = False
+    """Run `notify-send` where it exists."""
+    on: list[AlertKind] = Field(default_factory=lambda: ["input", "error", "stale"])
+    """Transitions that alert: input, completed, error, aborted, stale, unknown."""
+    min_interval: float = Field(default=10.0, ge=0)
+    """Seconds between two alerts of the same kind for the same session."""
+    max_per_minute: int = Field(default=12, ge=1)
+    """Alerts per minute at most, over all sessions (the rest are counted, not sent)."""
+
+
+class Config(BaseModel):
+    """Everything the config file may set. Flags win over the environment, which wins over it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    servers: list[str] = Field(default_factory=list)
+    """Server URLs to watch (default: $OPENCODE_SERVER_URL or http://127.0.0.1:4096)."""
+    theme: str | None = None
+    """Dashboard theme: ocwatch-dark, ocwatch-light, ocwatch-contrast, or a user theme's name."""
+    grace: float = Field(default=3.0, ge=0)
+    """Seconds a finished run may still read busy before it is flagged stale."""
+    resync_interval: float = Field(default=30.0, gt=0)
+    """Seconds between full resync snapshots."""
+    password_file: str | None = None
+    """A file holding the server password (the password itself never goes in this file)."""
+    alerts: AlertConfig = Field(default_factory=AlertConfig)
+
+    def settings(self) -> Settings:
+        return Settings(grace=self.grace, resync_interval=self.resync_interval)
+
+
+def config_path(env: dict[str, str] | None = None) -> Path:
+    env = dict(os.environ) if env is None else env
+    if env.get("OCWATCH_CONFIG"):
+        return Path(env["OCWATCH_CONFIG"]).expanduser()
+    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "ocwatch" / "config.toml"
+
+
+def load_config(
+    path: Path | None = None, env: dict[str, str] | None = None,
+) -> tuple[Config, list[str]]:
+    """Load the file (if any) and apply environment overrides. Returns (config, warnings)."""
+    env = dict(os.environ) if env is None else env
+    path = path or config_path(env)
+    warnings: list[str] = []
+    data: dict[str, Any] = {}
+    if path.is_file():
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
+            data = {}
+    if "password" in data:
+        warnings.append(f"config {path}: 'password' is ignored; use $OPENCODE_SERVER_PASSWORD "
+                        "or password_file")
+        data.pop("password")
+    try:
+        cfg = Config.model_validate(data)
+    except ValidationError as exc:
+        for err in exc.errors():
+            where = ".".join(str(x) for x in err["loc"])
+            warnings.append(f"config {path}: {where}: {err['msg']}")
+        cfg = _salvage(data)
+    return _apply_env(cfg, env, warnings), warnings
+
+
+def _salvage(data: dict[str, Any]) -> Config:
+    """Keep every valid top-level key of an invalid file."""
+    good: dict[str, Any] = {}
+    for key, value in data.items():
+        try:
+            Config.model_validate({key: value})
+        except ValidationError:
+            continue
+        good[key] = value
+    return Config.model_validate(good)
+
+
+def _apply_env(cfg: Config, env: dict[str, str], warnings: list[str]) -> Config:
+    upd: dict[str, Any] = {}
+    if env.get("OCWATCH_SERVERS"):
+        upd["servers"] = [u.strip() for u in env["OCWATCH_SERVERS"].split(",") if u.strip()]
+    if env.get("OCWATCH_THEME"):
+        upd["theme"] = env["OCWATCH_THEME"]
+    for key, name in (("grace", "OCWATCH_GRACE"), ("resync_interval", "OCWATCH_RESYNC")):
+        if env.get(name):
+            try:
+                upd[key] = float(env[name])
+            except ValueError:
+                warnings.append(f"${name}={env[name]!r} is not a number; ignored")
+    return cfg.model_copy(update=upd) if upd else cfg
