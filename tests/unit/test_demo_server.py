@@ -1,0 +1,496 @@
+"""The built-in demo server: routes, shapes, filters, event stream, replies, restart, scripts."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+import httpx
+import pytest
+
+from tui.core.models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
+from tui.demo.cast import ERRORS, INFRA, MARKUP_TITLE, SPEC_BY_ID, WEBSHOP
+from tui.demo.initial import build_initial_world
+from tui.demo.scenarios import RUNS, Actor, Director
+from tui.demo.server import DemoServer
+from tui.demo.world import World
+
+FIXED_NOW = 1_760_000_000.0
+
+
+async def until(pred: Callable[[], Any], timeout: float = 3.0) -> Any:
+    """Poll `pred` until it returns something truthy."""
+    async with asyncio.timeout(timeout):
+        while not (value := pred()):
+            await asyncio.sleep(0.005)
+        return value
+
+
+class Events:
+    """Collects the frames of an SSE route in the background."""
+
+    def __init__(self, client: httpx.AsyncClient, path: str = "/global/event") -> None:
+        self.client, self.path = client, path
+        self.frames: list[dict[str, Any]] = []
+        self.ended = False
+        self._task: asyncio.Task[None] | None = None
+
+    async def _read(self) -> None:
+        try:
+            async with self.client.stream("GET", self.path, timeout=None) as resp:
+                assert resp.headers["content-type"].startswith("text/event-stream")
+                async for line in resp.aiter_lines():
+                    if line.startswith("data: "):
+                        self.frames.append(json.loads(line[6:]))
+        except httpx.HTTPError:
+            pass
+        finally:
+            self.ended = True
+
+    async def __aenter__(self) -> Events:
+        self._task = asyncio.create_task(self._read())
+        await until(lambda: self.frames)
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._task is not None
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    def payloads(self, sid: str | None = None) -> list[dict[str, Any]]:
+        out = [f["payload"] for f in self.frames if f["payload"]["type"] != "sync"]
+        return [p for p in out if sid is None or p["properties"].get("sessionID") == sid]
+
+    async def wait(self, pred: Callable[[dict[str, Any]], bool], sid: str | None = None,
+                   timeout: float = 3.0) -> dict[str, Any]:
+        return await until(lambda: next((p for p in self.payloads(sid) if pred(p)), None), timeout)
+
+
+def client_for(server: DemoServer, **kwargs: Any) -> httpx.AsyncClient:
+    """A client for plain HTTP (verify=False skips loading a CA bundle: faster)."""
+    return httpx.AsyncClient(base_url=server.url, timeout=5, verify=False, **kwargs)
+
+
+@pytest.fixture
+async def demo() -> AsyncIterator[tuple[DemoServer, httpx.AsyncClient]]:
+    """A frozen server: the deterministic initial world, until a test thaws it."""
+    server = DemoServer(speed=400, heartbeat=0.05)
+    server.freeze()
+    async with server, client_for(server) as client:
+        yield server, client
+
+
+async def last_assistant(client: httpx.AsyncClient, sid: str) -> Message:
+    data = (await client.get(f"/session/{sid}/message", params={"limit": 5})).json()
+    return [Message.model_validate(m) for m in data if m["info"]["role"] == "assistant"][-1]
+
+
+async def status(client: httpx.AsyncClient, directory: str = WEBSHOP) -> dict[str, Any]:
+    return (await client.get("/session/status", params={"directory": directory})).json()
+
+
+# ----- routes and shapes ---------------------------------------------------------------------
+async def test_health_projects_and_html_fallback(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    assert (await client.get("/global/health")).json() == {"healthy": True,
+                                                           "version": "1.18.33-demo"}
+    projects = (await client.get("/project")).json()
+    assert {p["worktree"] for p in projects} == {WEBSHOP, INFRA}
+    assert all(len(p["id"]) == 40 and "created" in p["time"] for p in projects)
+    for path in ("/api/session/active", "/no/such/route", "/"):
+        resp = await client.get(path)
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/html")
+        assert "<html" in resp.text
+
+
+async def test_session_list_shape(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    raw = (await client.get("/session", params={"directory": INFRA})).json()
+    assert len(raw) == 14
+    for item in raw:
+        assert {"id", "slug", "projectID", "directory", "title", "version", "time", "cost",
+                "tokens"} <= item.keys()
+        assert {"created", "updated"} <= item["time"].keys()
+        assert set(item["tokens"]) == {"input", "output", "reasoning", "cache"}
+        assert set(item["tokens"]["cache"]) == {"read", "write"}
+    sessions = {s.id: s for s in map(Session.model_validate, raw)}
+    assert {s.directory for s in sessions.values()} == {WEBSHOP, INFRA}
+    assert sessions["ses_demo_markup"].title == MARKUP_TITLE
+    assert sessions["ses_demo_auth_explore"].parent_id == "ses_demo_auth"
+    assert sessions["ses_demo_dns_apply"].parent_id == "ses_demo_dns"
+    assert sessions["ses_demo_cart"].cost and sessions["ses_demo_cart"].tokens.total > 0
+    roots = (await client.get("/session", params={"roots": "true"})).json()
+    assert len(roots) == 12
+    one = (await client.get("/session/ses_demo_cart")).json()
+    assert one["id"] == "ses_demo_cart"
+    assert (await client.get("/session/ses_nope")).status_code == 404
+
+
+async def test_status_permission_question_filter_by_directory(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    default = (await client.get("/session/status")).json()
+    assert default == await status(client, WEBSHOP)
+    assert default["ses_demo_checkout"] == {"type": "busy"}
+    retry = SessionStatus.model_validate(default["ses_demo_search"])
+    assert retry.type == "retry" and retry.attempt == 4 and retry.message and retry.next
+    infra = await status(client, INFRA)
+    assert set(infra) == {"ses_demo_k8s", "ses_demo_dns", "ses_demo_dns_apply"}
+    header = await client.get("/session/status", headers={"x-opencode-directory": INFRA})
+    assert header.json() == infra
+    assert not set(default) & set(infra)
+
+    perms = (await client.get("/permission")).json()
+    assert [p["sessionID"] for p in perms] == ["ses_demo_deploy"]
+    deploy = PermissionRequest.model_validate(perms[0])
+    assert deploy.permission == "bash" and deploy.patterns == ("git push origin main",)
+    assert deploy.always == ("git push *",) and deploy.tool and deploy.tool.call_id
+    infra_perms = (await client.get("/permission", params={"directory": INFRA})).json()
+    assert [p["sessionID"] for p in infra_perms] == ["ses_demo_dns_apply"]
+    assert infra_perms[0]["permission"] == "edit"
+
+    questions = (await client.get("/question", params={"directory": WEBSHOP})).json()
+    assert [q["sessionID"] for q in questions] == ["ses_demo_i18n"]
+    question = QuestionRequest.model_validate(questions[0])
+    assert [o.label for o in question.questions[0].options] == ["de-DE", "de-AT", "de-CH"]
+    assert (await client.get("/question", params={"directory": INFRA})).json() == []
+
+
+async def test_messages_shape_and_limit(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    every = (await client.get("/session/ses_demo_cart/message")).json()
+    last = (await client.get("/session/ses_demo_cart/message", params={"limit": 2})).json()
+    assert len(every) > 2 and last == every[-2:]
+    info = last[-1]["info"]
+    assert info["role"] == "assistant" and info["finish"] == "stop"
+    assert {"modelID", "providerID", "cost", "tokens"} <= info.keys()
+    assert info["time"]["completed"] >= info["time"]["created"]
+    assert [p["type"] for p in last[-1]["parts"]] == ["step-start", "text", "step-finish"]
+    assert (await client.get("/session/ses_demo_cart/message",
+                             params={"limit": "x"})).status_code == 400
+
+
+async def test_initial_world_has_every_state(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    web, infra = await status(client, WEBSHOP), await status(client, INFRA)
+
+    async def facts(sid: str) -> tuple[Message, list[Any]]:
+        msg = await last_assistant(client, sid)
+        return msg, [p for p in msg.parts if p.is_open_tool]
+
+    # busy: status busy, a running tool
+    msg, open_tools = await facts("ses_demo_checkout")
+    assert web["ses_demo_checkout"]["type"] == "busy" and msg.info.time.completed is None
+    assert [p.tool for p in open_tools] == ["bash"]
+    # retry
+    assert web["ses_demo_search"]["type"] == "retry"
+    # input: permission and question (the server says busy meanwhile)
+    assert web["ses_demo_deploy"]["type"] == web["ses_demo_i18n"]["type"] == "busy"
+    # idle completed / aborted / error: absent from status, completed messages
+    msg, _ = await facts("ses_demo_cart")
+    assert "ses_demo_cart" not in web and msg.info.finish == "stop" and msg.info.error is None
+    msg, _ = await facts("ses_demo_terraform")
+    assert "ses_demo_terraform" not in infra and msg.info.time.completed
+    assert msg.info.error and msg.info.error.name == "MessageAbortedError"
+    assert [p.state.status for p in msg.parts if p.type == "tool"] == ["error"]
+    msg, _ = await facts("ses_demo_alerts")
+    assert "ses_demo_alerts" not in infra and msg.info.error
+    assert msg.info.error.name == "APIError" and msg.info.time.completed
+    # unknown/interrupted: absent from status, last assistant never completed, tool left running
+    msg, open_tools = await facts("ses_demo_backup")
+    assert "ses_demo_backup" not in infra and msg.info.time.completed is None and open_tools
+    # stale busy: status busy but the last assistant completed with stop, nothing open
+    msg, open_tools = await facts("ses_demo_k8s")
+    assert infra["ses_demo_k8s"]["type"] == "busy"
+    assert msg.info.time.completed and msg.info.finish == "stop" and not open_tools
+    # parent with a running task tool and a busy child; parent whose child asks a permission
+    for parent, child, directory in (("ses_demo_auth", "ses_demo_auth_explore", WEBSHOP),
+                                     ("ses_demo_dns", "ses_demo_dns_apply", INFRA)):
+        msg, open_tools = await facts(parent)
+        assert [p.tool for p in open_tools] == ["task"]
+        assert open_tools[0].state.input["subagent_type"] == "general"
+        assert (await status(client, directory))[child]["type"] == "busy"
+        children = (await client.get(f"/session/{parent}/children")).json()
+        assert [c["id"] for c in children] == [child]
+
+
+def test_initial_world_is_deterministic() -> None:
+    def dump(world: World) -> str:
+        return json.dumps([world.sessions, world.messages, world.status, world.permissions,
+                           world.questions, world.projects], sort_keys=True)
+
+    first = build_initial_world(lambda: FIXED_NOW, seed=3)
+    assert dump(first) == dump(build_initial_world(lambda: FIXED_NOW, seed=3))
+    assert first.status["ses_demo_search"]["next"] == int((FIXED_NOW + 14) * 1000)
+
+
+# ----- event stream ----------------------------------------------------------------------------
+async def test_stream_connected_first_then_events_in_real_order(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    async with Events(client) as events:
+        first = events.frames[0]
+        assert first == {"directory": "global", "payload": {
+            "id": first["payload"]["id"], "type": "server.connected", "properties": {}}}
+        assert first["payload"]["id"].startswith("evt_")
+        assert (await client.post("/session/ses_demo_checkout/abort")).json() is True
+        sid = "ses_demo_checkout"
+        await events.wait(lambda p: p["type"] == "session.updated", sid)  # the last one
+        kinds = [p["type"] for p in events.payloads(sid)]
+        assert kinds[:3] == ["session.error", "session.status", "session.idle"]
+        assert kinds[-2:] == ["message.updated", "session.updated"]
+        error = events.payloads(sid)[0]["properties"]["error"]
+        assert error["name"] == "MessageAbortedError"
+        await events.wait(lambda p: p["type"] == "server.heartbeat")
+        frames = [f for f in events.frames if f["payload"]["type"] != "server.heartbeat"][1:]
+        assert all(f["directory"] == WEBSHOP and f["project"] for f in frames)
+        syncs = [f["payload"]["syncEvent"] for f in frames if f["payload"]["type"] == "sync"]
+        assert syncs and all(s["aggregateID"] == sid and s["type"].endswith(".1") for s in syncs)
+        seqs = [s["seq"] for s in syncs]
+        assert seqs == list(range(seqs[0], seqs[0] + len(seqs)))
+
+
+async def test_folder_stream_filters(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    async with Events(client, f"/event?directory={INFRA}") as events:
+        assert events.frames[0]["type"] == "server.connected"
+        await client.post("/session/ses_demo_checkout/abort")
+        await client.post("/session/ses_demo_k8s/abort")
+        await until(lambda: any(f.get("properties", {}).get("sessionID") == "ses_demo_k8s"
+                                for f in events.frames))
+        sids = {f["properties"].get("sessionID") for f in events.frames[1:]}
+        assert "ses_demo_checkout" not in sids
+
+
+# ----- actions -----------------------------------------------------------------------------------
+async def test_abort_parent_aborts_child(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    assert (await client.post("/session/ses_demo_auth/abort")).json() is True
+    web = await status(client)
+    assert "ses_demo_auth" not in web and "ses_demo_auth_explore" not in web
+    for sid in ("ses_demo_auth", "ses_demo_auth_explore"):
+        msg = await last_assistant(client, sid)
+        assert msg.info.error and msg.info.error.name == "MessageAbortedError"
+        assert msg.info.time.completed and not any(p.is_open_tool for p in msg.parts)
+    # aborting a stale-busy session clears its status entry
+    await client.post("/session/ses_demo_k8s/abort")
+    assert "ses_demo_k8s" not in await status(client, INFRA)
+    assert (await client.post("/session/ses_nope/abort")).status_code == 404
+
+
+async def test_permission_once_runs_tool_and_completes(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    server, client = demo
+    (request,) = (await client.get("/permission")).json()
+    async with Events(client) as events:
+        resp = await client.post(f"/permission/{request['id']}/reply", json={"reply": "once"})
+        assert resp.json() is True
+        assert (await client.get("/permission")).json() == []
+        replied = await events.wait(lambda p: p["type"] == "permission.replied")
+        assert replied["properties"] == {"sessionID": "ses_demo_deploy",
+                                         "requestID": request["id"], "reply": "once"}
+        server.thaw()
+        done = await events.wait(lambda p: p["type"] == "message.updated"
+                                 and p["properties"]["info"].get("finish") == "stop",
+                                 "ses_demo_deploy")
+        assert done["properties"]["info"]["time"]["completed"]
+        await events.wait(lambda p: p["type"] == "session.idle", "ses_demo_deploy")
+        tools = [p["properties"]["part"] for p in events.payloads("ses_demo_deploy")
+                 if p["type"] == "message.part.updated"
+                 and p["properties"]["part"].get("callID") == request["tool"]["callID"]]
+        assert tools[-1]["state"]["status"] == "completed"
+    again = await client.post(f"/permission/{request['id']}/reply", json={"reply": "once"})
+    assert again.status_code == 404
+
+
+async def test_permission_reject_ends_run_with_error(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    (request,) = (await client.get("/permission", params={"directory": INFRA})).json()
+    resp = await client.post(f"/permission/{request['id']}/reply",
+                             json={"reply": "reject", "message": "not now"})
+    assert resp.json() is True
+    sid = request["sessionID"]
+    await until(lambda: sid not in server_status(demo[0], INFRA))
+    msg = await last_assistant(client, sid)
+    assert msg.info.error and msg.info.time.completed
+    tool = next(p for p in msg.parts if p.call_id == request["tool"]["callID"])
+    assert tool.state and tool.state.status == "error"
+
+
+def server_status(server: DemoServer, directory: str) -> dict[str, Any]:
+    return server.world.status_for(directory)
+
+
+async def test_question_answer_completes_and_reject_errors(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    server, client = demo
+    (question,) = (await client.get("/question")).json()
+    async with Events(client) as events:
+        resp = await client.post(f"/question/{question['id']}/reply", json={"answers": [["de-AT"]]})
+        assert resp.json() is True
+        replied = await events.wait(lambda p: p["type"] == "question.replied")
+        assert replied["properties"]["answers"] == [["de-AT"]]
+        server.thaw()
+        await events.wait(lambda p: p["type"] == "message.updated"
+                          and p["properties"]["info"].get("finish") == "stop", "ses_demo_i18n")
+    msgs = (await client.get("/session/ses_demo_i18n/message", params={"limit": 4})).json()
+    outputs = [p["state"].get("output", "") for m in msgs for p in m["parts"]
+               if p.get("tool") == "question"]
+    assert any("de-AT" in out for out in outputs)
+    bad = await client.post(f"/question/{question['id']}/reply", json={"answers": [["x"]]})
+    assert bad.status_code == 404
+
+
+async def test_question_reject(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    (question,) = (await client.get("/question")).json()
+    assert (await client.post(f"/question/{question['id']}/reject")).json() is True
+    msg = await last_assistant(client, "ses_demo_i18n")
+    assert msg.info.error and "ses_demo_i18n" not in await status(client)
+
+
+async def test_not_found_and_bad_request_shapes(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    resp = await client.post("/permission/per_nope/reply", json={"reply": "once"})
+    assert resp.status_code == 404
+    assert resp.json()["_tag"] == "PermissionNotFoundError"
+    assert resp.json()["requestID"] == "per_nope" and resp.json()["message"]
+    for path, body in (("/question/que_nope/reply", {"answers": [["a"]]}),
+                       ("/question/que_nope/reject", None)):
+        resp = await client.post(path, json=body)
+        assert resp.status_code == 404
+        assert resp.json()["_tag"] == "QuestionNotFoundError"
+        assert resp.json()["requestID"] == "que_nope"
+    (request,) = (await client.get("/permission")).json()
+    bad = await client.post(f"/permission/{request['id']}/reply", json={"reply": "maybe"})
+    assert bad.status_code == 400
+    assert (await client.post("/question/q/reply", content=b"{nope")).status_code == 400
+
+
+async def test_prompt_async_starts_a_run(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    resp = await client.post("/session/ses_demo_cart/prompt_async",
+                             json={"parts": [{"type": "text", "text": "Add a test"}]})
+    assert resp.status_code == 204
+    await until(lambda: "ses_demo_cart" in server_status(demo[0], WEBSHOP))
+
+
+async def test_basic_auth() -> None:
+    async with DemoServer(password="s3cret", heartbeat=0.05) as server:
+        server.freeze()
+        async with client_for(server) as client:
+            for path in ("/global/health", "/session", "/global/event", "/nope"):
+                resp = await client.get(path)
+                assert resp.status_code == 401
+                assert resp.headers["www-authenticate"].startswith("Basic")
+            wrong = await client.get("/global/health", auth=("opencode", "nope"))
+            assert wrong.status_code == 401
+        async with client_for(server, auth=("opencode", "s3cret")) as client:
+            assert (await client.get("/global/health")).json()["healthy"] is True
+            async with Events(client) as events:
+                assert events.frames[0]["payload"]["type"] == "server.connected"
+
+
+async def test_restart_drops_streams_and_forgets_status(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    server, client = demo
+    async with Events(client) as events:
+        await server.restart()
+        await until(lambda: events.ended)
+    assert await status(client, WEBSHOP) == {} and await status(client, INFRA) == {}
+    assert (await client.get("/permission")).json() == []
+    assert (await client.get("/question")).json() == []
+    msg = await last_assistant(client, "ses_demo_checkout")  # was busy: now interrupted
+    assert msg.info.time.completed is None and any(p.is_open_tool for p in msg.parts)
+    async with Events(client) as events:
+        assert events.frames[0]["payload"]["type"] == "server.connected"
+
+
+async def test_frozen_server_sends_only_heartbeats(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    _, client = demo
+    async with Events(client) as events:
+        await until(lambda: len(events.frames) >= 4)
+        assert {f["payload"]["type"] for f in events.frames[1:]} == {"server.heartbeat"}
+
+
+async def test_thawed_scripts_move_on() -> None:
+    async with (DemoServer(speed=400, heartbeat=5) as server,
+                client_for(server) as client, Events(client) as events):
+        # the busy run finishes, the idle sessions start new runs, retries go on
+        await events.wait(lambda p: p["type"] == "session.idle", "ses_demo_checkout")
+        await events.wait(lambda p: p["type"] == "session.status"
+                          and p["properties"]["status"]["type"] == "busy", "ses_demo_cart")
+        await events.wait(lambda p: p["type"] == "session.status"
+                          and p["properties"]["status"]["type"] == "retry")
+        assert server.restarts == 0
+
+
+# ----- run kinds, one by one ---------------------------------------------------------------
+async def play(kind: str, sid: str = "ses_demo_cart") -> tuple[World, list[dict[str, Any]]]:
+    world = build_initial_world(lambda: FIXED_NOW)
+    director = Director(world, speed=20_000)
+    actor: Actor = director.actors[sid]
+    actor.rng = random.Random(7)
+    queue = world.subscribe()
+    task = actor.spawn(RUNS[kind](actor))
+    await asyncio.wait_for(asyncio.wait({task}), 3)
+    payloads = []
+    while not queue.empty():
+        frame = queue.get_nowait()
+        if frame is not None:
+            payload = json.loads(frame.payload)
+            if payload["type"] != "sync":
+                payloads.append(payload)
+    await director.stop()
+    return world, payloads
+
+
+@pytest.mark.parametrize("kind", ["complete", "long", "retry", "permission", "question",
+                                  "stale"])
+async def test_run_kinds_end_idle(kind: str) -> None:
+    world, payloads = await play(kind)
+    assert "ses_demo_cart" not in world.status and "ses_demo_cart" not in world.runs
+    info = world.messages["ses_demo_cart"][-1]["info"]
+    assert info["time"].get("completed")
+    types = [p["type"] for p in payloads]
+    assert types.count("session.status") >= 2 and "session.idle" in types
+    if kind == "stale":  # completed with stop while still busy, the late idle comes last
+        stop = next(i for i, p in enumerate(payloads) if p["type"] == "message.updated"
+                    and p["properties"]["info"].get("finish") == "stop")
+        assert types.index("session.idle") > stop
+    if kind in ("permission", "question"):
+        assert f"{kind}.asked" in types and f"{kind}.replied" in types
+
+
+@pytest.mark.parametrize("kind", ["error", "abort"])
+async def test_failing_runs_keep_the_real_order(kind: str) -> None:
+    world, payloads = await play(kind)
+    info = world.messages["ses_demo_cart"][-1]["info"]
+    expected = {"MessageAbortedError"} if kind == "abort" else {e["name"] for e in ERRORS}
+    assert info["error"]["name"] in expected and info["time"]["completed"]
+    tail = [p["type"] for p in payloads]
+    start = tail.index("session.error")
+    assert tail[start:start + 3] == ["session.error", "session.status", "session.idle"]
+    assert tail.index("message.updated", start) > start + 2
+
+
+async def test_restart_run_interrupts() -> None:
+    world, _ = await play("restart", "ses_demo_backup")
+    assert world.status == {} and world.runs == {}
+    last = world.messages["ses_demo_backup"][-1]
+    assert last["info"]["role"] == "assistant" and "completed" not in last["info"]["time"]
+
+
+async def test_subagent_run_drives_child() -> None:
+    world, payloads = await play("subagent", "ses_demo_dns")
+    child = SPEC_BY_ID["ses_demo_dns"].child
+    asked = [p for p in payloads if p["type"] == "permission.asked"]
+    assert asked and asked[0]["properties"]["sessionID"] == child
+    assert world.messages[child][-1]["info"].get("finish") == "stop"
+    assert world.messages["ses_demo_dns"][-1]["info"].get("finish") == "stop"

@@ -1,0 +1,5 @@
+"""`python -m tui.demo`: run the simulated OpenCode server."""
+
+from .server import main
+
+main()
