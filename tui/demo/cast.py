@@ -178,10 +178,4 @@ RETRY_FAILED: dict[str, Any] = {
     "data": {"message": "Service Unavailable", "statusCode": 503, "isRetryable": True},
 }
 PERMISSION_REJECTED = "The user rejected permission to use this specific tool call."
-PERMISSION_REJECTED_ERROR: dict[str, Any] = {
-    "name": "UnknownError", "data": {"message": f"PermissionRejectedError: {PERMISSION_REJECTED}"},
-}
-QUESTION_REJECTED = "The user dismissed this question."
-QUESTION_REJECTED_ERROR: dict[str, Any] = {
-    "name": "UnknownError", "data": {"message": f"QuestionRejectedError: {QUESTION_REJECTED}"},
-}
+QUESTION_REJECTED = "The user dismissed this question"

@@ -22,23 +22,24 @@ class _Builder:
     def at(self, dt: float) -> AbstractContextManager[None]:
         return self.w.at(self.now + dt)
 
-    def begin(self, spec: Spec, dt: float, prompt: str | None = None) -> Run:
+    def begin(self, spec: Spec, dt: float, prompt: str | None = None,
+              start_step: bool = True) -> Run:
         with self.at(dt):
             return self.w.begin_run(spec.sid, prompt or spec.prompts[0],
-                                    "general" if spec.parent else "build")
+                                    "general" if spec.parent else "build", start_step=start_step)
 
     def read(self, spec: Spec, run: Run, dt: float) -> None:
         rel = self.rng.choice(spec.folder.files)
         with self.at(dt):
-            part = self.w.start_tool(run, "read", {"filePath": f"{spec.directory}/{rel}"}, rel)
+            part = self.w.start_tool(run, "read", {"filePath": f"{spec.directory}/{rel}"})
         with self.at(dt + 2):
-            self.w.finish_tool(run, part, f"<file>\n00001| // {rel}\n</file>")
+            self.w.finish_tool(run, part, f"<file>\n00001| // {rel}\n</file>", title=rel)
             self.w.next_step(run, random_tokens(self.rng))
 
     def bash(self, spec: Spec, run: Run, dt: float, index: int = 0) -> Json:
         cmd, desc, _out = spec.folder.commands[index]
         with self.at(dt):
-            return self.w.start_tool(run, "bash", {"command": cmd, "description": desc}, desc)
+            return self.w.start_tool(run, "bash", {"command": cmd, "description": desc})
 
     def completed(self, spec: Spec, dt: float, prompt: str | None = None) -> None:
         run = self.begin(spec, dt, prompt)
@@ -53,8 +54,7 @@ class _Builder:
             run = self.begin(spec, -139)
             self.read(spec, run, -130)
             with self.at(-40):
-                self.w.start_tool(run, "grep", {"pattern": "req.session", "path": "src"},
-                                  "req.session")
+                self.w.start_tool(run, "grep", {"pattern": "req.session", "path": "src"})
             return
         run = self.begin(spec, -95)
         with self.at(-90):
@@ -62,7 +62,7 @@ class _Builder:
         self.bash(spec, run, -88)
 
     def retry(self, spec: Spec) -> None:
-        run = self.begin(spec, -17)
+        run = self.begin(spec, -17, start_step=False)  # no parts while the model is unreachable
         t = -16.0
         for attempt in range(1, 5):  # delays 2, 4, 8, 16 s: attempt 4 (at -2 s) retries in 14 s
             delay = 2.0**attempt
@@ -70,6 +70,9 @@ class _Builder:
             with self.at(t):
                 self.w.set_retry(spec.sid, attempt, RETRY_MESSAGE, int((self.now + due) * 1000))
             t += delay
+            if attempt < 4:
+                with self.at(t):
+                    self.w.set_status(spec.sid, {"type": "busy"})
         assert run.sid in self.w.runs
 
     def permission(self, spec: Spec) -> None:
@@ -80,27 +83,29 @@ class _Builder:
             path = f"{spec.directory}/{rel}"
             with self.at(-30):
                 part = self.w.start_tool(run, "edit", {"filePath": path, "oldString": "ttl = 3600",
-                                                       "newString": "ttl = 300"}, rel)
+                                                       "newString": "ttl = 300"}, running=False)
                 self.w.ask_permission(run, part, "edit", [rel], ["*"], {
                     "filepath": path,
                     "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n"})
+                self.w.run_tool(run, part)
             return
         run = self.begin(spec, -70)
         self.read(spec, run, -66)
         cmd, always, desc = spec.folder.asks[0]
         with self.at(-45):
-            part = self.w.start_tool(run, "bash", {"command": cmd, "description": desc}, desc)
-            self.w.ask_permission(run, part, "bash", [cmd], [always],
-                                  {"command": cmd, "description": desc})
+            part = self.w.start_tool(run, "bash", {"command": cmd, "description": desc},
+                                     running=False)
+            self.w.ask_permission(run, part, "bash", [cmd], [always], {"command": cmd})
+            self.w.run_tool(run, part)
 
     def question(self, spec: Spec) -> None:
         run = self.begin(spec, -60)
         self.read(spec, run, -55)
         question = spec.folder.questions[0]
         with self.at(-20):
-            part = self.w.start_tool(run, "question", {"questions": [question]},
-                                     "Asked 1 question")
+            part = self.w.start_tool(run, "question", {"questions": [question]}, running=False)
             self.w.ask_question(run, part, [question])
+            self.w.run_tool(run, part)
 
     def completed_state(self, spec: Spec) -> None:
         self.completed(spec, -330, spec.prompts[-1])
@@ -123,8 +128,7 @@ class _Builder:
         self.read(spec, run, -750)
         with self.at(-700):
             self.w.start_tool(run, "bash", {"command": "restic backup --dry-run /srv/data",
-                                            "description": "Dry-run the backup"},
-                              "Dry-run the backup")
+                                            "description": "Dry-run the backup"})
         # the server restarted here: the run died, the status map forgot the session
         self.w.runs.pop(spec.sid, None)
         self.w.status.pop(spec.sid, None)
@@ -133,8 +137,10 @@ class _Builder:
         run = self.begin(spec, -300)
         self.read(spec, run, -295)
         part = self.bash(spec, run, -280, 1)
+        cmd, _desc, out = spec.folder.commands[1]
         with self.at(-200):
-            self.w.finish_tool(run, part, spec.folder.commands[1][2])
+            self.w.finish_tool(run, part, out, title=cmd,
+                               metadata={"output": out, "exit": 0, "truncated": False})
             self.w.next_step(run, random_tokens(self.rng))
         with self.at(-150):
             self.w.add_text(run, self.rng.choice(spec.folder.summaries))
@@ -148,10 +154,11 @@ class _Builder:
         with self.at(-145):
             self.w.add_text(run, "I'll hand the detailed work to a sub-agent.")
         with self.at(-140):
-            self.w.start_tool(run, "task", {"description": desc, "prompt": child.prompts[0],
-                                            "subagent_type": "general"}, desc,
-                              {"sessionId": child.sid})
+            part = self.w.start_tool(run, "task", {"description": desc, "prompt": child.prompts[0],
+                                                   "subagent_type": "general"}, running=False)
             self.w.create_session(child.sid, child.directory, child.title, child.slug, spec.sid)
+            self.w.run_tool(run, part, title=desc,
+                            metadata={"parentSessionId": spec.sid, "sessionId": child.sid})
         getattr(self, child.initial)(child)
 
 

@@ -17,9 +17,7 @@ from typing import Any
 from .cast import (
     ERRORS,
     PERMISSION_REJECTED,
-    PERMISSION_REJECTED_ERROR,
     QUESTION_REJECTED,
-    QUESTION_REJECTED_ERROR,
     RETRY_FAILED,
     RETRY_MESSAGE,
     SPECS,
@@ -101,20 +99,20 @@ class Actor:
     def tokens(self, scale: float = 1.0) -> Json:
         return random_tokens(self.rng, scale)
 
-    def begin(self, prompt: str | None = None) -> Run:
+    def begin(self, prompt: str | None = None, *, start_step: bool = True) -> Run:
         agent = "general" if self.spec.parent else "build"
-        return self.world.begin_run(self.sid, prompt or self.rng.choice(self.spec.prompts), agent)
+        text = prompt or self.rng.choice(self.spec.prompts)
+        return self.world.begin_run(self.sid, text, agent, start_step=start_step)
 
     async def finish(self, run: Run) -> None:
-        """End a run well; sometimes `session.idle` twice, sometimes idle before the message."""
+        """End a run well; now and then idle arrives before the final message is persisted."""
         self.world.add_text(run, self.rng.choice(self.spec.folder.summaries))
-        twice = self.rng.random() < 0.3
-        if self.rng.random() < 0.2:
-            self.world.set_status(self.sid, None, twice=twice)
+        if self.rng.random() < 0.15:
+            self.world.set_status(self.sid, None)
             await self.director.clock.sleep(0.5)
             self.world.complete_run(run, self.tokens(), idle=False)
         else:
-            self.world.complete_run(run, self.tokens(), twice=twice)
+            self.world.complete_run(run, self.tokens())
 
     async def answer(self, request_id: str, default: Callable[[], bool]) -> Any:
         """The reply to an open request; the demo answers itself after AUTO_ANSWER."""
@@ -242,33 +240,42 @@ def _rel(a: Actor) -> str:
     return a.rng.choice(a.spec.folder.files)
 
 
-def _output(a: Actor, part: Json) -> str:
-    command = (part["state"].get("input") or {}).get("command")
-    for cmd, _desc, out in a.spec.folder.commands:
-        if cmd == command:
-            return out
-    return {"grep": "Found 7 matches", "read": "<file>\n00001| …\n</file>"}.get(part["tool"], "")
+def complete_tool(a: Actor, run: Run, part: Json) -> None:
+    """Finish a tool part the way its tool reports (output, title, metadata)."""
+    args = part["state"].get("input") or {}
+    tool = part["tool"]
+    if tool == "bash":
+        command = args.get("command", "")
+        out = next((o for c, _d, o in a.spec.folder.commands if c == command), "")
+        a.world.finish_tool(run, part, out, title=command,
+                            metadata={"output": out, "exit": 0, "truncated": False})
+    elif tool in ("read", "edit"):
+        path = args.get("filePath", "")
+        rel = path.removeprefix(f"{a.spec.directory}/")
+        out = (f"<file>\n00001| // {rel}\n</file>" if tool == "read"
+               else "Edit applied successfully.")
+        a.world.finish_tool(run, part, out, title=rel)
+    else:
+        a.world.finish_tool(run, part, "Found 7 matches", title=str(args.get("pattern", "")))
 
 
 def start_bash(a: Actor, run: Run) -> Json:
     cmd, desc, _out = a.rng.choice(a.spec.folder.commands)
-    return a.world.start_tool(run, "bash", {"command": cmd, "description": desc}, desc)
+    return a.world.start_tool(run, "bash", {"command": cmd, "description": desc})
 
 
 async def read_step(a: Actor, run: Run) -> None:
-    rel = _rel(a)
-    part = a.world.start_tool(run, "read", {"filePath": f"{a.spec.directory}/{rel}"}, rel)
+    part = a.world.start_tool(run, "read", {"filePath": f"{a.spec.directory}/{_rel(a)}"})
     await a.sleep(2)
-    a.world.finish_tool(run, part, f"<file>\n00001| // {rel}\n</file>")
+    complete_tool(a, run, part)
     a.world.next_step(run, a.tokens())
 
 
 async def edit_step(a: Actor, run: Run) -> None:
-    rel = _rel(a)
-    part = a.world.start_tool(run, "edit", {"filePath": f"{a.spec.directory}/{rel}",
-                                            "oldString": "TODO", "newString": "done"}, rel)
+    part = a.world.start_tool(run, "edit", {"filePath": f"{a.spec.directory}/{_rel(a)}",
+                                            "oldString": "TODO", "newString": "done"})
     await a.sleep(4)
-    a.world.finish_tool(run, part, "Edit applied successfully.")
+    complete_tool(a, run, part)
     a.world.next_step(run, a.tokens())
 
 
@@ -276,7 +283,7 @@ async def busy_phase(a: Actor, run: Run, seconds: float) -> str:
     """A long-running tool finishes, then the run completes."""
     await a.sleep(seconds)
     for part in list(run.open_tools.values()):
-        a.world.finish_tool(run, part, _output(a, part))
+        complete_tool(a, run, part)
     a.world.next_step(run, a.tokens())
     await a.sleep(3)
     await a.finish(run)
@@ -284,7 +291,8 @@ async def busy_phase(a: Actor, run: Run, seconds: float) -> str:
 
 
 async def retry_phase(a: Actor, run: Run, attempt: int) -> str:
-    """503-style retries with growing delays; then busy again and (mostly) success."""
+    """503-style retries with growing delays (busy between attempts, the assistant message has
+    no parts yet); then the model answers (mostly) or the run fails."""
     last = a.rng.randint(attempt + 1, attempt + 3)
     clock = a.director.clock
     while True:
@@ -292,30 +300,34 @@ async def retry_phase(a: Actor, run: Run, attempt: int) -> str:
         a.world.set_retry(a.sid, attempt, RETRY_MESSAGE,
                           a.world.now() + int(clock.wall(delay) * 1000))
         await clock.sleep(delay)
+        a.world.set_status(a.sid, {"type": "busy"})
         if attempt >= last:
             break
         attempt += 1
-    a.world.set_status(a.sid, {"type": "busy"})
-    await a.sleep(2)
+        await clock.sleep(0.2)
+    await a.sleep(1)
     if a.rng.random() < 0.25:
         a.world.fail_run(run, RETRY_FAILED)
         return "error"
+    a.world.start_step(run)
+    await a.sleep(2)
     await a.finish(run)
     return "completed"
 
 
 async def permission_phase(a: Actor, run: Run, part: Json, request_id: str) -> str:
-    """Wait for the reply: once/always → the tool runs and the run completes; reject → error."""
+    """Wait for the reply: once/always → the tool runs and the run completes; reject → the
+    run ends as the real server ends it (tool part error, finish `tool-calls`, no error)."""
     def default() -> bool:
         return a.world.reply_permission(request_id, "once")
 
     reply, _message = await a.answer(request_id, default)
-    if reply == "reject":
+    if reply == "reject":  # the real server: tool part error, finish tool-calls, no error
         a.world.fail_tool(run, part, PERMISSION_REJECTED)
-        a.world.fail_run(run, PERMISSION_REJECTED_ERROR)
-        return "error"
+        a.world.end_refused(run, a.tokens(0.3))
+        return "refused"
     await a.sleep(4)
-    a.world.finish_tool(run, part, _output(a, part) or "Edit applied successfully.")
+    complete_tool(a, run, part)
     a.world.next_step(run, a.tokens())
     await a.sleep(3)
     await a.finish(run)
@@ -323,7 +335,7 @@ async def permission_phase(a: Actor, run: Run, part: Json, request_id: str) -> s
 
 
 async def question_phase(a: Actor, run: Run, part: Json, request_id: str) -> str:
-    """Wait for the answer: answered → the run completes; rejected → error."""
+    """Wait for the answer: answered → the run completes; dismissed → ends like a reject."""
     questions = part["state"]["input"]["questions"]
 
     def default() -> bool:
@@ -331,14 +343,16 @@ async def question_phase(a: Actor, run: Run, part: Json, request_id: str) -> str
         return a.world.reply_question(request_id, answers)
 
     kind, answers = await a.answer(request_id, default)
-    if kind == "rejected":
+    if kind == "rejected":  # the real server: tool part error, finish tool-calls, no error
         a.world.fail_tool(run, part, QUESTION_REJECTED)
-        a.world.fail_run(run, QUESTION_REJECTED_ERROR)
-        return "error"
+        a.world.end_refused(run, a.tokens(0.3))
+        return "refused"
     pairs = ", ".join(f'"{q["question"]}"="{", ".join(ans)}"'
                       for q, ans in zip(questions, answers, strict=False))
     a.world.finish_tool(run, part, f"User has answered your questions: {pairs}. You can now "
-                                   "continue with the user's answers in mind.")
+                                   "continue with the user's answers in mind.",
+                        title="Asked 1 question", metadata={"answers": answers,
+                                                            "truncated": False})
     a.world.next_step(run, a.tokens())
     await a.sleep(5)
     await a.finish(run)
@@ -367,9 +381,12 @@ async def subagent_phase(a: Actor, run: Run, part: Json, child: Actor,
         outcome = "error"
     else:
         outcome = task.result() or "completed"
-    if outcome == "completed":
-        a.world.finish_tool(run, part, "<task_result>\nDone; see the summary above.\n"
-                                       "</task_result>", {"sessionId": child.sid})
+    if outcome in ("completed", "refused"):
+        texts = [p.get("text", "") for p in child.world.messages[child.sid][-1]["parts"]
+                 if p["type"] == "text"]
+        result = texts[-1] if texts else "Done."
+        a.world.finish_tool(run, part, f'<task id="{child.sid}" state="completed">\n'
+                                       f"<task_result>\n{result}\n</task_result>\n</task>")
     else:
         a.world.fail_tool(run, part, f"Sub-agent {child.sid} ended: {outcome}")
     a.world.next_step(run, a.tokens())
@@ -397,7 +414,7 @@ async def run_long(a: Actor) -> str:
 
 
 async def run_retry(a: Actor) -> str:
-    run = a.begin()
+    run = a.begin(start_step=False)
     await a.sleep(1)
     return await retry_phase(a, run, 1)
 
@@ -406,9 +423,9 @@ async def run_permission(a: Actor) -> str:
     run = a.begin()
     await a.sleep(3)
     cmd, always, desc = a.rng.choice(a.spec.folder.asks)
-    part = a.world.start_tool(run, "bash", {"command": cmd, "description": desc}, desc)
-    request = a.world.ask_permission(run, part, "bash", [cmd], [always],
-                                     {"command": cmd, "description": desc})
+    part = a.world.start_tool(run, "bash", {"command": cmd, "description": desc}, running=False)
+    request = a.world.ask_permission(run, part, "bash", [cmd], [always], {"command": cmd})
+    a.world.run_tool(run, part)
     return await permission_phase(a, run, part, request["id"])
 
 
@@ -416,8 +433,9 @@ async def run_question(a: Actor) -> str:
     run = a.begin()
     await a.sleep(3)
     question = a.rng.choice(a.spec.folder.questions)
-    part = a.world.start_tool(run, "question", {"questions": [question]}, "Asked 1 question")
+    part = a.world.start_tool(run, "question", {"questions": [question]}, running=False)
     request = a.world.ask_question(run, part, [question])
+    a.world.run_tool(run, part)
     return await question_phase(a, run, part, request["id"])
 
 
@@ -426,7 +444,7 @@ async def run_error(a: Actor) -> str:
     await a.sleep(2)
     await read_step(a, run)
     await a.sleep(3)
-    a.world.fail_run(run, a.rng.choice(ERRORS), a.tokens(0.3), twice=a.rng.random() < 0.4)
+    a.world.fail_run(run, a.rng.choice(ERRORS), a.tokens(0.3))
     return "error"
 
 
@@ -456,7 +474,7 @@ async def run_restart(a: Actor) -> str:
     run = a.begin()
     await a.sleep(2)
     a.world.start_tool(run, "bash", {"command": "restic backup --dry-run /srv/data",
-                                     "description": "Dry-run the backup"}, "Dry-run the backup")
+                                     "description": "Dry-run the backup"})
     await a.sleep(a.rng.uniform(15, 30))
     await a.director.restart()
     return "interrupted"
@@ -471,11 +489,12 @@ async def child_run(c: Actor) -> str:
         rel = _rel(c)
         path = f"{c.spec.directory}/{rel}"
         part = c.world.start_tool(run, "edit", {"filePath": path, "oldString": "ttl = 3600",
-                                                "newString": "ttl = 300"}, rel)
+                                                "newString": "ttl = 300"}, running=False)
         request = c.world.ask_permission(run, part, "edit", [rel], ["*"], {
             "filepath": path, "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n"})
+        c.world.run_tool(run, part)
         return await permission_phase(c, run, part, request["id"])
-    c.world.start_tool(run, "grep", {"pattern": "req.session", "path": "src"}, "req.session")
+    c.world.start_tool(run, "grep", {"pattern": "req.session", "path": "src"})
     return await busy_phase(c, run, c.rng.uniform(20, 40))
 
 
@@ -487,8 +506,8 @@ async def run_subagent(a: Actor) -> str:
     a.world.add_text(run, "I'll hand the detailed work to a sub-agent.")
     desc = child.spec.title.split(" (@")[0]
     part = a.world.start_tool(run, "task", {"description": desc, "prompt": child.spec.prompts[0],
-                                            "subagent_type": "general"}, desc,
-                              {"sessionId": child.sid})
+                                            "subagent_type": "general"}, title=desc,
+                              metadata={"parentSessionId": a.sid, "sessionId": child.sid})
     return await subagent_phase(a, run, part, child, child_run(child))
 
 

@@ -1,7 +1,10 @@
 """`DemoServer`: a simulated `opencode serve` on a loopback port, for `ocwatch demo` and tests.
 
-It speaks the real wire format (routes, shapes, event stream) so ocwatch runs through its
-production client code. Run it alone with `python -m tui.demo.server [--port N]`.
+It speaks the wire format of a real 1.18.33 server (routes, shapes, event order, as recorded in
+`tests/fixtures/`) so ocwatch runs through its production client code. Like the real server,
+`GET /session` lists one project folder (`?directory=`, else the server's own folder) and
+`GET /experimental/session` lists every folder. Run it alone with
+`python -m tui.demo.server [--port N]`.
 """
 
 from __future__ import annotations
@@ -64,8 +67,12 @@ class DemoServer:
 
     def __init__(self, *, host: str = "127.0.0.1", port: int = 0, password: str | None = None,
                  username: str = "opencode", speed: float = 1.0, heartbeat: float = 10.0,
-                 seed: int = 0, clock: Callable[[], float] = time.time) -> None:
+                 seed: int = 0, clock: Callable[[], float] = time.time,
+                 list_all_folders: bool = False) -> None:
+        """`list_all_folders=True` makes `GET /session` without `?directory=` list every
+        folder's sessions (what older docs claimed); the real 1.18.33 lists one folder."""
         self.host, self.port = host, port
+        self.list_all_folders = list_all_folders
         self.heartbeat = heartbeat
         self.world: World = build_initial_world(clock, seed, speed)
         self.director = Director(self.world, speed=speed, seed=seed, restart_hook=self.restart)
@@ -163,7 +170,15 @@ class DemoServer:
         if path == "/project/current":
             return json_response(w.projects.get(directory))
         if path == "/session":
-            return json_response(self._session_list(req))
+            scoped = None if self.list_all_folders and "directory" not in req.query else directory
+            return json_response(self._session_list(req, scoped))
+        if path == "/experimental/session":
+            projects = {p["id"]: {"id": p["id"], "worktree": p["worktree"]}
+                        for p in w.projects.values()}
+            return json_response([{**s, "project": projects.get(s["projectID"])}
+                                  for s in self._session_list(req, None)])
+        if path == "/api/session/active":  # 1.18.33 has the route; v1 runs are not listed
+            return json_response({"data": {}})
         if path == "/session/status":
             return json_response(w.status_for(directory))
         if path == "/permission":
@@ -183,8 +198,10 @@ class DemoServer:
             return json_response([w.sessions[c] for c in w.children(sid)])
         return json_response(w.sessions[sid])
 
-    def _session_list(self, req: Request) -> list[dict[str, Any]]:
+    def _session_list(self, req: Request, directory: str | None) -> list[dict[str, Any]]:
         sessions = self.world.session_list()
+        if directory is not None:
+            sessions = [s for s in sessions if s["directory"] == directory]
         if req.query.get("roots") == "true":
             sessions = [s for s in sessions if not s.get("parentID")]
         search = req.query.get("search", "").lower()
@@ -193,8 +210,8 @@ class DemoServer:
         start = _int(req.query.get("start"))
         if start is not None:
             sessions = [s for s in sessions if s["time"]["updated"] >= start]
-        limit = _int(req.query.get("limit"))
-        return sessions[:limit] if limit else sessions
+        limit = _int(req.query.get("limit")) or 100
+        return sessions[:limit]
 
     def _post(self, req: Request, path: str) -> Response | None:
         w = self.world
@@ -269,8 +286,8 @@ class DemoServer:
         async for kind, frame in self._frames():
             if kind == "event":
                 yield frame.text
-            else:
-                yield _dumps({"directory": "global", "payload": self._bare(f"server.{kind}")})
+            else:  # like the real server: no directory on stream-level frames
+                yield _dumps({"payload": self._bare(f"server.{kind}")})
 
     async def _folder_events(self, directory: str) -> AsyncIterator[str]:
         async for kind, frame in self._frames():
@@ -290,11 +307,13 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
     parser.add_argument("--frozen", action="store_true", help="keep the initial world as built")
+    parser.add_argument("--all-folders", action="store_true",
+                        help="GET /session without ?directory= lists every folder")
     args = parser.parse_args(argv)
 
     async def run() -> None:
         server = DemoServer(host=args.host, port=args.port, speed=args.speed, seed=args.seed,
-                            heartbeat=args.heartbeat,
+                            heartbeat=args.heartbeat, list_all_folders=args.all_folders,
                             password=os.environ.get("OPENCODE_SERVER_PASSWORD") or None,
                             username=os.environ.get("OPENCODE_SERVER_USERNAME") or "opencode")
         if args.frozen:

@@ -1,8 +1,9 @@
 """The simulated server's state (sessions, messages, status map, requests) and its events.
 
-Every mutation is synchronous and emits the events a real `opencode serve` would send, in the
-real order, to every subscriber of the global stream (with the `sync` duplicate for persisted
-changes). Frames are serialized when emitted, so later mutations never leak into them.
+Every mutation is synchronous and emits the events a real `opencode serve` 1.18.33 sends, in the
+order recorded from one (`tests/fixtures/events_*.jsonl`), to every subscriber of the global
+stream, with the `sync` duplicate for persisted changes. Frames are serialized when emitted, so
+later mutations never leak into them.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ QUEUE_LIMIT = 10_000
 
 ABORTED: dict[str, Any] = {
     "name": "MessageAbortedError",
-    "data": {"message": "The operation was aborted."},
+    "data": {"message": "Aborted"},
 }
 
 Json = dict[str, Any]
@@ -37,6 +38,14 @@ def _dumps(obj: Any) -> str:
 def zero_tokens() -> Json:
     """An empty token count in wire shape."""
     return {"input": 0, "output": 0, "reasoning": 0, "cache": {"read": 0, "write": 0}}
+
+
+def with_total(tokens: Json) -> Json:
+    """Token count as messages and step-finish parts carry it (with `total`)."""
+    cache = tokens.get("cache", {})
+    total = (tokens.get("input", 0) + tokens.get("output", 0) + tokens.get("reasoning", 0)
+             + cache.get("read", 0) + cache.get("write", 0))
+    return {"total": total, **tokens}
 
 
 def add_tokens(into: Json, more: Json) -> None:
@@ -87,6 +96,7 @@ class Run:
     user_id: str
     message: Json
     open_tools: dict[str, Json] = field(default_factory=dict)
+    inputs: dict[str, Json] = field(default_factory=dict)  # of pending tool parts
 
 
 class World:
@@ -151,19 +161,13 @@ class World:
     def emit(self, directory: str, type_: str, properties: Json, *,
              sync: str | None = None) -> None:
         """Send one event; with `sync` (an aggregate id) also its `sync` duplicate."""
-        payload = {"id": self.new_id("evt"), "type": type_, "properties": properties}
-        self._publish(directory, payload)
-        if sync is not None:
-            seq = self._seq[sync] = self._seq.get(sync, 0) + 1
-            sync_event = {
-                "id": self.new_id("evt"),
-                "type": f"{type_}.1",
-                "seq": seq,
-                "aggregateID": sync,
-                "data": properties,
-            }
-            self._publish(directory, {"id": self.new_id("evt"), "type": "sync",
-                                      "syncEvent": sync_event})
+        event_id = self.new_id("evt")
+        self._publish(directory, {"id": event_id, "type": type_, "properties": properties})
+        if sync is not None:  # same id as the plain event; seq counts from 0 per aggregate
+            seq = self._seq[sync] = self._seq.get(sync, -1) + 1
+            sync_event = {"id": event_id, "type": f"{type_}.1", "seq": seq,
+                          "aggregateID": sync, "data": properties}
+            self._publish(directory, {"type": "sync", "syncEvent": sync_event, "id": event_id})
 
     def _publish(self, directory: str, payload: Json) -> None:
         if not self._subs:
@@ -189,7 +193,7 @@ class World:
 
     def _emit_part(self, sid: str, part: Json) -> None:
         self.emit(self.sessions[sid]["directory"], "message.part.updated",
-                  {"sessionID": sid, "part": part}, sync=sid)
+                  {"sessionID": sid, "part": part, "time": self.now()}, sync=sid)
 
     # ----- projects and sessions ----------------------------------------------------------
     def add_project(self, directory: str) -> Json:
@@ -199,7 +203,7 @@ class World:
             "id": hashlib.sha1(directory.encode()).hexdigest(),
             "worktree": directory,
             "vcs": "git",
-            "time": {"created": now, "updated": now, "initialized": now},
+            "time": {"created": now, "updated": now},
             "sandboxes": [],
         }
         self.projects[directory] = project
@@ -216,6 +220,7 @@ class World:
             "slug": slug,
             "projectID": self.project_id(directory),
             "directory": directory,
+            "path": "",
             "title": title,
             "version": SESSION_VERSION,
             "time": {"created": now, "updated": now},
@@ -233,18 +238,21 @@ class World:
         self.sessions[sid]["time"]["updated"] = self.now()
         self._emit_session(sid)
 
+    def _diff(self, sid: str) -> None:
+        """`session.diff`: noise a client must skip (the real server sends it after runs)."""
+        self.emit(self.sessions[sid]["directory"], "session.diff", {"sessionID": sid, "diff": []})
+
     def children(self, sid: str) -> list[str]:
         return [s for s, info in self.sessions.items() if info.get("parentID") == sid]
 
     # ----- status ---------------------------------------------------------------------------
-    def set_status(self, sid: str, status: Json | None, *, twice: bool = False) -> None:
+    def set_status(self, sid: str, status: Json | None) -> None:
         """Set a non-idle status, or (None) go idle: `session.status idle` + `session.idle`."""
         directory = self.sessions[sid]["directory"]
         if status is None or status.get("type") == "idle":
             self.status.pop(sid, None)
             self.emit(directory, "session.status", {"sessionID": sid, "status": {"type": "idle"}})
-            for _ in range(2 if twice else 1):
-                self.emit(directory, "session.idle", {"sessionID": sid})
+            self.emit(directory, "session.idle", {"sessionID": sid})
             return
         self.status[sid] = status
         self.emit(directory, "session.status", {"sessionID": sid, "status": status})
@@ -285,11 +293,12 @@ class World:
         entry: Json = {"info": info, "parts": []}
         self._append(run.sid, entry)
         self._emit_message(run.sid, info)
-        self._part(run.sid, entry, {"type": "step-start"})
         return entry
 
-    def begin_run(self, sid: str, prompt: str, agent: str = "build") -> Run:
-        """A user prompt: user message, status busy, first assistant step."""
+    def begin_run(self, sid: str, prompt: str, agent: str = "build", *,
+                  start_step: bool = True) -> Run:
+        """A user prompt: user message, status busy, the first assistant message and (unless
+        `start_step` is False, as while retrying) its `step-start` part."""
         now = self.now()
         user: Json = {
             "id": self.new_id("msg"),
@@ -307,96 +316,137 @@ class World:
         self.set_status(sid, {"type": "busy"})
         run = Run(sid, agent, user["id"], {})
         run.message = self._assistant(run)
+        self.touch(sid)
         self.runs[sid] = run
+        if start_step:
+            self.start_step(run)
         return run
+
+    def start_step(self, run: Run) -> None:
+        """The model starts answering: status busy, `step-start` part."""
+        self.set_status(run.sid, {"type": "busy"})
+        self._part(run.sid, run.message, {"type": "step-start"})
 
     def add_text(self, run: Run, text: str) -> Json:
         now = self.now()
         return self._part(run.sid, run.message,
                           {"type": "text", "text": text, "time": {"start": now, "end": now}})
 
-    def start_tool(self, run: Run, tool: str, input_: Json, title: str = "",
-                   metadata: Json | None = None) -> Json:
-        """A tool call: part `pending`, then `running`."""
-        call_id = f"toolu_{self.new_id('call')[5:]}"
+    def start_tool(self, run: Run, tool: str, input_: Json, *, title: str | None = None,
+                   metadata: Json | None = None, running: bool = True) -> Json:
+        """A tool call: part `pending`, then (unless `running` is False) `running`."""
+        call_id = self.new_id("call")
         part = self._part(run.sid, run.message, {
-            "type": "tool", "callID": call_id, "tool": tool,
+            "type": "tool", "tool": tool, "callID": call_id,
             "state": {"status": "pending", "input": {}, "raw": ""},
         })
-        part["state"] = {"status": "running", "input": input_, "title": title,
-                         "metadata": metadata or {}, "time": {"start": self.now()}}
-        self._emit_part(run.sid, part)
+        run.inputs[call_id] = input_  # the wire shows `{}` until the part is running
         run.open_tools[call_id] = part
+        if running:
+            self.run_tool(run, part, title=title, metadata=metadata)
         return part
 
-    def finish_tool(self, run: Run, part: Json, output: str, metadata: Json | None = None) -> None:
+    def run_tool(self, run: Run, part: Json, *, title: str | None = None,
+                 metadata: Json | None = None) -> None:
+        """Part `pending` → `running` (after a permission or question was asked, if any)."""
+        state: Json = {"status": "running",
+                       "input": run.inputs.pop(part["callID"], part["state"]["input"])}
+        if title is not None:
+            state["title"] = title
+        if metadata is not None:
+            state["metadata"] = metadata
+        state["time"] = {"start": self.now()}
+        part["state"] = state
+        self._emit_part(run.sid, part)
+
+    def finish_tool(self, run: Run, part: Json, output: str, *, title: str | None = None,
+                    metadata: Json | None = None) -> None:
         state = part["state"]
+        start = state.get("time", {}).get("start", self.now())
         part["state"] = {"status": "completed", "input": state.get("input", {}), "output": output,
-                         "title": state.get("title", ""),
                          "metadata": {**state.get("metadata", {}), **(metadata or {})},
-                         "time": {"start": state.get("time", {}).get("start", self.now()),
-                                  "end": self.now()}}
+                         "title": title if title is not None else state.get("title", ""),
+                         "time": {"start": start, "end": self.now()}}
         run.open_tools.pop(part["callID"], None)
         self._emit_part(run.sid, part)
 
     def fail_tool(self, run: Run, part: Json, error: str) -> None:
         state = part["state"]
+        start = state.get("time", {}).get("start", self.now())
         part["state"] = {"status": "error", "input": state.get("input", {}), "error": error,
-                         "metadata": state.get("metadata", {}),
-                         "time": {"start": state.get("time", {}).get("start", self.now()),
-                                  "end": self.now()}}
+                         "time": {"start": start, "end": self.now()}}
+        if state.get("metadata"):
+            part["state"]["metadata"] = state["metadata"]
         run.open_tools.pop(part["callID"], None)
         self._emit_part(run.sid, part)
 
-    def _settle(self, run: Run, tokens: Json | None, *, finish: str | None = None,
-                error: Json | None = None) -> None:
-        """Complete the current assistant step and add its cost to the session."""
+    def _account(self, run: Run, tokens: Json | None) -> None:
+        """Put the step's tokens and cost on the message and add them to the session."""
         info = run.message["info"]
         tokens = tokens or zero_tokens()
-        cost = token_cost(tokens)
-        if finish is not None:
-            self._part(run.sid, run.message, {"type": "step-finish", "reason": finish,
-                                              "cost": cost, "tokens": tokens})
-            info["finish"] = finish
-        if error is not None:
-            info["error"] = error
-        info["cost"] = cost
-        info["tokens"] = tokens
-        info["time"]["completed"] = self.now()
+        info["cost"] = token_cost(tokens)
+        info["tokens"] = with_total(tokens)
         session = self.sessions[run.sid]
-        session["cost"] = round(session["cost"] + cost, 6)
+        session["cost"] = round(session["cost"] + info["cost"], 6)
         add_tokens(session["tokens"], tokens)
 
+    def _finish_step(self, run: Run, tokens: Json | None, finish: str) -> None:
+        """`step-finish` part, `message.updated` with `finish`, then again with `completed`."""
+        info = run.message["info"]
+        self._account(run, tokens)
+        self._part(run.sid, run.message, {"type": "step-finish", "reason": finish,
+                                          "tokens": info["tokens"], "cost": info["cost"]})
+        info["finish"] = finish
+        self._emit_message(run.sid, info)
+        info["time"]["completed"] = self.now()
+        self._emit_message(run.sid, info)
+
     def next_step(self, run: Run, tokens: Json | None = None) -> None:
-        """End the current step with `tool-calls` and open the next assistant message."""
-        self._settle(run, tokens, finish="tool-calls")
-        self._emit_message(run.sid, run.message["info"])
+        """End the current step with `tool-calls`; the next assistant message starts."""
+        self._finish_step(run, tokens, "tool-calls")
+        self.set_status(run.sid, {"type": "busy"})
         run.message = self._assistant(run)
-
-    def complete_run(self, run: Run, tokens: Json | None = None, *, twice: bool = False,
-                     idle: bool = True) -> None:
-        """End the run with finish `stop`: `message.updated` (completed), then status idle and
-        `session.idle` (twice when asked). `idle=False` leaves the status map alone: for the
-        stale-busy bug, or when the caller sent idle early (before the message was persisted)."""
-        self.runs.pop(run.sid, None)
-        self._settle(run, tokens, finish="stop")
-        self._emit_message(run.sid, run.message["info"])
         self.touch(run.sid)
-        if idle:
-            self.set_status(run.sid, None, twice=twice)
+        self.start_step(run)
 
-    def fail_run(self, run: Run, error: Json, tokens: Json | None = None, *, twice: bool = False,
+    def complete_run(self, run: Run, tokens: Json | None = None, *, idle: bool = True) -> None:
+        """End the run with finish `stop`, then status busy, idle, `session.idle`.
+        `idle=False` leaves the status map saying busy (the stale-busy bug), or is used when
+        the caller already sent idle (idle before the final message was persisted)."""
+        self.runs.pop(run.sid, None)
+        self._finish_step(run, tokens, "stop")
+        if idle:
+            self.set_status(run.sid, {"type": "busy"})
+            self.set_status(run.sid, None)
+        self.touch(run.sid)
+        self._diff(run.sid)
+
+    def end_refused(self, run: Run, tokens: Json | None = None) -> None:
+        """A refused tool (rejected permission, dismissed question; its part already `error`):
+        the step ends with `tool-calls`, no message error, and the session goes idle."""
+        self.runs.pop(run.sid, None)
+        self._finish_step(run, tokens, "tool-calls")
+        self.set_status(run.sid, None)
+        self.touch(run.sid)
+        self._diff(run.sid)
+
+    def fail_run(self, run: Run, error: Json, tokens: Json | None = None, *,
                  tool_error: str = "Tool execution aborted") -> None:
         """End the run with an error, in the real order: `session.error`, status idle,
-        `session.idle`, open tools errored, then `message.updated` with completed time + error."""
+        `session.idle`, open tools errored, `message.updated` with completed time and error,
+        then status idle and `session.idle` once more."""
         self.runs.pop(run.sid, None)
         directory = self.sessions[run.sid]["directory"]
         self.emit(directory, "session.error", {"sessionID": run.sid, "error": error})
-        self.set_status(run.sid, None, twice=twice)
+        self.set_status(run.sid, None)
         for part in list(run.open_tools.values()):
             self.fail_tool(run, part, tool_error)
-        self._settle(run, tokens, error=error)
-        self._emit_message(run.sid, run.message["info"])
+        info = run.message["info"]
+        self._account(run, tokens)
+        info["error"] = error
+        info["time"]["completed"] = self.now()
+        self._emit_message(run.sid, info)
+        self.set_status(run.sid, None)
         self.touch(run.sid)
 
     def abort(self, sid: str) -> None:
