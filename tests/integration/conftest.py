@@ -1,0 +1,126 @@
+"""Fixtures for integration tests against a real `opencode serve` driven by a scripted model.
+
+Binary: `$OPENCODE_BIN`, else `node_modules/.bin/opencode` at the repo root, else `opencode` on
+PATH. None found -> the tests are skipped, or fail when `$CI` is set.
+
+Fixtures (one server per test session, shared; tests must only assert on their own sessions):
+    scripted_model     ScriptedModel (session)
+    opencode_bin       path of the binary (session)
+    oc_server          OpenCodeServer, no password (session): .url .project .project2 .auth
+    oc_server_auth     OpenCodeServer with OPENCODE_SERVER_PASSWORD set (session, started lazily)
+    oc                 Driver for oc_server, default directory = project folder (function)
+    oc_auth            Driver for oc_server_auth with the right Basic auth (function)
+    events             EventRecorder on oc_server's /global/event, started (function)
+    all_states         AllStates: one session in every state on oc_server (session; cleaned up)
+Every test in this folder is marked `integration`.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .driver import AllStates, Driver, EventRecorder, cleanup_states, make_all_states
+from .oc_server import OpenCodeServer, find_opencode_bin
+from .scripted_model import ScriptedModel
+
+HERE = Path(__file__).resolve().parent
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+            item.add_marker(pytest.mark.integration)
+
+
+@pytest.fixture(scope="session")
+def opencode_bin() -> str:
+    path = find_opencode_bin()
+    if path is None:
+        msg = (
+            "opencode binary not found: set $OPENCODE_BIN, or install the pinned server "
+            "(npm install opencode-ai@1.18.33) at the repo root, or put `opencode` on PATH"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+@pytest.fixture(scope="session")
+def scripted_model() -> Iterator[ScriptedModel]:
+    model = ScriptedModel().start()
+    yield model
+    model.stop()
+
+
+def _server(
+    tmp_path_factory: pytest.TempPathFactory,
+    opencode_bin: str,
+    model: ScriptedModel,
+    name: str,
+    password: str | None = None,
+) -> Iterator[OpenCodeServer]:
+    root = tmp_path_factory.mktemp(name)
+    server = OpenCodeServer(opencode_bin, root, model.url, password=password)
+    try:
+        server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def oc_server(
+    tmp_path_factory: pytest.TempPathFactory, opencode_bin: str, scripted_model: ScriptedModel
+) -> Iterator[OpenCodeServer]:
+    yield from _server(tmp_path_factory, opencode_bin, scripted_model, "oc")
+
+
+@pytest.fixture(scope="session")
+def oc_password() -> str:
+    return "pw-" + secrets.token_hex(8)
+
+
+@pytest.fixture(scope="session")
+def oc_server_auth(
+    tmp_path_factory: pytest.TempPathFactory,
+    opencode_bin: str,
+    scripted_model: ScriptedModel,
+    oc_password: str,
+) -> Iterator[OpenCodeServer]:
+    yield from _server(tmp_path_factory, opencode_bin, scripted_model, "ocauth", oc_password)
+
+
+@pytest.fixture
+def oc(oc_server: OpenCodeServer) -> Iterator[Driver]:
+    with Driver(oc_server.url, auth=oc_server.auth, default_directory=str(oc_server.project)) as d:
+        yield d
+
+
+@pytest.fixture
+def oc_auth(oc_server_auth: OpenCodeServer) -> Iterator[Driver]:
+    with Driver(
+        oc_server_auth.url, auth=oc_server_auth.auth, default_directory=str(oc_server_auth.project)
+    ) as d:
+        yield d
+
+
+@pytest.fixture
+def events(oc_server: OpenCodeServer) -> Iterator[EventRecorder]:
+    rec = EventRecorder(oc_server.url, auth=oc_server.auth).start()
+    yield rec
+    rec.stop()
+
+
+@pytest.fixture(scope="session")
+def all_states(oc_server: OpenCodeServer, scripted_model: ScriptedModel) -> Iterator[AllStates]:
+    with Driver(oc_server.url, auth=oc_server.auth, default_directory=str(oc_server.project)) as d:
+        st = make_all_states(d, str(oc_server.project), str(oc_server.project2))
+        yield st
+        cleanup_states(d, scripted_model, st)

@@ -1,0 +1,267 @@
+"""Start and stop a real, isolated, offline `opencode serve` for tests (and fixture recording).
+
+`OpenCodeServer(bin, root, model_url).start()` prepares under `root`:
+
+    root/home, root/xdg_config (with opencode/opencode.json), root/xdg_data, root/xdg_cache,
+    root/xdg_state                        isolated HOME and XDG_*_HOME
+    root/alpha                            git-initialised project folder, the server's cwd
+    root/beta                             a second git-initialised project folder
+
+and runs `opencode serve --port 0 --hostname 127.0.0.1` in its own process group, parsing the
+`listening on http://...` line for the URL. `stop()` terminates the process group (SIGTERM, then
+SIGKILL). `kill()` is SIGKILL to the group (a crash); `start()` again reuses the same data dirs.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+PINNED_VERSION = "1.18.33"
+LISTEN_RE = re.compile(r"listening on (http://\S+)")
+OFFLINE_ENV = {
+    "OPENCODE_DISABLE_AUTOUPDATE": "1",
+    "OPENCODE_DISABLE_MODELS_FETCH": "1",
+    "OPENCODE_DISABLE_SHARE": "1",
+    "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
+}
+# Variables of the calling environment that must not leak into the isolated server.
+_SCRUB_PREFIXES = ("OPENCODE_", "XDG_")
+
+
+def find_opencode_bin() -> str | None:
+    """`$OPENCODE_BIN`, else `node_modules/.bin/opencode` at the repo root, else `opencode` on
+    PATH; None when none is found."""
+    env = os.environ.get("OPENCODE_BIN")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    local = REPO_ROOT / "node_modules" / ".bin" / "opencode"
+    if local.exists() and os.access(local, os.X_OK):
+        return str(local)
+    return shutil.which("opencode")
+
+
+def opencode_config(model_url: str, **extra: Any) -> dict[str, Any]:
+    """The opencode.json pointing every model use at the scripted model."""
+    cfg: dict[str, Any] = {
+        "model": "fake/fake",
+        "small_model": "fake/fake",
+        "autoupdate": False,
+        "share": "disabled",
+        "permission": {"bash": "ask"},
+        "provider": {
+            "fake": {
+                "npm": "@ai-sdk/openai-compatible",
+                "name": "Fake",
+                "options": {"baseURL": model_url, "apiKey": "x"},
+                "models": {
+                    "fake": {
+                        "name": "Fake",
+                        "tool_call": True,
+                        # a price so that Session/message `cost` is non-zero
+                        "cost": {"input": 1, "output": 2},
+                        "limit": {"context": 100000, "output": 4000},
+                    }
+                },
+            }
+        },
+    }
+    cfg.update(extra)
+    return cfg
+
+
+def git_init(folder: Path, name: str) -> None:
+    """A git repo with one commit (distinct per folder, so each gets its own project id)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "README.md").write_text(f"# {name}\n\nocwatch integration test project {name}.\n")
+    git = [
+        "git",
+        "-c",
+        "user.name=ocwatch",
+        "-c",
+        "user.email=ocwatch@example.invalid",
+        "-c",
+        "init.defaultBranch=main",
+        "-c",
+        "commit.gpgsign=false",
+    ]
+    subprocess.run([*git, "init", "-q", str(folder)], check=True)
+    subprocess.run([*git, "-C", str(folder), "add", "README.md"], check=True)
+    subprocess.run([*git, "-C", str(folder), "commit", "-q", "-m", f"init {name}"], check=True)
+
+
+class OpenCodeServer:
+    def __init__(
+        self,
+        bin_path: str,
+        root: Path,
+        model_url: str,
+        *,
+        password: str | None = None,
+        username: str | None = None,
+        config_extra: dict[str, Any] | None = None,
+    ) -> None:
+        self.bin = bin_path
+        self.root = Path(root)
+        self.model_url = model_url
+        self.password = password
+        self.username = username
+        self.config_extra = config_extra or {}
+        self.project = self.root / "alpha"
+        self.project2 = self.root / "beta"
+        self.proc: subprocess.Popen[str] | None = None
+        self.url: str = ""
+        self.output: collections.deque[str] = collections.deque(maxlen=400)
+        self._prepared = False
+
+    # -- setup ------------------------------------------------------------------------------------
+    @property
+    def auth(self) -> tuple[str, str] | None:
+        if self.password is None:
+            return None
+        return (self.username or "opencode", self.password)
+
+    @property
+    def config_path(self) -> Path:
+        return self.root / "xdg_config" / "opencode" / "opencode.json"
+
+    @property
+    def data_dir(self) -> Path:
+        return self.root / "xdg_data"
+
+    def env(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_SCRUB_PREFIXES)}
+        env.update(OFFLINE_ENV)
+        env["HOME"] = str(self.root / "home")
+        env["XDG_CONFIG_HOME"] = str(self.root / "xdg_config")
+        env["XDG_DATA_HOME"] = str(self.root / "xdg_data")
+        env["XDG_CACHE_HOME"] = str(self.root / "xdg_cache")
+        env["XDG_STATE_HOME"] = str(self.root / "xdg_state")
+        env["GIT_CONFIG_NOSYSTEM"] = "1"
+        if self.password is not None:
+            env["OPENCODE_SERVER_PASSWORD"] = self.password
+        if self.username is not None:
+            env["OPENCODE_SERVER_USERNAME"] = self.username
+        return env
+
+    def prepare(self) -> None:
+        if self._prepared:
+            return
+        for d in ("home", "xdg_config/opencode", "xdg_data", "xdg_cache", "xdg_state"):
+            (self.root / d).mkdir(parents=True, exist_ok=True)
+        self.config_path.write_text(
+            json.dumps(opencode_config(self.model_url, **self.config_extra), indent=2)
+        )
+        if not (self.project / ".git").exists():
+            git_init(self.project, "alpha")
+        if not (self.project2 / ".git").exists():
+            git_init(self.project2, "beta")
+        self._prepared = True
+
+    # -- lifecycle --------------------------------------------------------------------------------
+    def start(self, timeout: float = 90.0) -> OpenCodeServer:
+        self.prepare()
+        self.url = ""
+        self.proc = subprocess.Popen(
+            [self.bin, "serve", "--port", "0", "--hostname", "127.0.0.1"],
+            cwd=self.project,
+            env=self.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            bufsize=1,
+            start_new_session=True,  # own process group: stop() can signal the whole tree
+        )
+        found = threading.Event()
+
+        def pump(proc: subprocess.Popen[str]) -> None:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                self.output.append(line.rstrip("\n"))
+                if not found.is_set():
+                    m = LISTEN_RE.search(line)
+                    if m:
+                        self.url = m.group(1).rstrip("/")
+                        found.set()
+            found.set()
+
+        threading.Thread(target=pump, args=(self.proc,), name="opencode-out", daemon=True).start()
+        deadline = time.monotonic() + timeout
+        while not found.wait(0.1):
+            if time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"opencode serve did not start in {timeout}s:\n{self.tail()}")
+        if not self.url:
+            self.stop()
+            raise RuntimeError(f"opencode serve exited before listening:\n{self.tail()}")
+        self._wait_healthy(deadline)
+        return self
+
+    def _wait_healthy(self, deadline: float) -> None:
+        last: Exception | str | None = None
+        with httpx.Client(auth=self.auth, timeout=5) as c:
+            while time.monotonic() < deadline:
+                try:
+                    r = c.get(f"{self.url}/global/health")
+                    if r.status_code == 200 and r.json().get("healthy"):
+                        return
+                    last = f"{r.status_code} {r.text[:200]}"
+                except (httpx.HTTPError, ValueError) as exc:
+                    last = exc
+                time.sleep(0.2)
+        raise RuntimeError(f"opencode serve not healthy: {last}\n{self.tail()}")
+
+    def stop(self, timeout: float = 5.0) -> None:
+        proc, self.proc = self.proc, None
+        if proc is None or proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout)
+        # anything left in the group (tool processes), and the server if it hung
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(5)
+
+    def kill(self) -> None:
+        """SIGKILL the whole process group: a crash, no cleanup."""
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def restart(self) -> OpenCodeServer:
+        self.stop()
+        return self.start()
+
+    @property
+    def running(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def tail(self, n: int = 60) -> str:
+        return "\n".join(list(self.output)[-n:])
+
+    def __enter__(self) -> OpenCodeServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
