@@ -1,0 +1,70 @@
+"""Glyphs, durations and literal text."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from rich.cells import cell_len
+from rich.text import Text
+
+from tui.app import format as fmt
+
+from . import views
+
+
+def test_literal_keeps_markup_as_characters_and_shows_escapes() -> None:
+    shown = fmt.literal(views.MARKUP_TITLE)
+    assert "[bold red]x[/]" in shown
+    assert "\x1b" not in shown and "␛[31m" in shown
+    assert Text(shown).plain == shown  # nothing is parsed or dropped
+
+
+@given(st.text())
+def test_literal_never_lets_a_control_character_through(text: str) -> None:
+    shown = fmt.literal(text)
+    assert not any(ord(c) < 0x20 or 0x7F <= ord(c) < 0xA0 for c in shown)
+    assert "\u202e" not in shown  # bidi override
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [
+    (None, "–"), (-3, "0s"), (0, "0s"), (59, "59s"), (60, "1m00s"), (125, "2m05s"),
+    (3600, "1h00m"), (3720, "1h02m"), (86400 + 4 * 3600, "1d04h"),
+])
+def test_duration(seconds: float | None, expected: str) -> None:
+    assert fmt.duration(seconds) == expected
+
+
+def test_money_tokens_folder() -> None:
+    assert fmt.money(None) == "–" and fmt.money(0) == "$0"
+    assert fmt.money(0.0125) == "$0.013" and fmt.money(12.345) == "$12.35"
+    assert fmt.tokens(950) == "950" and fmt.tokens(12_300) == "12.3k"
+    assert fmt.tokens(4_100_000) == "4.1M"
+    assert fmt.short_folder("/home/dev/src/shop/") == "shop"
+    assert fmt.short_folder("") == "–"
+
+
+@given(st.text(), st.integers(min_value=1, max_value=40))
+def test_truncate_fits(text: str, width: int) -> None:
+    assert cell_len(fmt.truncate(fmt.literal(text), width)) <= width
+
+
+def test_every_state_has_glyph_and_word() -> None:
+    seen = set()
+    for row in views.ROWS:
+        label = fmt.state_label(row)
+        glyph, word = label.split(" ", 1)
+        assert word == row.state and glyph
+        seen.add(label)
+    # Idle rows differ by glyph, not only by colour.
+    assert {"✓ idle", "⊘ idle", "✗ idle", "○ idle"} <= seen
+
+
+def test_attention_rank_orders_input_then_stale() -> None:
+    by_id = {r.id: r for r in views.ROWS}
+    ranked = sorted(views.ROWS, key=fmt.attention_rank)
+    assert [r.state for r in ranked[:2]] == ["input", "input"]
+    assert ranked[2] is by_id["ses_stale"]
+    assert fmt.attention_rank(replace(by_id["ses_error"])) < fmt.attention_rank(by_id["ses_done"])

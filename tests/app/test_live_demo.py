@@ -1,0 +1,38 @@
+"""The dashboard against the built-in demo server (real HTTP + SSE through the Fleet)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+
+from tui.app import create_app
+from tui.app.widgets.session_table import SessionTable
+from tui.core.fleet import Fleet
+
+demo_server = pytest.importorskip("tui.demo.server")
+
+
+async def test_demo_state_change_reaches_the_table() -> None:
+    async with demo_server.DemoServer(speed=20.0, heartbeat=1.0) as server:
+        app = create_app(Fleet([server.url]), server_urls=[server.url])
+        async with app.run_test(size=(160, 48)) as pilot:
+            table = app.main_screen.query_one(SessionTable)
+
+            def states() -> dict[str, str]:
+                return {str(row.key.value): table.get_cell(row.key, "state").plain
+                        for row in table.ordered_rows}
+
+            async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+                loop = asyncio.get_running_loop()
+                deadline = loop.time() + timeout
+                while not condition():
+                    assert loop.time() < deadline, "timed out"
+                    await pilot.pause(0.05)
+
+            await until(lambda: table.row_count > 0)
+            first = states()
+            await until(lambda: any(states().get(k, v) != v for k, v in first.items()))
+            server_bar = str(app.main_screen.query_one("#servers").render())
+            assert "connected" in server_bar

@@ -1,0 +1,339 @@
+"""The dashboard driven like a user would: keys, mouse, live updates (Pilot)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from rich.text import Text
+from textual.widgets import Input, OptionList, Static
+from textual.widgets.data_table import ColumnKey
+
+from tui.app import OcwatchApp
+from tui.app.screens.detail import DetailScreen
+from tui.app.screens.help import HelpScreen
+from tui.app.widgets.session_table import SessionTable
+from tui.core.view import View
+
+from . import views
+from .conftest import make_app
+
+A = views.A
+
+
+def table(app: OcwatchApp) -> SessionTable:
+    return app.main_screen.table
+
+
+def shown(app: OcwatchApp) -> list[str]:
+    """Session ids in display order (as the DataTable holds them)."""
+    t = table(app)
+    return [str(row.key.value).split("\x1f")[1] for row in t.ordered_rows]
+
+
+async def test_rows_match_lines_and_titles_are_literal() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        assert shown(app) == [ln.key[1] for ln in t.lines]
+        assert len(shown(app)) == len(views.ROWS)
+        cell = t.get_cell(f"{A}\x1fses_markup", "title")
+        assert isinstance(cell, Text)
+        assert "[bold red]x[/]" in cell.plain and "␛[31m" in cell.plain
+        assert "\x1b" not in cell.plain
+        assert all(not span.style or "red" not in str(span.style) for span in cell.spans)
+
+
+async def test_text_filter() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash")
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"schema")
+        await pilot.pause()
+        assert shown(app) == ["ses_parent", "ses_child2"]  # the parent as context
+        status = app.main_screen.query_one("#filter-status", Static)
+        assert status.display and "1 of 13 shown" in str(status.render())
+        await pilot.press("enter")
+        assert isinstance(app.focused, SessionTable)
+        assert shown(app) == ["ses_parent", "ses_child2"]
+        await pilot.press("escape")
+        await pilot.pause()
+        assert len(shown(app)) == len(views.ROWS)
+        # Folder and id match too.
+        table(app).set_filters(text="BLOG")
+        await pilot.pause()
+        assert set(shown(app)) == {r.id for r in views.ROWS if r.directory == views.BLOG}
+        table(app).set_filters(text="ses_lost")
+        await pilot.pause()
+        assert shown(app) == ["ses_lost"]
+
+
+async def test_state_filter_keys() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        expected = {
+            "2": {r.id for r in views.ROWS if r.state == "busy"},
+            "3": {"ses_retry"},
+            "4": {"ses_perm", "ses_question"},
+            "5": {r.id for r in views.ROWS if r.state == "idle"},
+            "6": {"ses_lost"},
+            "7": {"ses_stale"},
+        }
+        rows = views.every_state().rows
+        for key, ids in expected.items():
+            await pilot.press(key)
+            await pilot.pause()
+            t = table(app)
+            matched = {ln.key[1] for ln in t.lines if not ln.context}
+            assert matched == ids, key
+            context = {ln.key[1] for ln in t.lines if ln.context}
+            assert all(rows[(A, c)].children for c in context)  # only parents as context
+        await pilot.press("1")
+        await pilot.pause()
+        assert len(shown(app)) == len(views.ROWS)
+        await pilot.press("4", "escape")  # esc with no text clears the state filter too
+        await pilot.pause()
+        assert len(shown(app)) == len(views.ROWS)
+        table(app).set_filters(state="unknown", text="nothing matches this")
+        await pilot.pause()
+        empty = app.main_screen.query_one("#empty", Static)
+        assert empty.display and "No session matches" in str(empty.render())
+
+
+async def test_sort_by_key_and_header_click() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        rows = views.every_state().rows
+        assert shown(app)[:3] == ["ses_perm", "ses_question", "ses_stale"]
+        await pilot.press("s")  # state -> reason
+        assert t.sort_column == "reason"
+        t.set_sort("title")
+        await pilot.pause()
+        roots = [rows[ln.key].title.casefold() for ln in t.lines if ln.depth == 0]
+        assert roots == sorted(roots)
+        await pilot.press("S")
+        await pilot.pause()
+        roots = [rows[ln.key].title.casefold() for ln in t.lines if ln.depth == 0]
+        assert roots == sorted(roots, reverse=True) and t.sort_reverse
+        assert "▼" in t.columns[ColumnKey("title")].label.plain
+        # Click the "cost" header: most expensive root first.
+        col = [c.key.value for c in t.ordered_columns].index("cost")
+        x = sum(c.get_render_width(t) for c in t.ordered_columns[:col]) + 2
+        await pilot.click(SessionTable, offset=(x, 0))
+        await pilot.pause()
+        assert t.sort_column == "cost"
+        costs = [rows[ln.key].cost or 0 for ln in t.lines if ln.depth == 0]
+        assert costs == sorted(costs, reverse=True)
+        assert shown(app) == [ln.key[1] for ln in t.lines]
+
+
+async def test_fold_and_unfold() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        assert t.select_key((A, "ses_child1"))
+        await pilot.press("space")  # on a child: folds its parent, cursor goes to the parent
+        await pilot.pause()
+        assert "ses_child1" not in shown(app) and t.cursor_key == (A, "ses_parent")
+        assert "(+2)" in t.get_cell(f"{A}\x1fses_parent", "title").plain
+        await pilot.press("space")
+        await pilot.pause()
+        assert "ses_child1" in shown(app)
+        await pilot.press("c")
+        await pilot.pause()
+        assert "ses_child2" not in shown(app)
+        await pilot.press("e")
+        await pilot.pause()
+        assert "ses_child2" in shown(app)
+
+
+async def test_detail_navigation() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        t.select_key((A, "ses_parent"))
+        await pilot.press("enter")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, DetailScreen) and screen.key == (A, "ses_parent")
+        children = screen.query_one("#detail-children", OptionList)
+        assert children.display and children.option_count == 2
+        children.focus()
+        children.highlighted = 1
+        await pilot.press("enter")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen) and app.screen.key == (A, "ses_child2")
+        await pilot.press("p")  # to the parent
+        await pilot.pause()
+        assert app.screen.key == (A, "ses_parent")
+        await pilot.press("escape", "escape", "escape")
+        await pilot.pause()
+        assert app.screen is app.main_screen
+        assert t.cursor_key == (A, "ses_parent")
+        # Mouse: click a row to select it, click again to open it.
+        await pilot.click(SessionTable, offset=(5, 2))
+        await pilot.click(SessionTable, offset=(5, 2))
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+
+
+async def test_detail_shows_pending_evidence_and_error() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+
+        async def open_text(session: str) -> str:
+            app.open_details((A, session))
+            await pilot.pause()
+            body = " ".join(str(w.render()) for w in app.screen.query(Static) if w.display)
+            await pilot.press("escape")
+            await pilot.pause()
+            return body
+
+        perm = await open_text("ses_perm")
+        assert "rm -rf build/" in perm and "bash" in perm and "rm -rf build/*" in perm
+        question = await open_text("ses_question")
+        assert "Which database should the service use?" in question
+        assert "PostgreSQL" in question and "SQLite" in question
+        stale = await open_text("ses_stale")
+        assert all(line in stale for line in views.STALE_EVIDENCE) and "STALE" in stale
+        assert "11:57:33" in stale  # the timeline, with times
+        error = await open_text("ses_error")
+        assert "model 'fake-large' not found" in error
+        lost = await open_text("ses_lost")
+        assert "never completed" in lost and "interrupted" in lost
+
+
+async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        key = (A, "ses_busy")
+        t.select_key(key)
+        row_keys = dict(t._row_keys)
+        calls: list[str] = []
+        for name in ("add_row", "remove_row", "clear"):
+            original = getattr(t, name)
+
+            def spy(*args: object, _name: str = name, _original: object = original,
+                    **kwargs: object) -> object:
+                calls.append(_name)
+                return _original(*args, **kwargs)  # type: ignore[operator]
+
+            setattr(t, name, spy)
+        # Another row changes state and moves up (idle -> input sorts first): the cursor stays.
+        view = views.with_row(source.current(), (A, "ses_done"), state="input",
+                              reason=None, pending=(views.PERMISSION,))
+        view = views.with_row(view, key, cost=9.99, tokens=999_999)
+        source.set(view)
+        await pilot.pause(0.3)
+        assert calls == []  # no row added, removed or the table cleared
+        assert t._row_keys == row_keys
+        assert t.cursor_key == key
+        assert t.get_cell(f"{A}\x1fses_busy", "cost").plain == "$9.99"
+        assert shown(app)[0] == "ses_done" or shown(app).index("ses_done") < 3
+        # A new row is added with its key; a vanished one removed; nothing else.
+        rows = dict(view.rows)
+        rows.pop((A, "ses_abort"))
+        new = replace(view.rows[key], id="ses_new", title="A brand new session")
+        rows[new.key] = new
+        source.set(View(generated_at=view.generated_at, servers=view.servers, rows=rows))
+        await pilot.pause(0.3)
+        assert sorted(calls) == ["add_row", "remove_row"]
+        assert t.cursor_key == key
+        assert "ses_new" in shown(app) and "ses_abort" not in shown(app)
+
+
+async def test_notify_is_coalesced() -> None:
+    app, source = make_app()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        pulls = 0
+        original = app.pull
+
+        def counting() -> None:
+            nonlocal pulls
+            pulls += 1
+            original()
+
+        app.pull = counting  # type: ignore[method-assign]
+        for _ in range(5000):
+            app.mark_dirty()
+        await pilot.pause(0.35)
+        assert 1 <= pulls <= 5
+
+
+async def test_unreachable_server_says_what_to_do() -> None:
+    app, _ = make_app(views.unreachable(), server_urls=[views.A])
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        empty = str(app.main_screen.query_one("#empty", Static).render())
+        assert "No OpenCode server is reachable" in empty
+        assert "opencode serve --port 4096" in empty and "ocwatch demo" in empty
+        assert "Connection refused" in empty
+
+
+async def test_help_lists_every_binding_and_palette_has_commands() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+        groups = app.help_groups()
+        described = [d for _, rows in groups for _, d in rows]
+        assert all(described)
+        for screen_cls in (OcwatchApp, SessionTable, DetailScreen, HelpScreen):
+            for b in screen_cls.BINDINGS:
+                assert b.description, b  # type: ignore[union-attr]
+        assert "Show only stale" in described and "Filter" in described
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        text = str(app.screen.query_one("#help-text", Static).render())
+        assert "Show only input" in text and "Reverse sort" in text and "ctrl+p" in text
+        await pilot.press("escape")
+        assert app.screen is app.main_screen
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Show only stale sessions" in titles and "Theme: ocwatch-contrast" in titles
+        assert "Sort by cost" in titles
+        await pilot.press("t")
+        assert app.theme != "ocwatch-dark"
+
+
+async def test_quit() -> None:
+    app, _ = make_app()
+    async with app.run_test() as pilot:
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_code == 0
+
+
+async def test_scroll_position_survives_updates() -> None:
+    many = {r.key: r for r in views.ROWS}
+    for i in range(60):
+        extra = views.row(f"ses_x{i:02d}", f"Extra session {i:02d}", "idle", reason="completed",
+                          since=-5000 - i, updated=-5000 - i)
+        many[extra.key] = extra
+    start = View(views.NOW, views.SERVERS, many)
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        t.select_key((A, "ses_x30"))
+        await pilot.pause()
+        t.scroll_to(y=5, animate=False, immediate=True)  # the cursor row is out of view now
+        await pilot.pause()
+        assert t.scroll_y == 5
+        # A new session sorts to the top: every row moves down one line.
+        new = views.row("ses_top", "Needs you now", "input", pending=(views.PERMISSION,))
+        source.set(View(views.NOW, views.SERVERS, {**many, new.key: new}))
+        await pilot.pause(0.3)
+        assert shown(app)[0] == "ses_top"
+        assert t.cursor_key == (A, "ses_x30")
+        assert t.scroll_y == 5

@@ -1,0 +1,81 @@
+"""What users see: SVG snapshots of every screen (regenerate with `--snapshot-update`, then look
+at them before committing: `rsvg-convert x.svg -o x.png`)."""
+
+from __future__ import annotations
+
+import pytest
+from textual.pilot import Pilot
+
+from tui.app.screens.detail import DetailScreen
+
+from . import views
+from .conftest import make_app
+
+WIDE = (160, 48)
+NARROW = (80, 24)
+
+
+def test_main_every_state_wide(snap_compare) -> None:
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=WIDE)
+
+
+def test_main_narrow_80x24(snap_compare) -> None:
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=NARROW)
+
+
+@pytest.mark.parametrize("theme", ["ocwatch-dark", "ocwatch-light", "ocwatch-contrast"])
+def test_main_each_theme(snap_compare, theme: str) -> None:
+    app, _ = make_app(theme=theme)
+    assert snap_compare(app, terminal_size=(120, 30))
+
+
+@pytest.mark.parametrize("session", ["ses_stale", "ses_perm", "ses_question", "ses_error",
+                                     "ses_lost"])
+def test_detail(snap_compare, session: str) -> None:
+    app, _ = make_app()
+
+    async def open_detail(pilot: Pilot) -> None:
+        app.push_screen(DetailScreen((views.A, session)))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(100, 36), run_before=open_detail)
+
+
+def test_detail_narrow_input(snap_compare) -> None:
+    app, _ = make_app()
+
+    async def open_detail(pilot: Pilot) -> None:
+        app.push_screen(DetailScreen((views.A, "ses_perm")))
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)
+
+
+def test_no_server_reachable(snap_compare) -> None:
+    app, _ = make_app(views.unreachable(), server_urls=[views.A])
+    assert snap_compare(app, terminal_size=NARROW)
+
+
+def test_filtered_input_only_with_filter_box(snap_compare) -> None:
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=(120, 30), press=["4", "slash", "d", "a"])
+
+
+def test_help(snap_compare) -> None:
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=(100, 50), press=["question_mark"])
+
+
+def test_collapsed_and_sorted_by_cost(snap_compare) -> None:
+    app, _ = make_app()
+
+    async def fold(pilot: Pilot) -> None:
+        await pilot.pause()  # the first View is shown
+        table = app.main_screen.table
+        table.set_sort("cost")
+        table.fold_all(True)
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=fold)

@@ -1,0 +1,61 @@
+"""Tree order of rows: parents, sorting, folding, filtering."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tui.app.format import matches_state
+from tui.app.tree import layout
+
+from . import views
+
+P = (views.A, "ses_parent")
+C1 = (views.A, "ses_child1")
+C2 = (views.A, "ses_child2")
+
+
+def keys(lines: list) -> list[str]:
+    return [line.key[1] for line in lines]
+
+
+def test_children_follow_their_parent() -> None:
+    lines = layout(views.every_state().rows, now=views.NOW)
+    order = keys(lines)
+    i = order.index("ses_parent")
+    assert order[i + 1:i + 3] == ["ses_child1", "ses_child2"]
+    assert [ln.depth for ln in lines[i:i + 3]] == [0, 1, 1]
+    assert lines[i].has_children and lines[i + 2].last and not lines[i + 1].last
+    assert len(lines) == len(views.ROWS)
+
+
+def test_collapsed_parent_hides_and_counts_children() -> None:
+    lines = layout(views.every_state().rows, now=views.NOW, collapsed={P})
+    assert "ses_child1" not in keys(lines)
+    parent = next(ln for ln in lines if ln.key == P)
+    assert parent.hidden == 2 and not parent.expanded
+
+
+def test_filter_keeps_ancestors_as_context() -> None:
+    rows = views.every_state().rows
+    lines = layout(rows, now=views.NOW, match=lambda r: r.id == "ses_child2")
+    assert keys(lines) == ["ses_parent", "ses_child2"]
+    assert [ln.context for ln in lines] == [True, False]
+
+
+def test_state_filter_and_sort() -> None:
+    rows = views.every_state().rows
+    lines = layout(rows, now=views.NOW, match=lambda r: matches_state(r, "idle"))
+    assert {rows[ln.key].state for ln in lines if not ln.context} == {"idle"}
+    by_cost = layout(rows, now=views.NOW, sort="cost")
+    roots = [rows[ln.key].cost or 0 for ln in by_cost if ln.depth == 0]
+    assert roots == sorted(roots, reverse=True)
+    reverse = layout(rows, now=views.NOW, sort="cost", reverse=True)
+    assert [ln.key for ln in reverse if ln.depth == 0][0] != by_cost[0].key
+
+
+def test_parent_cycle_and_orphans_do_not_hang_or_vanish() -> None:
+    rows = dict(views.every_state().rows)
+    rows[P] = replace(rows[P], parent_id="ses_child1")  # parent <-> child cycle
+    rows[(views.A, "orphan")] = replace(rows[C2], id="orphan", parent_id="missing")
+    lines = layout(rows, now=views.NOW)
+    assert sorted(keys(lines)) == sorted(k[1] for k in rows)

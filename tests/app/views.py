@@ -1,0 +1,137 @@
+"""Deterministic Views for the dashboard tests: every state, built by hand, at a fixed time."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from tui.core.view import Pending, ServerInfo, SessionRow, Transition, View
+
+NOW = 1_736_942_400.0  # 2025-01-15 12:00:00 UTC
+A = "http://127.0.0.1:4096"
+B = "http://127.0.0.1:4097"
+SHOP = "/home/dev/src/shop"
+BLOG = "/home/dev/src/blog"
+MARKUP_TITLE = "[bold red]x[/] \x1b[31mred\x1b[0m and [link=http://evil]click[/link]"
+
+
+def clock() -> float:
+    """The fixed clock the app reads in tests."""
+    return NOW
+
+
+def row(id: str, title: str, state: str, *, server: str = A, directory: str = SHOP,
+        reason: str | None = None, stale: bool = False, evidence: tuple[str, ...] = (),
+        pending: tuple[Pending, ...] = (), since: float = -60, updated: float = -5,
+        cost: float | None = 0.0, tokens: int | None = 0, **extra: Any) -> SessionRow:
+    """A SessionRow with times given relative to NOW."""
+    return SessionRow(server=server, id=id, title=title, directory=directory,
+                      parent_id=extra.pop("parent_id", None), state=state, reason=reason,
+                      stale=stale, evidence=evidence, pending=pending, since=NOW + since,
+                      updated=NOW + updated, cost=cost, tokens=tokens, **extra)
+
+
+PERMISSION = Pending(
+    kind="permission", id="per_7Hq2", session_id="ses_perm", summary="bash: rm -rf build/",
+    detail={"permission": "bash", "patterns": ["rm -rf build/*"],
+            "metadata": {"command": "rm -rf build/", "description": "Remove build output"},
+            "always": ["rm *"], "tool": {"messageID": "msg_1", "callID": "call_1"}})
+QUESTION = Pending(
+    kind="question", id="que_3Kx9", session_id="ses_question", summary="Which database?",
+    detail={"questions": [{
+        "question": "Which database should the service use?", "header": "Database",
+        "options": [{"label": "PostgreSQL", "description": "relational, the team knows it"},
+                    {"label": "SQLite", "description": "no server, one file"}],
+        "multiple": False, "custom": True}]})
+
+STALE_EVIDENCE = (
+    "the server has said busy since 11:55:00",
+    "last assistant message completed at 11:57:30 with finish=stop",
+    "no tool part is pending or running; nothing is asked; no child is busy",
+    "this has held for 2m30s (grace 3s)",
+)
+
+ROWS = [
+    row("ses_busy", "Refactor the payment module", "busy", since=-125, updated=-3,
+        cost=0.4213, tokens=48213),
+    row("ses_retry", "Summarise the release notes", "retry", directory=BLOG, since=-40,
+        updated=-8, cost=0.0125, tokens=1520, retry_attempt=3,
+        retry_message="Rate limited: 429 Too Many Requests", retry_next=NOW + 12),
+    row("ses_perm", "Clean up build artefacts", "input", pending=(PERMISSION,), since=-75,
+        updated=-75, cost=0.031, tokens=3900),
+    row("ses_question", "Pick a database for the service", "input", directory=BLOG,
+        pending=(QUESTION,), since=-300, updated=-300, cost=0.05, tokens=5210),
+    row("ses_done", "Write the README", "idle", reason="completed", since=-3600,
+        updated=-3600, cost=1.27, tokens=131_000),
+    row("ses_abort", "Migrate CI to the new runners", "idle", reason="aborted",
+        directory=BLOG, since=-900, updated=-900, cost=0.2, tokens=20400,
+        error="MessageAbortedError: The operation was aborted."),
+    row("ses_error", "Translate the docs to German", "idle", reason="error", since=-420,
+        updated=-420, cost=0.002, tokens=310,
+        error="APIError: 400 Bad Request: model 'fake-large' not found",
+        evidence=("last assistant message failed with APIError at 11:53:00",)),
+    row("ses_lost", "Index the monorepo", "unknown", reason="interrupted", since=-1800,
+        updated=-1830, cost=0.9, tokens=88000,
+        evidence=("not in the status map, but the last assistant message never completed "
+                  "(started 11:29:30)",
+                  "the server restarted at 11:30:00 (version 1.18.33)")),
+    row("ses_stale", "Fix the flaky checkout test", "busy", stale=True, evidence=STALE_EVIDENCE,
+        since=-300, updated=-150, cost=0.12, tokens=15000),
+    row("ses_parent", "Plan the v2 API", "busy", directory=BLOG, since=-200, updated=-1,
+        cost=0.6, tokens=70000, children=("ses_child1", "ses_child2")),
+    row("ses_child1", "explore: list the v1 endpoints", "busy", directory=BLOG,
+        parent_id="ses_parent", since=-50, updated=-1, cost=0.05, tokens=8000),
+    row("ses_child2", "general: draft the schema", "idle", reason="completed", directory=BLOG,
+        parent_id="ses_parent", since=-20, updated=-20, cost=0.07, tokens=9100),
+    row("ses_markup", MARKUP_TITLE, "idle", since=-30, updated=-30, cost=None, tokens=None),
+]
+
+SERVERS = (
+    ServerInfo(url=A, version="1.18.33", reachable=True, connected=True,
+               last_event_at=NOW - 2, snapshot_at=NOW - 20),
+    ServerInfo(url=B, reachable=False,
+               error="ConnectError: [Errno 111] Connection refused"),
+)
+
+
+def every_state() -> View:
+    """Two servers (one unreachable) and a session in every state."""
+    return View(generated_at=NOW, servers=SERVERS, rows={r.key: r for r in ROWS})
+
+
+def unreachable() -> View:
+    """No server reachable, no rows."""
+    return View(generated_at=NOW, servers=(
+        ServerInfo(url=A, reachable=False, error="ConnectError: [Errno 111] Connection refused"),
+    ), rows={})
+
+
+def with_row(view: View, key: tuple[str, str], **changes: Any) -> View:
+    """A copy of `view` with one row changed."""
+    rows = dict(view.rows)
+    rows[key] = replace(rows[key], **changes)
+    return View(generated_at=view.generated_at, servers=view.servers, rows=rows)
+
+
+def history() -> dict[tuple[str, str], list[Transition]]:
+    """Timelines for the stale, input and errored sessions."""
+    by_id = {r.id: r for r in ROWS}
+
+    def at(row: SessionRow, **changes: Any) -> SessionRow:
+        return replace(row, **changes)
+
+    stale = by_id["ses_stale"]
+    busy = at(stale, stale=False, evidence=())
+    perm = by_id["ses_perm"]
+    err = by_id["ses_error"]
+    return {
+        stale.key: [Transition(stale.key, None, at(busy, state="idle", reason="completed"),
+                               NOW - 900),
+                    Transition(stale.key, at(busy, state="idle", reason="completed"), busy,
+                               NOW - 300),
+                    Transition(stale.key, busy, stale, NOW - 147)],
+        perm.key: [Transition(perm.key, None, at(perm, state="busy", pending=()), NOW - 400),
+                   Transition(perm.key, at(perm, state="busy", pending=()), perm, NOW - 75)],
+        err.key: [Transition(err.key, None, at(err, state="busy", reason=None), NOW - 480),
+                  Transition(err.key, at(err, state="busy", reason=None), err, NOW - 420)],
+    }

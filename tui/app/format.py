@@ -1,0 +1,212 @@
+"""Presentation helpers: glyphs and words for states, durations, money, tokens, literal text.
+
+Everything here is pure (no clock reads, no Textual); the dashboard and its tests share it.
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from functools import lru_cache
+from pathlib import PurePath
+
+from rich.cells import cell_len, set_cell_size
+
+from tui.core.view import SessionRow
+
+# One glyph per state (idle and unknown vary with their reason), so nothing depends on colour.
+STATE_GLYPH = {"busy": "●", "retry": "↻", "input": "?", "idle": "○", "unknown": "◌"}
+REASON_GLYPH = {"completed": "✓", "aborted": "⊘", "error": "✗", "interrupted": "◌"}
+STALE_GLYPH = "⚠"
+STALE_WORD = "STALE"
+
+# The theme variable (without `$`) that colours each (state, reason).
+STATE_VARIABLE = {
+    "busy": "state-busy",
+    "retry": "state-retry",
+    "input": "state-input",
+    "idle": "state-idle",
+    "unknown": "state-unknown",
+}
+STATE_FILTERS = ("all", "busy", "retry", "input", "idle", "unknown", "stale")
+"""The state filters offered by the dashboard, in key order (`1`..`7`)."""
+
+# Sort rank for "needs attention first": input, stale, retry, unknown, busy, errors, the rest.
+_RANK = {"input": 0, "retry": 2, "unknown": 3, "busy": 4, "idle": 7}
+
+
+def state_glyph(row: SessionRow) -> str:
+    """The glyph for a row: the state's, or the reason's for idle and unknown rows."""
+    if row.state in ("idle", "unknown") and row.reason in REASON_GLYPH:
+        return REASON_GLYPH[row.reason]
+    return STATE_GLYPH.get(row.state, "·")
+
+
+def state_label(row: SessionRow) -> str:
+    """Glyph and word, e.g. `● busy`, `✓ idle`, `✗ idle`, `◌ unknown`."""
+    return f"{state_glyph(row)} {row.state}"
+
+
+def state_variable(row: SessionRow) -> str:
+    """The theme variable colouring this row's state (errors get `state-error`)."""
+    if row.state == "idle" and row.reason == "error":
+        return "state-error"
+    return STATE_VARIABLE.get(row.state, "state-unknown")
+
+
+def attention_rank(row: SessionRow) -> int:
+    """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other."""
+    if row.stale:
+        return 1
+    if row.state == "idle":
+        return {"error": 5, "aborted": 6}.get(row.reason or "", 7)
+    return _RANK.get(row.state, 8)
+
+
+def matches_state(row: SessionRow, state_filter: str) -> bool:
+    """Whether a row passes a state filter from STATE_FILTERS."""
+    if state_filter == "all":
+        return True
+    if state_filter == "stale":
+        return row.stale
+    return row.state == state_filter
+
+
+def matches_text(row: SessionRow, needle: str) -> bool:
+    """Case-insensitive substring match on title, id and folder."""
+    if not needle:
+        return True
+    needle = needle.casefold()
+    return any(needle in s.casefold() for s in (row.title, row.id, row.directory))
+
+
+def duration(seconds: float | None) -> str:
+    """Compact duration: `4s`, `2m05s`, `1h02m`, `3d04h`; `–` when unknown."""
+    if seconds is None:
+        return "–"
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
+def age(t: float | None, now: float) -> str:
+    """How long ago `t` was, coarse (`12s`, `3m`, `2h`, `5d`); `–` when unknown."""
+    if t is None:
+        return "–"
+    s = max(0, int(now - t))
+    if s < 60:
+        return f"{s}s ago"
+    if s < 3600:
+        return f"{s // 60}m ago"
+    if s < 86400:
+        return f"{s // 3600}h ago"
+    return f"{s // 86400}d ago"
+
+
+def clock_time(t: float | None, now: float | None = None) -> str:
+    """Local wall-clock time `HH:MM:SS`, with the date when not on the same day as `now`."""
+    if t is None:
+        return "–"
+    lt = time.localtime(t)
+    if now is not None and time.localtime(now)[:3] != lt[:3]:
+        return time.strftime("%Y-%m-%d %H:%M:%S", lt)
+    return time.strftime("%H:%M:%S", lt)
+
+
+def money(cost: float | None) -> str:
+    """Cost in dollars: `$0.012` under a dollar, `$12.34` above; `–` when unknown."""
+    if cost is None:
+        return "–"
+    if cost == 0:
+        return "$0"
+    return f"${cost:.3f}" if cost < 1 else f"${cost:.2f}"
+
+
+def tokens(n: int | None) -> str:
+    """Token count: `950`, `12.3k`, `4.1M`; `–` when unknown."""
+    if n is None:
+        return "–"
+    if n < 1000:
+        return str(n)
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+@lru_cache(maxsize=4096)
+def short_folder(directory: str) -> str:
+    """The project folder's last component (`/home/me/src/app` → `app`)."""
+    if not directory:
+        return "–"
+    name = PurePath(directory.rstrip("/\\") or "/").name
+    return name or directory
+
+
+def server_error(url: str, error: str | None) -> str:
+    """A server's error without a leading copy of its URL (`http://h:1: cannot connect`)."""
+    if not error:
+        return ""
+    for prefix in (f"{url}: ", f"{url.rstrip('/')}: "):
+        if error.startswith(prefix):
+            return error[len(prefix):]
+    return error
+
+
+def server_label(url: str) -> str:
+    """A short name for a server: `host:port` without the scheme."""
+    rest = url.split("://", 1)[-1]
+    return rest.rstrip("/")
+
+
+# Control characters become visible "control pictures" (␛ for ESC); bidi overrides and other
+# format characters that could reorder or hide text are replaced. Tabs and newlines become spaces.
+_SPACE_LIKE = {"\t", "\n", "\r", "\v", "\f"}
+_DROP = {"\u200c", "\u200d"}  # joiners: terminals and Rich disagree on the width of joined emoji
+
+
+@lru_cache(maxsize=8192)
+def literal(text: str | None) -> str:
+    """Make untrusted text (titles, errors) safe to show on one line, *as characters*.
+
+    The result is meant for `rich.text.Text(...)` / `textual.content.Content(...)`, never for a
+    markup parser: markup like `[bold]` stays literal text. Escape sequences cannot reach the
+    terminal: ESC and the other C0/C1 controls are shown as control pictures (`␛`), bidi and
+    other invisible format characters as `�`.
+    """
+    if not text:
+        return ""
+    if text.isprintable():  # no control, format, separator or private-use character
+        return text
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _SPACE_LIKE:
+            out.append(" ")
+        elif ch in _DROP:
+            continue
+        elif code < 0x20:
+            out.append(chr(0x2400 + code))
+        elif code == 0x7F:
+            out.append("␡")
+        elif 0x80 <= code < 0xA0 or unicodedata.category(ch) in ("Cf", "Cs", "Co", "Zl", "Zp"):
+            out.append("\ufffd")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def truncate(text: str, width: int) -> str:
+    """Cut `text` to at most `width` cells, ending with `…` when cut."""
+    if width <= 0:
+        return ""
+    if cell_len(text) <= width:
+        return text
+    return set_cell_size(text, width - 1) + "…"

@@ -1,0 +1,91 @@
+"""The help screen: every key (read from the bindings themselves) and the glyph legend."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from .. import format as fmt
+
+NAVIGATION = (
+    ("↑ ↓ pgup pgdn", "Move the cursor (home / end: first / last row)"),
+    ("click", "Select a row; click it again for its details"),
+    ("click a header", "Sort by that column; again to reverse"),
+    ("wheel", "Scroll"),
+    ("tab", "Move between the table, the filter box and the sub-agents list"),
+)
+DETAIL_EXTRA = (
+    ("tab, enter", "Open a sub-agent from the Sub-agents list"),
+)
+
+LEGEND = (
+    (fmt.STATE_GLYPH["busy"] + " busy", "$state-busy", "running (the server says busy)"),
+    (fmt.STATE_GLYPH["retry"] + " retry", "$state-retry", "the provider failed; retrying"),
+    (fmt.STATE_GLYPH["input"] + " input", "$state-input",
+     "waiting for you: a permission or a question"),
+    (fmt.REASON_GLYPH["completed"] + " idle", "$state-idle", "idle, the run completed"),
+    (fmt.REASON_GLYPH["aborted"] + " idle", "$state-idle", "idle, the run was aborted"),
+    (fmt.REASON_GLYPH["error"] + " idle", "$state-error", "idle, the run failed (an error)"),
+    (fmt.STATE_GLYPH["idle"] + " idle", "$state-idle", "idle, nothing ran yet"),
+    (fmt.STATE_GLYPH["unknown"] + " unknown", "$state-unknown",
+     "the facts contradict idle (e.g. interrupted)"),
+    (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse",
+     "the server says busy, but the run visibly ended"),
+)
+
+
+def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
+    """(keys, description) for each Binding with a description."""
+    rows = []
+    for b in bindings:
+        if isinstance(b, Binding) and b.description and not b.system:
+            keys = ", ".join(_key(k) for k in b.key.split(","))
+            rows.append((keys, b.description))
+    return rows
+
+
+def _key(key: str) -> str:
+    return {"slash": "/", "question_mark": "?", "space": "space", "escape": "esc",
+            "ctrl+p": "ctrl+p", "ctrl+q": "ctrl+q"}.get(key, key)
+
+
+def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> Content:
+    """The keys, group by group, then the legend."""
+    parts: list[str | tuple[str, str]] = []
+    for title, rows in groups:
+        parts += [(title, "bold $primary"), "\n"]
+        for keys, description in rows:
+            parts += [(f"  {keys:<16}", "bold"), description, "\n"]
+        parts.append("\n")
+    parts += [("What the states mean", "bold $primary"), "\n"]
+    for label, style, meaning in LEGEND:
+        parts += ["  ", (label, style), " " * (12 - len(label)), meaning, "\n"]
+    return Content.assemble(*parts).rstrip()
+
+
+class HelpScreen(ModalScreen[None]):
+    """Every key binding, grouped by screen, and what each glyph means."""
+
+    BINDINGS = [
+        Binding("escape,question_mark,q", "close", "Close help"),
+    ]
+
+    def __init__(self, groups: list[tuple[str, list[tuple[str, str]]]]) -> None:
+        super().__init__()
+        self.groups = groups
+
+    def compose(self) -> ComposeResult:
+        with VerticalScroll(id="help-body") as body:
+            body.border_title = "ocwatch keys"
+            body.border_subtitle = "esc closes"
+            yield Static(help_content(self.groups), id="help-text")
+
+    def action_close(self) -> None:
+        """Close the help screen."""
+        self.dismiss()

@@ -1,0 +1,194 @@
+"""The main screen: server health, counts by state, and the session tree."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from tui.core.view import View
+
+from .. import format as fmt
+from ..widgets.server_bar import ServerBar, health
+from ..widgets.session_table import SessionTable
+from ..widgets.summary import FilterStatus, Summary
+
+if TYPE_CHECKING:
+    from ..app import OcwatchApp
+
+STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
+"""`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
+
+
+def empty_message(view: View | None, urls: list[str], shown: int) -> Content | None:
+    """What to say when the table shows no row (None when it shows `shown` > 0 rows)."""
+    servers = list(view.servers) if view is not None else []
+    if shown:
+        return None
+    if view is not None and view.rows:
+        return Content.assemble(
+            ("No session matches the filter. ", "bold"),
+            ("Press ", ""), ("1", "bold"), (" to show every state, ", ""),
+            ("esc", "bold"), (" to clear the filter.", ""))
+    healths = [health(s) for s in servers]
+    if not servers or all(h == "connecting" for h in healths):
+        names = ", ".join(s.url for s in servers) if servers else ", ".join(urls)
+        return Content.assemble(("Connecting to ", ""), (fmt.literal(names), "bold"), " …")
+    if not any(s.reachable for s in servers):
+        lines: list[str | tuple[str, str]] = [
+            ("No OpenCode server is reachable.", "bold $state-error"), "\n\n"]
+        for s in servers:
+            lines += ["  ", (fmt.literal(s.url), "bold"), "  ",
+                      (fmt.literal(fmt.server_error(s.url, s.error) or "not answering"),
+                       "$foreground-muted"), "\n"]
+        lines += [
+            "\nStart a server in your project folder:  ", ("opencode serve --port 4096", "bold"),
+            "\nor watch the built-in simulation:       ", ("ocwatch demo", "bold"),
+            ("\n\nocwatch keeps retrying; this screen updates by itself.", "$foreground-muted"),
+        ]
+        return Content.assemble(*lines)
+    return Content.assemble(
+        ("No sessions yet. ", "bold"),
+        ("Start one with ", ""), ("opencode", "bold"),
+        (" (or opencode run \"…\") in a project folder; it shows up here.", ""))
+
+
+class MainScreen(Screen[None]):
+    """Every session of every server, as a tree."""
+
+    AUTO_FOCUS = "SessionTable"
+    BINDINGS = [
+        Binding("slash", "filter", "Filter"),
+        Binding("escape", "clear_filters", "Clear filters", show=False),
+        Binding("s", "cycle_sort", "Sort"),
+        Binding("S", "reverse_sort", "Reverse sort", show=False),
+        Binding("space", "toggle_fold", "Fold"),
+        Binding("e", "fold_all(False)", "Expand all", show=False),
+        Binding("c", "fold_all(True)", "Collapse all", show=False),
+        *[Binding(key, f"state_filter('{state}')",
+                  "Show all states" if state == "all" else f"Show only {state}", show=False)
+          for key, state in STATE_KEYS.items()],
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield ServerBar(id="servers")
+        yield Summary(id="summary")
+        yield FilterStatus(id="filter-status")
+        yield Static(id="empty")
+        yield SessionTable(id="sessions")
+        yield Input(placeholder="filter by title, id or folder (enter keeps, esc clears)",
+                    id="filter")
+        yield Footer()
+
+    @property
+    def ocwatch(self) -> OcwatchApp:
+        from ..app import OcwatchApp
+
+        assert isinstance(self.app, OcwatchApp)
+        return self.app
+
+    @property
+    def table(self) -> SessionTable:
+        return self.query_one(SessionTable)
+
+    def on_mount(self) -> None:
+        self.query_one("#filter", Input).display = False
+        self.ocwatch.view_changed.subscribe(self, self._on_view)
+        self.show_view()
+
+    def on_screen_resume(self) -> None:
+        self.show_view()
+
+    def _on_view(self, _view: View) -> None:
+        self.show_view()
+
+    def show_view(self) -> None:
+        """Display the app's latest View."""
+        app = self.ocwatch
+        view, now = app.view, app.now
+        self.query_one(ServerBar).show(view, now, app.server_urls)
+        self.query_one(Summary).show(view)
+        if view is not None:
+            self.table.show(view, now)
+        self._refresh_status()
+
+    def _refresh_status(self) -> None:
+        table = self.table
+        view = self.ocwatch.view
+        total = len(view.rows) if view is not None else 0
+        shown = sum(1 for line in table.lines if not line.context)
+        self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
+        message = empty_message(view, self.ocwatch.server_urls, len(table.lines))
+        empty = self.query_one("#empty", Static)
+        empty.display = message is not None
+        if message is not None:
+            empty.update(message)
+        has_rows = bool(total)
+        if table.display != has_rows:  # no session at all: the message takes the screen
+            table.display = has_rows
+            if has_rows and self.focused is None:
+                table.focus()
+
+    # -- events -------------------------------------------------------------------------------
+
+    def on_session_table_changed(self, _event: SessionTable.Changed) -> None:
+        self._refresh_status()
+
+    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+        event.stop()
+        key = self.table.cursor_key
+        if key is not None:
+            self.ocwatch.open_details(key)
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        if event.input.id == "filter":
+            self.table.set_filters(text=event.value)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        if event.input.id == "filter":
+            event.input.display = False
+            self.table.focus()
+
+    # -- actions ------------------------------------------------------------------------------
+
+    def action_filter(self) -> None:
+        """Show the filter input."""
+        box = self.query_one("#filter", Input)
+        box.display = True
+        box.focus()
+
+    def action_clear_filters(self) -> None:
+        """Clear the text filter (and the state filter when there is no text)."""
+        box = self.query_one("#filter", Input)
+        had_text = bool(box.value) or box.display
+        box.value = ""
+        box.display = False
+        if had_text:
+            self.table.set_filters(text="")
+        else:
+            self.table.set_filters(state="all", text="")
+        self.table.focus()
+
+    def action_state_filter(self, state: str) -> None:
+        """Show only one state (`all` shows every row)."""
+        self.table.set_filters(state=state)
+
+    def action_cycle_sort(self) -> None:
+        """Sort by the next column."""
+        self.table.cycle_sort()
+
+    def action_reverse_sort(self) -> None:
+        """Reverse the sort order."""
+        self.table.set_sort(self.table.sort_column, not self.table.sort_reverse)
+
+    def action_toggle_fold(self) -> None:
+        """Collapse or expand the sub-agents under the cursor."""
+        self.table.toggle_fold()
+
+    def action_fold_all(self, collapse: bool) -> None:
+        """Collapse or expand every parent."""
+        self.table.fold_all(collapse)

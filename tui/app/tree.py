@@ -1,0 +1,143 @@
+"""Order View rows as a tree for display: filtering, sorting siblings, collapsed parents.
+
+Pure functions over `SessionRow`s; the table widget turns the resulting lines into keyed rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from tui.core.view import SessionRow
+
+from .format import attention_rank
+
+Key = tuple[str, str]
+
+SORT_COLUMNS = ("state", "reason", "stale", "title", "folder", "in_state", "activity", "cost",
+                "tokens")
+"""Columns the table can be sorted by (also the table's column keys)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TreeLine:
+    """One displayed line: a row and where it sits in the tree."""
+
+    key: Key
+    depth: int
+    last: bool  # last among its siblings (draws `└` rather than `├`)
+    has_children: bool
+    expanded: bool
+    hidden: int  # descendants hidden because this line is collapsed
+    context: bool  # shown only because a descendant matches the filter
+
+
+def sort_value(row: SessionRow, column: str, now: float) -> Any:
+    """The value a column sorts by (None-safe, comparable within a column)."""
+    if column == "state":
+        return (attention_rank(row), row.state)
+    if column == "reason":
+        return row.reason or ""
+    if column == "stale":
+        return 0 if row.stale else 1
+    if column == "title":
+        return row.title.casefold()
+    if column == "folder":
+        return row.directory.casefold()
+    if column == "in_state":
+        return -1.0 if row.since is None else now - row.since
+    if column == "activity":
+        return 0.0 if row.updated is None else -row.updated  # most recent first
+    if column == "cost":
+        return -(row.cost or 0.0)  # most expensive first
+    if column == "tokens":
+        return -(row.tokens or 0)
+    raise ValueError(f"unknown sort column {column!r}")
+
+
+def parent_key(row: SessionRow, rows: Mapping[Key, SessionRow]) -> Key | None:
+    """The key of the row's parent when that parent is in the View, else None (a root)."""
+    if row.parent_id is None:
+        return None
+    key = (row.server, row.parent_id)
+    return key if key in rows else None
+
+
+def layout(
+    rows: Mapping[Key, SessionRow],
+    *,
+    now: float,
+    sort: str = "state",
+    reverse: bool = False,
+    collapsed: Iterable[Key] = (),
+    match: Callable[[SessionRow], bool] | None = None,
+) -> list[TreeLine]:
+    """Rows in display order: roots then their descendants, depth first.
+
+    With `match`, only matching rows and their ancestors (as `context`) are shown. Siblings are
+    sorted by `sort` (ties: most recently updated first, then id). Children of a collapsed key are
+    hidden and counted in its `hidden`.
+    """
+    children: dict[Key | None, list[Key]] = {}
+    for key, row in rows.items():
+        children.setdefault(parent_key(row, rows), []).append(key)
+
+    shown: set[Key] | None = None
+    if match is not None:
+        shown = set()
+        for key, row in rows.items():
+            if match(row):
+                k: Key | None = key
+                seen: set[Key] = set()
+                while k is not None and k not in seen and k in rows:
+                    seen.add(k)
+                    shown.add(k)
+                    k = parent_key(rows[k], rows)
+        matched = {key for key in shown if match(rows[key])}
+    else:
+        matched = set(rows)
+
+    def order(keys: list[Key]) -> list[Key]:
+        keep = [k for k in keys if shown is None or k in shown]
+        keep.sort(key=lambda k: (-(rows[k].updated or 0.0), k[1], k[0]))
+        keep.sort(key=lambda k: sort_value(rows[k], sort, now), reverse=reverse)
+        return keep
+
+    folded = set(collapsed)
+    out: list[TreeLine] = []
+    visited: set[Key] = set()
+
+    def descendants(key: Key) -> set[Key]:
+        found: set[Key] = set()
+        stack = order(children.get(key, []))
+        while stack:
+            k = stack.pop()
+            if k != key and k not in found:
+                found.add(k)
+                stack.extend(order(children.get(k, [])))
+        return found
+
+    def walk(key: Key, depth: int, last: bool) -> None:
+        if key in visited:  # a parent cycle: show each row once
+            return
+        visited.add(key)
+        kids = order(children.get(key, []))
+        is_folded = key in folded and bool(kids)
+        hidden = descendants(key) - visited if is_folded else set()
+        visited.update(hidden)  # placed (folded away), not orphans
+        out.append(TreeLine(key, depth, last, bool(kids), not is_folded, len(hidden),
+                            key not in matched))
+        if is_folded:
+            return
+        for i, kid in enumerate(kids):
+            walk(kid, depth + 1, i == len(kids) - 1)
+
+    roots = order(children.get(None, []))
+    for i, root in enumerate(roots):
+        walk(root, 0, i == len(roots) - 1)
+    # Rows caught in a parent cycle have no root; show them at the top level.
+    for key in order([k for k in rows if k not in visited]):
+        if key not in visited:
+            walk(key, 0, True)
+    return out

@@ -1,0 +1,152 @@
+"""Table cells of a session row: per-column render inputs and Rich Text, never markup."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from rich.cells import cell_len
+from rich.style import Style
+from rich.text import Text
+
+from tui.core.view import SessionRow
+
+from .. import format as fmt
+from ..tree import TreeLine
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnSpec:
+    """A table column: key (also its sort name), header and width (0: takes what is left)."""
+
+    key: str
+    label: str
+    width: int
+    wide_only: bool = False
+    right: bool = False
+    narrow_width: int | None = None
+
+    def size(self, wide: bool) -> int:
+        return self.width if wide or self.narrow_width is None else self.narrow_width
+
+
+COLUMNS = (
+    ColumnSpec("state", "state", 9),
+    ColumnSpec("reason", "reason", 11),
+    ColumnSpec("stale", "stale", 7, wide_only=True),  # narrow: the flag goes in `reason`
+    ColumnSpec("title", "title", 0),
+    ColumnSpec("folder", "folder", 12, narrow_width=10),
+    ColumnSpec("in_state", "in state", 8),
+    ColumnSpec("activity", "activity", 8, wide_only=True),
+    ColumnSpec("cost", "cost", 7, wide_only=True, right=True),
+    ColumnSpec("tokens", "tokens", 6, wide_only=True, right=True),
+)
+ALL_COLUMNS = [c.key for c in COLUMNS]
+"""Column keys in the order of `CellRenderer.inputs()`."""
+MIN_TITLE = 16
+
+
+class CellRenderer:
+    """Renders the cells of a row. `style` turns a Textual style spec with theme variables
+    (`$state-busy bold`) into a Rich style; `now`, `wide` and `title_width` follow the table."""
+
+    def __init__(self, style: Callable[[str], Style]) -> None:
+        self.style = style
+        self.now = 0.0
+        self.wide: bool | None = False
+        self.title_width = MIN_TITLE
+
+    def inputs(self, row: SessionRow, line: TreeLine, multi: bool) -> tuple[object, ...]:
+        """For every column of COLUMNS, what its cell is rendered from: equal inputs, equal
+        cell. (Built for each row on every refresh, so kept to plain tuples.)"""
+        now, ctx, since = self.now, line.context, row.since
+        return (
+            (row.state, row.reason, ctx),
+            (row.state, row.reason, row.stale, row.retry_attempt,
+             tuple(p.kind for p in row.pending) if row.pending else (), ctx),
+            row.stale,
+            (row.title, row.id, row.state, row.stale, line),
+            (row.directory, row.server if multi else "", ctx),
+            (fmt.duration(None if since is None else now - since), ctx),
+            (fmt.age(row.updated, now), ctx),
+            (row.cost, ctx),
+            (row.tokens, ctx),
+        )
+
+    def cell(self, column: str, row: SessionRow, line: TreeLine, multi: bool) -> Text:
+        """Render one cell (styles from theme variables; text never parsed as markup)."""
+        dim = "dim" if line.context else ""
+        state_var = fmt.state_variable(row)
+        if column == "state":
+            loud = " reverse" if row.state == "input" else ""
+            return Text(fmt.state_label(row), no_wrap=True,
+                        style=self.style(f"${state_var} bold{loud} {dim}".strip()))
+        if column == "stale" or (column == "reason" and row.stale and not self.wide):
+            if not row.stale:
+                return Text("")
+            return Text(f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", no_wrap=True,
+                        style=self.style("$state-stale bold reverse"))
+        if column == "reason":
+            return Text(self.reason(row), no_wrap=True, overflow="ellipsis",
+                        style=self.style(f"${state_var} {dim}".strip()))
+        if column == "title":
+            return self.title(row, line, row.state == "input" or row.stale)
+        if column == "folder":
+            folder = fmt.short_folder(row.directory)
+            if multi:
+                folder = f"{_server_tag(row.server)} {folder}"
+            width = 12 if self.wide else 10
+            return Text(fmt.truncate(fmt.literal(folder), width), no_wrap=True,
+                        style=self.style(dim))
+        now = self.now
+        if column == "in_state":
+            value = fmt.duration(None if row.since is None else now - row.since)
+        elif column == "activity":
+            value = fmt.age(row.updated, now)
+        elif column == "cost":
+            value = fmt.money(row.cost)
+        elif column == "tokens":
+            value = fmt.tokens(row.tokens)
+        else:
+            raise ValueError(f"unknown column {column!r}")
+        right = column in ("cost", "tokens")
+        return Text(value, no_wrap=True, justify="right" if right else "left",
+                    style=self.style(dim))
+
+    @staticmethod
+    def reason(row: SessionRow) -> str:
+        if row.state == "input" and row.pending:
+            kinds = row.pending[0].kind
+            return kinds if len(row.pending) == 1 else f"{kinds} +{len(row.pending) - 1}"
+        if row.state == "retry" and row.retry_attempt is not None:
+            return f"attempt {row.retry_attempt}"
+        return row.reason or ""
+
+    def title(self, row: SessionRow, line: TreeLine, loud: bool) -> Text:
+        # Roots keep a two-cell gutter for the fold marker; children hang under their parent.
+        prefix = "  " * line.depth + ("└ " if line.last else "├ ") if line.depth else ""
+        if line.has_children:
+            prefix += "▾ " if line.expanded else "▸ "
+        elif not line.depth:
+            prefix = "  "
+        title = fmt.literal(row.title) or row.id
+        suffix = f" (+{line.hidden})" if line.hidden else ""
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append(prefix, style=self.style("$foreground-muted"))
+        body = fmt.truncate(title, self.title_width - cell_len(prefix) - len(suffix))
+        body_style = "bold" if loud else ""
+        if line.context:
+            body_style += " dim"
+        if not row.title:
+            body_style += " italic"
+        text.append(body, style=self.style(body_style.strip()))
+        if suffix:
+            text.append(suffix, style=self.style("$foreground-muted"))
+        return text
+
+
+def _server_tag(url: str) -> str:
+    label = fmt.server_label(url)
+    host, sep, port = label.rpartition(":")
+    return f":{port}" if sep and port.isdigit() else label
+

@@ -1,0 +1,69 @@
+"""The header: one line of connection health per server."""
+
+from __future__ import annotations
+
+from textual.content import Content
+from textual.widgets import Static
+
+from tui.core.view import ServerInfo, View
+
+from .. import format as fmt
+
+# health -> (glyph, word, theme variable)
+HEALTH = {
+    "connected": ("●", "connected", "$state-idle"),
+    "reconnecting": ("↻", "reconnecting", "$state-retry"),
+    "unreachable": ("✗", "unreachable", "$state-error"),
+    "connecting": ("…", "connecting", "$foreground-muted"),
+}
+
+
+def health(server: ServerInfo) -> str:
+    """How a server's connection reads: connected, reconnecting, unreachable or connecting."""
+    if server.reachable:
+        return "connected" if server.connected else "reconnecting"
+    if server.error or server.snapshot_at is not None:
+        return "unreachable"
+    return "connecting"
+
+
+def server_line(server: ServerInfo, now: float) -> Content:
+    """`● connected  127.0.0.1:4096  v1.2.3  last event 3s ago` (errors shown literally)."""
+    state = health(server)
+    glyph, word, style = HEALTH[state]
+    parts: list[str | tuple[str, str]] = [
+        (f"{glyph} {word:<12}", f"{style} bold"),
+        " ",
+        (fmt.literal(fmt.server_label(server.url)), "bold"),
+    ]
+    if server.version:
+        parts += ["  ", (f"v{fmt.literal(server.version)}", "$foreground-muted")]
+    if server.last_event_at is not None:
+        parts += ["  ", ("last event ", "$foreground-muted"), fmt.age(server.last_event_at, now)]
+    elif server.reachable:
+        parts += ["  ", ("no event yet", "$foreground-muted")]
+    if server.drift_count:
+        parts += ["  ", (f"drift {server.drift_count}", "$foreground-muted")]
+    if server.error and state != "connected":
+        parts += ["  ", (fmt.literal(fmt.server_error(server.url, server.error)), style)]
+    if state == "unreachable":
+        parts += ["  ", ("retrying", "$foreground-muted italic")]
+    return Content.assemble(*parts)
+
+
+class ServerBar(Static):
+    """Connection health of every server, one line each."""
+
+    DEFAULT_CSS = """
+    ServerBar {
+        height: auto;
+        padding: 0 1;
+    }
+    """
+
+    def show(self, view: View | None, now: float, urls: list[str]) -> None:
+        """Show the servers of `view` (or the configured URLs before the first View)."""
+        servers = list(view.servers) if view is not None and view.servers else [
+            ServerInfo(url=url) for url in urls]
+        lines = [server_line(s, now) for s in servers]
+        self.update(Content("\n").join(lines))

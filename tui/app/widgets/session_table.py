@@ -1,0 +1,357 @@
+"""The session table: View rows as a tree in a DataTable, updated in place by row key.
+
+Each refresh (dolphie style, inside `batch_update()`): rows that left the display are removed,
+only the cells whose rendering changed are updated, new rows are added with their key, then the
+rows are put in tree order. The cursor stays on the same session and the scroll offset stays
+put. The table is cleared only when the columns change (a resize) or when more than BULK_REMOVE
+rows leave at once (a filter): then the remaining rows are re-added from the render cache.
+
+Two DataTable internals are touched, both as `DataTable.sort()` itself does: `_row_locations`
+(to apply an explicit tree order) and `_update_count` (to invalidate render caches).
+"""
+
+from __future__ import annotations
+
+import gc
+from dataclasses import replace
+
+from rich.style import Style
+from rich.text import Text
+from textual._two_way_dict import TwoWayDict
+from textual.binding import Binding
+from textual.coordinate import Coordinate
+from textual.message import Message
+from textual.theme import Theme
+from textual.widgets import DataTable
+from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
+
+from tui.core.view import SessionRow, View
+
+from .. import format as fmt
+from ..tree import SORT_COLUMNS, Key, TreeLine, layout
+from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, CellRenderer, ColumnSpec
+
+WIDE_AT = 110
+"""Terminal columns from which stale, activity, cost and tokens get their own columns."""
+BULK_REMOVE = 32
+"""Rows leaving at once beyond which the table re-adds the rest rather than remove each."""
+PAD = 1  # DataTable cell_padding, on each side of every column
+
+
+def row_key_str(key: Key) -> str:
+    """The DataTable row key for a session key (server, id)."""
+    return f"{key[0]}\x1f{key[1]}"
+
+
+class SessionTable(DataTable[Text]):
+    """Sessions of every server as a tree, with filters, sort and folding."""
+
+    DEFAULT_CSS = """
+    SessionTable {
+        height: 1fr;
+        scrollbar-size-vertical: 1;
+    }
+    """
+
+    BINDINGS = [
+        Binding("enter", "select_cursor", "Details"),
+    ]
+
+    class Changed(Message):
+        """Sort, filter or folding changed (the screen refreshes its summary)."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        super().__init__(id=id, cursor_type="row", cell_padding=PAD, zebra_stripes=False)
+        self.sort_column = "state"
+        self.sort_reverse = False
+        self.state_filter = "all"
+        self.text_filter = ""
+        self.collapsed: set[Key] = set()
+        self.lines: list[TreeLine] = []
+        self._view: View | None = None
+        self._now = 0.0
+        self._wide: bool | None = None
+        self._title_width = MIN_TITLE
+        # row key -> (per-column render inputs, cells) of what the table shows
+        self._cache: dict[str, tuple[tuple[object, ...] | None, list[Text]]] = {}
+        self._row_keys: dict[str, RowKey] = {}
+        self._order: list[str] = []
+        self._styles: dict[str, Style] = {}
+        self.cells = CellRenderer(self._style)
+
+    # -- public API ---------------------------------------------------------------------------
+
+    def on_mount(self) -> None:
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    def show(self, view: View, now: float) -> None:
+        """Display a new View at `now` (keyed, in-place update)."""
+        self._view = view
+        self._now = now
+        self.cells.now = now
+        self.collapsed = {k for k in self.collapsed if k in view.rows}
+        self._sync()
+
+    @property
+    def cursor_key(self) -> Key | None:
+        """The session under the cursor."""
+        if not self.row_count or self._view is None:
+            return None
+        try:
+            row_key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
+        except CellDoesNotExist:
+            return None
+        server, _, session = str(row_key.value).partition("\x1f")
+        return (server, session)
+
+    def select_key(self, key: Key) -> bool:
+        """Put the cursor on a session if it is displayed."""
+        k = row_key_str(key)
+        if k not in self._row_keys:
+            return False
+        self.move_cursor(row=self.get_row_index(k), animate=False)
+        return True
+
+    def set_sort(self, column: str, reverse: bool | None = None) -> None:
+        """Sort siblings by a column; choosing the current column again flips the order."""
+        if column not in SORT_COLUMNS:
+            raise ValueError(f"unknown sort column {column!r}")
+        if reverse is None:
+            reverse = not self.sort_reverse if column == self.sort_column else False
+        self.sort_column, self.sort_reverse = column, reverse
+        self._relabel()
+        self._sync()
+        self.post_message(self.Changed())
+
+    def cycle_sort(self) -> None:
+        """Sort by the next visible column."""
+        keys = [c.key for c in self._columns()]
+        i = keys.index(self.sort_column) if self.sort_column in keys else -1
+        self.set_sort(keys[(i + 1) % len(keys)], reverse=False)
+
+    def set_filters(self, *, state: str | None = None, text: str | None = None) -> None:
+        """Show only rows in one state (see `format.STATE_FILTERS`) and/or matching a text."""
+        if state is not None:
+            if state not in fmt.STATE_FILTERS:
+                raise ValueError(f"unknown state filter {state!r}")
+            self.state_filter = state
+        if text is not None:
+            self.text_filter = text
+        self._sync()
+        self.post_message(self.Changed())
+
+    def toggle_fold(self) -> None:
+        """Collapse or expand the row under the cursor (a child folds its parent)."""
+        key = self.cursor_key
+        if key is None or self._view is None:
+            return
+        line = next((ln for ln in self.lines if ln.key == key), None)
+        if line is None:
+            return
+        if not line.has_children:
+            row = self._view.rows.get(key)
+            parent = (key[0], row.parent_id) if row and row.parent_id else None
+            if parent is None or parent not in self._view.rows:
+                return
+            key = parent
+        if key in self.collapsed:
+            self.collapsed.discard(key)
+        else:
+            self.collapsed.add(key)
+        self._sync()
+        self.select_key(key)
+        self.post_message(self.Changed())
+
+    def fold_all(self, collapse: bool) -> None:
+        """Collapse every parent, or expand everything."""
+        if self._view is None:
+            return
+        if collapse:
+            parents = {(r.server, r.parent_id) for r in self._view.rows.values() if r.parent_id}
+            self.collapsed = {k for k in parents if k in self._view.rows}
+        else:
+            self.collapsed = set()
+        self._sync()
+        self.post_message(self.Changed())
+
+    @property
+    def filtering(self) -> bool:
+        """Whether a state or text filter is active."""
+        return self.state_filter != "all" or bool(self.text_filter)
+
+    # -- events -------------------------------------------------------------------------------
+
+    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+        event.stop()
+        self.set_sort(str(event.column_key.value))
+
+    def on_resize(self) -> None:
+        if self._view is not None:
+            self._sync()
+
+    def _theme_changed(self, _theme: Theme) -> None:
+        self._styles.clear()
+        # re-render every cell: no inputs match, no signature matches
+        self._cache = {k: (None, cells) for k, (_, cells) in self._cache.items()}
+        if self._view is not None:
+            self._sync()
+
+    # -- layout and rendering -----------------------------------------------------------------
+
+    def _columns(self) -> list[ColumnSpec]:
+        return [c for c in COLUMNS if self._wide or not c.wide_only]
+
+    def _measure(self) -> tuple[bool, int]:
+        width = self.size.width or self.app.size.width
+        wide = width >= WIDE_AT
+        fixed = sum(c.size(wide) + 2 * PAD for c in COLUMNS
+                    if c.width and (wide or not c.wide_only))
+        title = max(MIN_TITLE, width - fixed - 2 * PAD - 1)  # 1: the vertical scrollbar
+        return wide, title
+
+    def _ensure_columns(self) -> bool:
+        """Set up the columns for the current width; True when they were (re)built."""
+        wide, title = self._measure()
+        if wide == self._wide and title == self._title_width:
+            return False
+        self._wide, self._title_width = wide, title
+        self.cells.wide, self.cells.title_width = wide, title
+        # The column set changed (a resize, not a data update): rebuild once, keep cursor/scroll.
+        self.clear(columns=True)
+        self._cache.clear()
+        self._row_keys.clear()
+        self._order = []
+        for spec in self._columns():
+            self.add_column(self._label(spec), key=spec.key,
+                            width=spec.size(wide) if spec.width else title)
+        return True
+
+    def _label(self, spec: ColumnSpec) -> Text:
+        label = spec.label
+        if spec.key == self.sort_column:
+            label += " ▼" if self.sort_reverse else " ▲"
+        return Text(label, justify="right" if spec.right else "left", no_wrap=True)
+
+    def _relabel(self) -> None:
+        for spec in self._columns():
+            column = self.columns.get(ColumnKey(spec.key))
+            if column is not None:
+                column.label = self._label(spec)
+        self._update_count += 1  # as DataTable does after changing its data
+        self.refresh()
+
+    def _style(self, spec: str) -> Style:
+        """A Rich style from a Textual style spec with theme variables (`$state-busy bold`).
+
+        Translucent colours (e.g. `$foreground-muted`) are blended over the table's background,
+        as Textual does for its own widgets (a Rich style has no alpha)."""
+        style = self._styles.get(spec)
+        if style is None:
+            parsed = self.app.stylesheet.parse_style(spec) if spec else None
+            if parsed is not None and parsed.foreground is not None and parsed.foreground.a < 1:
+                parsed = replace(parsed, foreground=self.styles.background + parsed.foreground)
+            style = parsed.rich_style if parsed is not None else Style()
+            self._styles[spec] = style
+        return style
+
+    def _sync(self) -> None:
+        view = self._view
+        if view is None:
+            return
+        # Rendering allocates many short-lived, acyclic objects; a full collection over the
+        # app's heap in the middle of it costs more than the update itself.
+        was_enabled = gc.isenabled()
+        gc.disable()
+        try:
+            self._sync_view(view)
+        finally:
+            if was_enabled:
+                gc.enable()
+
+    def _sync_view(self, view: View) -> None:
+        cursor = self.cursor_key
+        scroll = self.scroll_offset
+        rebuilt = self._ensure_columns()
+        match = None
+        if self.filtering:
+            state, text = self.state_filter, self.text_filter
+
+            def match(row: SessionRow) -> bool:
+                return fmt.matches_state(row, state) and fmt.matches_text(row, text)
+
+        self.lines = layout(view.rows, now=self._now, sort=self.sort_column,
+                            reverse=self.sort_reverse, collapsed=self.collapsed, match=match)
+        multi = len({k[0] for k in view.rows}) > 1
+        wanted = {row_key_str(line.key): line for line in self.lines}
+        columns = [spec.key for spec in self._columns()]
+        shown = [ALL_COLUMNS.index(c) for c in columns]  # positions in `inputs()`
+
+        with self.app.batch_update():
+            gone = [k for k in self._row_keys if k not in wanted]
+            for k in gone:
+                self._cache.pop(k, None)
+            if len(gone) > BULK_REMOVE:
+                # Many rows left at once (a filter, a mass deletion): re-adding the others from
+                # the cache beats removing rows one by one (each removal is O(rows)).
+                self.clear()
+                self._row_keys.clear()
+                self._order = []
+            else:
+                for k in gone:
+                    self.remove_row(self._row_keys.pop(k))
+            for k, line in wanted.items():
+                row = view.rows[line.key]
+                inputs = self.cells.inputs(row, line, multi)
+                cached = self._cache.get(k)
+                if cached is not None and cached[0] is not None:
+                    old = cached[0]
+                    changed = [i for i in shown if old[i] != inputs[i]]
+                    if not changed:  # nothing shown has changed
+                        if k not in self._row_keys:
+                            self._row_keys[k] = self.add_row(*cached[1], key=k)
+                        continue
+                else:
+                    changed = shown
+                if k not in self._row_keys:
+                    cells = [self.cells.cell(c, row, line, multi) for c in columns]
+                    self._row_keys[k] = self.add_row(*cells, key=k)
+                else:
+                    assert cached is not None
+                    cells = list(cached[1])
+                    row_key = self._row_keys[k]
+                    for i in changed:
+                        n = shown.index(i)
+                        cells[n] = self.cells.cell(columns[n], row, line, multi)
+                        self.update_cell(row_key, columns[n], cells[n])
+                self._cache[k] = (inputs, cells)
+            order = list(wanted)
+            if order != self._order or gone:
+                self._set_order(order)
+            if rebuilt:
+                self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
+            if cursor is not None:
+                self._keep_cursor_on(cursor, scroll=rebuilt)
+
+    def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
+        """Keep the cursor on the same session after rows moved. Unless asked to, do not
+        scroll: the DataTable's cursor watcher would scroll the cursor into view, so the
+        coordinate is set without it (the highlighted session is the same, nothing to post)."""
+        k = row_key_str(key)
+        if k not in self._row_keys:
+            return
+        index = self.get_row_index(k)
+        if index == self.cursor_row:
+            return
+        if scroll:
+            self.move_cursor(row=index, animate=False)
+        else:
+            self.set_reactive(DataTable.cursor_coordinate,
+                              Coordinate(index, self.cursor_column))
+            self.refresh()
+
+    def _set_order(self, order: list[str]) -> None:
+        """Put rows in display order (what `DataTable.sort` does, with an explicit order)."""
+        self._row_locations = TwoWayDict({self._row_keys[k]: i for i, k in enumerate(order)})
+        self._order = order
+        self._update_count += 1
+        self.refresh()
