@@ -29,6 +29,7 @@ class FakeAPI:
     password: str | None = None
     html_everywhere: bool = False
     active_route: bool = False
+    experimental: bool = True
     hits: Counter[str] = field(default_factory=Counter)
     posts: list[tuple[str, Any]] = field(default_factory=list)
 
@@ -69,7 +70,11 @@ class FakeAPI:
         if path == "/global/health":
             return _json({"healthy": True, "version": "fake"})
         if path == "/session":
-            return _json(self.sessions)
+            d = request.url.params.get("directory")
+            limit = int(request.url.params.get("limit", "100"))
+            return _json([x for x in self.sessions if d is None or x["directory"] == d][:limit])
+        if path == "/experimental/session" and self.experimental:
+            return self._page(request)
         if path == "/project":
             return _json(self.projects)
         if path == "/session/status":
@@ -85,6 +90,21 @@ class FakeAPI:
             limit = int(request.url.params.get("limit", "100"))
             return _json(self.messages.get(sid, [])[-limit:])
         return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
+
+
+    def _page(self, request: httpx.Request) -> httpx.Response:
+        """Like 1.18.33: newest `time.updated` first, cursor = last item's `time.updated`."""
+        limit = int(request.url.params.get("limit", "100"))
+        items = sorted(self.sessions, key=lambda x: x.get("time", {}).get("updated", 0),
+                       reverse=True)
+        cursor = request.url.params.get("cursor")
+        if cursor is not None:
+            items = [x for x in items if x.get("time", {}).get("updated", 0) < float(cursor)]
+        page = items[:limit]
+        headers = {}
+        if len(items) > limit:
+            headers["x-next-cursor"] = str(page[-1]["time"]["updated"])
+        return httpx.Response(200, json=page, headers=headers)
 
 
 def _json(data: Any, status: int = 200) -> httpx.Response:

@@ -43,14 +43,16 @@ _SCRUB_PREFIXES = ("OPENCODE_", "XDG_")
 
 
 def find_opencode_bin() -> str | None:
-    """`$OPENCODE_BIN`, else `node_modules/.bin/opencode` at the repo root, else `opencode` on
-    PATH; None when none is found."""
+    """`$OPENCODE_BIN`, else the pinned install of the README's test command
+    (`.opencode/node_modules/.bin/opencode`), else `node_modules/.bin/opencode` at the repo root,
+    else `opencode` on PATH; None when none is found."""
     env = os.environ.get("OPENCODE_BIN")
     if env:
         return env if os.access(env, os.X_OK) else None
-    local = REPO_ROOT / "node_modules" / ".bin" / "opencode"
-    if local.exists() and os.access(local, os.X_OK):
-        return str(local)
+    for local in (REPO_ROOT / ".opencode" / "node_modules" / ".bin" / "opencode",
+                  REPO_ROOT / "node_modules" / ".bin" / "opencode"):
+        if local.exists() and os.access(local, os.X_OK):
+            return str(local)
     return shutil.which("opencode")
 
 

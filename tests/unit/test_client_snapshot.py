@@ -91,14 +91,45 @@ async def test_snapshot_asks_every_folder():
     assert snap.version == "fake"
 
 
+def done_message(sid: str) -> list[dict]:
+    return [{"info": {"id": "msg_1", "sessionID": sid, "role": "assistant",
+                      "time": {"created": 1000, "completed": 2000}, "finish": "stop"},
+             "parts": []}]
+
+
 async def test_resync_of_unchanged_idle_sessions_costs_a_bounded_number_of_requests():
-    api = FakeAPI(sessions=[wire_session(f"ses_{i:04d}", f"/p/{i % 3}") for i in range(2000)])
+    ids = [f"ses_{i:04d}" for i in range(2000)]
+    api = FakeAPI(sessions=[wire_session(s, f"/p/{i % 3}", updated=1e6 + i)
+                            for i, s in enumerate(ids)],
+                  messages={s: done_message(s) for s in ids})
     cache = MessageCache()
     async with Client("http://x", transport=api.transport()) as c:
         first = await fetch_snapshot(c, cache, clock=clock)
         second = await fetch_snapshot(c, cache, clock=clock)
-    assert first.requests == 2 + 1 + 3 * 3 + 1 + 2000  # health, list, projects, 3/folder, active
-    assert second.requests == 2 + 1 + 3 * 3 + 1  # no message fetch for unchanged sessions
+    # health, 2 pages of sessions, projects, 3 per folder, active; then the messages
+    assert first.requests == 1 + 2 + 1 + 3 * 3 + 1 + 2000
+    assert second.requests == 1 + 2 + 1 + 3 * 3 + 1  # no message fetch for unchanged sessions
+
+
+async def test_sessions_of_every_project_without_the_experimental_route():
+    api = FakeAPI(sessions=[wire_session("ses_a", "/p/a"), wire_session("ses_b", "/p/b")],
+                  projects=[{"id": "pa", "worktree": "/p/a"}, {"id": "pb", "worktree": "/p/b"}],
+                  experimental=False)
+    async with Client("http://x", transport=api.transport()) as c:
+        got = await c.all_sessions()
+    assert sorted(x["id"] for x in got) == ["ses_a", "ses_b"]
+
+
+async def test_unsettled_last_messages_are_asked_again():
+    api = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": [
+        {"info": {"id": "msg_1", "sessionID": "ses_1", "role": "user",
+                  "time": {"created": 999_000}}, "parts": []}]})
+    cache = MessageCache()
+    async with Client("http://x", transport=api.transport()) as c:
+        await fetch_snapshot(c, cache, clock=clock)
+        api.messages["ses_1"] = done_message("ses_1")
+        snap = await fetch_snapshot(c, cache, clock=clock)
+    assert snap.messages["ses_1"].info.role == "assistant"
 
 
 async def test_changed_busy_and_touched_sessions_are_refetched():

@@ -25,7 +25,7 @@ class Located:
 
 async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]:
     sessions = {}
-    for raw in await client.sessions():
+    for raw in await client.all_sessions():
         try:
             s = Session.model_validate(raw)
         except ValueError:

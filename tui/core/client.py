@@ -108,6 +108,14 @@ class Client:
         self, method: str, path: str, *, params: dict[str, Any] | None = None,
         body: Any = None, expect_json: bool = True,
     ) -> Any:
+        data, _headers = await self.request_with_headers(
+            method, path, params=params, body=body, expect_json=expect_json)
+        return data
+
+    async def request_with_headers(
+        self, method: str, path: str, *, params: dict[str, Any] | None = None,
+        body: Any = None, expect_json: bool = True,
+    ) -> tuple[Any, httpx.Headers]:
         self.requests += 1
         try:
             resp = await self._http.request(
@@ -115,7 +123,7 @@ class Client:
             )
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
-        return self._check(resp, method, path, expect_json)
+        return self._check(resp, method, path, expect_json), resp.headers
 
     def _check(self, resp: httpx.Response, method: str, path: str, expect_json: bool) -> Any:
         where = f"{self.url} {method} {path}"
@@ -158,8 +166,60 @@ class Client:
             raise BadResponse(f"{self.url}: /global/health did not answer an object")
         return data
 
-    async def sessions(self) -> list[dict[str, Any]]:
-        return _list(await self.request("GET", "/session"), self.url, "/session")
+    async def sessions(
+        self, directory: str | None = None, *, project: bool = False,
+    ) -> list[dict[str, Any]]:
+        """`GET /session`: one project's (or one folder's) sessions, without the default limit
+        of 100."""
+        params: dict[str, Any] = {"limit": 1_000_000}
+        if directory:
+            params["directory"] = directory
+            if project:
+                params["scope"] = "project"
+        return _list(await self.request("GET", "/session", params=params), self.url, "/session")
+
+    async def all_sessions(self, page: int = 1000, max_pages: int = 1000) -> list[dict[str, Any]]:
+        """Every session of every project.
+
+        `GET /session` answers for one project only, so this pages through
+        `GET /experimental/session` (cursor in the `x-next-cursor` header). Servers without that
+        route are listed project by project (`GET /project`, then `/session?scope=project`).
+        """
+        try:
+            return await self._experimental_sessions(page, max_pages)
+        except (NotFound, BadResponse):
+            pass
+        seen: dict[str, dict[str, Any]] = {}
+        for item in await self.sessions():
+            seen[str(item.get("id"))] = item
+        try:
+            projects = await self.projects()
+        except NotFound:
+            projects = []
+        for proj in projects:
+            wt = proj.get("worktree")
+            if isinstance(wt, str) and wt and wt != "/":
+                for item in await self.sessions(wt, project=True):
+                    seen[str(item.get("id"))] = item
+        return list(seen.values())
+
+    async def _experimental_sessions(self, page: int, max_pages: int) -> list[dict[str, Any]]:
+        out: dict[str, dict[str, Any]] = {}
+        cursor: str | None = None
+        for _ in range(max_pages):
+            params: dict[str, Any] = {"limit": page}
+            if cursor:
+                params["cursor"] = cursor
+            data, headers = await self.request_with_headers(
+                "GET", "/experimental/session", params=params)
+            items = _list(data, self.url, "/experimental/session")
+            for item in items:
+                out.setdefault(str(item.get("id")), item)
+            nxt = headers.get("x-next-cursor")
+            if not nxt or not items or nxt == cursor:
+                break
+            cursor = nxt
+        return list(out.values())
 
     async def projects(self) -> list[dict[str, Any]]:
         return _list(await self.request("GET", "/project"), self.url, "/project")

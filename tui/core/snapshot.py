@@ -47,9 +47,24 @@ class MessageCache:
 
     entries: dict[str, tuple[float, Message | None]] = field(default_factory=dict)
 
-    def fresh(self, s: Session) -> bool:
+    def fresh(self, s: Session, now: float, settle: float = 600.0) -> bool:
+        """Whether the cached last message can be reused without asking again.
+
+        `time.updated` alone is not enough (observed on 1.18.33: it does not move during a run,
+        and a failed or aborted run persists its final message after it). So a message that may
+        still change (a prompt without reply, an assistant message not completed) is asked again
+        while it is younger than `settle` seconds; older ones only when `time.updated` moves or
+        the event stream touched the session.
+        """
         hit = self.entries.get(s.id)
-        return hit is not None and hit[0] == s.time.updated
+        if hit is None or hit[0] != s.time.updated:
+            return False
+        msg = hit[1]
+        if msg is None:
+            return True
+        info = msg.info
+        final = info.role == "assistant" and (info.time.completed or info.error is not None)
+        return bool(final) or now - info.time.created / 1000.0 > settle
 
     def get(self, sid: str) -> Message | None:
         hit = self.entries.get(sid)
@@ -89,7 +104,7 @@ async def fetch_snapshot(
     before = client.requests
     skipped = 0
     health = await client.health()
-    raw_sessions = await client.sessions()
+    raw_sessions = await client.all_sessions()
     sessions_list, bad = _models(raw_sessions, Session)
     skipped += bad
     sessions = {s.id: s for s in sessions_list}
@@ -135,7 +150,7 @@ async def fetch_snapshot(
     touched_set = set(touched)
     need = [
         s for s in sessions_list
-        if not cache.fresh(s) or s.id in status or s.id in active or s.id in touched_set
+        if not cache.fresh(s, started) or s.id in status or s.id in active or s.id in touched_set
     ]
     sem = asyncio.Semaphore(max(1, concurrency))
 
