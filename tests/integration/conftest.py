@@ -12,6 +12,7 @@ Fixtures (one server per test session, shared; tests must only assert on their o
     oc_auth            Driver for oc_server_auth with the right Basic auth (function)
     events             EventRecorder on oc_server's /global/event, started (function)
     all_states         AllStates: one session in every state on oc_server (session; cleaned up)
+    private_server     a server of the test's own (function), for kill / restart
 Every test in this folder is marked `integration`.
 """
 
@@ -19,6 +20,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -124,3 +127,12 @@ def all_states(oc_server: OpenCodeServer, scripted_model: ScriptedModel) -> Iter
         st = make_all_states(d, str(oc_server.project), str(oc_server.project2))
         yield st
         cleanup_states(d, scripted_model, st)
+
+
+@pytest.fixture
+def private_server(opencode_bin: str, scripted_model: ScriptedModel) -> Iterator[OpenCodeServer]:
+    root = Path(tempfile.mkdtemp(prefix="ocwatch-it-private-"))
+    srv = OpenCodeServer(opencode_bin, root, scripted_model.url).start()
+    yield srv
+    srv.stop()
+    shutil.rmtree(root, ignore_errors=True)

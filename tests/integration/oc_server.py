@@ -174,11 +174,12 @@ class OpenCodeServer:
         self._prepared = True
 
     # -- lifecycle --------------------------------------------------------------------------------
-    def start(self, timeout: float = 90.0) -> OpenCodeServer:
+    def start(self, timeout: float = 90.0, port: int = 0) -> OpenCodeServer:
+        """Start (or restart) the server; `port=0` picks one, a restart may ask for the same."""
         self.prepare()
         self.url = ""
         self.proc = subprocess.Popen(
-            [self.bin, "serve", "--port", "0", "--hostname", "127.0.0.1"],
+            [self.bin, "serve", "--port", str(port), "--hostname", "127.0.0.1"],
             cwd=self.project,
             env=self.env(),
             stdin=subprocess.DEVNULL,

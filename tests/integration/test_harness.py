@@ -6,9 +6,6 @@ Assertions are on the raw HTTP API of `opencode serve`, never on ocwatch code.
 from __future__ import annotations
 
 import os
-import tempfile
-from collections.abc import Iterator
-from pathlib import Path
 
 import httpx
 import pytest
@@ -210,17 +207,6 @@ def test_password_server_requires_basic_auth(
 
 
 # -- crash and restart ----------------------------------------------------------------------------
-
-
-@pytest.fixture
-def private_server(opencode_bin: str, scripted_model: ScriptedModel) -> Iterator[OpenCodeServer]:
-    root = Path(tempfile.mkdtemp(prefix="ocwatch-it-private-"))
-    srv = OpenCodeServer(opencode_bin, root, scripted_model.url).start()
-    yield srv
-    srv.stop()
-    import shutil
-
-    shutil.rmtree(root, ignore_errors=True)
 
 
 def test_kill_mid_run_and_restart(

@@ -7,6 +7,7 @@ import contextlib
 import json
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from ..core.fleet import Fleet
@@ -49,8 +50,10 @@ async def wait_for(
     auth: Auth | None,
     settings: Settings,
     timeout: float | None,
+    on_ready: Callable[[], None] | None = None,
 ) -> tuple[int, SessionRow | None, str | None]:
-    """Returns (exit code, last row seen, message for stderr)."""
+    """Returns (exit code, last row seen, message for stderr). `on_ready` is called once the
+    first snapshot is in (tests use it to know the waiter is following the server)."""
     fleet = Fleet([url], auth=auth, settings=settings)
     mon = fleet.monitors[0]
     changed = asyncio.Event()
@@ -67,6 +70,8 @@ async def wait_for(
             return EXIT_TIMEOUT, None, f"timed out after {timeout:g}s (no snapshot yet)"
         if mon.snapshot is None:
             return EXIT_USAGE, None, mon.error or f"{mon.url}: unreachable"
+        if on_ready is not None:
+            on_ready()
         while True:
             changed.clear()
             view = fleet.current()

@@ -1,0 +1,246 @@
+"""ocwatch's CLI against a real `opencode serve` 1.18.33 holding sessions in every state."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from tui.cli.wait import wait_for
+from tui.core.settings import Settings
+
+from .driver import AllStates, Driver
+from .oc_server import OpenCodeServer
+from .scripted_model import ScriptedModel
+
+
+def ocwatch(
+    *args: str, password: str | None = None, timeout: float = 120,
+) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCODE_SERVER_")}
+    if password is not None:
+        env["OPENCODE_SERVER_PASSWORD"] = password
+    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+
+
+def status_json(url: str, password: str | None = None) -> dict[str, Any]:
+    proc = ocwatch("status", "--json", "--server", url, password=password)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_states: AllStates):
+    data = status_json(oc_server.url)
+    assert data["servers"] == [{"url": oc_server.url, "version": "1.18.33", "reachable": True,
+                                "error": None}]
+    rows = {r["id"]: r for r in data["sessions"]}
+    st = all_states
+
+    def check(sid: str, state: str, reason: str | None = None, stale: bool = False) -> dict:
+        r = rows[sid]
+        assert (r["state"], r["reason"], r["stale"]) == (state, reason, stale), r
+        return r
+
+    check(st.completed, "idle", "completed")
+    err = check(st.failed, "idle", "error")
+    assert err["error"].startswith("APIError")
+    check(st.aborted, "idle", "aborted")
+    perm = check(st.permission, "input")
+    assert [(p["kind"], p["id"]) for p in perm["pending"]] == [
+        ("permission", st.permission_request["id"])]
+    assert "bash" in perm["pending"][0]["summary"]
+    q = check(st.question, "input")
+    assert [(p["kind"], p["id"]) for p in q["pending"]] == [("question", st.question_request["id"])]
+    check(st.retry, "retry")
+    check(st.busy, "busy")
+    parent = check(st.parent, "busy")
+    child = check(st.child, "busy")
+    assert child["parent_id"] == st.parent and st.child in parent["children"]
+    assert any("sub-agent busy" in e for e in parent["evidence"])
+    second = check(st.second_folder, "busy")
+    assert second["directory"] == st.directory2
+    check(st.fresh, "idle", None)
+    for r in (rows[s] for s in st.ids().values()):
+        assert r["evidence"] and r["settled"]
+        assert r["server"] == oc_server.url and r["since"] and r["updated"]
+
+
+def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStates):
+    proc = ocwatch("status", "--server", oc_server.url)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    for sid, word in ((all_states.completed, "idle (completed)"),
+                      (all_states.failed, "idle (error)"), (all_states.permission, "input"),
+                      (all_states.retry, "retry")):
+        line = next(line for line in out.splitlines() if sid in line)
+        assert line.startswith(word), line
+
+
+@pytest.mark.parametrize(("which", "code"), [
+    ("completed", 0), ("failed", 1), ("aborted", 3), ("permission", 4), ("question", 4),
+    ("fresh", 0),
+])
+def test_wait_exit_codes_for_settled_sessions(oc_server: OpenCodeServer, all_states: AllStates,
+                                              which: str, code: int):
+    proc = ocwatch("wait", getattr(all_states, which), "--server", oc_server.url,
+                   "--timeout", "60", "--json")
+    assert proc.returncode == code, (proc.stdout, proc.stderr)
+    out = json.loads(proc.stdout)
+    assert out["exit_code"] == code and out["session"]["id"] == getattr(all_states, which)
+
+
+def test_wait_times_out_on_a_busy_session(oc_server: OpenCodeServer, all_states: AllStates):
+    t = time.monotonic()
+    proc = ocwatch("wait", all_states.busy, "--server", oc_server.url, "--timeout", "2")
+    assert proc.returncode == 124, proc.stderr
+    assert "timed out" in proc.stderr
+    assert time.monotonic() - t < 30
+
+
+def test_wait_unknown_session_and_unreachable_server(oc_server: OpenCodeServer):
+    proc = ocwatch("wait", "ses_doesnotexist", "--server", oc_server.url, "--timeout", "30")
+    assert proc.returncode == 2 and "unknown session" in proc.stderr
+    proc = ocwatch("wait", "ses_x", "--server", "http://127.0.0.1:9", "--timeout", "30")
+    assert proc.returncode == 2 and "cannot connect" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_wait_follows_a_live_run_and_never_returns_before_completion(oc: Driver):
+    sid = oc.run("slow", "3", title="live wait")["id"]
+    oc.wait_status(sid, "busy")
+    proc = ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90", "--json")
+    returned = time.time()
+    assert proc.returncode == 0, proc.stderr
+    last = oc.last_assistant(sid)
+    assert last is not None and last["info"]["time"].get("completed")
+    assert returned * 1000 >= last["info"]["time"]["completed"]
+    assert json.loads(proc.stdout)["session"]["reason"] == "completed"
+
+
+def test_wait_sees_a_live_failure_and_an_abort(oc: Driver, scripted_model: ScriptedModel):
+    failing = oc.run("fail", title="live fail")["id"]
+    proc = ocwatch("wait", failing, "--server", oc.base_url, "--timeout", "90")
+    assert proc.returncode == 1, proc.stderr
+    hanging = oc.run("hang", "live-abort", title="live abort")["id"]
+    oc.wait_status(hanging, "busy")
+    oc.wait_assistant(hanging)
+    waiter = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "wait", hanging, "--server",
+                               oc.base_url, "--timeout", "90"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, text=True)
+    try:
+        proc = ocwatch("abort", hanging, "--server", oc.base_url)
+        assert proc.returncode == 0, proc.stderr
+        out, err = waiter.communicate(timeout=90)
+    finally:
+        if waiter.poll() is None:
+            waiter.kill()
+        scripted_model.release("live-abort")
+    assert waiter.returncode == 3, (out, err)
+
+
+def test_wrong_or_missing_password_is_one_clear_line(oc_server_auth: OpenCodeServer,
+                                                     oc_password: str):
+    for pw in (None, "not-the-password"):
+        proc = ocwatch("status", "--server", oc_server_auth.url, password=pw)
+        assert proc.returncode == 2
+        assert "authentication failed" in proc.stderr and "Traceback" not in proc.stderr
+        assert "not-the-password" not in proc.stderr + proc.stdout
+    data = status_json(oc_server_auth.url, password=oc_password)
+    assert data["servers"][0]["reachable"] is True
+    proc = ocwatch("status", "--json", "--server", oc_server_auth.url, password=oc_password)
+    assert oc_password not in proc.stdout + proc.stderr
+
+
+def test_server_restart_mid_run_reads_interrupted_and_wait_survives_it(
+    private_server: OpenCodeServer, scripted_model: ScriptedModel,
+):
+    srv = private_server
+    with Driver(srv.url, default_directory=str(srv.project)) as d:
+        sid = d.run("hang", "restart-me", title="cut off by a restart")["id"]
+        d.wait_status(sid, "busy")
+        d.wait_assistant(sid)
+    port = int(srv.url.rsplit(":", 1)[1])
+    ready = threading.Event()
+    result: dict[str, Any] = {}
+
+    def waiter() -> None:  # `ocwatch wait`, in a thread so the test knows when it follows
+        result["got"] = asyncio.run(wait_for(sid, srv.url, auth=None, settings=Settings(),
+                                             timeout=120, on_ready=ready.set))
+
+    thread = threading.Thread(target=waiter, daemon=True)
+    thread.start()
+    assert ready.wait(60), "the waiter never took its first snapshot"
+    srv.kill()
+    scripted_model.release("restart-me")
+    srv.start(port=port)
+    thread.join(120)
+    code, row, message = result["got"]
+    assert code == 5, message
+    assert (row.state, row.reason) == ("unknown", "interrupted")
+    assert any("never completed" in e for e in row.evidence)
+    data = status_json(srv.url)
+    again = next(r for r in data["sessions"] if r["id"] == sid)
+    assert (again["state"], again["reason"]) == ("unknown", "interrupted")
+
+
+# -- acting on a session (issue: act on what needs you) ------------------------------------------
+def test_reply_once_lets_the_run_complete(oc: Driver):
+    sid = oc.run("permission", title="reply once")["id"]
+    req = oc.wait_permission(sid)
+    proc = ocwatch("reply", req["id"], "once", "--server", oc.base_url)
+    assert proc.returncode == 0, proc.stderr
+    proc = ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90")
+    assert proc.returncode == 0, proc.stderr
+    again = ocwatch("reply", req["id"], "once", "--server", oc.base_url)
+    assert again.returncode == 2 and "already answered" in again.stderr
+
+
+def test_reply_reject_ends_the_run_aborted(oc: Driver):
+    sid = oc.run("permission", title="reply reject")["id"]
+    req = oc.wait_permission(sid)
+    proc = ocwatch("reply", req["id"], "reject", "--server", oc.base_url)
+    assert proc.returncode == 0, proc.stderr
+    proc = ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90", "--json")
+    assert proc.returncode == 3, proc.stderr
+    row = json.loads(proc.stdout)["session"]
+    assert row["reason"] == "aborted" and "refused tool bash" in row["evidence"][0]
+
+
+def test_reject_with_a_message_lets_the_agent_go_on(oc: Driver):
+    # the server hands the message to the model as feedback and the run continues
+    sid = oc.run("permission", title="reply reject with feedback")["id"]
+    req = oc.wait_permission(sid)
+    proc = ocwatch("reply", req["id"], "reject", "--message", "use rsync", "--server",
+                   oc.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
+
+
+def test_answer_a_question_with_an_option_and_reject_another(oc: Driver):
+    sid = oc.run("question", title="answer")["id"]
+    req = oc.wait_question(sid)
+    label = req["questions"][0]["options"][0]["label"]
+    bad = ocwatch("answer", req["id"], "--option", "No such option", "--server", oc.base_url)
+    assert bad.returncode == 2 and "no option" in bad.stderr
+    proc = ocwatch("answer", req["id"], "--option", label, "--server", oc.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
+    sid2 = oc.run("question", title="reject")["id"]
+    req2 = oc.wait_question(sid2)
+    assert ocwatch("answer", req2["id"], "--reject", "--server", oc.base_url).returncode == 0
+    assert ocwatch("wait", sid2, "--server", oc.base_url, "--timeout", "90").returncode == 3
+
+
+def test_reply_in_the_second_folder(oc: Driver, oc_server: OpenCodeServer):
+    sid = oc.run("permission", directory=str(oc_server.project2), title="folder two")["id"]
+    req = oc.wait_permission(sid)
+    assert ocwatch("reply", req["id"], "always", "--server", oc.base_url).returncode == 0
+    assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
