@@ -46,18 +46,18 @@ def ms(t: float | None) -> float | None:
 
 
 def clock_text(t: float) -> str:
-    """HH:MM:SS in UTC (arithmetic: datetime.fromtimestamp is slow in the hot path)."""
+    """HH:MM:SSZ in UTC (arithmetic: datetime.fromtimestamp is slow in the hot path)."""
     s = int(t) % 86400
-    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}"
+    return f"{s // 3600:02d}:{s % 3600 // 60:02d}:{s % 60:02d}Z"
 
 
 def ago(now: float, t: float) -> str:
-    d = max(0.0, now - t)
+    d = int(max(0.0, now - t))
     if d < 60:
-        return f"{d:.0f}s ago"
+        return f"{d}s ago"
     if d < 3600:
-        return f"{d / 60:.0f}m ago"
-    return f"{d / 3600:.1f}h ago"
+        return f"{d // 60}m{d % 60:02d}s ago"
+    return f"{d // 3600}h{d % 3600 // 60:02d}m ago"
 
 
 def _merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:
