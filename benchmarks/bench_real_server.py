@@ -1,0 +1,101 @@
+"""Benchmarks against a real `opencode serve` 1.18.33 (the integration tier's harness).
+
+    python benchmarks/bench_real_server.py [--sessions 2000] [--runs 5]
+
+1. Requests per resync: a server holding N idle sessions (two project folders); the first snapshot
+   and a second one with nothing changed (issue 2: bounded, not one per session).
+2. `wait` latency: for R runs of a scripted model that streams for a second, the time between the
+   assistant message's `time.completed` (server clock, same machine) and `wait` returning
+   (issue 2: median under 300 ms).
+Needs the pinned binary (`.opencode/node_modules/.bin/opencode`, or $OPENCODE_BIN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.integration.driver import Driver  # noqa: E402
+from tests.integration.oc_server import OpenCodeServer, find_opencode_bin  # noqa: E402
+from tests.integration.scripted_model import ScriptedModel  # noqa: E402
+from tui.cli.wait import wait_for  # noqa: E402
+from tui.core.client import Client  # noqa: E402
+from tui.core.settings import Settings  # noqa: E402
+from tui.core.snapshot import MessageCache, fetch_snapshot  # noqa: E402
+
+
+async def resync_cost(url: str) -> tuple[int, int, float, float, int]:
+    cache = MessageCache()
+    async with Client(url) as client:
+        t = time.perf_counter()
+        first = await fetch_snapshot(client, cache, clock=time.time)
+        t1 = time.perf_counter() - t
+        t = time.perf_counter()
+        second = await fetch_snapshot(client, cache, clock=time.time)
+        t2 = time.perf_counter() - t
+    return first.requests, second.requests, t1, t2, len(second.sessions)
+
+
+def wait_latency(d: Driver, url: str) -> float:
+    sid = d.run("slow", "1", title="latency")["id"]
+    d.wait_status(sid, "busy")
+    ready = threading.Event()
+    box: dict[str, object] = {}
+
+    def go() -> None:
+        box["res"] = asyncio.run(wait_for(sid, url, auth=None, settings=Settings(), timeout=60,
+                                          on_ready=ready.set))
+        box["at"] = time.time()
+
+    th = threading.Thread(target=go)
+    th.start()
+    th.join(90)
+    code = box["res"][0]  # type: ignore[index]
+    assert code == 0, box
+    done = d.last_assistant(sid)["info"]["time"]["completed"] / 1000.0  # type: ignore[index]
+    return (box["at"] - done) * 1000.0  # type: ignore[operator]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=2000)
+    ap.add_argument("--runs", type=int, default=5)
+    args = ap.parse_args()
+    binary = find_opencode_bin()
+    if binary is None:
+        sys.exit("opencode binary not found (run the README's test command first)")
+    model = ScriptedModel().start()
+    root = Path(tempfile.mkdtemp(prefix="ocwatch-bench-"))
+    srv = OpenCodeServer(binary, root, model.url).start()
+    try:
+        with Driver(srv.url, default_directory=str(srv.project)) as d:
+            lat = [wait_latency(d, srv.url) for _ in range(args.runs)]
+            print(f"wait latency after time.completed, {args.runs} runs: "
+                  f"median {statistics.median(lat):.0f} ms, max {max(lat):.0f} ms "
+                  f"({', '.join(f'{x:.0f}' for x in lat)})")
+            folders = [str(srv.project), str(srv.project2)]
+            t = time.perf_counter()
+            with ThreadPoolExecutor(8) as pool:
+                list(pool.map(lambda i: d.create_session(directory=folders[i % 2],
+                                                         title=f"idle {i}"),
+                              range(args.sessions)))
+            print(f"created {args.sessions} sessions in {time.perf_counter() - t:.1f}s")
+        first, second, t1, t2, n = asyncio.run(resync_cost(srv.url))
+        print(f"snapshot of {n} sessions: first {first} requests ({t1:.2f}s), "
+              f"resync with nothing changed {second} requests ({t2:.2f}s)")
+    finally:
+        srv.stop()
+        model.stop()
+
+
+if __name__ == "__main__":
+    main()
