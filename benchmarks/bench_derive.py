@@ -15,7 +15,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.builders import (  # noqa: E402
-    T0, assistant, busy, entries, permission, retry, session, snap, status_event, user)
+    T0,
+    assistant,
+    busy,
+    entries,
+    permission,
+    retry,
+    session,
+    snap,
+    status_event,
+    user,
+)
 from tui.core.derive import derive_server  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 
