@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from tests.builders import SERVER, T0, assistant, busy, retry, session, snap, user
 from tests.fakes import FakeAPI, wire_session
-from tui.core.derive import derive_server
+from tui.core.derive import DeriveMemo, derive_server
 from tui.core.events import Event
-from tui.core.journal import Journal
+from tui.core.journal import Journal, fold
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
 from tui.core.view import REASONS, STATES
@@ -134,6 +134,45 @@ def test_events_then_a_covering_snapshot_equal_the_snapshot_alone(snapshot, evs,
     seq = j.seq  # the snapshot's fetch began after every one of these events
     j.cut(seq)
     assert derive_server(snapshot, j.entries(), now, S) == derive_server(snapshot, (), now, S)
+
+
+@given(st.lists(st.one_of(events(), st.integers(0, 40)), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_the_journals_running_fold_equals_a_fold_of_its_entries(steps):
+    """Journal.facts() is kept up to date incrementally; it must equal folding the entries,
+    whatever mix of additions and cuts (integers are cut points) came before."""
+    j = Journal(limit=6)
+    for step in steps:
+        if isinstance(step, int):
+            j.cut(step)
+        else:
+            j.add(step)
+        assert j.facts() == fold(j.entries())
+
+
+@given(snapshots(), snapshots(), st.lists(st.one_of(
+    events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40))
+@settings(max_examples=150, deadline=None)
+def test_a_memo_never_changes_what_derive_returns(first, second, steps):
+    """The monitor passes a DeriveMemo to reuse unchanged rows; with or without it, the rows are
+    the same at every step (events arrive, time passes, a new snapshot replaces the old)."""
+    j = Journal()
+    memo = DeriveMemo()
+    snapshot, now = first, T0
+    prev_plain: dict = {}
+    prev_memo: dict = {}
+    for step in [*steps, 0.0]:
+        if step == "snapshot":
+            j.cut(j.seq)
+            snapshot = second
+        elif isinstance(step, float):
+            now += step
+        else:
+            j.add(step)
+        plain = derive_server(snapshot, j.facts(), now, S, previous=prev_plain)
+        memoed = derive_server(snapshot, j.facts(), now, S, previous=prev_memo, memo=memo)
+        assert memoed == plain
+        prev_plain, prev_memo = plain, memoed
 
 
 @given(st.lists(events(), max_size=30), st.lists(sid_st, unique=True), now_st)

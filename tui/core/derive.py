@@ -9,7 +9,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .journal import Entry, Facts, fold
 from .models import (
@@ -109,6 +109,24 @@ def _pending_of(
     return Pending("question", req.id, req.session_id, summary, detail)
 
 
+@dataclass
+class DeriveMemo:
+    """Rows derive() may reuse on its next call (owned by one caller, e.g. a ServerMonitor).
+
+    A row is reused only when nothing it was derived from changed: the same snapshot and journal
+    fold objects (held here, so identity is safe), the same per-session event count, the same
+    requests rolled up and busy descendants, and a decision that did not read the clock
+    (unknown rows and busy rows whose run looks ended are derived afresh every time). Passing a
+    memo never changes the result; a property test holds it to that.
+    """
+
+    snapshot: Snapshot | None = None
+    facts: Facts | None = None
+    key: tuple[object, ...] = ()
+    rows: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow]] = field(
+        default_factory=dict)
+
+
 @contextmanager
 def _gc_paused() -> Iterator[None]:
     """Pause the cyclic GC while rows are built: derive allocates only acyclic, short-lived
@@ -124,28 +142,31 @@ def _gc_paused() -> Iterator[None]:
 
 def derive_server(
     snapshot: Snapshot,
-    entries: Iterable[Entry],
+    entries: Iterable[Entry] | Facts,
     now: float,
     settings: Settings,
     *,
     previous: dict[tuple[str, str], SessionRow] | None = None,
     link: Link | None = None,
+    memo: DeriveMemo | None = None,
 ) -> dict[tuple[str, str], SessionRow]:
     """Rows of one server. Same inputs, same rows. Only sessions the snapshot lists (or that the
-    journal saw created after it) appear."""
+    journal saw created after it) appear. `entries` is the journal, or its fold (Journal.facts()),
+    which is the same input already folded."""
     with _gc_paused():
-        return _derive(snapshot, entries, now, settings, previous or {}, link or Link())
+        return _derive(snapshot, entries, now, settings, previous or {}, link or Link(), memo)
 
 
 def _derive(
     snapshot: Snapshot,
-    entries: Iterable[Entry],
+    entries: Iterable[Entry] | Facts,
     now: float,
     settings: Settings,
     prev: dict[tuple[str, str], SessionRow],
     link: Link,
+    memo: DeriveMemo | None,
 ) -> dict[tuple[str, str], SessionRow]:
-    facts = fold(entries)
+    facts = entries if isinstance(entries, Facts) else fold(entries)
     server = snapshot.server
     grace = settings.grace
 
@@ -194,7 +215,7 @@ def _derive(
     # roll-ups over descendants, memoised (the tree can be deep; iterative to avoid recursion)
     rolled: dict[str, tuple[Pending, ...]] = {}
     busy_desc: dict[str, list[str]] = {}
-    for root in sessions:
+    for root in children:  # leaves need no walk: their own requests are all they have
         if root in rolled:
             continue
         stack: list[tuple[str, bool]] = [(root, False)]
@@ -221,6 +242,14 @@ def _derive(
                 if c not in rolled and c not in on_path:
                     stack.append((c, False))
 
+    cache: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow]] | None
+    cache = None
+    if memo is not None:
+        mkey = (link.reachable, link.error, link.since, grace, server)
+        if memo.snapshot is not snapshot or memo.facts is not facts or memo.key != mkey:
+            memo.snapshot, memo.facts, memo.key, memo.rows = snapshot, facts, mkey, {}
+        cache = memo.rows
+    versions = facts.versions
     rows: dict[tuple[str, str], SessionRow] = {}
     snap_messages = snapshot.messages
     journal_messages = bool(facts.messages or facts.parts)
@@ -228,14 +257,28 @@ def _derive(
     errors = facts.errors
     no_children: tuple[str, ...] = ()
     for sid, s in sessions.items():
+        pending = rolled.get(sid)
+        if pending is None:
+            own = own_pending.get(sid)
+            pending = tuple(own) if own else ()
+        busy = busy_desc.get(sid) or no_children
+        key = (server, sid)
+        if cache is not None:
+            pend_ids = tuple([p.id for p in pending]) if pending else no_children
+            busy_t = tuple(busy) if busy else no_children
+            version = versions.get(sid, 0)
+            hit = cache.get(sid)
+            if (hit is not None and hit[0] == version and hit[1] == pend_ids
+                    and hit[2] == busy_t and hit[3] is s):
+                rows[key] = hit[4]
+                continue
         msg = snap_messages.get(sid)
         if journal_messages:
             msg = _merge_message(msg, facts, sid)
         err_fact = errors.get(sid) if errors else None
         st = status.get(sid)
-        pending = rolled.get(sid, ())
         state, reason, stale, evidence, settled, since_hint = _decide(
-            s, st, sid in active, msg, pending, busy_desc.get(sid, no_children),
+            s, st, sid in active, msg, pending, busy,
             err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
         )
         updated = s.time.updated / 1000.0
@@ -247,7 +290,6 @@ def _derive(
         t = touched.get(sid)
         if t is not None and t > updated:
             updated = t
-        key = (server, sid)
         old = prev.get(key)
         if old is not None and old.state == state and old.reason == reason and old.since:
             since = old.since
@@ -274,7 +316,7 @@ def _derive(
             tokens = info.tokens.total
         kids = children.get(sid)
         is_retry = st is not None and st.type == "retry"
-        rows[key] = SessionRow(
+        row = rows[key] = SessionRow(
             server, sid, s.title, s.directory, s.parent_id, state, reason, stale,
             tuple(evidence), pending, since, updated or None, cost, tokens, settled,
             err.text if err is not None else None,
@@ -283,6 +325,15 @@ def _derive(
             ms(st.next) if is_retry else None,  # type: ignore[union-attr]
             tuple(sorted(kids)) if kids else no_children,
         )
+        if cache is not None:
+            # rows whose decision read the clock are never reused
+            timed = state == "unknown" or (
+                state == "busy" and info is not None and info.role == "assistant"
+                and info.time.completed is not None)
+            if timed:
+                cache.pop(sid, None)
+            else:
+                cache[sid] = (version, pend_ids, busy_t, s, row)
     return rows
 
 

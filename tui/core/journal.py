@@ -32,11 +32,16 @@ class Entry:
 
 
 class Journal:
-    """A bounded, append-only log of events; cut when a newer snapshot supersedes it."""
+    """A bounded, append-only log of events; cut when a newer snapshot supersedes it.
+
+    It keeps the fold of its entries up to date as they arrive (`facts()`), so a View derived at
+    a high rate does not fold thousands of events each time; a cut folds the rest again.
+    """
 
     def __init__(self, limit: int = 5000) -> None:
         self._entries: deque[Entry] = deque()
         self._limit = limit
+        self._facts = Facts()
         self.seq = 0  # sequence number the next entry gets
         self.overflowed = False
 
@@ -45,17 +50,31 @@ class Journal:
         sets `overflowed` (the caller must then take a snapshot)."""
         seq = self.seq
         self.seq += 1
-        self._entries.append(Entry(seq, event))
-        while len(self._entries) > self._limit:
-            self._entries.popleft()
+        entry = Entry(seq, event)
+        self._entries.append(entry)
+        _fold_one(self._facts, entry)
+        if len(self._entries) > self._limit:
+            # drop the oldest tenth at once (one refold, not one per event) until a snapshot
+            # (which the caller must now take) covers them
+            for _ in range(max(1, self._limit // 10)):
+                if len(self._entries) > 1:
+                    self._entries.popleft()
+            self._facts = fold(self._entries)
             self.overflowed = True
         return seq
 
     def cut(self, before: int) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them)."""
-        while self._entries and self._entries[0].seq < before:
-            self._entries.popleft()
+        if self._entries and self._entries[0].seq < before:
+            while self._entries and self._entries[0].seq < before:
+                self._entries.popleft()
+            self._facts = fold(self._entries)
         self.overflowed = False
+
+    def facts(self) -> Facts:
+        """The fold of the current entries (the same as `fold(self.entries())`). Read-only:
+        derive() never mutates it; the journal replaces it on a cut."""
+        return self._facts
 
     def entries(self) -> tuple[Entry, ...]:
         return tuple(self._entries)
@@ -96,6 +115,7 @@ class Facts:
     asked: dict[str, AskFact] = field(default_factory=dict)  # request id -> ask
     answered: dict[str, float] = field(default_factory=dict)  # request id -> when
     touched: dict[str, float] = field(default_factory=dict)  # session id -> last event time
+    versions: dict[str, int] = field(default_factory=dict)  # session id -> events applied
     malformed: int = 0
 
 
@@ -103,19 +123,25 @@ def fold(entries: Iterable[Entry]) -> Facts:
     """Fold journal entries, oldest first, into Facts. Pure; malformed payloads are counted."""
     f = Facts()
     for entry in entries:
-        try:
-            _apply(f, entry.event)
-        except (ValidationError, TypeError, ValueError, KeyError, AttributeError):
-            f.malformed += 1
+        _fold_one(f, entry)
     return f
+
+
+def _fold_one(f: Facts, entry: Entry) -> None:
+    try:
+        _apply(f, entry.event)
+    except (ValidationError, TypeError, ValueError, KeyError, AttributeError):
+        f.malformed += 1
 
 
 def _apply(f: Facts, ev: Event) -> None:
     p = ev.properties
     t = ev.type
     sid = ev.session_id
-    if sid is not None and t != "session.deleted":
-        f.touched[sid] = ev.received
+    if sid is not None:
+        f.versions[sid] = f.versions.get(sid, 0) + 1
+        if t != "session.deleted":
+            f.touched[sid] = ev.received
     if t in ("session.created", "session.updated"):
         s = Session.model_validate(p["info"])
         f.sessions[s.id] = s
@@ -144,7 +170,10 @@ def _apply(f: Facts, ev: Event) -> None:
         if cur is None or info.id >= cur[0].id:
             f.messages[sid] = (info, ev.received)
     elif t == "message.part.updated":
-        part = Part.model_validate(p["part"])
+        raw = p["part"]
+        if raw.get("type") != "tool":  # only tool parts bear on state; text streams are noise
+            return
+        part = Part.model_validate(raw)
         if part.message_id and part.id:
             f.parts.setdefault(part.message_id, {})[part.id] = part
     elif t == "permission.asked":

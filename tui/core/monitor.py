@@ -19,7 +19,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
-from .derive import Link, derive_server
+from .derive import DeriveMemo, Link, derive_server
 from .events import EventParser
 from .journal import Journal
 from .settings import Auth, Settings
@@ -64,6 +64,7 @@ class ServerMonitor:
         self._want_snapshot = asyncio.Event()
         self._snapshot_done = asyncio.Event()
         self._rows: dict[tuple[str, str], SessionRow] = {}
+        self._memo = DeriveMemo()
         self._notify: Notify = lambda: None
 
     # -- reading ---------------------------------------------------------------------------------
@@ -79,8 +80,8 @@ class ServerMonitor:
         if self.snapshot is None:
             return {}
         self._rows = derive_server(
-            self.snapshot, self.journal.entries(), now, self.settings,
-            previous=self._rows, link=self.link())
+            self.snapshot, self.journal.facts(), now, self.settings,
+            previous=self._rows, link=self.link(), memo=self._memo)
         return self._rows
 
     def info(self) -> ServerInfo:
@@ -133,10 +134,15 @@ class ServerMonitor:
             await self._want_snapshot.wait()
             await asyncio.sleep(self.settings.snapshot_debounce)
             self._want_snapshot.clear()
+            began = time.monotonic()
             ok = await self._take_snapshot()
             self._notify()
             if ok:
                 backoff = 0.5
+                # Snapshots are a safety net, not the live path (the journal is): under a flood
+                # of idle events, space them by a multiple of what the last one cost.
+                took = time.monotonic() - began
+                await asyncio.sleep(min(self.settings.snapshot_min_gap, 4 * took))
             else:
                 await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, 15.0)
@@ -145,12 +151,12 @@ class ServerMonitor:
 
     async def _take_snapshot(self) -> bool:
         seq = self.journal.seq
-        touched = {e.event.session_id for e in self.journal.entries()} - {None}
+        touched = set(self.journal.facts().touched)
         self.snapshot_attempts += 1
         try:
             snap = await fetch_snapshot(
                 self.client, self.cache, clock=self.clock, journal_seq=seq,
-                touched=touched,  # type: ignore[arg-type]
+                touched=touched,
                 concurrency=self.settings.message_concurrency)
         except OcwatchError as exc:
             self._fail(exc)
@@ -179,10 +185,10 @@ class ServerMonitor:
 
     def _check_drift(self, snap: Snapshot) -> None:
         """Count rows whose state the journal had derived differently from the new snapshot."""
-        if self.snapshot is None:
+        if self.snapshot is None or not self._rows:
             return
         now = self.clock()
-        before = derive_server(self.snapshot, self.journal.entries(), now, self.settings)
+        before = self._rows  # what the last View showed, from the old snapshot and the journal
         after_entries = [e for e in self.journal.entries() if e.seq >= snap.journal_seq]
         after = derive_server(snap, after_entries, now, self.settings)
         for key, row in after.items():

@@ -18,6 +18,8 @@ class Settings:
     """Seconds between full resync snapshots, a safety net beside the event stream."""
     snapshot_debounce: float = 0.15
     """Seconds to coalesce events that call for a snapshot into one."""
+    snapshot_min_gap: float = 2.0
+    """Seconds at most to wait after a snapshot before the next (4x its duration, capped)."""
     heartbeat_timeout: float = 25.0
     """Seconds of stream silence (two missed 10 s heartbeats, plus slack) before it is dead."""
     request_timeout: float = 10.0

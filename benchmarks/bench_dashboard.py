@@ -1,0 +1,199 @@
+"""Benchmark: the dashboard with 2,000 sessions under a stream of 2,000 events per second.
+
+    python benchmarks/bench_dashboard.py [--sessions 2000] [--rate 2000] [--changes 30]
+
+The real app (headless, Textual's test driver) and the real client, monitor and derive run against
+an in-process OpenCode API (httpx MockTransport: no sockets, the rest is production code) whose
+event stream sends `rate` events per second: streamed-token noise, part updates and status
+repeats for 200 busy sessions. Measured (issue 3 targets in brackets):
+
+- startup to first paint of every row [< 1.5 s];
+- a state change (a busy session finishes: status idle + completed message) until its row shows
+  it in the table, p50/p95 over `changes` changes [p95 < 250 ms];
+- a key press (cursor down) until it is handled, p50/p95 over 50 presses [< 100 ms].
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from textual import events
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from tests.fakes import FakeAPI, wire_session  # noqa: E402
+from tui.app import create_app  # noqa: E402
+from tui.app.widgets.session_table import SessionTable, row_key_str  # noqa: E402
+from tui.core.fleet import Fleet  # noqa: E402
+from tui.core.settings import Settings  # noqa: E402
+
+URL = "http://bench"
+
+
+def frame(etype: str, props: dict[str, Any]) -> bytes:
+    body = json.dumps({"directory": "/p/a", "payload": {"type": etype, "properties": props}})
+    return f"data: {body}\n\n".encode()
+
+
+def assistant(sid: str, done: float | None) -> dict[str, Any]:
+    info: dict[str, Any] = {"id": "msg_2", "sessionID": sid, "role": "assistant",
+                            "time": {"created": 1_000}}
+    if done is not None:
+        info["time"]["completed"] = done
+        info["finish"] = "stop"
+    return info
+
+
+class StreamAPI(FakeAPI):
+    """FakeAPI plus an endless event stream at a fixed rate, and a queue of marker events."""
+
+    def __init__(self, n: int, busy: int, rate: int) -> None:
+        sessions = [wire_session(f"ses_{i:05d}", f"/p/{'ab'[i % 2]}", updated=1e12 + i)
+                    for i in range(n)]
+        status = {"/p/a": {}, "/p/b": {}}
+        messages = {}
+        for i in range(n):
+            sid = f"ses_{i:05d}"
+            done = None if i < busy else 2_000.0
+            messages[sid] = [{"info": assistant(sid, done), "parts": []}]
+            if i < busy:
+                status["/p/" + "ab"[i % 2]][sid] = {"type": "busy"}
+        super().__init__(sessions=sessions, status=status, messages=messages,
+                         projects=[{"id": "a", "worktree": "/p/a"},
+                                   {"id": "b", "worktree": "/p/b"}])
+        self.busy = busy
+        self.rate = rate
+        self.markers: asyncio.Queue[bytes] = asyncio.Queue()
+        self.sent = 0
+        self.finished: set[str] = set()
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/global/event":
+            return super().handle(request)
+        return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                              content=self.stream())
+
+    async def stream(self):  # type: ignore[no-untyped-def]
+        rnd = random.Random(1)
+        yield frame("server.connected", {})
+        tick = 0.01
+        per_tick = max(1, int(self.rate * tick))
+        start = time.perf_counter()
+        k = 0
+        while True:
+            chunks = []
+            while not self.markers.empty():
+                chunks.append(self.markers.get_nowait())
+            for _ in range(per_tick):
+                sid = f"ses_{rnd.randrange(self.busy):05d}"
+                if sid in self.finished:
+                    sid = f"ses_{self.busy - 1:05d}"  # the last busy one never finishes
+                r = rnd.random()
+                if r < 0.6:
+                    chunks.append(frame("message.part.delta", {
+                        "sessionID": sid, "messageID": "msg_2", "partID": "prt_1",
+                        "field": "text", "delta": "tok "}))
+                elif r < 0.9:
+                    chunks.append(frame("message.part.updated", {"sessionID": sid, "part": {
+                        "id": "prt_1", "sessionID": sid, "messageID": "msg_2", "type": "text",
+                        "text": "streaming"}}))
+                else:
+                    chunks.append(frame("session.status", {"sessionID": sid,
+                                                           "status": {"type": "busy"}}))
+            self.sent += per_tick
+            yield b"".join(chunks)
+            k += 1
+            delay = start + k * tick - time.perf_counter()
+            await asyncio.sleep(max(0.0, delay))
+
+    def finish(self, sid: str) -> None:
+        """A busy session's run ends: completed message, then status idle (as 1.18.33 sends)."""
+        now = time.time() * 1000
+        self.finished.add(sid)
+        self.markers.put_nowait(frame("message.updated", {"sessionID": sid,
+                                                          "info": assistant(sid, now)}))
+        self.markers.put_nowait(frame("session.status", {"sessionID": sid,
+                                                         "status": {"type": "idle"}}))
+        self.markers.put_nowait(frame("session.idle", {"sessionID": sid}))
+        folder = "/p/" + "ab"[int(sid[4:]) % 2]
+        self.status[folder].pop(sid, None)
+        self.messages[sid] = [{"info": assistant(sid, now), "parts": []}]
+
+
+def pct(values: list[float], p: float) -> float:
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
+
+
+async def run(n: int, rate: int, changes: int) -> None:
+    api = StreamAPI(n, busy=200, rate=rate)
+    fleet = Fleet([URL], settings=Settings(), transport=api.transport())
+    app = create_app(fleet, server_urls=[URL])
+    t0 = time.perf_counter()
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.main_screen.query_one(SessionTable)
+        while table.row_count < n:
+            await asyncio.sleep(0.005)
+        startup = time.perf_counter() - t0
+        print(f"startup to first paint of {n} rows: {startup * 1000:.0f} ms")
+        await pilot.pause(1.0)  # let the stream run
+        latencies = []
+        for i in range(changes):
+            sid = f"ses_{i:05d}"
+            key = row_key_str((URL, sid))
+            t = time.perf_counter()
+            api.finish(sid)
+            deadline = t + 5
+            while time.perf_counter() < deadline:
+                cell = table.get_row(key)[0]
+                if "idle" in str(cell):
+                    break
+                await asyncio.sleep(0.002)
+            else:
+                raise SystemExit(f"{sid} never showed idle")
+            latencies.append((time.perf_counter() - t) * 1000)
+            await asyncio.sleep(0.1)
+        print(f"state change to table, {changes} changes under {rate} events/s: "
+              f"p50 {pct(latencies, 50):.0f} ms, p95 {pct(latencies, 95):.0f} ms, "
+              f"max {max(latencies):.0f} ms")
+        keys = []
+        table.focus()
+        for _ in range(50):
+            # post the key as the terminal driver would, and time until the cursor moved
+            # (pilot.press also waits for the app to fall idle, which a flood never lets happen)
+            before = table.cursor_row
+            t = time.perf_counter()
+            app.post_message(events.Key("down", None))
+            while table.cursor_row == before and time.perf_counter() - t < 5:
+                await asyncio.sleep(0.001)
+            keys.append((time.perf_counter() - t) * 1000)
+            await asyncio.sleep(0.05)
+        print(f"key press (cursor down) handled: p50 {pct(keys, 50):.0f} ms, "
+              f"p95 {pct(keys, 95):.0f} ms")
+        sent = api.sent
+        print(f"events sent by the stream: {sent} ({sent / (time.perf_counter() - t0):.0f}/s); "
+              f"snapshots taken: {fleet.monitors[0].snapshots_taken}")
+        mon = fleet.monitors[0]
+        print(f"skipped {mon.parser.skipped}, unknown {mon.parser.unknown}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--sessions", type=int, default=2000)
+    ap.add_argument("--rate", type=int, default=2000)
+    ap.add_argument("--changes", type=int, default=30)
+    a = ap.parse_args()
+    asyncio.run(run(a.sessions, a.rate, a.changes))
+
+
+if __name__ == "__main__":
+    main()
