@@ -7,9 +7,11 @@ import pytest
 from textual.pilot import Pilot
 
 from tui.app.screens.detail import DetailScreen
+from tui.core.view import View
 
 from . import views
 from .conftest import make_app
+from .fake_actions import FakeActions
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -79,3 +81,54 @@ def test_collapsed_and_sorted_by_cost(snap_compare) -> None:
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=fold)
+
+
+def press_on(session: str, *keys: str):
+    """Put the cursor on a session, then press keys (opens a dialog)."""
+    async def run(pilot: Pilot) -> None:
+        await pilot.pause()
+        pilot.app.main_screen.table.select_key((views.A, session))
+        await pilot.press(*keys)
+        await pilot.pause()
+
+    return run
+
+
+@pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
+def test_permission_dialog(snap_compare, size: tuple[int, int]) -> None:
+    app, _ = make_app(actions=FakeActions())
+    assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
+
+
+@pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
+def test_question_dialog(snap_compare, size: tuple[int, int]) -> None:
+    app, _ = make_app(actions=FakeActions())
+    assert snap_compare(app, terminal_size=size,
+                        run_before=press_on("ses_question", "r", "down", "space"))
+
+
+def test_question_dialog_several_questions(snap_compare) -> None:
+    app, _ = make_app(views.several_questions(), actions=FakeActions())
+    assert snap_compare(app, terminal_size=(100, 40),
+                        run_before=press_on("ses_question", "r", "space", "down", "down",
+                                            "space", "tab", "d", "o", "c", "s"))
+
+
+def test_abort_confirmation(snap_compare) -> None:
+    app, _ = make_app(actions=FakeActions())
+    assert snap_compare(app, terminal_size=NARROW, run_before=press_on("ses_busy", "a"))
+
+
+def test_unread_marks(snap_compare) -> None:
+    app, source = make_app()
+
+    async def change(pilot: Pilot) -> None:
+        await pilot.pause()
+        view = source.current()
+        view = views.with_row(view, (views.A, "ses_done"), state="input", reason=None,
+                              pending=(views.PERMISSION,))
+        view = views.with_row(view, (views.A, "ses_child1"), state="idle", reason="error")
+        source.set(View(view.generated_at + 1, view.servers, view.rows))
+        await pilot.pause(0.3)
+
+    assert snap_compare(app, terminal_size=(120, 30), run_before=change)

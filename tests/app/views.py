@@ -44,6 +44,23 @@ QUESTION = Pending(
                     {"label": "SQLite", "description": "no server, one file"}],
         "multiple": False, "custom": True}]})
 
+SEVERAL = Pending(
+    kind="question", id="que_8Rm4", session_id="ses_question",
+    summary="question: Which checks should run? (+2 more)",
+    detail={"questions": [
+        {"question": "Which checks should run?", "header": "Checks", "multiple": True,
+         "custom": True,
+         "options": [{"label": "lint", "description": "ruff"},
+                     {"label": "types", "description": "mypy"},
+                     {"label": "tests", "description": "pytest"}]},
+        {"question": "Which branch?", "header": "Branch", "multiple": False, "custom": True,
+         "options": [{"label": "main", "description": ""},
+                     {"label": "release", "description": "the next release"}]},
+        {"question": "Ship it?", "header": "", "multiple": False, "custom": False,
+         "options": [{"label": "yes", "description": ""}, {"label": "no", "description": ""}]},
+    ]})
+"""A request of three questions: several answers, one of two, one without a typed answer."""
+
 STALE_EVIDENCE = (
     "the server has said busy since 11:55:00",
     "last assistant message completed at 11:57:30 with finish=stop",
@@ -135,3 +152,8 @@ def history() -> dict[tuple[str, str], list[Transition]]:
         err.key: [Transition(err.key, None, at(err, state="busy", reason=None), NOW - 480),
                   Transition(err.key, at(err, state="busy", reason=None), err, NOW - 420)],
     }
+
+
+def several_questions() -> View:
+    """Every state, the question session asking SEVERAL."""
+    return with_row(every_state(), (A, "ses_question"), pending=(SEVERAL,))

@@ -2,7 +2,11 @@
 
 One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag. A 10 Hz
 timer pulls `source.current(now)` when the flag is set (so a flood of changes becomes one redraw),
-and at least once a second so times count up and grace periods expire on screen.
+and at least once a second so times count up and grace periods expire on screen. Each new View is
+compared with the previous one: the transitions feed the alerts and the unread marks.
+
+Actions (abort, reply, answer) go through an `Actions` object (`tui.app.actions`); the View, not
+the action, changes the rows.
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -21,14 +25,21 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 
+from tui.core.config import AlertConfig
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
 from tui.core.view import View
 
 from . import format as fmt
+from .actions import Actions, default_actions
+from .alerts import Attention, app_sinks
+from .respond import Responder
+from .screens.confirm import ConfirmScreen
 from .screens.detail import DetailScreen
 from .screens.help import DETAIL_EXTRA, NAVIGATION, HelpScreen, binding_rows
 from .screens.main import MainScreen
+from .screens.permission import PermissionScreen
+from .screens.question import QUESTION_EXTRA, QuestionScreen
 from .themes import DEFAULT_THEME, load_themes
 from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
@@ -59,6 +70,9 @@ class OcwatchApp(App[None]):
         server_urls: Sequence[str] = (),
         clock: Callable[[], float] = time.time,
         user_theme_dir: Path | None = None,
+        actions: Actions | None = None,
+        alerts: AlertConfig | None = None,
+        notices: Sequence[str] = (),
     ) -> None:
         super().__init__()
         self.source = source
@@ -72,6 +86,12 @@ class OcwatchApp(App[None]):
         self._source_failures = 0
         self.startup_message: str | None = None
         """Shown once as a notification when the app starts (e.g. what the demo is)."""
+        self.notices = list(notices)
+        """Config problems, shown as warnings when the app starts (never fatal)."""
+        self.responder = Responder(self, actions)
+        config = alerts or AlertConfig()
+        self.attention = Attention(config, app_sinks(config, lambda: self.bell(),
+                                                     lambda data: self.write_terminal(data)))
         loaded = load_themes(user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
         self.ocwatch_themes: list[str] = []
@@ -123,12 +143,21 @@ class OcwatchApp(App[None]):
         yield SystemCommand("Collapse all", "Fold every parent",
                             partial(self.main_screen.action_fold_all, True))
         yield SystemCommand("Help", "Every key and what each state glyph means", self.action_help)
+        key = self.selected_key(screen)
+        if key is not None:
+            yield SystemCommand("Respond to the selected session",
+                                "Answer its open permission or question (r)",
+                                partial(self.responder.respond, key))
+            yield SystemCommand("Abort the selected session", "Stop its run, after a "
+                                "confirmation (a)", partial(self.responder.abort, key))
 
     def on_mount(self) -> None:
         if self.startup_message:
             self.notify(self.startup_message, timeout=10, markup=False)
         for warning in self.theme_warnings:
             self.notify(warning, title="Themes", severity="warning", timeout=15, markup=False)
+        for notice in self.notices:
+            self.notify(notice, title="Config", severity="warning", timeout=15, markup=False)
         self.pull()
         self.set_interval(PULL_INTERVAL, self._tick)
         self._run_source()
@@ -160,8 +189,39 @@ class OcwatchApp(App[None]):
         except Exception as error:  # a source bug must not take the dashboard down
             self.log.error(f"ViewSource.current failed: {error!r}")
             return
+        before = self.view
         self.view, self.now = view, now
+        if view is not before:
+            self.attention.apply(before, view, self.looking_at)
+            self.responder.forget_closed()
         self.view_changed.publish(view)
+
+    # -- attention ------------------------------------------------------------------------------
+
+    @property
+    def unread(self) -> set[Key]:
+        """Rows that changed while the user looked elsewhere."""
+        return self.attention.unread
+
+    def looking_at(self, key: Key) -> bool:
+        """Whether the user sees this row now: the highlighted row of the table, the session of
+        the open detail view or dialog, and only while the terminal has the focus."""
+        if not self.app_focus:
+            return False
+        screen = self.screen
+        if screen is self.main_screen:
+            return self.main_screen.table.cursor_key == key
+        return getattr(screen, "session_key", None) == key
+
+    def mark_read(self, key: Key | None) -> None:
+        """The user looked at this row: clear its unread mark."""
+        if self.attention.read(key):
+            self.main_screen.table.set_unread(self.unread)
+
+    def write_terminal(self, data: str) -> None:
+        """Write an escape sequence (OSC 9) to the terminal, between two frames."""
+        if not self.is_headless and self._driver is not None:
+            self._driver.write(data)
 
     @work(exclusive=True, exit_on_error=False, group="source")
     async def _run_source(self) -> None:
@@ -182,10 +242,26 @@ class OcwatchApp(App[None]):
 
     def open_details(self, key: Key) -> None:
         """Open the detail view of a session."""
+        self.mark_read(key)
         screen = self.screen
         if isinstance(screen, DetailScreen) and screen.key == key:
             return
         self.push_screen(DetailScreen(key))
+
+    def selected_key(self, screen: Screen[Any] | None = None) -> Key | None:
+        """The session the user has in front of them: the detail view's, or the cursor's."""
+        screen = screen or self.screen
+        if isinstance(screen, DetailScreen):
+            return screen.key
+        return self.main_screen.table.cursor_key
+
+    def action_respond(self) -> None:
+        """Answer the selected session's first open permission or question."""
+        self.responder.respond(self.selected_key())
+
+    def action_abort(self) -> None:
+        """Abort the selected session's run (after a confirmation)."""
+        self.responder.abort(self.selected_key())
 
     def _state_filter(self, state: str) -> None:
         while isinstance(self.screen, DetailScreen | HelpScreen):
@@ -201,6 +277,9 @@ class OcwatchApp(App[None]):
         return [
             ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
             ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
+            ("Permission dialog", binding_rows(PermissionScreen.BINDINGS)),
+            ("Question dialog", binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA)),
+            ("Confirm dialog", binding_rows(ConfirmScreen.BINDINGS)),
             ("Everywhere", binding_rows(self.BINDINGS) + palette),
             ("Table and mouse", list(NAVIGATION)),
             ("This help", binding_rows(HelpScreen.BINDINGS)),
@@ -226,6 +305,9 @@ def create_app(
     server_urls: Sequence[str] | None = None,
     clock: Callable[[], float] = time.time,
     user_theme_dir: Path | None = None,
+    actions: Actions | Literal["default"] | None = "default",
+    alerts: AlertConfig | None = None,
+    notices: Sequence[str] = (),
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -234,7 +316,13 @@ def create_app(
     (default: `$OPENCODE_SERVER_URL` or http://127.0.0.1:4096).
     `clock`: the wall clock (epoch seconds), injectable so tests are deterministic.
     `user_theme_dir`: where user themes live (default `$XDG_CONFIG_HOME/ocwatch/themes`).
+    `actions`: how abort / reply / answer reach the servers (default: through the Fleet's
+    clients; none for a StaticSource, which says "actions need a live server").
+    `alerts`: which alerts fire and how (default: none; bell, OSC 9, notify-send are opt-in).
+    `notices`: config warnings to show when the app starts.
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
+    chosen = default_actions(source) if isinstance(actions, str) else actions
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
-                      user_theme_dir=user_theme_dir)
+                      user_theme_dir=user_theme_dir, actions=chosen,
+                      alerts=alerts, notices=notices)

@@ -132,7 +132,8 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
             if isinstance(patterns, str):
                 patterns = [patterns]
             parts += ["  ", _label("patterns"), ", ".join(_lit(p) for p in patterns), "\n"]
-        parts += ["  ", ("answer: ", "$foreground-muted"),
+        parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
+                  (" here, or ", "$foreground-muted"),
                   (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"), "\n"]
     else:
         questions = detail.get("questions") or []
@@ -158,7 +159,8 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
                 extras.append("a typed answer is allowed")
             if extras:
                 parts += ["     ", ("; ".join(extras), "$foreground-muted italic"), "\n"]
-        parts += ["  ", ("answer: ", "$foreground-muted"),
+        parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
+                  (" here, or ", "$foreground-muted"),
                   (f"ocwatch answer {_lit(item.id)} --option LABEL | --text TEXT | --reject",
                    "italic"), "\n"]
     return parts
@@ -219,6 +221,8 @@ class DetailScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("p", "parent", "Parent"),
+        Binding("r", "app.respond", "Respond"),
+        Binding("a", "app.abort", "Abort"),
     ]
 
     def __init__(self, key: Key) -> None:
@@ -227,6 +231,11 @@ class DetailScreen(Screen[None]):
         self.row: SessionRow | None = None
         self._children: list[Key] = []
         self._has_parent = False
+
+    @property
+    def session_key(self) -> Key:
+        """The session this screen shows (the user is looking at it)."""
+        return self.key
 
     @property
     def ocwatch(self) -> OcwatchApp:

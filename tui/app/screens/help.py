@@ -37,6 +37,7 @@ LEGEND = (
      "the facts contradict idle (e.g. interrupted)"),
     (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse",
      "the server says busy, but the run visibly ended"),
+    ("• title", "$accent bold", "unread: the row changed while you looked elsewhere"),
 )
 
 

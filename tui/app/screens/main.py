@@ -61,7 +61,10 @@ class MainScreen(Screen[None]):
     """Every session of every server, as a tree."""
 
     AUTO_FOCUS = "SessionTable"
+    _highlighted: tuple[str, str] | None = None
     BINDINGS = [
+        Binding("r", "app.respond", "Respond"),
+        Binding("a", "app.abort", "Abort"),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
@@ -113,7 +116,7 @@ class MainScreen(Screen[None]):
         self.query_one(ServerBar).show(view, now, app.server_urls)
         self.query_one(Summary).show(view)
         if view is not None:
-            self.table.show(view, now)
+            self.table.show(view, now, unread=app.unread)
         self._refresh_status()
 
     def _refresh_status(self) -> None:
@@ -137,6 +140,14 @@ class MainScreen(Screen[None]):
 
     def on_session_table_changed(self, _event: SessionTable.Changed) -> None:
         self._refresh_status()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        """The row the cursor leaves and the row it reaches have been seen."""
+        key = self.table.cursor_key
+        if key != self._highlighted:
+            self.ocwatch.mark_read(self._highlighted)
+            self._highlighted = key
+        self.ocwatch.mark_read(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()

@@ -44,6 +44,8 @@ COLUMNS = (
 ALL_COLUMNS = [c.key for c in COLUMNS]
 """Column keys in the order of `CellRenderer.inputs()`."""
 MIN_TITLE = 16
+UNREAD_MARK = "• "
+"""Before the title of a row that changed while the user looked elsewhere."""
 
 
 class CellRenderer:
@@ -55,6 +57,8 @@ class CellRenderer:
         self.now = 0.0
         self.wide: bool | None = False
         self.title_width = MIN_TITLE
+        self.unread: frozenset[tuple[str, str]] = frozenset()
+        """Rows that changed while the user looked elsewhere (a mark before the title)."""
 
     def inputs(self, row: SessionRow, line: TreeLine, multi: bool) -> tuple[object, ...]:
         """For every column of COLUMNS, what its cell is rendered from: equal inputs, equal
@@ -65,7 +69,7 @@ class CellRenderer:
             (row.state, row.reason, row.stale, row.retry_attempt,
              tuple(p.kind for p in row.pending) if row.pending else (), ctx),
             row.stale,
-            (row.title, row.id, row.state, row.stale, line),
+            (row.title, row.id, row.state, row.stale, line, row.key in self.unread),
             (row.directory, row.server if multi else "", ctx),
             (fmt.duration(None if since is None else now - since), ctx),
             (fmt.age(row.updated, now), ctx),
@@ -133,7 +137,10 @@ class CellRenderer:
         suffix = f" (+{line.hidden})" if line.hidden else ""
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(prefix, style=self.style("$foreground-muted"))
-        body = fmt.truncate(title, self.title_width - cell_len(prefix) - len(suffix))
+        mark = UNREAD_MARK if row.key in self.unread else ""
+        if mark:
+            text.append(mark, style=self.style("$accent bold"))
+        body = fmt.truncate(title, self.title_width - cell_len(prefix) - len(mark) - len(suffix))
         body_style = "bold" if loud else ""
         if line.context:
             body_style += " dim"

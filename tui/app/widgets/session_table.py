@@ -13,6 +13,7 @@ Two DataTable internals are touched, both as `DataTable.sort()` itself does: `_r
 from __future__ import annotations
 
 import gc
+from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
 from rich.style import Style
@@ -84,11 +85,12 @@ class SessionTable(DataTable[Text]):
     def on_mount(self) -> None:
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
-    def show(self, view: View, now: float) -> None:
-        """Display a new View at `now` (keyed, in-place update)."""
+    def show(self, view: View, now: float, unread: AbstractSet[Key] = frozenset()) -> None:
+        """Display a new View at `now` (keyed, in-place update); `unread` rows get a mark."""
         self._view = view
         self._now = now
         self.cells.now = now
+        self.cells.unread = frozenset(unread)
         self.collapsed = {k for k in self.collapsed if k in view.rows}
         self._sync()
 
@@ -111,6 +113,14 @@ class SessionTable(DataTable[Text]):
             return False
         self.move_cursor(row=self.get_row_index(k), animate=False)
         return True
+
+    def set_unread(self, unread: AbstractSet[Key]) -> None:
+        """Mark these rows as changed while the user looked elsewhere (only their titles are
+        redrawn)."""
+        marks = frozenset(unread)
+        if marks != self.cells.unread:
+            self.cells.unread = marks
+            self._sync()
 
     def set_sort(self, column: str, reverse: bool | None = None) -> None:
         """Sort siblings by a column; choosing the current column again flips the order."""

@@ -1,0 +1,324 @@
+"""Acting from the dashboard (abort, reply, answer) with a fake `Actions`, driven by keys."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+import pytest
+from textual.pilot import Pilot
+from textual.widgets import Input, RadioSet, SelectionList, Static
+
+from tui.app import OcwatchApp
+from tui.app.screens.confirm import ConfirmScreen
+from tui.app.screens.detail import DetailScreen
+from tui.app.screens.permission import PermissionScreen
+from tui.app.screens.question import QuestionScreen
+from tui.core.actions import ActionError
+from tui.core.view import Pending
+
+from . import views
+from .conftest import make_app
+from .fake_actions import FakeActions
+
+A = views.A
+PERM = (A, "ses_perm")
+QUESTION = (A, "ses_question")
+BUSY = (A, "ses_busy")
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+async def settle(pilot: Pilot[None], app: OcwatchApp) -> None:
+    """Until every action worker finished and the app pulled once more."""
+    await until(pilot, lambda: not any(w.group == "actions" and w.is_running
+                                       for w in app.workers))
+    await pilot.pause(0.15)
+
+
+def notes(app: OcwatchApp, severity: str | None = None) -> list[str]:
+    return [n.message for n in app._notifications if severity in (None, n.severity)]
+
+
+def state_cell(app: OcwatchApp, key: tuple[str, str]) -> str:
+    return app.main_screen.table.get_cell(f"{key[0]}\x1f{key[1]}", "state").plain
+
+
+async def open_on(pilot: Pilot[None], app: OcwatchApp, key: tuple[str, str], press: str) -> None:
+    await pilot.pause()
+    assert app.main_screen.table.select_key(key)
+    await pilot.press(press)
+    await pilot.pause()
+
+
+# -- abort -----------------------------------------------------------------------------------
+
+async def test_abort_asks_first_and_no_is_the_default() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        for refuse in ("n", "escape", "enter"):  # enter presses the focused button: No
+            await open_on(pilot, app, BUSY, "a")
+            assert isinstance(app.screen, ConfirmScreen)
+            assert "Refactor the payment module" in str(
+                app.screen.query_one("#confirm-body", Static).render())
+            await pilot.press(refuse)
+            await settle(pilot, app)
+            assert app.screen is app.main_screen and fake.calls == [], refuse
+        await open_on(pilot, app, BUSY, "a")
+        await pilot.press("y")
+        await settle(pilot, app)
+        assert fake.calls == [("abort", A, "ses_busy")]
+        assert state_cell(app, BUSY) == "● busy"  # until the server says otherwise
+        assert any("Abort: sent" in n for n in notes(app))
+
+
+async def test_abort_of_an_idle_session_says_why_not() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, (A, "ses_done"), "a")
+        assert app.screen is app.main_screen
+        assert any("no run to abort" in n for n in notes(app))
+        await open_on(pilot, app, (A, "ses_stale"), "a")  # stale busy: still abortable
+        assert isinstance(app.screen, ConfirmScreen)
+
+
+# -- permission ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize(("key", "reply"), [("o", "once"), ("a", "always"), ("r", "reject")])
+async def test_permission_keys(key: str, reply: str) -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        shown = str(screen.query_one("#permission-fields", Static).render())
+        for text in ("bash", "rm -rf build/", "rm -rf build/*", "rm *", "Remove build output"):
+            assert text in shown
+        await pilot.press(key)
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", reply, None)]
+        assert app.screen is app.main_screen
+
+
+async def test_permission_reject_with_a_message() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        box = app.screen.query_one("#permission-message", Input)
+        box.focus()
+        await pilot.press(*"use rsync", "enter")  # o/a/r typed here are text, not keys
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", "reject", "use rsync")]
+        # A message typed before choosing "once" does not go with it.
+        fake.calls.clear()
+        app.responder.sent.clear()
+        await open_on(pilot, app, PERM, "r")
+        app.screen.query_one("#permission-message", Input).value = "ignored"
+        await pilot.click("#once")
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", "once", None)]
+
+
+async def test_permission_cancel_sends_nothing() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("escape")
+        await settle(pilot, app)
+        assert fake.calls == [] and app.screen is app.main_screen
+
+
+# -- question --------------------------------------------------------------------------------
+
+async def test_question_single_choice() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        assert isinstance(app.screen, QuestionScreen)
+        assert isinstance(app.focused, RadioSet)
+        await pilot.press("ctrl+s")  # nothing chosen yet: the dialog stays and says so
+        await pilot.pause()
+        assert isinstance(app.screen, QuestionScreen) and fake.calls == []
+        assert any("Question 1 has no answer" in n for n in notes(app, "warning"))
+        await pilot.press("down", "space", "ctrl+s")
+        await settle(pilot, app)
+        assert fake.calls == [("answer", A, "que_3Kx9", [["SQLite"]], False)]
+
+
+async def test_question_typed_answer_replaces_the_choice() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        await pilot.press("space", "tab")  # choose PostgreSQL, then go to the typed answer
+        assert isinstance(app.focused, Input)
+        await pilot.press(*"MariaDB", "enter")
+        await settle(pilot, app)
+        assert fake.calls == [("answer", A, "que_3Kx9", [["MariaDB"]], False)]
+
+
+async def test_question_reject() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        await pilot.press("ctrl+r")
+        await settle(pilot, app)
+        assert fake.calls == [("answer", A, "que_3Kx9", None, True)]
+
+
+async def test_question_multiple_choice_and_several_questions() -> None:
+    fake = FakeActions()
+    app, _ = make_app(views.several_questions(), actions=fake)
+    async with app.run_test(size=(120, 48)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        screen = app.screen
+        assert isinstance(screen, QuestionScreen)
+        assert isinstance(app.focused, SelectionList)
+        assert len(screen.query(Input)) == 2  # the third question takes no typed answer
+        await pilot.press("space", "down", "down", "space")  # lint and tests
+        await pilot.press("tab", *"docs")  # typed, added to the choices
+        await pilot.press("tab", "down", "space")  # Q2: release
+        await pilot.press("ctrl+s")  # Q3 unanswered
+        await pilot.pause()
+        assert isinstance(app.screen, QuestionScreen) and fake.calls == []
+        assert any("Question 3" in n for n in notes(app, "warning"))
+        assert app.focused is screen.query_one("#choices-3")
+        await pilot.press("space", "ctrl+s")
+        await settle(pilot, app)
+        assert fake.calls == [("answer", A, views.SEVERAL.id,
+                               [["lint", "tests", "docs"], ["release"], ["yes"]], False)]
+
+
+# -- what the server says ----------------------------------------------------------------------
+
+async def test_failure_shows_the_server_error_and_changes_nothing() -> None:
+    fake = FakeActions()
+    fake.fail = ActionError("permission per_7Hq2 is no longer open (already answered?)")
+    app, source = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        before = source.current()
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("o")
+        await settle(pilot, app)
+        assert notes(app, "error") == [
+            "permission per_7Hq2 is no longer open (already answered?)"]
+        assert state_cell(app, PERM) == "? input"
+        assert app.view is before and app.view.rows[PERM].pending
+        # Nothing was recorded as answered: the dialog opens again.
+        await open_on(pilot, app, PERM, "r")
+        assert isinstance(app.screen, PermissionScreen)
+
+
+async def test_the_row_changes_only_when_the_source_does() -> None:
+    fake = FakeActions()
+    app, source = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("o")
+        await settle(pilot, app)
+        assert fake.calls and state_cell(app, PERM) == "? input"
+        await open_on(pilot, app, PERM, "r")  # answered, not confirmed: no second dialog
+        assert app.screen is app.main_screen
+        assert any("Already answered" in n for n in notes(app))
+        source.set(views.with_row(source.current(), PERM, state="busy", pending=()))
+        await until(pilot, lambda: state_cell(app, PERM) == "● busy")
+        assert app.responder.sent == set()
+
+
+async def test_the_asking_sub_agent_and_a_request_answered_elsewhere() -> None:
+    fake = FakeActions()
+    child_asks = Pending("permission", "per_child", "ses_child1", "permission bash: ls",
+                         {"permission": "bash", "patterns": ["ls"], "always": ["ls *"],
+                          "metadata": {"command": "ls"}})
+    view = views.with_row(views.every_state(), (A, "ses_parent"), state="input",
+                          pending=(child_asks,))
+    app, source = make_app(view, actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, (A, "ses_parent"), "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        assert "asked by sub-agent ses_child1" in str(screen.query_one(".dialog-who",
+                                                                       Static).render())
+        gone = screen.query_one(".dialog-gone", Static)
+        assert not gone.display
+        source.set(views.with_row(view, (A, "ses_parent"), state="busy", pending=()))
+        await until(pilot, lambda: gone.display)
+        await pilot.press("a")
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_child", "always", None)]
+
+
+async def test_without_actions_the_dashboard_says_so() -> None:
+    app, _ = make_app()  # a StaticSource: no server to act on
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        assert app.screen is app.main_screen
+        await open_on(pilot, app, BUSY, "a")
+        assert app.screen is app.main_screen
+        assert notes(app, "warning").count("Actions need a live server: this dashboard shows "
+                                           "fixed Views.") == 2
+
+
+async def test_nothing_to_respond_to() -> None:
+    app, _ = make_app(actions=FakeActions())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "r")
+        assert app.screen is app.main_screen
+        assert any("not waiting for you" in n for n in notes(app))
+
+
+async def test_from_the_detail_view_and_the_palette() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.open_details(QUESTION)
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        pending = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "r here, or" in pending
+        await pilot.press("r")
+        await pilot.pause()
+        assert isinstance(app.screen, QuestionScreen)
+        await pilot.press("escape")
+        await pilot.pause()
+        assert isinstance(app.screen, DetailScreen)
+        titles = {c.title: c for c in app.get_system_commands(app.screen)}
+        assert "Respond to the selected session" in titles
+        titles["Respond to the selected session"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, QuestionScreen)
+        assert app.screen.row.key == QUESTION
+        await pilot.press("escape", "escape")
+        await pilot.pause()
+        app.main_screen.table.select_key(BUSY)
+        titles = {c.title: c for c in app.get_system_commands(app.screen)}
+        titles["Abort the selected session"].callback()
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen)
+
+
+async def test_every_new_binding_is_described_and_in_the_help() -> None:
+    app, _ = make_app(actions=FakeActions())
+    async with app.run_test(size=(120, 60)) as pilot:
+        await pilot.pause()
+        for cls in (PermissionScreen, QuestionScreen, ConfirmScreen):
+            assert all(b.description for b in cls.BINDINGS)  # type: ignore[union-attr]
+        rows = dict((title, dict(r)) for title, r in app.help_groups())
+        assert rows["Sessions"]["r"] == "Respond" and rows["Sessions"]["a"] == "Abort"
+        assert rows["Details"]["r"] == "Respond"
+        assert rows["Permission dialog"]["o"] == "Allow once"
+        assert rows["Question dialog"]["ctrl+s"] == "Submit"
+        assert rows["Confirm dialog"]["y"] == "Yes"

@@ -1,0 +1,170 @@
+"""Alerts and unread marks in the dashboard: once per transition, only for what changed."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import replace
+
+from textual.pilot import Pilot
+
+from tui.app import OcwatchApp
+from tui.app.alerts import app_sinks
+from tui.core.alerts import Alert
+from tui.core.config import AlertConfig
+from tui.core.view import View
+
+from . import views
+from .conftest import make_app
+
+A = views.A
+BUSY = (A, "ses_busy")
+DONE = (A, "ses_done")
+PERM = (A, "ses_perm")
+LOUD = AlertConfig(bell=True, osc9=True, on=["input", "error", "completed"], min_interval=0)
+
+
+async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await pilot.pause(0.02)
+
+
+def spy(app: OcwatchApp) -> list[str]:
+    """Everything the alert sinks send to the terminal: `BEL` for a bell, the OSC sequences."""
+    written: list[str] = []
+    app.bell = lambda: written.append("BEL")  # type: ignore[method-assign]
+    app.write_terminal = written.append  # type: ignore[method-assign]
+    return written
+
+
+def later(view: View, dt: float, **changes: object) -> View:
+    """`view`, `dt` seconds later, with rows changed: {key: {field: value}}."""
+    rows = dict(view.rows)
+    for key, fields in changes.items():
+        k = (A, key)
+        rows[k] = replace(rows[k], **fields)  # type: ignore[arg-type]
+    return View(view.generated_at + dt, view.servers, rows)
+
+
+async def test_bell_and_osc9_once_per_transition() -> None:
+    app, source = make_app(alerts=LOUD)
+    written = spy(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.2)
+        assert written == []  # the first View is what is, not a change
+        failed = later(source.current(), 1, ses_busy={"state": "idle", "reason": "error",
+                                                        "error": "APIError: boom"})
+        source.set(failed)
+        await until(pilot, lambda: len(written) == 2)
+        assert written[0] == "BEL"
+        assert written[1].startswith("\x1b]9;ocwatch: Refactor the payment module: error")
+        assert written[1].endswith("\x07")
+        # The server says idle again (and again): the same View, nothing new.
+        source.set(later(failed, 1))
+        await pilot.pause(0.3)
+        source.set(later(failed, 2))
+        await pilot.pause(0.3)
+        assert len(written) == 2
+        # Another session starts waiting for input: one more alert, no more.
+        asking = later(failed, 3, ses_done={"state": "input", "reason": None,
+                                            "pending": (views.PERMISSION,)})
+        source.set(asking)
+        await until(pilot, lambda: len(written) == 4)
+        assert "Write the README" in written[3]
+        source.set(later(asking, 1))
+        await pilot.pause(0.3)
+        assert len(written) == 4
+        assert app.attention.alerter.sent == 2
+
+
+async def test_no_alert_without_a_flag_or_config() -> None:
+    app, source = make_app()
+    written = spy(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        source.set(later(source.current(), 1, ses_busy={"state": "idle", "reason": "error"}))
+        await pilot.pause(0.3)
+        assert written == [] and not app.attention.alerting
+
+
+async def test_headless_write_is_harmless() -> None:
+    app, _ = make_app(alerts=LOUD)
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.write_terminal("\x1b]9;x\x07")  # headless: dropped, the screen is untouched
+        app.bell()
+
+
+def test_app_sinks_follow_the_config() -> None:
+    rung: list[str] = []
+    alert = Alert("error", BUSY, (), "t", "x")
+    for config, expected in ((AlertConfig(), []), (AlertConfig(bell=True), ["BEL"]),
+                             (AlertConfig(osc9=True), ["\x1b]9;ocwatch: t: x\x07"])):
+        rung.clear()
+        for sink in app_sinks(config, lambda: rung.append("BEL"), rung.append):
+            sink(alert)
+        assert rung == expected
+
+
+# -- unread marks ----------------------------------------------------------------------------
+
+def title(app: OcwatchApp, key: tuple[str, str]) -> str:
+    return app.main_screen.table.get_cell(f"{key[0]}\x1f{key[1]}", "title").plain
+
+
+async def test_unread_marks_rows_changed_elsewhere_and_clears_on_highlight() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table = app.main_screen.table
+        table.select_key(PERM)
+        await pilot.pause()
+        assert app.unread == set()
+        # Two rows change: the one under the cursor is seen, the other is marked.
+        source.set(later(source.current(), 1,
+                         ses_done={"state": "busy", "reason": None},
+                         ses_perm={"state": "busy", "pending": ()}))
+        await until(pilot, lambda: DONE in app.unread)
+        assert app.unread == {DONE}
+        assert title(app, DONE).strip().startswith("• Write the README")
+        assert "•" not in title(app, PERM)
+        # A change that is not a transition (cost, time) marks nothing.
+        source.set(later(source.current(), 1, ses_busy={"cost": 5.0}))
+        await pilot.pause(0.3)
+        assert app.unread == {DONE}
+        table.select_key(DONE)
+        await until(pilot, lambda: not app.unread)
+        assert "•" not in title(app, DONE)
+
+
+async def test_unread_while_in_details_or_away_and_cleared_by_opening() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        app.main_screen.table.select_key(PERM)
+        app.open_details((A, "ses_error"))
+        await pilot.pause()
+        # The detail view's own session is seen; the cursor row behind it is not.
+        source.set(later(source.current(), 1, ses_perm={"state": "busy", "pending": ()},
+                         ses_error={"state": "busy", "reason": None}))
+        await until(pilot, lambda: PERM in app.unread)
+        assert app.unread == {PERM}
+        await pilot.press("escape")
+        app.open_details(PERM)
+        await pilot.pause()
+        assert app.unread == set()
+        await pilot.press("escape")
+        await pilot.pause()
+        # The terminal lost the focus: even the highlighted row is marked.
+        app.app_focus = False
+        source.set(later(source.current(), 1, ses_perm={"state": "idle",
+                                                        "reason": "completed"}))
+        await until(pilot, lambda: PERM in app.unread)
+        # A row that leaves the View loses its mark.
+        rows = dict(source.current().rows)
+        rows.pop(PERM)
+        source.set(View(source.current().generated_at + 1, source.current().servers, rows))
+        await until(pilot, lambda: PERM not in app.unread)

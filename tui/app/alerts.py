@@ -1,0 +1,76 @@
+"""Attention in the dashboard: alerts on transitions, and "unread" marks on rows that changed
+while the user looked elsewhere.
+
+Both read the difference between two consecutive Views (`view.transitions`), never a status map
+of their own. Alerts go through the core `Alerter` (one per real transition, rate limited); the
+sinks here ring the bell through the app, write OSC 9 through its driver, and run notify-send.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+from tui.core.alerts import Alert, Alerter, osc9, terminal_sinks
+from tui.core.config import AlertConfig
+from tui.core.view import View, transitions
+
+Key = tuple[str, str]
+Sink = Callable[[Alert], None]
+
+
+def app_sinks(config: AlertConfig, bell: Callable[[], None],
+              write: Callable[[str], None]) -> list[Sink]:
+    """The configured sinks: `bell()` rings, `write(sequence)` reaches the terminal (OSC 9),
+    notify-send runs where it exists."""
+    sinks: list[Sink] = []
+    if config.bell:
+        sinks.append(lambda _alert: bell())
+    if config.osc9:
+        sinks.append(lambda alert: write(osc9(alert)))
+    if config.desktop:
+        sinks += terminal_sinks(config.model_copy(update={"bell": False, "osc9": False}), write)
+    return sinks
+
+
+class Attention:
+    """Feeds each new View's transitions to the alerter and keeps the unread marks."""
+
+    def __init__(self, config: AlertConfig, sinks: list[Sink],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.config = config
+        self.alerter = Alerter(config, sinks, clock)
+        self.unread: set[Key] = set()
+
+    @property
+    def alerting(self) -> bool:
+        """Whether any sink is configured."""
+        return bool(self.alerter.sinks)
+
+    def apply(self, before: View | None, after: View, looking_at: Callable[[Key], bool]) -> bool:
+        """Take in a new View; True when the unread marks changed.
+
+        A row that appears (first sight, a server reconnecting) is not a change; a row that
+        changed while `looking_at(key)` was false is marked; a row that left loses its mark."""
+        changes = transitions(before, after)
+        if not changes:
+            return False
+        if self.alerting:
+            self.alerter.feed(changes)
+        marked = False
+        for tr in changes:
+            if tr.after is None:
+                if tr.key in self.unread:
+                    self.unread.discard(tr.key)
+                    marked = True
+            elif tr.before is not None and tr.key not in self.unread and not looking_at(tr.key):
+                self.unread.add(tr.key)
+                marked = True
+        return marked
+
+    def read(self, key: Key | None) -> bool:
+        """The user looked at this row; True when it had a mark."""
+        if key is None or key not in self.unread:
+            return False
+        self.unread.discard(key)
+        return True

@@ -1,0 +1,169 @@
+"""Acting from the dashboard: pick the dialog for a row, run the action in a worker, report.
+
+Nothing here changes a row. The action goes to the server; the row changes when the server
+confirms it (the next event or snapshot). A refusal is shown as the server's one-line error and
+leaves everything as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from textual.content import Content
+
+from tui.core.client import OcwatchError
+from tui.core.view import Pending, SessionRow
+
+from .actions import Actions
+from .screens.confirm import ConfirmScreen
+from .screens.dialog import literal
+from .screens.permission import PermissionReply, PermissionScreen
+from .screens.question import QuestionReply, QuestionScreen, describe
+
+if TYPE_CHECKING:
+    from .app import OcwatchApp
+
+log = logging.getLogger("ocwatch.app")
+Key = tuple[str, str]
+ABORTABLE = ("busy", "retry", "input")
+NO_ACTIONS = "Actions need a live server: this dashboard shows fixed Views."
+
+
+class Responder:
+    """Opens the right dialog for a row and runs what the user chose."""
+
+    def __init__(self, app: OcwatchApp, actions: Actions | None) -> None:
+        self.app = app
+        self.actions = actions
+        self.sending: set[str] = set()
+        """Request ids (and `abort:` session ids) whose action is on its way."""
+        self.sent: set[str] = set()
+        """Request ids the server accepted an answer for, until the View drops them."""
+
+    def forget_closed(self) -> None:
+        """Drop answered requests the View no longer lists (called on each new View)."""
+        view = self.app.view
+        if not self.sent or view is None:
+            return
+        open_ids = {p.id for r in view.rows.values() for p in r.pending}
+        self.sent &= open_ids
+
+    def _row(self, key: Key | None) -> SessionRow | None:
+        view = self.app.view
+        if key is None or view is None:
+            self.app.notify("No session selected.", severity="warning", timeout=3)
+            return None
+        row = view.rows.get(key)
+        if row is None:
+            self.app.notify("This session is no longer in the View.", severity="warning",
+                            timeout=4)
+        return row
+
+    def _ready(self) -> Actions | None:
+        if self.actions is None:
+            self.app.notify(NO_ACTIONS, severity="warning", timeout=5)
+        return self.actions
+
+    # -- respond ------------------------------------------------------------------------------
+
+    def respond(self, key: Key | None) -> None:
+        """Open the dialog for the row's first request not yet answered."""
+        row = self._row(key)
+        if row is None:
+            return
+        if not row.pending:
+            self.app.notify(f"{literal(row.title) or row.id} is not waiting for you "
+                            f"({row.state}).", timeout=4, markup=False)
+            return
+        if self._ready() is None:
+            return
+        waiting = [p for p in row.pending if p.id not in self.sent | self.sending]
+        if not waiting:
+            self.app.notify("Already answered; the row changes when the server confirms.",
+                            timeout=4)
+            return
+        pending = waiting[0]
+        if pending.kind == "permission":
+            self.app.push_screen(PermissionScreen(row, pending),
+                                 lambda reply: self._permission(row, pending, reply))
+        else:
+            self.app.push_screen(QuestionScreen(row, pending),
+                                 lambda reply: self._question(row, pending, reply))
+
+    def _permission(self, row: SessionRow, pending: Pending,
+                    reply: PermissionReply | None) -> None:
+        if reply is None or self.actions is None:
+            return
+        actions = self.actions
+        what = f"Reply {reply.reply}" + (" with a message" if reply.message else "")
+        self._run(what, pending.id,
+                  lambda: actions.reply(row.server, pending.id, reply.reply, reply.message))
+
+    def _question(self, row: SessionRow, pending: Pending, reply: QuestionReply | None) -> None:
+        if reply is None or self.actions is None:
+            return
+        actions = self.actions
+        what = "Reject the question" if reply.reject else \
+            f"Answer {describe(reply.answers or [])}"
+        self._run(what, pending.id,
+                  lambda: actions.answer(row.server, pending.id, reply.answers, reply.reject))
+
+    # -- abort --------------------------------------------------------------------------------
+
+    def abort(self, key: Key | None) -> None:
+        """Ask, then abort the row's run."""
+        row = self._row(key)
+        if row is None:
+            return
+        if row.state not in ABORTABLE and not row.stale:
+            self.app.notify(f"{literal(row.title) or row.id} is {row.state}: there is no run "
+                            "to abort.", timeout=4, markup=False)
+            return
+        if self._ready() is None:
+            return
+        body = Content.assemble(
+            "Abort the run of ", (literal(row.title) or row.id, "bold"), "?\n",
+            (literal(row.id) + "  " + literal(row.server), "$foreground-muted"), "\n\n",
+            ("The agent stops where it is; the session and its messages stay.",
+             "$foreground-muted"))
+        self.app.push_screen(ConfirmScreen("Abort this run?", body, yes="Abort",
+                                           no="Keep running", session_key=row.key),
+                             lambda yes: self._abort(row, bool(yes)))
+
+    def _abort(self, row: SessionRow, yes: bool) -> None:
+        if not yes or self.actions is None:
+            return
+        actions = self.actions
+        self._run("Abort", f"abort:{row.id}", lambda: actions.abort(row.server, row.id))
+
+    # -- running ------------------------------------------------------------------------------
+
+    def _run(self, what: str, token: str, act: Callable[[], Awaitable[None]]) -> None:
+        if token in self.sending:
+            self.app.notify("Already on its way to the server.", timeout=3)
+            return
+        self.sending.add(token)
+        self.app.run_worker(self._send(what, token, act), group="actions",
+                            exit_on_error=False, description=what)
+
+    async def _send(self, what: str, token: str, act: Callable[[], Awaitable[None]]) -> None:
+        try:
+            await act()
+        except OcwatchError as exc:
+            self.app.notify(exc.message, title=f"{what} failed", severity="error", timeout=10,
+                            markup=False)
+            return
+        except Exception as exc:  # a bug must not take the dashboard down
+            log.exception("action failed")
+            self.app.notify(f"{type(exc).__name__}: {exc}", title=f"{what} failed",
+                            severity="error", timeout=10, markup=False)
+            return
+        finally:
+            self.sending.discard(token)
+        if not token.startswith("abort:"):
+            self.sent.add(token)
+        self.app.notify(f"{what}: sent. The row changes when the server confirms.",
+                        timeout=4, markup=False)
+        self.app.mark_dirty()

@@ -1,0 +1,73 @@
+"""The base of the permission and question dialogs: what is asked, by whom, and whether it is
+still open (the request may be answered elsewhere while the dialog is up)."""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from textual.content import Content
+from textual.screen import ModalScreen
+from textual.widgets import Static
+
+from tui.core.view import Pending, SessionRow, View
+
+from .. import format as fmt
+
+Key = tuple[str, str]
+R = TypeVar("R")
+Part = str | tuple[str, str]
+
+
+def label(name: str, width: int = 12) -> tuple[str, str]:
+    """A field name, padded, muted."""
+    return (f"{name:<{width - 1}} ", "$foreground-muted")
+
+
+def literal(value: Any) -> str:
+    """A value shown as text, never markup or escape codes."""
+    return fmt.literal(str(value))
+
+
+def asked_by(row: SessionRow, pending: Pending) -> Content:
+    """`Title  ses_…` and, when a sub-agent asks, which one."""
+    parts: list[Part] = [(literal(row.title) or row.id, "bold"), ("  " + literal(row.id),
+                                                                  "$foreground-muted")]
+    if pending.session_id and pending.session_id != row.id:
+        parts += ["\n", ("asked by sub-agent ", "$foreground-muted"),
+                  literal(pending.session_id)]
+    return Content.assemble(*parts)
+
+
+def still_open(view: View | None, pending: Pending) -> bool:
+    """Whether some row of the View still lists this request."""
+    if view is None:
+        return True
+    return any(p.id == pending.id for r in view.rows.values() for p in r.pending)
+
+
+class RequestDialog(ModalScreen[R]):
+    """A dialog about one open request of one row; warns when the request closes meanwhile."""
+
+    def __init__(self, row: SessionRow, pending: Pending) -> None:
+        super().__init__()
+        self.row = row
+        self.pending = pending
+        self.session_key: Key = row.key
+        """The session this dialog is about (the user is looking at it)."""
+
+    def gone_banner(self) -> Static:
+        banner = Static(Content.styled(
+            "This request is no longer open (answered elsewhere, or the run ended). "
+            "Sending now will fail; esc closes.", "$state-error bold"), classes="dialog-gone")
+        banner.display = False
+        return banner
+
+    def on_mount(self) -> None:
+        from ..app import OcwatchApp
+
+        if isinstance(self.app, OcwatchApp):
+            self.app.view_changed.subscribe(self, self._on_view)
+            self._on_view(self.app.view)
+
+    def _on_view(self, view: View | None) -> None:
+        self.query_one(".dialog-gone", Static).display = not still_open(view, self.pending)

@@ -1,0 +1,124 @@
+"""The permission dialog: what the agent wants to run, and once / always / reject."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Button, Input, Static
+
+from tui.core.view import Pending, SessionRow
+
+from .dialog import Part, RequestDialog, asked_by, label, literal
+
+
+@dataclass(frozen=True)
+class PermissionReply:
+    """The user's reply: `once`, `always` or `reject`, and a message (sent with reject)."""
+
+    reply: str
+    message: str | None = None
+
+
+def _items(value: Any) -> list[str]:
+    if value in (None, "", [], ()):
+        return []
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [literal(v) for v in value]
+    return [literal(value)]
+
+
+def permission_fields(pending: Pending) -> Content:
+    """Tool, command, patterns and the `always` patterns (tolerant of missing fields)."""
+    detail: Mapping[str, Any] = pending.detail or {}
+    metadata = detail.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    parts: list[Part] = [label("tool"), (literal(detail.get("permission") or "?"), "bold")]
+    command = metadata.get("command") or detail.get("command")
+    if command:
+        parts += ["\n", label("command"), (literal(command), "bold")]
+    for key, value in metadata.items():
+        if key in ("command", "cmd") or isinstance(value, (dict, list, tuple)) or value in (
+                None, ""):
+            continue
+        parts += ["\n", label(literal(key)), literal(value)]
+    patterns = _items(detail.get("patterns"))
+    if patterns:
+        parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
+    always = _items(detail.get("always"))
+    if always:
+        parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
+                  ("  (what “always” allows from now on)", "$foreground-muted")]
+    return Content.assemble(*parts)
+
+
+class PermissionScreen(RequestDialog[PermissionReply | None]):
+    """Once (`o`), always (`a`), reject (`r`, with the optional message); esc cancels."""
+
+    BINDINGS = [
+        Binding("o", "reply('once')", "Allow once"),
+        Binding("a", "reply('always')", "Allow always"),
+        Binding("r", "reply('reject')", "Reject"),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, row: SessionRow, pending: Pending) -> None:
+        super().__init__(row, pending)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="permission", classes="dialog") as box:
+            box.border_title = "Permission asked"
+            box.border_subtitle = "o once · a always · r reject · esc cancel"
+            yield self.gone_banner()
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(asked_by(self.row, self.pending), classes="dialog-who")
+                yield Static(permission_fields(self.pending), id="permission-fields")
+            yield Static(Content.assemble(
+                ("Message", "bold"),
+                ("  optional, sent with Reject: the server hands it to the agent as feedback "
+                 "and the run goes on. Reject without one stops the run.", "$foreground-muted"),
+            ), classes="dialog-note")
+            yield Input(placeholder="e.g. use rsync instead (enter rejects with it)",
+                        id="permission-message")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Once (o)", variant="success", id="once")
+                yield Button("Always (a)", variant="primary", id="always")
+                yield Button("Reject (r)", variant="error", id="reject")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def on_mount(self) -> None:
+        self.query_one("#once", Button).focus()
+
+    @property
+    def message(self) -> str | None:
+        return self.query_one("#permission-message", Input).value.strip() or None
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "cancel":
+            self.dismiss(None)
+        elif event.button.id in ("once", "always", "reject"):
+            self.action_reply(event.button.id)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        if self.message:
+            self.action_reply("reject")
+        else:
+            self.notify("Type a message to reject with it, or tab to the buttons.",
+                        severity="warning", timeout=4)
+
+    def action_reply(self, reply: str) -> None:
+        """Send the reply (the message goes only with reject)."""
+        self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
+
+    def action_cancel(self) -> None:
+        """Close without replying."""
+        self.dismiss(None)

@@ -1,0 +1,202 @@
+"""The question dialog: every question of the request, its options (one or several, as the
+request says), a typed answer where allowed; submit or reject."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widget import Widget
+from textual.widgets import Button, Input, RadioButton, RadioSet, SelectionList, Static
+from textual.widgets.selection_list import Selection
+
+from tui.core.view import Pending, SessionRow
+
+from .dialog import Part, RequestDialog, asked_by, literal
+
+QUESTION_EXTRA = (
+    ("↑ ↓, space", "Move between options, choose one (or toggle one of several)"),
+    ("tab", "Next question or typed answer; enter in a typed answer submits"),
+)
+
+
+@dataclass(frozen=True)
+class QuestionReply:
+    """Answers (one list per question: chosen labels and/or typed text), or a rejection."""
+
+    answers: list[list[str]] | None
+    reject: bool = False
+
+
+@dataclass(frozen=True)
+class Asked:
+    """One question of the request, read tolerantly from `Pending.detail`."""
+
+    question: str
+    header: str
+    labels: tuple[str, ...]
+    descriptions: tuple[str, ...]
+    multiple: bool
+    custom: bool
+
+
+def questions_of(pending: Pending) -> list[Asked]:
+    raw = (pending.detail or {}).get("questions") or []
+    out = []
+    for q in raw if isinstance(raw, (list, tuple)) else []:
+        if not isinstance(q, Mapping):
+            continue
+        options = [o for o in q.get("options") or [] if isinstance(o, Mapping)]
+        out.append(Asked(
+            question=str(q.get("question") or ""), header=str(q.get("header") or ""),
+            labels=tuple(str(o.get("label", "")) for o in options),
+            descriptions=tuple(str(o.get("description") or "") for o in options),
+            multiple=bool(q.get("multiple")), custom=bool(q.get("custom", True))))
+    return out
+
+
+def option_prompt(label: str, description: str) -> Content:
+    parts: list[Part] = [literal(label)]
+    if description:
+        parts.append((f" — {literal(description)}", "$foreground-muted"))
+    return Content.assemble(*parts)
+
+
+def heading(n: int, asked: Asked) -> Content:
+    parts: list[Part] = [(f"Q{n} ", "bold $accent")]
+    if asked.header:
+        parts.append((f"{literal(asked.header)}: ", "$foreground-muted"))
+    parts.append((literal(asked.question), "bold"))
+    how = "choose any number" if asked.multiple else "choose one"
+    if asked.custom:
+        how += " or type an answer"
+    parts.append((f"  ({how})", "$foreground-muted italic"))
+    return Content.assemble(*parts)
+
+
+def answer_of(asked: Asked, chosen: Sequence[str], typed: str) -> list[str]:
+    """The answer to one question: for a single choice a typed answer replaces the option; for
+    several, it is added to them."""
+    typed = typed.strip() if asked.custom else ""
+    if not asked.multiple:
+        return [typed] if typed else list(chosen[:1])
+    return [*chosen, typed] if typed else list(chosen)
+
+
+class QuestionScreen(RequestDialog[QuestionReply | None]):
+    """ctrl+s submits, ctrl+r rejects, esc cancels; tab moves between the questions."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "submit", "Submit", priority=True),
+        Binding("ctrl+r", "reject", "Reject", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, row: SessionRow, pending: Pending) -> None:
+        super().__init__(row, pending)
+        self.asked = questions_of(pending)
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="question", classes="dialog") as box:
+            box.border_title = "Question asked"
+            box.border_subtitle = "ctrl+s submit · ctrl+r reject · esc cancel"
+            yield self.gone_banner()
+            with VerticalScroll(classes="dialog-body"):
+                yield Static(asked_by(self.row, self.pending), classes="dialog-who")
+                for n, asked in enumerate(self.asked, 1):
+                    yield Static(heading(n, asked), classes="question-heading")
+                    yield self._choices(n, asked)
+                    if asked.custom:
+                        hint = "a typed answer (added to the choices)" if asked.multiple else \
+                            "or type an answer (replaces the choice)"
+                        yield Input(placeholder=hint, id=f"typed-{n}", classes="question-typed")
+                if not self.asked:
+                    yield Static("The request carries no question; reject it or cancel.")
+            yield Static(Content.styled(
+                "↑↓ move · space/enter choose · tab next question · enter in a typed answer "
+                "submits", "$foreground-muted"), classes="dialog-note")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Submit (ctrl+s)", variant="success", id="submit")
+                yield Button("Reject (ctrl+r)", variant="error", id="reject")
+                yield Button("Cancel (esc)", id="cancel")
+
+    def _choices(self, n: int, asked: Asked) -> Widget:
+        prompts = [option_prompt(lb, d) for lb, d in zip(asked.labels, asked.descriptions,
+                                                        strict=True)]
+        if asked.multiple:
+            return SelectionList[int](*(Selection(p, i) for i, p in enumerate(prompts)),
+                                      id=f"choices-{n}", classes="question-choices")
+        return RadioSet(*(RadioButton(p) for p in prompts), id=f"choices-{n}",
+                        classes="question-choices")
+
+    def on_mount(self) -> None:
+        first = self.query(".question-choices, .question-typed").first(Widget) \
+            if self.asked else self.query_one("#cancel", Button)
+        first.focus()
+
+    # -- reading the answers ------------------------------------------------------------------
+
+    def chosen(self, n: int) -> list[str]:
+        """The labels chosen for question `n` (1-based), in option order."""
+        asked = self.asked[n - 1]
+        widget = self.query_one(f"#choices-{n}")
+        if isinstance(widget, SelectionList):
+            return [asked.labels[i] for i in sorted(widget.selected)]
+        assert isinstance(widget, RadioSet)
+        index = widget.pressed_index
+        return [asked.labels[index]] if 0 <= index < len(asked.labels) else []
+
+    def typed(self, n: int) -> str:
+        boxes = self.query(f"#typed-{n}")
+        return boxes.first(Input).value if boxes else ""
+
+    def answers(self) -> tuple[list[list[str]], int | None]:
+        """Every question's answer, and the first question left without one (or None)."""
+        out = [answer_of(a, self.chosen(n), self.typed(n)) for n, a in enumerate(self.asked, 1)]
+        missing = next((n for n, a in enumerate(out, 1) if not a), None)
+        return out, missing
+
+    # -- events and actions -------------------------------------------------------------------
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        {"submit": self.action_submit, "reject": self.action_reject,
+         "cancel": self.action_cancel}.get(event.button.id or "", lambda: None)()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        self.action_submit()
+
+    def action_submit(self) -> None:
+        """Send the answers (every question needs one)."""
+        if not self.asked:
+            self.notify("Nothing to answer: reject the request or cancel.", severity="warning")
+            return
+        answers, missing = self.answers()
+        if missing is not None:
+            asked = self.asked[missing - 1]
+            what = "choose an option" + (" or type an answer" if asked.custom else "")
+            self.notify(f"Question {missing} has no answer yet: {what}.", severity="warning",
+                        timeout=4)
+            self.query_one(f"#choices-{missing}").focus()
+            return
+        self.dismiss(QuestionReply(answers))
+
+    def action_reject(self) -> None:
+        """Reject the whole request (the agent is told the user dismissed it)."""
+        self.dismiss(QuestionReply(None, reject=True))
+
+    def action_cancel(self) -> None:
+        """Close without answering."""
+        self.dismiss(None)
+
+
+def describe(answers: Sequence[Sequence[str]]) -> str:
+    """`PostgreSQL` or `Q1: a, b · Q2: c` for a notification."""
+    if len(answers) == 1:
+        return ", ".join(answers[0])
+    return " · ".join(f"Q{n}: {', '.join(a)}" for n, a in enumerate(answers, 1))
