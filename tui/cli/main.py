@@ -27,6 +27,16 @@ def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
                        help="server URL (default $OPENCODE_SERVER_URL or http://127.0.0.1:4096)")
 
 
+def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
+    """Alert sinks of the dashboard, each opt-in (the config file can switch them on too)."""
+    p.add_argument("--bell", action="store_true", default=default,
+                   help="ring the terminal bell on alerts (a session needs you, fails, goes stale)")
+    p.add_argument("--osc9", action="store_true", default=default,
+                   help="send alerts as OSC 9 desktop notifications through the terminal")
+    p.add_argument("--notify", action="store_true", default=default,
+                   help="send alerts with notify-send where it exists")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocwatch",
@@ -43,10 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
                              "http://127.0.0.1:4096)")
     parser.add_argument("--theme", help="dashboard theme name")
+    _alert_args(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="dashboard against a built-in simulated server")
-    demo.add_argument("--theme", help="dashboard theme name")
+    demo.add_argument("--theme", default=argparse.SUPPRESS, help="dashboard theme name")
+    _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
 
     st = sub.add_parser("status", help="print every session's state")
@@ -113,11 +125,13 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None, settings: Settings) -
     if cmd is None:
         from ..app.run import run_dashboard
 
-        return run_dashboard(_urls(args), auth=auth, settings=settings, theme=args.theme)
+        return run_dashboard(args.server, auth=auth, grace=args.grace, theme=args.theme,
+                             bell=args.bell, osc9=args.osc9, desktop=args.notify)
     if cmd == "demo":
         from ..app.run import run_demo
 
-        return run_demo(theme=args.theme, speed=args.speed, settings=settings)
+        return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
+                        osc9=args.osc9, desktop=args.notify)
     if cmd == "status":
         return run_status(_urls(args), auth=auth, settings=settings, as_json=args.json)
     if cmd == "wait":

@@ -1,0 +1,87 @@
+"""The dashboard's options: the config file, the environment, then flags (flags win)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tui.app import run
+from tui.cli.main import main
+from tui.core.config import AlertConfig, Config, load_config
+from tui.core.settings import Auth
+
+from .conftest import make_app
+
+
+def test_flags_win_over_the_config() -> None:
+    config = Config(servers=["http://h:1"], theme="ocwatch-light", grace=9.0,
+                    resync_interval=12.0, alerts=AlertConfig(bell=True))
+    opts = run.resolve(config, env={})
+    assert opts.urls == ["http://h:1"] and opts.theme == "ocwatch-light"
+    assert (opts.settings.grace, opts.settings.resync_interval) == (9.0, 12.0)
+    assert (opts.alerts.bell, opts.alerts.osc9, opts.alerts.desktop) == (True, False, False)
+    opts = run.resolve(config, urls=["http://flag:2"], grace=1.5, theme="ocwatch-contrast",
+                       osc9=True, desktop=True, env={})
+    assert opts.urls == ["http://flag:2"] and opts.theme == "ocwatch-contrast"
+    assert (opts.settings.grace, opts.settings.resync_interval) == (1.5, 12.0)
+    assert (opts.alerts.bell, opts.alerts.osc9, opts.alerts.desktop) == (True, True, True)
+
+
+def test_servers_fall_back_to_the_environment_then_the_default() -> None:
+    assert run.resolve(Config(), env={"OPENCODE_SERVER_URL": "http://e:3"}).urls == [
+        "http://e:3"]
+    assert run.resolve(Config(), env={}).urls == ["http://127.0.0.1:4096"]
+
+
+def test_password_file_only_without_a_password_in_the_environment(tmp_path: Path) -> None:
+    secret = tmp_path / "pw"
+    secret.write_text("from-file\n")
+    config = Config(password_file=str(secret))
+    opts = run.resolve(config, env={})
+    assert opts.auth == Auth("opencode", "from-file") and opts.notices == []
+    env_auth = Auth("opencode", "from-env")
+    opts = run.resolve(config, auth=env_auth, env={"OPENCODE_SERVER_PASSWORD": "from-env"})
+    assert opts.auth is env_auth
+    assert run.resolve(config, env={"OPENCODE_SERVER_PASSWORD": "x"}).auth is None
+    missing = run.resolve(Config(password_file=str(tmp_path / "nope")), env={})
+    assert missing.auth is None
+    assert "cannot read it" in missing.notices[0] and "from-file" not in missing.notices[0]
+
+
+def test_config_file_warnings_become_notices(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('theme = "ocwatch-light"\ngrace = "soon"\n[alerts]\nbell = true\n')
+    config, warnings = load_config(path, env={})
+    opts = run.resolve(config, notices=warnings, env={})
+    assert opts.theme == "ocwatch-light" and opts.alerts.bell
+    assert any("grace" in n for n in opts.notices)
+
+
+async def test_the_app_shows_config_notices() -> None:
+    app, _ = make_app(notices=["config /x/config.toml: grace: not a number"])
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        shown = [(n.title, n.severity, n.message) for n in app._notifications]
+        assert ("Config", "warning", "config /x/config.toml: grace: not a number") in shown
+
+
+def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
+    got: dict[str, object] = {}
+
+    def fake(urls: object, **kwargs: object) -> int:
+        got.update(kwargs, urls=urls)
+        return 0
+
+    monkeypatch.setattr(run, "run_dashboard", fake)
+    assert main(["--bell", "--notify", "--grace", "2", "--theme", "ocwatch-light"]) == 0
+    assert got == {"urls": None, "auth": None, "grace": 2.0, "theme": "ocwatch-light",
+                   "bell": True, "osc9": False, "desktop": True}
+    got.clear()
+    assert main(["-s", "http://a:1", "--osc9"]) == 0
+    assert got["urls"] == ["http://a:1"] and got["osc9"] is True and got["bell"] is False
+
+    demo: dict[str, object] = {}
+    monkeypatch.setattr(run, "run_demo", lambda **kw: demo.update(kw) or 0)
+    assert main(["--theme", "ocwatch-light", "demo", "--bell"]) == 0
+    assert demo["theme"] == "ocwatch-light" and demo["bell"] is True
