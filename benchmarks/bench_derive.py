@@ -26,7 +26,8 @@ from tests.builders import (  # noqa: E402
     status_event,
     user,
 )
-from tui.core.derive import derive_server  # noqa: E402
+from tui.core.derive import DeriveMemo, derive_server  # noqa: E402
+from tui.core.journal import Journal  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 
 
@@ -75,8 +76,30 @@ def measure(n: int, repeat: int = 15) -> float:
     return statistics.median(times) * 1000
 
 
+def measure_warm(n: int, changed: int, repeat: int = 15) -> float:
+    """As the monitor derives: with a memo, `changed` sessions touched by events in between."""
+    s, _j = world(n)
+    journal = Journal(limit=10**6)
+    settings = Settings()
+    memo = DeriveMemo()
+    rows = derive_server(s, journal.facts(), T0, settings, memo=memo)
+    times = []
+    for r in range(repeat):
+        for i in range(changed):
+            journal.add(status_event(f"ses_{(r * changed + i) % n:06d}", "busy", T0))
+        t = time.perf_counter()
+        rows = derive_server(s, journal.facts(), T0, settings, previous=rows, memo=memo)
+        times.append(time.perf_counter() - t)
+    return statistics.median(times) * 1000
+
+
 if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:]] or [1000, 2500, 5000, 10000]
     for n in sizes:
         ms = measure(n)
-        print(f"derive() {n:>6} sessions: {ms:7.1f} ms median  ({ms / n * 1000:.2f} us/session)")
+        print(f"derive() {n:>6} sessions, cold:  {ms:7.1f} ms median  "
+              f"({ms / n * 1000:.2f} us/session)")
+    for n in sizes:
+        ms = measure_warm(n, max(1, n // 100))
+        print(f"derive() {n:>6} sessions, warm (memo, 1% touched since the last): "
+              f"{ms:6.1f} ms median")
