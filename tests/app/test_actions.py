@@ -12,7 +12,7 @@ from textual.widgets import Input, RadioSet, SelectionList, Static
 from tui.app import OcwatchApp
 from tui.app.screens.confirm import ConfirmScreen
 from tui.app.screens.detail import DetailScreen
-from tui.app.screens.permission import PermissionScreen
+from tui.app.screens.permission import PermissionScreen, permission_fields
 from tui.app.screens.question import QuestionScreen
 from tui.core.actions import ActionError
 from tui.core.view import Pending
@@ -75,7 +75,7 @@ async def test_abort_asks_first_and_no_is_the_default() -> None:
         await settle(pilot, app)
         assert fake.calls == [("abort", A, "ses_busy")]
         assert state_cell(app, BUSY) == "● busy"  # until the server says otherwise
-        assert any("Abort: sent" in n for n in notes(app))
+        assert "Abort: accepted by the server." in notes(app)
 
 
 async def test_abort_of_an_idle_session_says_why_not() -> None:
@@ -322,3 +322,13 @@ async def test_every_new_binding_is_described_and_in_the_help() -> None:
         assert rows["Permission dialog"]["o"] == "Allow once"
         assert rows["Question dialog"]["ctrl+s"] == "Submit"
         assert rows["Confirm dialog"]["y"] == "Yes"
+
+
+def test_permission_fields_show_a_command_only_when_there_is_one() -> None:
+    text = permission_fields(views.EDIT).plain
+    assert "command" not in text and "filepath    /home/dev/src/blog/api/v1.py" in text
+    assert "--- api/v1.py" in text and "… 30 more lines" in text
+    bash = permission_fields(views.PERMISSION).plain
+    assert "command     rm -rf build/" in bash and "always      rm *" in bash
+    bare = permission_fields(Pending("permission", "per_x", "s", "?", {})).plain
+    assert bare == "tool        ?"

@@ -100,6 +100,12 @@ def test_permission_dialog(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
 
 
+def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
+    """The diff scrolls; the message box and the buttons stay in view."""
+    app, _ = make_app(views.sub_agent_edit(), actions=FakeActions())
+    assert snap_compare(app, terminal_size=NARROW, run_before=press_on("ses_parent", "r"))
+
+
 @pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
 def test_question_dialog(snap_compare, size: tuple[int, int]) -> None:
     app, _ = make_app(actions=FakeActions())

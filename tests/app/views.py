@@ -44,6 +44,17 @@ QUESTION = Pending(
                     {"label": "SQLite", "description": "no server, one file"}],
         "multiple": False, "custom": True}]})
 
+EDIT = Pending(
+    kind="permission", id="per_9Zt1", session_id="ses_child1",
+    summary="permission edit: /home/dev/src/blog/api/v1.py",
+    detail={"permission": "edit", "patterns": ["api/v1.py"], "always": ["*"],
+            "metadata": {"filepath": "/home/dev/src/blog/api/v1.py",
+                         "diff": "--- api/v1.py\n+++ api/v1.py\n" + "".join(
+                             f"-    ROUTE_{i} = '/v1/r{i}'\n+    ROUTE_{i} = '/v2/r{i}'\n"
+                             for i in range(20))},
+            "command": "/home/dev/src/blog/api/v1.py"})
+"""An edit permission asked by a sub-agent, with a diff longer than any dialog."""
+
 SEVERAL = Pending(
     kind="question", id="que_8Rm4", session_id="ses_question",
     summary="question: Which checks should run? (+2 more)",
@@ -157,3 +168,8 @@ def history() -> dict[tuple[str, str], list[Transition]]:
 def several_questions() -> View:
     """Every state, the question session asking SEVERAL."""
     return with_row(every_state(), (A, "ses_question"), pending=(SEVERAL,))
+
+
+def sub_agent_edit() -> View:
+    """Every state, the v2 API parent waiting for its sub-agent's EDIT permission."""
+    return with_row(every_state(), (A, "ses_parent"), state="input", pending=(EDIT,))

@@ -164,6 +164,5 @@ class Responder:
             self.sending.discard(token)
         if not token.startswith("abort:"):
             self.sent.add(token)
-        self.app.notify(f"{what}: sent. The row changes when the server confirms.",
-                        timeout=4, markup=False)
+        self.app.notify(f"{what}: accepted by the server.", timeout=4, markup=False)
         self.app.mark_dirty()

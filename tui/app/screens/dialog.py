@@ -69,5 +69,19 @@ class RequestDialog(ModalScreen[R]):
             self.app.view_changed.subscribe(self, self._on_view)
             self._on_view(self.app.view)
 
+    def on_resize(self) -> None:
+        self.call_after_refresh(self.fit_body)
+
+    def fit_body(self) -> None:
+        """Give the scrolling body what the screen leaves after the fixed parts (the message box,
+        the buttons), so a long request (a big diff) scrolls and the buttons stay in view."""
+        dialog = self.query_one(".dialog")
+        body = self.query_one(".dialog-body")
+        chrome = dialog.styles.gutter.height + sum(
+            child.outer_size.height + child.styles.margin.height
+            for child in dialog.children if child is not body and child.display)
+        room = int(self.size.height * 0.95) - chrome
+        body.styles.max_height = max(3, room)
+
     def _on_view(self, view: View | None) -> None:
         self.query_one(".dialog-gone", Static).display = not still_open(view, self.pending)

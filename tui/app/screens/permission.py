@@ -16,6 +16,9 @@ from tui.core.view import Pending, SessionRow
 
 from .dialog import Part, RequestDialog, asked_by, label, literal
 
+BLOCK_LINES = 12
+"""Lines of a multi-line value (a diff) shown in the dialog; the rest is counted."""
+
 
 @dataclass(frozen=True)
 class PermissionReply:
@@ -35,20 +38,38 @@ def _items(value: Any) -> list[str]:
     return [literal(value)]
 
 
+def _block(name: str, text: str) -> list[Part]:
+    """A multi-line value (a diff) under its name, indented, at most BLOCK_LINES lines."""
+    lines = text.rstrip("\n").split("\n")
+    parts: list[Part] = ["\n", label(name)]
+    for line in lines[:BLOCK_LINES]:
+        style = ("$text-success" if line.startswith("+") else
+                 "$text-error" if line.startswith("-") else "")
+        parts += ["\n", "  ", (literal(line), style)]
+    if len(lines) > BLOCK_LINES:
+        parts += ["\n", ("  … " + f"{len(lines) - BLOCK_LINES} more lines", "$foreground-muted")]
+    return parts
+
+
 def permission_fields(pending: Pending) -> Content:
-    """Tool, command, patterns and the `always` patterns (tolerant of missing fields)."""
+    """Tool, command, other metadata, patterns and the `always` patterns (tolerant of missing
+    fields). Only a real command is shown as one; a diff is shown as a block."""
     detail: Mapping[str, Any] = pending.detail or {}
     metadata = detail.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
     parts: list[Part] = [label("tool"), (literal(detail.get("permission") or "?"), "bold")]
-    command = metadata.get("command") or detail.get("command")
+    command = metadata.get("command") or metadata.get("cmd")
     if command:
         parts += ["\n", label("command"), (literal(command), "bold")]
+    blocks: list[Part] = []
     for key, value in metadata.items():
         if key in ("command", "cmd") or isinstance(value, (dict, list, tuple)) or value in (
                 None, ""):
             continue
-        parts += ["\n", label(literal(key)), literal(value)]
+        if isinstance(value, str) and "\n" in value.strip("\n"):
+            blocks += _block(literal(key), value)
+        else:
+            parts += ["\n", label(literal(key)), literal(value)]
     patterns = _items(detail.get("patterns"))
     if patterns:
         parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
@@ -56,7 +77,7 @@ def permission_fields(pending: Pending) -> Content:
     if always:
         parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
                   ("  (what “always” allows from now on)", "$foreground-muted")]
-    return Content.assemble(*parts)
+    return Content.assemble(*parts, *blocks)
 
 
 class PermissionScreen(RequestDialog[PermissionReply | None]):
@@ -82,8 +103,8 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
                 yield Static(permission_fields(self.pending), id="permission-fields")
             yield Static(Content.assemble(
                 ("Message", "bold"),
-                ("  optional, sent with Reject: the server hands it to the agent as feedback "
-                 "and the run goes on. Reject without one stops the run.", "$foreground-muted"),
+                ("  optional, only with Reject: the server hands it to the agent as feedback "
+                 "and the run goes on; without one, Reject stops the run.", "$foreground-muted"),
             ), classes="dialog-note")
             yield Input(placeholder="e.g. use rsync instead (enter rejects with it)",
                         id="permission-message")
