@@ -68,11 +68,23 @@ async def open_input(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.press("enter")
 
 
+async def answer_question(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press("4")  # only rows waiting for input: a question sorts first
+    await pilot.press("r", "down", "space")  # the dialog, the second option chosen
+
+
+async def answer_permission(pilot) -> None:  # type: ignore[no-untyped-def]
+    await pilot.press("4", "down")
+    await pilot.press("r")
+
+
 async def main() -> None:
     await shoot("main")
     await shoot("main-80x24", size=(80, 24))
     await shoot("detail-stale", steps=open_stale)
     await shoot("detail-input", steps=open_input)
+    await shoot("dialog-permission", size=(120, 32), steps=answer_permission)
+    await shoot("dialog-question", size=(120, 32), steps=answer_question)
     await shoot("theme-light", theme="ocwatch-light")
     await shoot("theme-contrast", theme="ocwatch-contrast")
 

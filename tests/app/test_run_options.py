@@ -47,6 +47,10 @@ def test_password_file_only_without_a_password_in_the_environment(tmp_path: Path
     missing = run.resolve(Config(password_file=str(tmp_path / "nope")), env={})
     assert missing.auth is None
     assert "cannot read it" in missing.notices[0] and "from-file" not in missing.notices[0]
+    binary = tmp_path / "binary"
+    binary.write_bytes(b"\xff\xfe\x00pw")
+    garbled = run.resolve(Config(password_file=str(binary)), env={})
+    assert garbled.auth is None and "not UTF-8" in garbled.notices[0]
 
 
 def test_config_file_warnings_become_notices(tmp_path: Path) -> None:

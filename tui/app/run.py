@@ -67,9 +67,10 @@ def resolve(
                                   os.path.expanduser(config.password_file),
                                   "OPENCODE_SERVER_USERNAME":
                                   env.get("OPENCODE_SERVER_USERNAME", "")})
-        except OSError as exc:
+        except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
+            why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
             out.append(f"config password_file {config.password_file}: cannot read it "
-                       f"({exc.strerror}); connecting without a password")
+                       f"({why}); connecting without a password")
     return Options(chosen, settings, theme or config.theme, alerts, auth, out)
 
 
