@@ -86,7 +86,7 @@ def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStat
 
 @pytest.mark.parametrize(("which", "code"), [
     ("completed", 0), ("failed", 1), ("aborted", 3), ("permission", 4), ("question", 4),
-    ("fresh", 0),
+    ("fresh", 5),
 ])
 def test_wait_exit_codes_for_settled_sessions(oc_server: OpenCodeServer, all_states: AllStates,
                                               which: str, code: int):

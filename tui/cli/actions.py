@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 from ..core import actions
 from ..core.client import Client, OcwatchError
 from ..core.settings import Auth
+from .output import literal
 
 
 def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[None]], ok: str) -> int:
@@ -19,7 +20,7 @@ def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[None]], 
     try:
         asyncio.run(go())
     except OcwatchError as exc:
-        print(f"ocwatch: {exc.message}", file=sys.stderr)
+        print(f"ocwatch: {literal(exc.message)}", file=sys.stderr)
         return exc.exit_code
     print(ok)
     return 0

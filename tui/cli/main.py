@@ -6,13 +6,14 @@ import argparse
 import asyncio
 import json
 import logging
+import math
 import sys
 from collections.abc import Sequence
 
 from ..core.client import OcwatchError
 from ..core.settings import Auth, Settings, default_server_urls
 from . import actions
-from .output import render_table
+from .output import literal, render_table
 from .wait import EXIT_USAGE, run_wait
 
 
@@ -108,15 +109,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     settings = Settings() if args.grace is None else Settings(grace=args.grace)
     try:
         auth = Auth.from_env()
-    except OSError as exc:
-        print(f"ocwatch: cannot read the password file: {exc.strerror}", file=sys.stderr)
+    except (OSError, ValueError) as exc:
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        print(f"ocwatch: cannot read the password file: {why}", file=sys.stderr)
         return EXIT_USAGE
     try:
         return _dispatch(args, auth, settings)
     except KeyboardInterrupt:
         return 130
     except OcwatchError as exc:
-        print(f"ocwatch: {exc.message}", file=sys.stderr)
+        print(f"ocwatch: {literal(exc.message)}", file=sys.stderr)
         return exc.exit_code
 
 
@@ -135,8 +137,8 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None, settings: Settings) -
     if cmd == "status":
         return run_status(_urls(args), auth=auth, settings=settings, as_json=args.json)
     if cmd == "wait":
-        if args.timeout is not None and args.timeout < 0:
-            print("ocwatch wait: --timeout must be >= 0", file=sys.stderr)
+        if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
+            print("ocwatch wait: --timeout must be a number of seconds >= 0", file=sys.stderr)
             return EXIT_USAGE
         return run_wait(args.session_id, _urls(args)[0], auth=auth, settings=settings,
                         timeout=args.timeout, as_json=args.json)
@@ -163,7 +165,7 @@ def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_jso
         print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]
     for s in bad:
-        print(f"ocwatch: {s.error}", file=sys.stderr)
+        print(f"ocwatch: {literal(s.error or 'unreachable')}", file=sys.stderr)
     return EXIT_USAGE if bad else 0
 
 

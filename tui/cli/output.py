@@ -69,7 +69,7 @@ def render_table(view: View, now: float | None = None) -> str:
     lines: list[str] = []
     for s in view.servers:
         health = "reachable" if s.reachable else f"UNREACHABLE: {s.error}"
-        lines.append(f"server {s.url}  version {s.version or '?'}  {health}")
+        lines.append(literal(f"server {s.url}  version {s.version or '?'}  {health}"))
     rows = list(view.rows.values())
     if not rows:
         lines.append("no sessions")
@@ -85,7 +85,7 @@ def render_table(view: View, now: float | None = None) -> str:
         elif r.state == "retry" and r.retry_message:
             detail = literal(r.retry_message)
         title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)")
-        table.append((state_word(r), duration(now - r.since if r.since else None), r.id,
+        table.append((state_word(r), duration(now - r.since if r.since else None), literal(r.id),
                       _clip(title, 40), _clip(_folder(r.directory), 24), _clip(detail, 60)))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:

@@ -13,6 +13,7 @@ from typing import Any
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import SessionRow
+from .output import literal
 
 EXIT_COMPLETED = 0
 EXIT_ERROR = 1
@@ -35,11 +36,11 @@ def exit_code_for(row: SessionRow) -> int | None:
     if row.state == "unknown":
         return EXIT_UNKNOWN
     if row.state == "idle":
-        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.reason or "", 0)
+        if row.reason is None:  # a session that has never run: nothing completed
+            return EXIT_UNKNOWN
+        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.reason, EXIT_COMPLETED)
     if row.stale:  # the run visibly ended although the server still says busy
-        if row.error is None:
-            return EXIT_COMPLETED
-        return EXIT_ABORTED if row.error.startswith("MessageAbortedError") else EXIT_ERROR
+        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.ended or "", EXIT_COMPLETED)
     return None
 
 
@@ -111,6 +112,11 @@ def run_wait(
 ) -> int:
     code, row, message = asyncio.run(
         wait_for(session_id, url, auth=auth, settings=settings, timeout=timeout))
+    return report(code, row, message, as_json)
+
+
+def report(code: int, row: SessionRow | None, message: str | None, as_json: bool) -> int:
+    """Print wait's result (server text made literal) and return the exit code."""
     if as_json:
         out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
                                "message": message}
@@ -118,11 +124,13 @@ def run_wait(
     elif row is not None and message is None:
         word = row.state + (f" ({row.reason})" if row.reason else "")
         if row.stale:
-            word += "; the server still reports busy (stale)"
-        print(f"{row.id}: {word}")
+            word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
+        elif row.state == "idle" and row.reason is None:
+            word += "; it has never run"
+        print(f"{literal(row.id)}: {word}")
         if row.pending:
             for p in row.pending:
-                print(f"  waiting for: {p.summary} [{p.id}]")
+                print(f"  waiting for: {literal(p.summary)} [{literal(p.id)}]")
     if message:
-        print(f"ocwatch wait: {message}", file=sys.stderr)
+        print(f"ocwatch wait: {literal(message)}", file=sys.stderr)
     return code

@@ -86,6 +86,11 @@ class Alerter:
     def feed(self, changes: Iterable[Transition]) -> list[Alert]:
         """Deliver the alerts of these transitions; returns those actually sent."""
         delivered: list[Alert] = []
+        changes = list(changes)
+        for tr in changes:  # sessions that are gone: forget them (bounded memory)
+            if tr.after is None:
+                for kind in ("input", "completed", "error", "aborted", "stale", "unknown"):
+                    self._last.pop((tr.key, kind), None)
         for alert in alerts_for(changes):
             if alert.kind not in self.config.on:
                 continue

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import httpx
 
@@ -46,10 +46,35 @@ class NotFound(OcwatchError):
 
 
 def normalize_url(url: str) -> str:
+    """`host:port` or `http(s)://host:port[/prefix]`, checked; raises OcwatchError (one line).
+
+    A password in the URL is refused: it would show in `ps`, shell history and ocwatch's own
+    output. It belongs in $OPENCODE_SERVER_PASSWORD (or a password file)."""
     url = url.strip().rstrip("/")
     if "://" not in url:
         url = "http://" + url
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # raises ValueError when out of range
+        host = parts.hostname
+    except ValueError as exc:
+        raise OcwatchError(f"invalid server URL {_no_userinfo(url)!r}: {exc}") from None
+    if parts.username is not None or parts.password is not None:
+        raise OcwatchError(
+            f"invalid server URL {_no_userinfo(url)!r}: credentials do not go in the URL; "
+            "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME)")
+    if parts.scheme not in ("http", "https") or not host:
+        raise OcwatchError(f"invalid server URL {url!r}: expected http://HOST:PORT")
+    del port
     return url
+
+
+def _no_userinfo(url: str) -> str:
+    scheme, sep, rest = url.partition("://")
+    netloc, slash, path = rest.partition("/")
+    if "@" in netloc:
+        netloc = "***@" + netloc.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{netloc}{slash}{path}"
 
 
 def describe_transport_error(url: str, exc: BaseException) -> OcwatchError:

@@ -11,7 +11,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .journal import Entry, Facts, fold
+from .journal import Entry, ErrorFact, Facts, fold
 from .models import (
     Message,
     MessageError,
@@ -107,6 +107,15 @@ def _pending_of(
          "options": [{"label": o.label, "description": o.description} for o in q.options]}
         for q in qs]}
     return Pending("question", req.id, req.session_id, summary, detail)
+
+
+def _ended(msg: Message | None) -> str | None:
+    got = outcome(msg) if msg is not None else None
+    return got[0] if got is not None else None
+
+
+def _kids(kids: list[str] | None) -> tuple[str, ...]:
+    return tuple(sorted(kids)) if kids else ()
 
 
 @dataclass
@@ -269,7 +278,8 @@ def _derive(
             version = versions.get(sid, 0)
             hit = cache.get(sid)
             if (hit is not None and hit[0] == version and hit[1] == pend_ids
-                    and hit[2] == busy_t and hit[3] is s):
+                    and hit[2] == busy_t and hit[3] is s
+                    and hit[4].children == _kids(children.get(sid))):
                 rows[key] = hit[4]
                 continue
         msg = snap_messages.get(sid)
@@ -280,6 +290,7 @@ def _derive(
         state, reason, stale, evidence, settled, since_hint = _decide(
             s, st, sid in active, msg, pending, busy,
             err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
+            facts.carried_errors.get(sid), facts.carried_status_at.get(sid),
         )
         updated = s.time.updated / 1000.0
         if msg is not None:
@@ -323,7 +334,8 @@ def _derive(
             st.attempt if is_retry else None,  # type: ignore[union-attr]
             st.message if is_retry else None,  # type: ignore[union-attr]
             ms(st.next) if is_retry else None,  # type: ignore[union-attr]
-            tuple(sorted(kids)) if kids else no_children,
+            _kids(kids),
+            _ended(msg) if stale else None,
         )
         if cache is not None:
             # rows whose decision read the clock are never reused
@@ -352,8 +364,13 @@ def _decide(
     ask_at: dict[str, float],
     now: float,
     grace: float,
+    carried_error: ErrorFact | None = None,
+    carried_at: float | None = None,
 ) -> Decision:
-    """One session's (state, reason, stale, evidence, settled, since_hint)."""
+    """One session's (state, reason, stale, evidence, settled, since_hint).
+
+    `carried_*`: what the journal kept across a snapshot cut; read only for a run that the
+    snapshot shows unfinished (its final message may not have been saved yet)."""
     info = msg.info if msg is not None else None
     assistant = info if info is not None and info.role == "assistant" else None
 
@@ -401,8 +418,10 @@ def _decide(
         done = ms(assistant.time.completed)
         if ended is not None:
             return "idle", ended[0], False, [ended[1]], True, done or status_at
+        if stream_error is None and carried_error is not None:
+            stream_error = carried_error.error
         if stream_error is not None:
-            return _idle_error(stream_error, "session.error event", status_at)
+            return _idle_error(stream_error, "session.error event", status_at or carried_at)
         # absent, but the run visibly did not end: unknown
         open_tools = [p for p in (msg.parts if msg else ()) if p.is_open_tool]
         if done is None:
@@ -412,7 +431,8 @@ def _decide(
                     f"{assistant.finish!r}, and no next step followed")
         if open_tools:
             what += f"; tool {open_tools[0].tool or '?'} left {open_tools[0].state.status}"  # type: ignore[union-attr]
-        start = max(filter(None, [status_at, done, ms(assistant.time.created)]), default=now)
+        start = max(filter(None, [status_at or carried_at, done, ms(assistant.time.created)]),
+                    default=now)
         if now - start <= grace:
             return "unknown", None, False, [
                 "server reports not busy; " + what + " (waiting for the final message)"

@@ -99,6 +99,11 @@ class EventParser:
     unknown_types: Counter[str] = field(default_factory=Counter)
     _seq: dict[str, int] = field(default_factory=dict)
 
+    def prune(self, live: set[str] | dict[str, object]) -> None:
+        """Forget the sequences of sessions that no longer exist (bounded memory over days)."""
+        for agg in [a for a in self._seq if a not in live]:
+            del self._seq[agg]
+
     def reset_sequences(self) -> None:
         """Forget sync sequences (call on reconnect: the fresh snapshot covers the gap)."""
         self._seq.clear()

@@ -38,9 +38,11 @@ class Journal:
     a high rate does not fold thousands of events each time; a cut folds the rest again.
     """
 
-    def __init__(self, limit: int = 5000) -> None:
+    def __init__(self, limit: int = 5000, carry_for: float = 30.0) -> None:
         self._entries: deque[Entry] = deque()
         self._limit = limit
+        self._carry_for = carry_for
+        self.carry = Carry()
         self._facts = Facts()
         self.seq = 0  # sequence number the next entry gets
         self.overflowed = False
@@ -59,21 +61,39 @@ class Journal:
             for _ in range(max(1, self._limit // 10)):
                 if len(self._entries) > 1:
                     self._entries.popleft()
-            self._facts = fold(self._entries)
+            self._facts = fold(self._entries, self.carry)
             self.overflowed = True
         return seq
 
     def cut(self, before: int) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them)."""
         if self._entries and self._entries[0].seq < before:
+            self.carry = self._carry_over(self._facts)
             while self._entries and self._entries[0].seq < before:
                 self._entries.popleft()
-            self._facts = fold(self._entries)
+            self._facts = fold(self._entries, self.carry)
         self.overflowed = False
 
+    def _carry_over(self, facts: Facts) -> Carry:
+        """Facts a snapshot cannot hold, kept for a while across a cut: the error a run reported
+        and when each session's status last changed. (On 1.18.33 a failed or aborted run sends
+        `session.error` and idle 50-80 ms before its message is saved; a snapshot taken in that
+        window holds the unfinished message, and without these the row would read interrupted.)
+        """
+        latest = self._entries[-1].event.received if self._entries else 0.0
+        horizon = latest - self._carry_for
+        errors = {sid: e for sid, e in facts.carried_errors.items() if e.at >= horizon}
+        errors.update({sid: e for sid, e in facts.errors.items() if e.at >= horizon})
+        status_at = {sid: f.at for sid, f in facts.status.items() if f.at >= horizon}
+        for sid, at in facts.carried_status_at.items():
+            if at >= horizon:
+                status_at.setdefault(sid, at)
+        return Carry(errors, status_at)
+
     def facts(self) -> Facts:
-        """The fold of the current entries (the same as `fold(self.entries())`). Read-only:
-        derive() never mutates it; the journal replaces it on a cut."""
+        """The fold of the current entries and the carry (the same as
+        `fold(self.entries(), self.carry)`). Read-only: derive() never mutates it; the journal
+        replaces it on a cut."""
         return self._facts
 
     def entries(self) -> tuple[Entry, ...]:
@@ -93,6 +113,14 @@ class StatusFact:
 class ErrorFact:
     error: MessageError
     at: float
+
+
+@dataclass(frozen=True)
+class Carry:
+    """What a cut keeps of the entries it drops (see Journal._carry_over)."""
+
+    errors: dict[str, ErrorFact] = field(default_factory=dict)
+    status_at: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,12 +144,19 @@ class Facts:
     answered: dict[str, float] = field(default_factory=dict)  # request id -> when
     touched: dict[str, float] = field(default_factory=dict)  # session id -> last event time
     versions: dict[str, int] = field(default_factory=dict)  # session id -> events applied
+    # from before a cut (Journal._carry_over); derive reads them for unfinished runs only
+    carried_errors: dict[str, ErrorFact] = field(default_factory=dict)
+    carried_status_at: dict[str, float] = field(default_factory=dict)
     malformed: int = 0
 
 
-def fold(entries: Iterable[Entry]) -> Facts:
-    """Fold journal entries, oldest first, into Facts. Pure; malformed payloads are counted."""
+def fold(entries: Iterable[Entry], carry: Carry | None = None) -> Facts:
+    """Fold journal entries, oldest first, into Facts (starting from what a cut carried over).
+    Pure; malformed payloads are counted."""
     f = Facts()
+    if carry is not None:
+        f.carried_errors.update(carry.errors)
+        f.carried_status_at.update(carry.status_at)
     for entry in entries:
         _fold_one(f, entry)
     return f
@@ -158,7 +193,8 @@ def _apply(f: Facts, ev: Event) -> None:
         f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
     elif t == "session.idle" and sid:
         prev = f.status.get(sid)
-        if prev is None or prev.status is not None:  # a second idle changes nothing
+        # a second idle changes nothing, nor does one after an idle that carried a reason
+        if prev is None or (prev.status is not None and prev.status.type != "idle"):
             f.status[sid] = StatusFact(None, ev.received)
     elif t == "session.error" and sid:
         err = p.get("error")

@@ -170,6 +170,7 @@ class ServerMonitor:
         self._check_drift(snap)
         self.snapshot = snap
         self.journal.cut(seq)
+        self.parser.prune(snap.sessions)
         self.snapshots_taken += 1
         self.error = None
         self.error_since = None

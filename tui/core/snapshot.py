@@ -45,7 +45,8 @@ class Snapshot:
 class MessageCache:
     """Last message per session, keyed by the session's `time.updated` when it was fetched."""
 
-    entries: dict[str, tuple[float, Message | None]] = field(default_factory=dict)
+    # session id -> (its time.updated, last message, whether it was running when fetched)
+    entries: dict[str, tuple[float, Message | None, bool]] = field(default_factory=dict)
 
     def fresh(self, s: Session, now: float, settle: float = 600.0) -> bool:
         """Whether the cached last message can be reused without asking again.
@@ -54,24 +55,27 @@ class MessageCache:
         and a failed or aborted run persists its final message after it). So a message that may
         still change (a prompt without reply, an assistant message not completed) is asked again
         while it is younger than `settle` seconds; older ones only when `time.updated` moves or
-        the event stream touched the session.
+        the event stream touched the session. A message fetched while the session was running is
+        never reused once it stopped: the run's end (an abort, an error) may have been missed.
         """
         hit = self.entries.get(s.id)
         if hit is None or hit[0] != s.time.updated:
             return False
-        msg = hit[1]
+        msg, was_running = hit[1], hit[2]
         if msg is None:
-            return True
+            return not was_running
         info = msg.info
         final = info.role == "assistant" and (info.time.completed or info.error is not None)
-        return bool(final) or now - info.time.created / 1000.0 > settle
+        if final:
+            return True
+        return not was_running and now - info.time.created / 1000.0 > settle
 
     def get(self, sid: str) -> Message | None:
         hit = self.entries.get(sid)
         return hit[1] if hit else None
 
-    def put(self, s: Session, msg: Message | None) -> None:
-        self.entries[s.id] = (s.time.updated, msg)
+    def put(self, s: Session, msg: Message | None, running: bool = False) -> None:
+        self.entries[s.id] = (s.time.updated, msg, running)
 
     def prune(self, live: Iterable[str]) -> None:
         keep = set(live)
@@ -162,7 +166,7 @@ async def fetch_snapshot(
                 cache.put(s, None)
                 return
         msgs, _bad = _models(raw, Message)
-        cache.put(s, msgs[-1] if msgs else None)
+        cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active)
 
     await asyncio.gather(*(last_message(s) for s in need))
     cache.prune(sessions)

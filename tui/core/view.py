@@ -58,6 +58,8 @@ class SessionRow:
     retry_message: str | None = None
     retry_next: float | None = None
     children: tuple[str, ...] = ()
+    ended: str | None = None  # for a stale row: how the messages show the run ended
+    # (completed / aborted / error), although the server still reports busy
 
     @property
     def key(self) -> tuple[str, str]:
@@ -85,6 +87,7 @@ class SessionRow:
                 "attempt": self.retry_attempt, "message": self.retry_message,
                 "next": iso(self.retry_next)},
             "children": list(self.children),
+            "ended": self.ended,
         }
 
 

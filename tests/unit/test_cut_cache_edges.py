@@ -1,0 +1,180 @@
+"""Edges where a snapshot, the message cache or the memo meet missed or in-flight events, and
+where server text reaches the terminal."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.builders import SERVER, T0, assistant, busy, permission, session, snap
+from tui.cli.main import main
+from tui.cli.wait import exit_code_for, report
+from tui.core.derive import DeriveMemo, derive_server
+from tui.core.events import Event, EventParser
+from tui.core.journal import Journal
+from tui.core.models import Message, Session
+from tui.core.settings import Settings
+from tui.core.snapshot import MessageCache, Snapshot, fetch_snapshot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
+S = Settings()
+
+
+def test_an_abort_reported_just_before_a_snapshot_survives_the_cut():
+    """1.18.33 sends session.error and idle 50-80 ms before it saves the aborted message. A
+    snapshot in that window holds the unfinished message; the error must not be cut away."""
+    man = json.loads((FIXTURES / "events_manifest.json").read_text())["aborted"]
+    sid = next(k for k, v in man["sessions"].items() if v == "main")
+    parser, journal = EventParser(), Journal()
+    info = sess = None
+    for line in (FIXTURES / "events_aborted.jsonl").read_text().splitlines():
+        got = parser.parse(line, 0)
+        ev = got.event
+        if ev is None or got.control:
+            continue
+        if ev.type == "message.updated" and ev.session_id == sid \
+                and ev.properties["info"]["role"] == "assistant":
+            if ev.properties["info"]["time"].get("completed"):
+                break  # the snapshot is fetched before the final message is saved
+            info = ev.properties["info"]
+        if ev.type in ("session.created", "session.updated") and ev.session_id == sid:
+            sess = ev.properties["info"]
+        at = info["time"]["created"] / 1000 + 20 if info else 0.0  # a run that streamed 20 s
+        journal.add(Event(ev.type, ev.properties, ev.directory, at))
+    assert info is not None and sess is not None
+    now = info["time"]["created"] / 1000 + 20.05
+    seq = journal.seq
+    s = Snapshot(SERVER, now, {sid: Session.model_validate(sess)}, {}, {}, {},
+                 {sid: Message(info=info, parts=())}, journal_seq=seq)
+    journal.cut(seq)
+    r = derive_server(s, journal.facts(), now + 0.01, S)[(SERVER, sid)]
+    assert (r.state, r.reason, r.settled) == ("idle", "aborted", True)
+    assert exit_code_for(r) == 3
+    # the carry expires: much later, a run still unfinished in the snapshot reads interrupted
+    journal.add(Event("server.heartbeat", {}, None, now + 60))
+    journal.cut(journal.seq)
+    r = derive_server(s, journal.facts(), now + 61, S)[(SERVER, sid)]
+    assert (r.state, r.reason) == ("unknown", "interrupted")
+
+
+class ScriptedClient:
+    """Just what fetch_snapshot calls, with a status map and a last message to swap."""
+
+    url = "http://fake"
+    requests = 0
+
+    def __init__(self, sess, msg, status):
+        self.sess, self.msg, self.status_map = sess, msg, status
+
+    async def health(self):
+        return {"healthy": True, "version": "x"}
+
+    async def all_sessions(self):
+        return [self.sess]
+
+    async def projects(self):
+        return []
+
+    async def status(self, d):
+        return self.status_map
+
+    async def permissions(self, d):
+        return []
+
+    async def questions(self, d):
+        return []
+
+    async def active(self):
+        return set()
+
+    async def messages(self, sid, limit=1, directory=None):
+        return [self.msg]
+
+
+async def test_a_message_cached_while_running_is_asked_again_once_the_run_stopped():
+    created = (T0 - 900) * 1000  # a step that started 15 minutes ago (a long tool call)
+    sess = {"id": "ses_1", "directory": "/p", "time": {"created": created - 1e3,
+                                                         "updated": created - 500}}
+    running = {"info": {"id": "msg_2", "sessionID": "ses_1", "role": "assistant",
+                        "time": {"created": created}}, "parts": []}
+    aborted = {"info": {"id": "msg_2", "sessionID": "ses_1", "role": "assistant",
+                        "time": {"created": created, "completed": (T0 - 5) * 1000},
+                        "error": {"name": "MessageAbortedError", "data": {}}}, "parts": []}
+    client = ScriptedClient(sess, running, {"ses_1": {"type": "busy"}})
+    cache = MessageCache()
+    await fetch_snapshot(client, cache, clock=lambda: T0 - 60)  # type: ignore[arg-type]
+    # the run is aborted while the stream is down; time.updated does not move (1.18.33)
+    client.status_map, client.msg = {}, aborted
+    s2 = await fetch_snapshot(client, cache, clock=lambda: T0)  # type: ignore[arg-type]
+    r = derive_server(s2, (), T0, S)[("http://fake", "ses_1")]
+    assert (r.state, r.reason) == ("idle", "aborted")
+
+
+def test_an_idle_reason_from_the_server_survives_the_session_idle_after_it():
+    m = assistant("m1", "s1", created=T0 - 9, completed=T0 - 8, finish="stop")
+    s = snap([session("s1")], messages={"s1": m})
+    j = Journal()
+    j.add(Event("session.status", {"sessionID": "s1", "status": {"type": "idle",
+                                                                 "reason": "aborted"}}, None, T0))
+    j.add(Event("session.idle", {"sessionID": "s1"}, None, T0 + 0.01))
+    r = derive_server(s, j.facts(), T0 + 1, S)[(SERVER, "s1")]
+    assert (r.state, r.reason) == ("idle", "aborted")
+
+
+def test_the_memo_sees_a_new_child_of_an_unchanged_parent():
+    s = snap([session("p")], messages={"p": None})
+    j, memo = Journal(), DeriveMemo()
+    derive_server(s, j.facts(), T0, S, memo=memo)
+    j.add(Event("session.created", {"sessionID": "c", "info": session("c", parent="p").model_dump(
+        by_alias=True)}, None, T0))
+    with_memo = derive_server(s, j.facts(), T0 + 1, S, memo=memo)
+    assert with_memo[(SERVER, "p")].children == ("c",)
+    assert with_memo == derive_server(s, j.facts(), T0 + 1, S)
+
+
+def test_stale_after_a_refusal_exits_like_the_idle_outcome():
+    m = assistant("m2", "s1", created=T0 - 40, completed=T0 - 30, finish="tool-calls",
+                  tools=("error",))
+    part = m.parts[0].model_copy(update={"state": m.parts[0].state.model_copy(
+        update={"error": "The user rejected permission to use this specific tool call."})})
+    m = m.model_copy(update={"parts": (part,)})
+    r = derive_server(snap([session("s1")], status={"s1": busy()}, messages={"s1": m}), (), T0,
+                      S)[(SERVER, "s1")]
+    assert r.stale and r.ended == "aborted" and exit_code_for(r) == 3
+
+
+def test_a_session_that_never_ran_does_not_read_completed():
+    r = derive_server(snap([session("s1")]), (), T0, S)[(SERVER, "s1")]
+    assert (r.state, r.reason) == ("idle", None)
+    assert exit_code_for(r) == 5
+
+
+def test_bad_urls_and_inputs_are_one_line(capsys, tmp_path, monkeypatch):
+    for url in ("http://[::1", "http://localhost:99999", "ftp://x"):
+        assert main(["status", "--server", url]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "invalid server URL" in err
+    assert main(["status", "--server", "http://opencode:s3cret@127.0.0.1:9"]) == 2
+    out, err = capsys.readouterr()
+    assert "s3cret" not in out + err and "OPENCODE_SERVER_PASSWORD" in err
+    bad = tmp_path / "pw"
+    bad.write_bytes(b"\xff\xfe\x00bad")
+    monkeypatch.delenv("OPENCODE_SERVER_PASSWORD", raising=False)
+    monkeypatch.setenv("OPENCODE_SERVER_PASSWORD_FILE", str(bad))
+    assert main(["status", "--server", "http://127.0.0.1:9"]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+    monkeypatch.delenv("OPENCODE_SERVER_PASSWORD_FILE")
+    assert main(["wait", "s", "--timeout", "nan"]) == 2
+
+
+def test_server_text_cannot_drive_the_terminal(capsys):
+    evil = "git push\x1b]0;PWNED\x07\x1b[2J\nfake line"
+    s = snap([session("s1")], status={"s1": busy()}, permissions=[permission("per_1", "s1", evil)])
+    row = derive_server(s, (), T0, S)[(SERVER, "s1")]
+    assert report(4, row, None, as_json=False) == 4
+    out = capsys.readouterr().out
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\\x1b]0;PWNED" in out and out.count("\n") == 2  # one line per pending request
+    assert report(2, None, "error from the server \x1b[2J", as_json=False) == 2
+    err = capsys.readouterr().err
+    assert "\x1b" not in err and "\\x1b[2J" in err
