@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any
@@ -24,7 +25,9 @@ from .scripted_model import ScriptedModel
 def ocwatch(
     *args: str, password: str | None = None, timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCODE_SERVER_")}
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
     if password is not None:
         env["OPENCODE_SERVER_PASSWORD"] = password
     return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,

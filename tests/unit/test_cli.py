@@ -106,3 +106,15 @@ def test_console_script_runs_without_traceback():
                            "http://127.0.0.1:9"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "cannot connect" in proc.stderr
+
+
+def test_scripts_read_servers_and_grace_from_the_config_file(tmp_path, monkeypatch, capsys):
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('servers = ["http://127.0.0.1:9"]\ngrace = "x"\n')
+    monkeypatch.setenv("OCWATCH_CONFIG", str(cfg))
+    assert main(["status", "--json"]) == 2
+    out, err = capsys.readouterr()
+    assert json.loads(out)["servers"][0]["url"] == "http://127.0.0.1:9"
+    assert "grace" in err  # the bad key is reported, the rest applies
+    assert main(["status", "--json", "--server", "http://127.0.0.1:8"]) == 2  # the flag wins
+    assert json.loads(capsys.readouterr().out)["servers"][0]["url"] == "http://127.0.0.1:8"

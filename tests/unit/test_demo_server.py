@@ -342,8 +342,7 @@ async def test_permission_reject_ends_run_like_the_real_server(
         demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
     _, client = demo
     (request,) = (await client.get("/permission", params={"directory": INFRA})).json()
-    resp = await client.post(f"/permission/{request['id']}/reply",
-                             json={"reply": "reject", "message": "not now"})
+    resp = await client.post(f"/permission/{request['id']}/reply", json={"reply": "reject"})
     assert resp.json() is True
     sid = request["sessionID"]
     await until(lambda: sid not in server_status(demo[0], INFRA))
@@ -353,6 +352,21 @@ async def test_permission_reject_ends_run_like_the_real_server(
     tool = next(p for p in msg.parts if p.call_id == request["tool"]["callID"])
     assert tool.state and tool.state.status == "error"
     assert tool.state.error == "The user rejected permission to use this specific tool call."
+
+
+async def test_permission_reject_with_a_message_goes_on_like_the_real_server(
+        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    server, client = demo
+    server.thaw()
+    (request,) = (await client.get("/permission", params={"directory": INFRA})).json()
+    resp = await client.post(f"/permission/{request['id']}/reply",
+                             json={"reply": "reject", "message": "use rsync"})
+    assert resp.json() is True
+    sid = request["sessionID"]
+    # recorded on 1.18.33: the feedback goes to the model, a next step follows and completes
+    await until(lambda: sid not in server_status(server, INFRA), timeout=20)
+    msg = await last_assistant(client, sid)
+    assert msg.info.error is None and msg.info.finish == "stop"
 
 
 def server_status(server: DemoServer, directory: str) -> dict[str, Any]:

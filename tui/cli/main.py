@@ -11,7 +11,8 @@ import sys
 from collections.abc import Sequence
 
 from ..core.client import OcwatchError
-from ..core.settings import Auth, Settings, default_server_urls
+from ..core.config import load_config, resolve_options
+from ..core.settings import Auth, Settings
 from . import actions
 from .output import literal, render_table
 from .wait import EXIT_USAGE, run_wait
@@ -93,11 +94,12 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _urls(args: argparse.Namespace) -> list[str]:
+def _flag_urls(args: argparse.Namespace) -> list[str] | None:
+    """Servers given with --server (before or after the command), or None."""
     got = getattr(args, "server", None)
     if isinstance(got, str):
         return [got]
-    return list(got or default_server_urls())
+    return list(got) if got else None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -134,22 +136,29 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None, settings: Settings) -
 
         return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
                         osc9=args.osc9, desktop=args.notify)
+    # scripts: the config file's servers, grace and password_file apply too (flags win)
+    config, warnings = load_config()
+    opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,
+                           notices=warnings)
+    for notice in opts.notices:
+        print(f"ocwatch: {literal(notice)}", file=sys.stderr)
+    auth, settings = opts.auth, opts.settings
     if cmd == "status":
-        return run_status(_urls(args), auth=auth, settings=settings, as_json=args.json)
+        return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json)
     if cmd == "wait":
         if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
             print("ocwatch wait: --timeout must be a number of seconds >= 0", file=sys.stderr)
             return EXIT_USAGE
-        return run_wait(args.session_id, _urls(args)[0], auth=auth, settings=settings,
+        return run_wait(args.session_id, opts.urls[0], auth=auth, settings=settings,
                         timeout=args.timeout, as_json=args.json)
     if cmd == "abort":
-        return actions.run_abort(args.session_id, _urls(args)[0], auth=auth)
+        return actions.run_abort(args.session_id, opts.urls[0], auth=auth)
     if cmd == "reply":
         return actions.run_reply(args.request_id, args.reply, args.message,
-                                 _urls(args)[0], auth=auth)
+                                 opts.urls[0], auth=auth)
     if cmd == "answer":
         return actions.run_answer(args.request_id, args.option, args.text, args.reject,
-                                  _urls(args)[0], auth=auth)
+                                  opts.urls[0], auth=auth)
     raise AssertionError(cmd)
 
 

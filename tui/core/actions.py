@@ -39,7 +39,8 @@ async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]
                 dirs.add(wt)
     except NotFound:
         pass
-    return sessions, (sorted(dirs) or [None])
+    found: list[str | None] = [*sorted(dirs)]
+    return sessions, (found or [None])
 
 
 async def locate_request(client: Client, request_id: str) -> Located:

@@ -10,14 +10,17 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .settings import Settings
+from .settings import Auth, Settings, default_server_urls
 
 AlertKind = Literal["input", "completed", "error", "aborted", "stale", "unknown"]
+DEFAULT_ALERTS: tuple[AlertKind, ...] = ("input", "error", "stale")
 
 
 class AlertConfig(BaseModel):
@@ -31,7 +34,7 @@ class AlertConfig(BaseModel):
     """Send an OSC 9 desktop notification through the terminal (iTerm2, WezTerm, kitty, ...)."""
     desktop: bool = False
     """Run `notify-send` where it exists."""
-    on: list[AlertKind] = Field(default_factory=lambda: ["input", "error", "stale"])
+    on: list[AlertKind] = Field(default_factory=lambda: list(DEFAULT_ALERTS))
     """Transitions that alert: input, completed, error, aborted, stale, unknown."""
     min_interval: float = Field(default=10.0, ge=0)
     """Seconds between two alerts of the same kind for the same session."""
@@ -121,3 +124,59 @@ def _apply_env(cfg: Config, env: dict[str, str], warnings: list[str]) -> Config:
             except ValueError:
                 warnings.append(f"${name}={env[name]!r} is not a number; ignored")
     return cfg.model_copy(update=upd) if upd else cfg
+
+
+@dataclass
+class Options:
+    """What the dashboard runs with, once the config file, environment and flags are merged."""
+
+    urls: list[str]
+    settings: Settings
+    theme: str | None
+    alerts: AlertConfig
+    auth: Auth | None
+    notices: list[str] = field(default_factory=list)
+
+
+def resolve_options(
+    config: Config,
+    *,
+    urls: Sequence[str] | None = None,
+    grace: float | None = None,
+    theme: str | None = None,
+    bell: bool = False,
+    osc9: bool = False,
+    desktop: bool = False,
+    auth: Auth | None = None,
+    env: Mapping[str, str] | None = None,
+    notices: Sequence[str] = (),
+) -> Options:
+    """Merge flags over the config (pure, but for reading `password_file`).
+
+    Servers: `--server`, else the config's (file or `$OCWATCH_SERVERS`), else
+    `$OPENCODE_SERVER_URL`, else the default. Alert flags only switch sinks on. The config's
+    `password_file` is read only when the environment gives no password
+    (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
+    env = dict(os.environ) if env is None else dict(env)
+    out = list(notices)
+    chosen = list(urls or config.servers or default_server_urls(env))
+    settings = config.settings()
+    if grace is not None:
+        settings = Settings(grace=grace, resync_interval=settings.resync_interval)
+    alerts = config.alerts.model_copy(update={
+        "bell": config.alerts.bell or bell,
+        "osc9": config.alerts.osc9 or osc9,
+        "desktop": config.alerts.desktop or desktop,
+    })
+    env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
+    if auth is None and not env_password and config.password_file:
+        try:
+            auth = Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE":
+                                  os.path.expanduser(config.password_file),
+                                  "OPENCODE_SERVER_USERNAME":
+                                  env.get("OPENCODE_SERVER_USERNAME", "")})
+        except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
+            why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+            out.append(f"config password_file {config.password_file}: cannot read it "
+                       f"({why}); connecting without a password")
+    return Options(chosen, settings, theme or config.theme, alerts, auth, out)

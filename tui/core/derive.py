@@ -234,14 +234,14 @@ def _derive(
             if done:
                 on_path.discard(sid)
                 pend = list(own_pending.get(sid, ()))
-                busy: list[str] = []
+                below: list[str] = []
                 for c in children.get(sid, ()):
                     pend.extend(rolled.get(c, ()))
                     if running(c):
-                        busy.append(c)
-                    busy.extend(busy_desc.get(c, ()))
+                        below.append(c)
+                    below.extend(busy_desc.get(c, ()))
                 rolled[sid] = tuple(pend)
-                busy_desc[sid] = busy
+                busy_desc[sid] = below
                 continue
             if sid in rolled or sid in on_path:
                 continue
@@ -270,7 +270,7 @@ def _derive(
         if pending is None:
             own = own_pending.get(sid)
             pending = tuple(own) if own else ()
-        busy = busy_desc.get(sid) or no_children
+        busy: Sequence[str] = busy_desc.get(sid) or no_children
         key = (server, sid)
         if cache is not None:
             pend_ids = tuple([p.id for p in pending]) if pending else no_children
@@ -295,13 +295,14 @@ def _derive(
         updated = s.time.updated / 1000.0
         if msg is not None:
             mt = msg.info.time
-            t = (mt.completed or mt.created) / 1000.0
-            if t > updated:
-                updated = t
-        t = touched.get(sid)
-        if t is not None and t > updated:
-            updated = t
+            mtime = (mt.completed or mt.created) / 1000.0
+            if mtime > updated:
+                updated = mtime
+        seen = touched.get(sid)
+        if seen is not None and seen > updated:
+            updated = seen
         old = prev.get(key)
+        since: float | None
         if old is not None and old.state == state and old.reason == reason and old.since:
             since = old.since
         else:

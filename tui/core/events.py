@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections import Counter
+from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +100,7 @@ class EventParser:
     unknown_types: Counter[str] = field(default_factory=Counter)
     _seq: dict[str, int] = field(default_factory=dict)
 
-    def prune(self, live: set[str] | dict[str, object]) -> None:
+    def prune(self, live: Container[str]) -> None:
         """Forget the sequences of sessions that no longer exist (bounded memory over days)."""
         for agg in [a for a in self._seq if a not in live]:
             del self._seq[agg]

@@ -121,7 +121,7 @@ async def fetch_snapshot(
                 folders.add(wt)
     except NotFound:
         pass
-    dirs: list[str | None] = sorted(folders) or [None]
+    dirs: list[str | None] = [*sorted(folders)] or [None]
 
     async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
         st, perms, qs = await asyncio.gather(

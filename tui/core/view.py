@@ -156,6 +156,8 @@ def transitions(before: View | None, after: View) -> list[Transition]:
     out: list[Transition] = []
     for key, row in after.rows.items():
         prev = old.get(key)
+        if prev is row:  # derive's memo reused the row: nothing changed
+            continue
         if prev is None or _sig(prev) != _sig(row):
             out.append(Transition(key, prev, row, after.generated_at))
     for key, prev in old.items():

@@ -178,4 +178,6 @@ RETRY_FAILED: dict[str, Any] = {
     "data": {"message": "Service Unavailable", "statusCode": 503, "isRetryable": True},
 }
 PERMISSION_REJECTED = "The user rejected permission to use this specific tool call."
+PERMISSION_FEEDBACK = ("The user rejected permission to use this specific tool call with the "
+                       "following feedback: ")
 QUESTION_REJECTED = "The user dismissed this question"

@@ -16,6 +16,7 @@ from typing import Any
 
 from .cast import (
     ERRORS,
+    PERMISSION_FEEDBACK,
     PERMISSION_REJECTED,
     QUESTION_REJECTED,
     RETRY_FAILED,
@@ -321,7 +322,14 @@ async def permission_phase(a: Actor, run: Run, part: Json, request_id: str) -> s
     def default() -> bool:
         return a.world.reply_permission(request_id, "once")
 
-    reply, _message = await a.answer(request_id, default)
+    reply, message = await a.answer(request_id, default)
+    if reply == "reject" and message:
+        # the real server hands the message to the model as feedback and the run goes on
+        a.world.fail_tool(run, part, f"{PERMISSION_FEEDBACK}{message}")
+        a.world.next_step(run, a.tokens())
+        await a.sleep(3)
+        await a.finish(run)
+        return "completed"
     if reply == "reject":  # the real server: tool part error, finish tool-calls, no error
         a.world.fail_tool(run, part, PERMISSION_REJECTED)
         a.world.end_refused(run, a.tokens(0.3))

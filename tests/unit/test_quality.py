@@ -1,0 +1,24 @@
+"""ruff and mypy are part of the suite: a lint or type error fails CI like a test does."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def run(*cmd: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", *cmd], cwd=ROOT, capture_output=True,
+                          text=True, timeout=600)
+
+
+def test_ruff_is_clean():
+    proc = run("ruff", "check", "tui", "tests", "benchmarks", "screenshots")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_is_clean():
+    proc = run("mypy", "tui")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
