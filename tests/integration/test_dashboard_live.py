@@ -1,0 +1,61 @@
+"""The dashboard on a real `opencode serve` shows what `ocwatch status --json` says."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+from tui.app import create_app
+from tui.app.widgets.session_table import row_key_str
+from tui.core.fleet import Fleet
+
+from .driver import AllStates
+from .oc_server import OpenCodeServer
+
+
+def status_json(url: str) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
+                           url], capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+async def test_the_table_shows_the_states_status_json_reports(oc_server: OpenCodeServer,
+                                                              all_states: AllStates):
+    want = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}
+    ids = set(all_states.ids().values())
+    app = create_app(Fleet([oc_server.url]), server_urls=[oc_server.url])
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.main_screen.table
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+
+        def shown() -> dict[str, tuple[str, str]]:
+            out = {}
+            for sid in ids:
+                key = row_key_str((oc_server.url, sid))
+                try:
+                    cells = table.get_row(key)
+                except Exception:  # not on screen yet
+                    continue
+                out[sid] = (str(cells[0]), str(cells[1]))
+            return out
+
+        while len(shown()) < len(ids):
+            assert loop.time() < deadline, "the sessions never all showed"
+            await pilot.pause(0.1)
+        for sid, (state_cell, reason_cell) in shown().items():
+            row = want[sid]
+            assert row["state"] in state_cell, (sid, state_cell, row["state"])
+            if row["reason"]:
+                assert row["reason"] in reason_cell, (sid, reason_cell, row["reason"])
+            view_row = app.view.find(sid)[0]
+            assert (view_row.state, view_row.reason, view_row.stale) == (
+                row["state"], row["reason"], row["stale"])
