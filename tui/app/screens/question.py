@@ -6,12 +6,16 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.strip import Strip
 from textual.widget import Widget
 from textual.widgets import Button, Input, RadioButton, RadioSet, SelectionList, Static
+from textual.widgets._toggle_button import ToggleButton
+from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
 from tui.core.view import Pending, SessionRow
@@ -25,6 +29,7 @@ QUESTION_EXTRA = (
 
 
 @dataclass(frozen=True)
+
 class QuestionReply:
     """Answers (one list per question: chosen labels and/or typed text), or a rejection."""
 
@@ -87,6 +92,33 @@ def answer_of(asked: Asked, chosen: Sequence[str], typed: str) -> list[str]:
     return [*chosen, typed] if typed else list(chosen)
 
 
+
+class ChoiceButton(RadioButton):
+    """A radio button whose mark shows its state without colour: ● chosen, ○ not."""
+
+    @property
+    def _button(self) -> Content:
+        self.BUTTON_INNER = "●" if self.value else "○"
+        return super()._button
+
+
+class ChoiceList(SelectionList[int]):
+    """A checklist whose mark shows its state without colour: ✓ chosen, blank not."""
+
+    def render_line(self, y: int) -> Strip:
+        strip = super().render_line(y)
+        segments = list(strip)
+        if len(segments) < 3 or segments[1].text != ToggleButton.BUTTON_INNER:
+            return strip
+        try:
+            option = self.get_option_at_index(self.scroll_offset.y + y)
+        except OptionDoesNotExist:
+            return strip
+        mark = "✓" if option.value in self.selected else " "
+        segments[1] = Segment(mark, segments[1].style, segments[1].control)
+        return Strip(segments, strip.cell_length)
+
+
 class QuestionScreen(RequestDialog[QuestionReply | None]):
     """ctrl+s submits, ctrl+r rejects, esc cancels; tab moves between the questions."""
 
@@ -125,12 +157,14 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
                 yield Button("Cancel (esc)", id="cancel")
 
     def _choices(self, n: int, asked: Asked) -> Widget:
+        """Options as radio buttons (one choice) or a checklist (several); either way the mark
+        itself says what is chosen (● / ○, ✓), not only its colour."""
         prompts = [option_prompt(lb, d) for lb, d in zip(asked.labels, asked.descriptions,
                                                         strict=True)]
         if asked.multiple:
-            return SelectionList[int](*(Selection(p, i) for i, p in enumerate(prompts)),
-                                      id=f"choices-{n}", classes="question-choices")
-        return RadioSet(*(RadioButton(p) for p in prompts), id=f"choices-{n}",
+            return ChoiceList(*(Selection(p, i) for i, p in enumerate(prompts)),
+                              id=f"choices-{n}", classes="question-choices")
+        return RadioSet(*(ChoiceButton(p) for p in prompts), id=f"choices-{n}",
                         classes="question-choices")
 
     def on_mount(self) -> None:
