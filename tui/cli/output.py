@@ -38,6 +38,25 @@ def state_word(row: SessionRow) -> str:
     return word
 
 
+def attention(row: SessionRow) -> int:
+    """What needs a person first: asked, stale, unknown, failed; then the running; then done."""
+    if row.state == "input":
+        return 0
+    if row.stale:
+        return 1
+    if row.state == "unknown":
+        return 2
+    if row.state == "idle" and row.reason == "error":
+        return 3
+    if row.state == "retry":
+        return 4
+    if row.state == "busy":
+        return 5
+    if row.state == "idle" and row.reason == "aborted":
+        return 6
+    return 7
+
+
 def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
     """Rows ordered as a tree (children under their parent), with depth."""
     by_key = {(r.server, r.id): r for r in rows}
@@ -49,7 +68,7 @@ def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
             kids.setdefault(pk, []).append(r)
         else:
             roots.append(r)
-    order = lambda r: (r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
+    order = lambda r: (attention(r), r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
     out: list[tuple[int, SessionRow]] = []
     seen: set[tuple[str, str]] = set()
     stack = [(0, r) for r in sorted(roots, key=order, reverse=True)]
