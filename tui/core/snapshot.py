@@ -47,6 +47,8 @@ class MessageCache:
 
     # session id -> (its time.updated, last message, whether it was running when fetched)
     entries: dict[str, tuple[float, Message | None, bool]] = field(default_factory=dict)
+    # session id -> (the raw listed item, its Session)
+    sessions: dict[str, tuple[dict[str, Any], Session]] = field(default_factory=dict)
 
     def fresh(self, s: Session, now: float, settle: float = 600.0) -> bool:
         """Whether the cached last message can be reused without asking again.
@@ -81,6 +83,28 @@ class MessageCache:
         keep = set(live)
         for sid in [k for k in self.entries if k not in keep]:
             del self.entries[sid]
+        for sid in [k for k in self.sessions if k not in keep]:
+            del self.sessions[sid]
+
+    def sessions_from(self, raw: list[dict[str, Any]]) -> tuple[list[Session], int]:
+        """Validate listed sessions, reusing the Session of an item equal to last time's (a
+        resync of thousands of unchanged sessions then costs dict comparisons, not parsing)."""
+        out: list[Session] = []
+        bad = 0
+        for item in raw:
+            sid = item.get("id")
+            hit = self.sessions.get(sid) if isinstance(sid, str) else None
+            if hit is not None and hit[0] == item:
+                out.append(hit[1])
+                continue
+            try:
+                session = Session.model_validate(item)
+            except ValidationError:
+                bad += 1
+                continue
+            self.sessions[session.id] = (item, session)
+            out.append(session)
+        return out, bad
 
 
 def _models(items: Iterable[Any], model: Any) -> tuple[list[Any], int]:
@@ -109,7 +133,7 @@ async def fetch_snapshot(
     skipped = 0
     health = await client.health()
     raw_sessions = await client.all_sessions()
-    sessions_list, bad = _models(raw_sessions, Session)
+    sessions_list, bad = cache.sessions_from(raw_sessions)
     skipped += bad
     sessions = {s.id: s for s in sessions_list}
 
