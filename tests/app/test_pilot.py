@@ -331,9 +331,9 @@ async def test_scroll_position_survives_updates() -> None:
         await pilot.pause()
         assert t.scroll_y == 5
         # A new session sorts to the top: every row moves down one line.
-        new = views.row("ses_top", "Needs you now", "input", pending=(views.PERMISSION,))
+        new = views.row("ses_a_top", "Needs you now", "input", pending=(views.PERMISSION,))
         source.set(View(views.NOW, views.SERVERS, {**many, new.key: new}))
         await pilot.pause(0.3)
-        assert shown(app)[0] == "ses_top"
+        assert shown(app)[0] == "ses_a_top"
         assert t.cursor_key == (A, "ses_x30")
         assert t.scroll_y == 5

@@ -76,8 +76,8 @@ def layout(
     """Rows in display order: roots then their descendants, depth first.
 
     With `match`, only matching rows and their ancestors (as `context`) are shown. Siblings are
-    sorted by `sort` (ties: most recently updated first, then id). Children of a collapsed key are
-    hidden and counted in its `hidden`.
+    sorted by `sort` (ties by session id: stable under a stream of events). Children of a
+    collapsed key are hidden and counted in its `hidden`.
     """
     children: dict[Key | None, list[Key]] = {}
     for key, row in rows.items():
@@ -100,7 +100,10 @@ def layout(
 
     def order(keys: list[Key]) -> list[Key]:
         keep = [k for k in keys if shown is None or k in shown]
-        keep.sort(key=lambda k: (-(rows[k].updated or 0.0), k[1], k[0]))
+        # ties by id, not by last activity: under a stream of events the activity of busy
+        # rows changes on every redraw, and rows would keep trading places (each move also
+        # re-renders the table). OpenCode's session ids sort newest first.
+        keep.sort(key=lambda k: (k[1], k[0]))
         keep.sort(key=lambda k: sort_value(rows[k], sort, now), reverse=reverse)
         return keep
 

@@ -13,6 +13,7 @@ Two DataTable internals are touched, both as `DataTable.sort()` itself does: `_r
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Set as AbstractSet
 from dataclasses import replace
 
@@ -88,8 +89,10 @@ class SessionTable(DataTable[Text]):
     def show(self, view: View, now: float, unread: AbstractSet[Key] = frozenset()) -> None:
         """Display a new View at `now` (keyed, in-place update); `unread` rows get a mark."""
         self._view = view
-        self._now = now
-        self.cells.now = now
+        # Times are shown in whole seconds: quantise `now` so every row's time cells tick
+        # together once a second, instead of some row ticking on almost every redraw (each
+        # changed cell makes the table re-render its visible lines).
+        self._now = self.cells.now = float(math.floor(now))
         self.cells.unread = frozenset(unread)
         self.collapsed = {k for k in self.collapsed if k in view.rows}
         self._sync()
