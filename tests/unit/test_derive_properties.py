@@ -154,7 +154,7 @@ def test_the_journals_running_fold_equals_a_fold_of_its_entries(steps):
 
 @given(snapshots(), snapshots(), st.lists(st.one_of(
     events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40))
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 def test_a_memo_never_changes_what_derive_returns(first, second, steps):
     """The monitor passes a DeriveMemo to reuse unchanged rows; with or without it, the rows are
     the same at every step (events arrive, time passes, a new snapshot replaces the old)."""

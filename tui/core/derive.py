@@ -7,6 +7,7 @@ input > retry > busy (stale detection) > idle with reason > unknown.
 from __future__ import annotations
 
 import gc
+import math
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -55,6 +56,24 @@ def clock_text(t: float) -> str:
     return _2D[h] + ":" + _2D[m] + ":" + _2D[sec] + "Z"
 
 
+class Deadline:
+    """When a decision read the clock: the first moment it could come out differently
+    (a grace period ending, an "N s ago" text ticking). The memo reuses a row until then."""
+
+    __slots__ = ("at",)
+
+    def __init__(self) -> None:
+        self.at = math.inf
+
+    def by(self, t: float) -> None:
+        if t < self.at:
+            self.at = t
+
+    def tick(self, now: float, t: float) -> None:
+        """ago(now, t) changes its text at the next whole second after t."""
+        self.by(t + int(max(0.0, now - t)) + 1)
+
+
 def ago(now: float, t: float) -> str:
     d = int(max(0.0, now - t))
     if d < 60:
@@ -70,7 +89,7 @@ def _merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | No
     if seen is None:
         if snap is None:
             return None
-        extra = facts.parts.get(snap.info.id)
+        extra = facts.parts.get((sid, snap.info.id))
         if not extra:
             return snap
         return Message(info=snap.info, parts=_merge_parts(snap.parts, extra))
@@ -78,7 +97,8 @@ def _merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | No
     if snap is not None and snap.info.id > info.id:
         return _merge_message(snap, Facts(parts=facts.parts), sid)
     base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
-    return Message(info=info, parts=_merge_parts(base_parts, facts.parts.get(info.id, {})))
+    return Message(info=info,
+                   parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
 
 
 def _merge_parts(base: Iterable[Part], extra: dict[str, Part]) -> tuple[Part, ...]:
@@ -122,22 +142,25 @@ def _kids(kids: list[str] | None) -> tuple[str, ...]:
     return tuple(sorted(kids)) if kids else ()
 
 
+#: A reusable row: (event count, requests, busy descendants, Session, row, valid until)
+_Memoed = tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow, float]
+
+
 @dataclass
 class DeriveMemo:
     """Rows derive() may reuse on its next call (owned by one caller, e.g. a ServerMonitor).
 
     A row is reused only when nothing it was derived from changed: the same snapshot and journal
     fold objects (held here, so identity is safe), the same per-session event count, the same
-    requests rolled up and busy descendants, and a decision that did not read the clock
-    (unknown rows and busy rows whose run looks ended are derived afresh every time). Passing a
-    memo never changes the result; a property test holds it to that.
+    requests rolled up, busy descendants and children, and a clock still before the decision's
+    Deadline (a grace period ending, an "N s ago" ticking). Passing a memo never changes the
+    result; a property test holds it to that.
     """
 
     snapshot: Snapshot | None = None
     facts: Facts | None = None
     key: tuple[object, ...] = ()
-    rows: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow]] = field(
-        default_factory=dict)
+    rows: dict[str, _Memoed] = field(default_factory=dict)
 
 
 @contextmanager
@@ -255,8 +278,7 @@ def _derive(
                 if c not in rolled and c not in on_path:
                     stack.append((c, False))
 
-    cache: dict[str, tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow]] | None
-    cache = None
+    cache: dict[str, _Memoed] | None = None
     if memo is not None:
         mkey = (link.reachable, link.error, link.since, grace, server)
         if memo.snapshot is not snapshot or memo.facts is not facts or memo.key != mkey:
@@ -282,7 +304,7 @@ def _derive(
             version = versions.get(sid, 0)
             hit = cache.get(sid)
             if (hit is not None and hit[0] == version and hit[1] == pend_ids
-                    and hit[2] == busy_t and hit[3] is s
+                    and hit[2] == busy_t and hit[3] is s and now < hit[5]
                     and hit[4].children == _kids(children.get(sid))):
                 rows[key] = hit[4]
                 continue
@@ -291,10 +313,11 @@ def _derive(
             msg = _merge_message(msg, facts, sid)
         err_fact = errors.get(sid) if errors else None
         st = status.get(sid)
+        deadline = Deadline()
         state, reason, stale, evidence, settled, since_hint = _decide(
             s, st, sid in active, msg, pending, busy,
             err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
-            facts.carried_errors.get(sid), facts.carried_status_at.get(sid),
+            facts.carried_errors.get(sid), facts.carried_status_at.get(sid), deadline,
         )
         updated = s.time.updated / 1000.0
         if msg is not None:
@@ -343,14 +366,8 @@ def _derive(
             _ended(msg) if stale else None,
         )
         if cache is not None:
-            # rows whose decision read the clock are never reused
-            timed = state == "unknown" or (
-                state == "busy" and info is not None and info.role == "assistant"
-                and info.time.completed is not None)
-            if timed:
-                cache.pop(sid, None)
-            else:
-                cache[sid] = (version, pend_ids, busy_t, s, row)
+            # reused until the decision could come out differently as time passes
+            cache[sid] = (version, pend_ids, busy_t, s, row, deadline.at)
     return rows
 
 
@@ -371,6 +388,7 @@ def _decide(
     grace: float,
     carried_error: ErrorFact | None = None,
     carried_at: float | None = None,
+    deadline: Deadline | None = None,
 ) -> Decision:
     """One session's (state, reason, stale, evidence, settled, since_hint).
 
@@ -403,7 +421,8 @@ def _decide(
         st is not None and st.type not in ("idle", "retry")
     ):
         label = st.type if st is not None else "running (/api/session/active)"
-        return _busy(label, msg, assistant, busy_children, status_at, now, grace)
+        return _busy(label, msg, assistant, busy_children, status_at, now, grace,
+                     deadline or Deadline())
 
     # 4./5. absent from the status map (or idle)
     if st is not None and st.reason:
@@ -439,6 +458,8 @@ def _decide(
         start = max(filter(None, [status_at or carried_at, done, ms(assistant.time.created)]),
                     default=now)
         if now - start <= grace:
+            if deadline is not None:
+                deadline.by(start + grace)
             return "unknown", None, False, [
                 "server reports not busy; " + what + " (waiting for the final message)"
             ], False, status_at
@@ -450,10 +471,16 @@ def _decide(
         return _idle_error(stream_error, "session.error event", status_at)
     created = ms(info.time.created) or now
     start = max(created, status_at or 0.0)
+    if deadline is not None and not info.time.created:
+        deadline.by(now)  # the evidence reads the clock itself: never reuse it
     if now - start <= grace:
+        if deadline is not None:
+            deadline.by(start + grace)
         return "unknown", None, False, [
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
             "busy (waiting)"], False, status_at
+    if deadline is not None:
+        deadline.tick(now, created)
     return "unknown", None, False, [
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
         "server does not report busy (absent from the status map)"], True, start
@@ -506,6 +533,7 @@ def _busy(
     status_at: float | None,
     now: float,
     grace: float,
+    deadline: Deadline,
 ) -> Decision:
     reported = f"server reports {label}" + (
         f" since {clock_text(status_at)}" if status_at else "")
@@ -527,6 +555,8 @@ def _busy(
             ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
         if done is None:
             started = ms(assistant.time.created) or now
+            if not assistant.time.created:
+                deadline.by(now)
             ev.append(f"assistant message streaming since {clock_text(started)}")
         elif not terminal:
             ev.append(f"step finished with {assistant.finish!r}; next step pending")
@@ -534,6 +564,7 @@ def _busy(
     assert done is not None
     held_since = max(done, status_at or 0.0)
     assert ended is not None
+    deadline.tick(now, done)
     facts = [
         reported,
         f"{ended[1]}, {ago(now, done)}",
@@ -541,7 +572,9 @@ def _busy(
         "nothing asked; no sub-agent busy",
     ]
     if now - held_since > grace:
+        deadline.tick(now, held_since)
         return "busy", None, True, [
             f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
             *facts], True, status_at
+    deadline.by(held_since + grace)
     return "busy", None, False, [*facts, f"within the {grace:g}s grace period"], True, status_at

@@ -138,7 +138,8 @@ class Facts:
     status: dict[str, StatusFact] = field(default_factory=dict)
     # newest message per session, with its receive time
     messages: dict[str, tuple[MessageInfo, float]] = field(default_factory=dict)
-    parts: dict[str, dict[str, Part]] = field(default_factory=dict)  # message id -> part id -> part
+    # (session id, message id) -> part id -> part
+    parts: dict[tuple[str, str], dict[str, Part]] = field(default_factory=dict)
     errors: dict[str, ErrorFact] = field(default_factory=dict)
     asked: dict[str, AskFact] = field(default_factory=dict)  # request id -> ask
     answered: dict[str, float] = field(default_factory=dict)  # request id -> when
@@ -211,7 +212,7 @@ def _apply(f: Facts, ev: Event) -> None:
             return
         part = Part.model_validate(raw)
         if part.message_id and part.id:
-            f.parts.setdefault(part.message_id, {})[part.id] = part
+            f.parts.setdefault((part.session_id or sid or "", part.message_id), {})[part.id] = part
     elif t == "permission.asked":
         req: PermissionRequest | QuestionRequest = PermissionRequest.model_validate(p)
         f.asked[req.id] = AskFact(req, ev.received)
