@@ -52,10 +52,17 @@ async def test_the_table_shows_the_states_status_json_reports(oc_server: OpenCod
             assert loop.time() < deadline, "the sessions never all showed"
             await pilot.pause(0.1)
         for sid, (state_cell, reason_cell) in shown().items():
-            row = want[sid]
-            assert row["state"] in state_cell, (sid, state_cell, row["state"])
-            if row["reason"]:
-                assert row["reason"] in reason_cell, (sid, reason_cell, row["reason"])
             view_row = app.view.find(sid)[0]
-            assert (view_row.state, view_row.reason, view_row.stale) == (
-                row["state"], row["reason"], row["stale"])
+            # the table shows the app's View ...
+            assert view_row.state in state_cell, (sid, state_cell, view_row.state)
+            if view_row.reason:
+                assert view_row.reason in reason_cell, (sid, reason_cell, view_row.reason)
+            # ... and the View agrees with `status --json`, taken moments before. Between two
+            # attempts a retrying session reads busy for a moment (retry -> busy -> retry on
+            # 1.18.33), so that one session may have moved between the two readings.
+            row = want[sid]
+            got = (view_row.state, view_row.reason, view_row.stale)
+            if sid == all_states.retry:
+                assert got[0] in ("retry", "busy") and row["state"] in ("retry", "busy")
+            else:
+                assert got == (row["state"], row["reason"], row["stale"]), sid

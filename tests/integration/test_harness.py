@@ -79,7 +79,8 @@ def test_question_open(all_states: AllStates, oc: Driver) -> None:
 
 
 def test_retry(all_states: AllStates, oc: Driver) -> None:
-    st = oc.status_map(all_states.directory)[all_states.retry]
+    # retry -> busy -> retry between attempts: wait for a retry reading
+    st = oc.wait_status(all_states.retry, "retry")
     assert st["type"] == "retry"
     assert st["attempt"] >= 1
     assert "overload" in st["message"]

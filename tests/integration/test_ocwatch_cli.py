@@ -62,6 +62,12 @@ def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_sta
     assert "bash" in perm["pending"][0]["summary"]
     q = check(st.question, "input")
     assert [(p["kind"], p["id"]) for p in q["pending"]] == [("question", st.question_request["id"])]
+    # between two attempts the server reads busy for a moment (retry -> busy -> retry)
+    for _ in range(20):
+        if rows[st.retry]["state"] == "retry":
+            break
+        rows[st.retry] = next(r for r in status_json(oc_server.url)["sessions"]
+                              if r["id"] == st.retry)
     check(st.retry, "retry")
     check(st.busy, "busy")
     parent = check(st.parent, "busy")
@@ -82,9 +88,15 @@ def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStat
     out = proc.stdout
     for sid, word in ((all_states.completed, "idle (completed)"),
                       (all_states.failed, "idle (error)"), (all_states.permission, "input"),
-                      (all_states.retry, "retry")):
+                      (all_states.busy, "busy")):
         line = next(line for line in out.splitlines() if sid in line)
         assert line.startswith(word), line
+    for _ in range(20):  # retry -> busy -> retry between attempts: read until it shows retry
+        line = next(line for line in out.splitlines() if all_states.retry in line)
+        if line.startswith("retry"):
+            break
+        out = ocwatch("status", "--server", oc_server.url).stdout
+    assert line.startswith("retry"), line
 
 
 @pytest.mark.parametrize(("which", "code"), [
