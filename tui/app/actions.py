@@ -12,9 +12,8 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar
 
 from tui.core import actions as core
-from tui.core.client import Client, NotFound
+from tui.core.client import Client
 from tui.core.fleet import Fleet
-from tui.core.models import QuestionRequest
 from tui.core.settings import Auth
 from tui.core.source import ViewSource
 
@@ -40,30 +39,28 @@ class Actions(Protocol):
         ...
 
 
-async def answer_request(client: Client, request_id: str, answers: list[list[str]] | None,
-                         reject: bool) -> None:
-    """Answer every question of a request with its own answers (or reject the request).
+class _ThroughClient:
+    """The three actions, each through `_on(server, act)`, which subclasses provide."""
 
-    `core.answer_question` maps a flat list of labels onto the questions, which is ambiguous
-    when two questions share a label; the dialog knows which answer goes with which question."""
-    if reject or answers is None:
-        await core.answer_question(client, request_id, reject=True)
-        return
-    loc = await core.locate_request(client, request_id)
-    if not isinstance(loc.request, QuestionRequest):
-        raise core.ActionError(f"{request_id} is a permission, not a question")
-    if len(answers) != len(loc.request.questions):
-        raise core.ActionError(
-            f"question {request_id} has {len(loc.request.questions)} questions, "
-            f"got {len(answers)} answers")
-    try:
-        await client.reply_question(request_id, answers, loc.directory)
-    except NotFound:
-        raise core.ActionError(
-            f"question {request_id} is no longer open (already answered?)") from None
+    async def _on(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
+        raise NotImplementedError
+
+    async def abort(self, server: str, session_id: str) -> None:
+        await self._on(server, lambda c: core.abort(c, session_id))
+
+    async def reply(self, server: str, request_id: str, reply: str,
+                    message: str | None) -> None:
+        await self._on(server, lambda c: core.reply_permission(c, request_id, reply, message))
+
+    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
+                     reject: bool) -> None:
+        # one list of answers per question: the dialog knows which answer goes with which
+        # question (a flat list of labels is ambiguous when two questions share a label)
+        await self._on(server, lambda c: core.answer_question(
+            c, request_id, answers=answers, reject=reject or answers is None))
 
 
-class FleetActions:
+class FleetActions(_ThroughClient):
     """Actions through the live Fleet's clients; a success asks for a snapshot at once."""
 
     def __init__(self, fleet: Fleet) -> None:
@@ -77,19 +74,8 @@ class FleetActions:
         monitor.request_snapshot()  # the row changes when the server confirms, not before
         return result
 
-    async def abort(self, server: str, session_id: str) -> None:
-        await self._on(server, lambda c: core.abort(c, session_id))
 
-    async def reply(self, server: str, request_id: str, reply: str,
-                    message: str | None) -> None:
-        await self._on(server, lambda c: core.reply_permission(c, request_id, reply, message))
-
-    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
-                     reject: bool) -> None:
-        await self._on(server, lambda c: answer_request(c, request_id, answers, reject))
-
-
-class ClientActions:
+class ClientActions(_ThroughClient):
     """Actions through a client opened for each action (sources other than a Fleet)."""
 
     def __init__(self, auth: Auth | None = None) -> None:
@@ -98,17 +84,6 @@ class ClientActions:
     async def _on(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
         async with Client(server, self.auth) as client:
             return await act(client)
-
-    async def abort(self, server: str, session_id: str) -> None:
-        await self._on(server, lambda c: core.abort(c, session_id))
-
-    async def reply(self, server: str, request_id: str, reply: str,
-                    message: str | None) -> None:
-        await self._on(server, lambda c: core.reply_permission(c, request_id, reply, message))
-
-    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
-                     reject: bool) -> None:
-        await self._on(server, lambda c: answer_request(c, request_id, answers, reject))
 
 
 def default_actions(source: ViewSource, auth: Auth | None = None) -> Actions | None:

@@ -122,16 +122,25 @@ def question_answers(
 
 async def answer_question(
     client: Client, request_id: str, *, options: list[str] | None = None,
-    text: str | None = None, reject: bool = False,
+    text: str | None = None, answers: list[list[str]] | None = None, reject: bool = False,
 ) -> None:
+    """Answer a question request, or reject it. `answers` gives one list per question (what a
+    dialog knows); otherwise `options` labels (or one typed `text`) are mapped onto them."""
     loc = await locate_request(client, request_id)
     if not isinstance(loc.request, QuestionRequest):
-        raise ActionError(f"{request_id} is a permission; use `ocwatch reply`")
+        raise ActionError(f"{request_id} is a permission, not a question (reply to it instead)")
+    if reject:
+        answers = None
+    elif answers is None:
+        answers = question_answers(loc.request, options, text)
+    elif len(answers) != len(loc.request.questions):
+        raise ActionError(
+            f"question {request_id} has {len(loc.request.questions)} questions, "
+            f"got {len(answers)} answers")
     try:
-        if reject:
+        if answers is None:  # reject
             await client.reject_question(request_id, loc.directory)
         else:
-            answers = question_answers(loc.request, options, text)
             await client.reply_question(request_id, answers, loc.directory)
     except NotFound:
         raise ActionError(
