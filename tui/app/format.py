@@ -13,6 +13,8 @@ from pathlib import PurePath
 from rich.cells import cell_len, set_cell_size
 
 from tui.core.view import SessionRow
+from tui.core.view import attention_rank as attention_rank  # shared with the CLI
+from tui.core.view import duration as duration  # shared with the CLI
 
 # One glyph per state (idle and unknown vary with their reason), so nothing depends on colour.
 STATE_GLYPH = {"busy": "●", "retry": "↻", "input": "?", "idle": "○", "unknown": "◌"}
@@ -30,10 +32,6 @@ STATE_VARIABLE = {
 }
 STATE_FILTERS = ("all", "busy", "retry", "input", "idle", "unknown", "stale")
 """The state filters offered by the dashboard, in key order (`1`..`7`)."""
-
-# Sort rank for "needs attention first": input, stale, retry, unknown, busy, errors, the rest.
-_RANK = {"input": 0, "retry": 2, "unknown": 3, "busy": 4, "idle": 7}
-
 
 def state_glyph(row: SessionRow) -> str:
     """The glyph for a row: the state's, or the reason's for idle and unknown rows."""
@@ -54,15 +52,6 @@ def state_variable(row: SessionRow) -> str:
     return STATE_VARIABLE.get(row.state, "state-unknown")
 
 
-def attention_rank(row: SessionRow) -> int:
-    """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other."""
-    if row.stale:
-        return 1
-    if row.state == "idle":
-        return {"error": 5, "aborted": 6}.get(row.reason or "", 7)
-    return _RANK.get(row.state, 8)
-
-
 def matches_state(row: SessionRow, state_filter: str) -> bool:
     """Whether a row passes a state filter from STATE_FILTERS."""
     if state_filter == "all":
@@ -78,23 +67,6 @@ def matches_text(row: SessionRow, needle: str) -> bool:
         return True
     needle = needle.casefold()
     return any(needle in s.casefold() for s in (row.title, row.id, row.directory))
-
-
-def duration(seconds: float | None) -> str:
-    """Compact duration: `4s`, `2m05s`, `1h02m`, `3d04h`; `–` when unknown."""
-    if seconds is None:
-        return "–"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    if h < 24:
-        return f"{h}h{m:02d}m"
-    d, h = divmod(h, 24)
-    return f"{d}d{h:02d}h"
 
 
 def age(t: float | None, now: float) -> str:

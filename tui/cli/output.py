@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import time
 
-from ..core.view import SessionRow, View
+from ..core.view import SessionRow, View, attention_rank, duration
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
@@ -16,19 +16,6 @@ def literal(text: str) -> str:
     return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    s = max(0, int(seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m{s % 60:02d}s"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600:02d}h"
-
-
 def state_word(row: SessionRow) -> str:
     word = row.state
     if row.reason:
@@ -36,25 +23,6 @@ def state_word(row: SessionRow) -> str:
     if row.stale:
         word += " STALE"
     return word
-
-
-def attention(row: SessionRow) -> int:
-    """What needs a person first: asked, stale, unknown, failed; then the running; then done."""
-    if row.state == "input":
-        return 0
-    if row.stale:
-        return 1
-    if row.state == "unknown":
-        return 2
-    if row.state == "idle" and row.reason == "error":
-        return 3
-    if row.state == "retry":
-        return 4
-    if row.state == "busy":
-        return 5
-    if row.state == "idle" and row.reason == "aborted":
-        return 6
-    return 7
 
 
 def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
@@ -68,7 +36,7 @@ def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
             kids.setdefault(pk, []).append(r)
         else:
             roots.append(r)
-    order = lambda r: (attention(r), r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
+    order = lambda r: (attention_rank(r), r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
     out: list[tuple[int, SessionRow]] = []
     seen: set[tuple[str, str]] = set()
     stack = [(0, r) for r in sorted(roots, key=order, reverse=True)]
@@ -104,8 +72,9 @@ def render_table(view: View, now: float | None = None) -> str:
         elif r.state == "retry" and r.retry_message:
             detail = literal(r.retry_message)
         title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)")
-        table.append((state_word(r), duration(now - r.since if r.since else None), literal(r.id),
-                      _clip(title, 40), _clip(_folder(r.directory), 24), _clip(detail, 60)))
+        held = duration(now - r.since if r.since else None, unknown="-")
+        table.append((state_word(r), held, literal(r.id), _clip(title, 40),
+                      _clip(_folder(r.directory), 24), _clip(detail, 60)))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

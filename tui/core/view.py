@@ -170,6 +170,37 @@ def _sig(r: SessionRow) -> tuple[Any, ...]:
     return (r.state, r.reason, r.stale, tuple(p.id for p in r.pending))
 
 
+# "Needs attention first": input, stale, retry, unknown, busy, errors, the rest.
+_RANK = {"input": 0, "retry": 2, "unknown": 3, "busy": 4, "idle": 7}
+
+
+def attention_rank(row: SessionRow) -> int:
+    """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other.
+    The dashboard's state sort and the `status` table both order by it."""
+    if row.stale:
+        return 1
+    if row.state == "idle":
+        return {"error": 5, "aborted": 6}.get(row.reason or "", 7)
+    return _RANK.get(row.state, 8)
+
+
+def duration(seconds: float | None, unknown: str = "–") -> str:
+    """Compact duration: `4s`, `2m05s`, `1h02m`, `3d04h`; `unknown` when there is none."""
+    if seconds is None:
+        return unknown
+    s = max(0, int(seconds))
+    if s < 60:
+        return f"{s}s"
+    m, s = divmod(s, 60)
+    if m < 60:
+        return f"{m}m{s:02d}s"
+    h, m = divmod(m, 60)
+    if h < 24:
+        return f"{h}h{m:02d}m"
+    d, h = divmod(h, 24)
+    return f"{d}d{h:02d}h"
+
+
 def iso(t: float | None) -> str | None:
     if t is None:
         return None
