@@ -31,16 +31,7 @@ async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]
         except ValueError:
             continue
         sessions[s.id] = s
-    dirs: set[str] = {s.directory for s in sessions.values() if s.directory}
-    try:
-        for proj in await client.projects():
-            wt = proj.get("worktree")
-            if isinstance(wt, str) and wt and wt != "/":
-                dirs.add(wt)
-    except NotFound:
-        pass
-    found: list[str | None] = [*sorted(dirs)]
-    return sessions, (found or [None])
+    return sessions, await client.folders(sessions.values())
 
 
 async def locate_request(client: Client, request_id: str) -> Located:

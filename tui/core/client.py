@@ -7,11 +7,13 @@ to be JSON before it is trusted.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, urlsplit
 
 import httpx
 
+from .models import Session
 from .settings import Auth
 
 
@@ -217,16 +219,26 @@ class Client:
         seen: dict[str, dict[str, Any]] = {}
         for item in await self.sessions():
             seen[str(item.get("id"))] = item
+        for wt in await self.worktrees():
+            for item in await self.sessions(wt, project=True):
+                seen[str(item.get("id"))] = item
+        return list(seen.values())
+
+    async def worktrees(self) -> list[str]:
+        """The project folders of `GET /project` (not the `global` project's `/`); none when
+        the server has no such route."""
         try:
             projects = await self.projects()
         except NotFound:
-            projects = []
-        for proj in projects:
-            wt = proj.get("worktree")
-            if isinstance(wt, str) and wt and wt != "/":
-                for item in await self.sessions(wt, project=True):
-                    seen[str(item.get("id"))] = item
-        return list(seen.values())
+            return []
+        return [wt for p in projects
+                if isinstance(wt := p.get("worktree"), str) and wt and wt != "/"]
+
+    async def folders(self, sessions: Iterable[Session]) -> list[str | None]:
+        """Every project folder to ask per-folder routes for: the sessions' folders and the
+        projects' (`[None]`, the server's own folder, when there are none)."""
+        found = {s.directory for s in sessions if s.directory} | set(await self.worktrees())
+        return [*sorted(found)] or [None]
 
     async def _experimental_sessions(self, page: int, max_pages: int) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}

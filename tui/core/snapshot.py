@@ -137,15 +137,7 @@ async def fetch_snapshot(
     skipped += bad
     sessions = {s.id: s for s in sessions_list}
 
-    folders: set[str] = {s.directory for s in sessions_list if s.directory}
-    try:
-        for proj in await client.projects():
-            wt = proj.get("worktree")
-            if isinstance(wt, str) and wt and wt != "/":
-                folders.add(wt)
-    except NotFound:
-        pass
-    dirs: list[str | None] = [*sorted(folders)] or [None]
+    dirs = await client.folders(sessions_list)
 
     async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
         st, perms, qs = await asyncio.gather(
