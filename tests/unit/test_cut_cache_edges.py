@@ -75,6 +75,9 @@ class ScriptedClient:
     async def projects(self):
         return []
 
+    async def folders(self, sessions):
+        return [None]
+
     async def status(self, d):
         return self.status_map
 
