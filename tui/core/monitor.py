@@ -167,7 +167,7 @@ class ServerMonitor:
             self._fail(BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
             self._snapshot_done.set()
             return False
-        self._check_drift(snap)
+        before = self._rows if self.snapshot is not None else {}
         self.snapshot = snap
         self.journal.cut(seq)
         self.parser.prune(snap.sessions)
@@ -175,6 +175,8 @@ class ServerMonitor:
         self.error = None
         self.error_since = None
         self.fatal = False
+        if before:  # derive once from the new snapshot; the next View reuses it (memo)
+            self._count_drift(before, self.rows(self.clock()))
         self._snapshot_done.set()
         return True
 
@@ -184,14 +186,9 @@ class ServerMonitor:
         self.error = exc.message
         self.fatal = isinstance(exc, AuthFailed)
 
-    def _check_drift(self, snap: Snapshot) -> None:
+    def _count_drift(self, before: dict[tuple[str, str], SessionRow],
+                     after: dict[tuple[str, str], SessionRow]) -> None:
         """Count rows whose state the journal had derived differently from the new snapshot."""
-        if self.snapshot is None or not self._rows:
-            return
-        now = self.clock()
-        before = self._rows  # what the last View showed, from the old snapshot and the journal
-        after_entries = [e for e in self.journal.entries() if e.seq >= snap.journal_seq]
-        after = derive_server(snap, after_entries, now, self.settings)
         for key, row in after.items():
             old = before.get(key)
             if old is not None and (old.state, old.reason) != (row.state, row.reason):
