@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
-from tui.core.view import Pending, SessionRow
+from tui.core.view import Pending
 
 from .dialog import Part, RequestDialog, asked_by, label, literal
 
@@ -89,9 +89,6 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         Binding("r", "reply('reject')", "Reject"),
         Binding("escape", "cancel", "Cancel"),
     ]
-
-    def __init__(self, row: SessionRow, pending: Pending) -> None:
-        super().__init__(row, pending)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permission", classes="dialog") as box:
