@@ -66,9 +66,6 @@ class Fleet:
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return list(self._history.get(key, ()))
 
-    async def first_snapshots(self) -> None:
-        await asyncio.gather(*(m.first_snapshot() for m in self.monitors))
-
     async def run(self, notify: Notify) -> None:
         async with asyncio.TaskGroup() as tg:
             for m in self.monitors:

@@ -7,13 +7,11 @@ It owns the event stream, the journal and the current snapshot, and never derive
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import time
 from collections import deque
 from collections.abc import Callable
-from typing import Any
 
 import httpx
 from httpx_sse import SSEError, aconnect_sse
@@ -56,7 +54,6 @@ class ServerMonitor:
         self.connected = False
         self.last_event_at: float | None = None
         self.snapshots_taken = 0
-        self.snapshot_attempts = 0
         self.drift_count = 0
         self.drift_examples: deque[str] = deque(maxlen=5)
         self.fatal = False  # e.g. authentication failed: retrying will not help without a fix
@@ -152,7 +149,6 @@ class ServerMonitor:
     async def _take_snapshot(self) -> bool:
         seq = self.journal.seq
         touched = set(self.journal.facts().touched)
-        self.snapshot_attempts += 1
         try:
             snap = await fetch_snapshot(
                 self.client, self.cache, clock=self.clock, journal_seq=seq,
@@ -281,8 +277,3 @@ class ServerMonitor:
             self.request_snapshot()
         self._notify()
 
-
-async def cancel_and_wait(task: asyncio.Task[Any]) -> None:
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError, Exception):
-        await task
