@@ -108,7 +108,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
         format="ocwatch: %(levelname)s %(name)s: %(message)s")
-    settings = Settings() if args.grace is None else Settings(grace=args.grace)
     try:
         auth = Auth.from_env()
     except (OSError, ValueError) as exc:
@@ -116,7 +115,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"ocwatch: cannot read the password file: {why}", file=sys.stderr)
         return EXIT_USAGE
     try:
-        return _dispatch(args, auth, settings)
+        return _dispatch(args, auth)
     except KeyboardInterrupt:
         return 130
     except OcwatchError as exc:
@@ -124,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
 
 
-def _dispatch(args: argparse.Namespace, auth: Auth | None, settings: Settings) -> int:
+def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     cmd = args.command
     if cmd is None:
         from ..app.run import run_dashboard
