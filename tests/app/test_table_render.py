@@ -1,0 +1,76 @@
+"""The session table paints what a table rendered from scratch would, after in-place updates.
+
+SessionTable drops DataTable's render caches row by row (`_rerender`) rather than all at once.
+Had it dropped too little, a stale cell, or a row index that sends a mouse click to the wrong
+session (it lives in the segments' style meta), would stay on screen. Each step compares every
+painted line (text and style, meta included) with a paint after every cache is dropped.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+
+from tui.app.widgets.session_table import SessionTable
+from tui.core.view import View
+
+from . import views
+from .conftest import make_app
+
+A = views.A
+
+
+def paint(t: SessionTable) -> list[list[Segment]]:
+    return [list(t.render_line(y)) for y in range(t.size.height)]
+
+
+def paint_from_scratch(t: SessionTable) -> list[list[Segment]]:
+    """What DataTable itself does on any change: every render cache invalid."""
+    t._update_count += 1
+    t._line_cache.clear()
+    return paint(t)
+
+
+def many() -> View:
+    rows = {r.key: r for r in views.ROWS}
+    for i in range(40):
+        extra = views.row(f"ses_x{i:02d}", f"Extra session {i:02d}", "idle",
+                          reason="completed", since=-5000 - i, updated=-5000 - i)
+        rows[extra.key] = extra
+    return View(views.NOW, views.SERVERS, rows)
+
+
+async def test_in_place_updates_paint_like_a_full_render() -> None:
+    start = many()
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        t.select_key((A, "ses_done"))
+        await pilot.pause()
+        baseline = paint(t)
+        assert baseline == paint_from_scratch(t)
+        steps = [
+            # one cell changes, nothing moves
+            views.with_row(start, (A, "ses_busy"), cost=9.99, tokens=999_999),
+            # a state change moves a row to the top: rows below shift (new mouse targets)
+            views.with_row(start, (A, "ses_x05"), state="input", reason=None,
+                           pending=(views.PERMISSION,)),
+            # and back, with a cell change in the same refresh
+            views.with_row(views.with_row(start, (A, "ses_x05"), cost=3.0),
+                           (A, "ses_perm"), title="Renamed while it moved"),
+        ]
+        for view in steps:
+            source.set(view)
+            await pilot.pause(0.3)
+            assert paint(t) == paint_from_scratch(t)
+        # the cursor stayed on its session through every move
+        assert t.cursor_key == (A, "ses_done")
+        # scrolled down, an update below the fold paints right when it comes into view
+        t.scroll_to(y=20, animate=False, immediate=True)
+        await pilot.pause()
+        below = t.ordered_rows[t.scroll_y + 3].key.value
+        server, _, sid = str(below).partition("\x1f")
+        source.set(views.with_row(steps[-1], (server, sid), title="Seen after scrolling"))
+        await pilot.pause(0.3)
+        assert paint(t) == paint_from_scratch(t)
+        assert any("Seen after scrolling" in "".join(s.text for s in line) for line in paint(t))
