@@ -33,6 +33,7 @@ from tui.core.view import View
 from . import format as fmt
 from .actions import Actions, default_actions
 from .alerts import Attention, app_sinks
+from .heap import HeapKeeper
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
 from .screens.detail import DetailScreen
@@ -46,7 +47,8 @@ from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
 PULL_INTERVAL = 0.1
-"""Seconds between checks of the dirty flag (at most 10 redraws a second)."""
+"""Least seconds between two pulls (at most 10 redraws a second); also how often the timer
+checks whether a second has passed since the last pull."""
 TICK_INTERVAL = 1.0
 """Seconds between pulls even without a change (time in state counts up)."""
 
@@ -89,6 +91,7 @@ class OcwatchApp(App[None]):
         self.notices = list(notices)
         """Config problems, shown as warnings when the app starts (never fatal)."""
         self.responder = Responder(self, actions)
+        self.heap = HeapKeeper()
         config = alerts or AlertConfig()
         self.attention = Attention(config, app_sinks(config, lambda: self.bell(),
                                                      lambda data: self.write_terminal(data)))
@@ -162,22 +165,35 @@ class OcwatchApp(App[None]):
         self.set_interval(PULL_INTERVAL, self._tick)
         self._run_source()
 
+    def on_unmount(self) -> None:
+        self.heap.release()
+
     # -- the View ------------------------------------------------------------------------------
 
     def mark_dirty(self) -> None:
         """The source's `notify`: cheap, may be called at any rate; changes are coalesced.
 
-        The first change after a quiet spell is pulled at once; changes that follow within
-        PULL_INTERVAL wait for the timer, so a flood becomes at most ten redraws a second."""
+        The first change after a quiet spell is pulled at once; a change that follows a pull
+        within PULL_INTERVAL is pulled when that interval is up (a one-shot timer, so it never
+        waits longer): a flood becomes at most ten redraws a second."""
         if self._dirty:
             return
         self._dirty = True
-        if time.monotonic() - self._pulled_at >= PULL_INTERVAL:
-            self.call_next(self._tick)
+        wait = self._pulled_at + PULL_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self.call_next(self._pull_if_dirty)
+        else:
+            self.set_timer(wait, self._pull_if_dirty)
+
+    def _pull_if_dirty(self) -> None:
+        if self._dirty:
+            self.pull()
 
     def _tick(self) -> None:
-        if self._dirty or time.monotonic() - self._pulled_at >= TICK_INTERVAL:
+        """Pull at least once a second, changed or not (times count up, grace periods end)."""
+        if time.monotonic() - self._pulled_at >= TICK_INTERVAL:
             self.pull()
+            self.heap.maintain()
 
     def pull(self) -> None:
         """Read the source's current View and show it."""
@@ -195,6 +211,8 @@ class OcwatchApp(App[None]):
             self.attention.apply(before, view, self.looking_at)
             self.responder.forget_closed()
         self.view_changed.publish(view)
+        if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
+            self.heap.loaded(self.call_after_refresh)
 
     # -- attention ------------------------------------------------------------------------------
 

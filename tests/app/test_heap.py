@@ -1,0 +1,49 @@
+"""HeapKeeper: freeze the loaded heap once, refresh it on its period, leave nothing frozen."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Callable
+
+from tui.app.heap import HeapKeeper
+
+from .conftest import make_app
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = 0.0
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_loaded_schedules_one_settle_that_freezes_and_release_unfreezes() -> None:
+    clock = Clock()
+    keeper = HeapKeeper(refreeze=60, clock=clock)
+    scheduled: list[Callable[[], None]] = []
+    try:
+        keeper.loaded(scheduled.append)
+        keeper.loaded(scheduled.append)  # already scheduled: not twice
+        assert len(scheduled) == 1 and not keeper.frozen
+        scheduled[0]()
+        assert keeper.frozen and gc.get_freeze_count() > 0
+        keeper.loaded(scheduled.append)  # frozen: nothing more to do
+        assert len(scheduled) == 1
+        # the frozen heap is refreshed only once its period is over
+        keeper.maintain()
+        assert keeper.frozen_at == 0.0
+        clock.t = 61.0
+        keeper.maintain()
+        assert keeper.frozen_at == 61.0 and gc.get_freeze_count() > 0
+    finally:
+        keeper.release()
+    assert not keeper.frozen and gc.get_freeze_count() == 0
+
+
+async def test_the_app_freezes_once_sessions_show_and_unfreezes_on_exit() -> None:
+    app, _ = make_app()
+    async with app.run_test() as pilot:
+        await pilot.pause(0.2)
+        assert app.heap.frozen and gc.get_freeze_count() > 0
+    assert not app.heap.frozen and gc.get_freeze_count() == 0
