@@ -63,6 +63,14 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
             source.set(view)
             await pilot.pause(0.3)
             assert paint(t) == paint_from_scratch(t)
+        # an unread mark comes and goes on one title
+        t.set_unread({(A, "ses_busy")})
+        await pilot.pause()
+        assert paint(t) == paint_from_scratch(t)
+        assert any("• Refactor" in "".join(s.text for s in line) for line in paint(t))
+        t.set_unread(set())
+        await pilot.pause()
+        assert not any("• " in "".join(s.text for s in line) for line in paint(t))
         # the cursor stayed on its session through every move
         assert t.cursor_key == (A, "ses_done")
         # scrolled down, an update below the fold paints right when it comes into view

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tui.app.format import matches_state
-from tui.app.tree import layout
+from tui.app.tree import Layouts, layout
 
 from . import views
 
@@ -19,7 +19,7 @@ def keys(lines: list) -> list[str]:
 
 
 def test_children_follow_their_parent() -> None:
-    lines = layout(views.every_state().rows, now=views.NOW)
+    lines = layout(views.every_state().rows)
     order = keys(lines)
     i = order.index("ses_parent")
     assert order[i + 1:i + 3] == ["ses_child1", "ses_child2"]
@@ -29,7 +29,7 @@ def test_children_follow_their_parent() -> None:
 
 
 def test_collapsed_parent_hides_and_counts_children() -> None:
-    lines = layout(views.every_state().rows, now=views.NOW, collapsed={P})
+    lines = layout(views.every_state().rows, collapsed={P})
     assert "ses_child1" not in keys(lines)
     parent = next(ln for ln in lines if ln.key == P)
     assert parent.hidden == 2 and not parent.expanded
@@ -37,19 +37,19 @@ def test_collapsed_parent_hides_and_counts_children() -> None:
 
 def test_filter_keeps_ancestors_as_context() -> None:
     rows = views.every_state().rows
-    lines = layout(rows, now=views.NOW, match=lambda r: r.id == "ses_child2")
+    lines = layout(rows, match=lambda r: r.id == "ses_child2")
     assert keys(lines) == ["ses_parent", "ses_child2"]
     assert [ln.context for ln in lines] == [True, False]
 
 
 def test_state_filter_and_sort() -> None:
     rows = views.every_state().rows
-    lines = layout(rows, now=views.NOW, match=lambda r: matches_state(r, "idle"))
+    lines = layout(rows, match=lambda r: matches_state(r, "idle"))
     assert {rows[ln.key].state for ln in lines if not ln.context} == {"idle"}
-    by_cost = layout(rows, now=views.NOW, sort="cost")
+    by_cost = layout(rows, sort="cost")
     roots = [rows[ln.key].cost or 0 for ln in by_cost if ln.depth == 0]
     assert roots == sorted(roots, reverse=True)
-    reverse = layout(rows, now=views.NOW, sort="cost", reverse=True)
+    reverse = layout(rows, sort="cost", reverse=True)
     assert [ln.key for ln in reverse if ln.depth == 0][0] != by_cost[0].key
 
 
@@ -57,5 +57,32 @@ def test_parent_cycle_and_orphans_do_not_hang_or_vanish() -> None:
     rows = dict(views.every_state().rows)
     rows[P] = replace(rows[P], parent_id="ses_child1")  # parent <-> child cycle
     rows[(views.A, "orphan")] = replace(rows[C2], id="orphan", parent_id="missing")
-    lines = layout(rows, now=views.NOW)
+    lines = layout(rows)
     assert sorted(keys(lines)) == sorted(k[1] for k in rows)
+
+
+def test_layouts_reuses_lines_only_while_nothing_it_reads_changed() -> None:
+    rows = dict(views.every_state().rows)
+    layouts = Layouts()
+    first = layouts(rows)
+    assert [ln.key for ln in first] == [ln.key for ln in layout(rows)]
+    assert layouts(dict(rows)) is first  # the same rows again: the same lines
+    # a change no layout reads (cost, under the state sort): still the same lines
+    rows[C2] = replace(rows[C2], cost=123.0)
+    assert layouts(rows) is first
+    # each thing a layout reads: its sort value, its parent, the key set, the filter, the sort
+    changes = [
+        lambda r: r.__setitem__(C2, replace(r[C2], state="input")),
+        lambda r: r.__setitem__(C2, replace(r[C2], parent_id=None)),
+        lambda r: r.pop(C1),
+    ]
+    for change in changes:
+        before = layouts(rows)
+        change(rows)
+        after = layouts(rows)
+        assert after is not before
+        assert after == layout(rows)
+    assert layouts(rows, sort="cost") == layout(rows, sort="cost")
+    idle = layouts(rows, match=lambda r: matches_state(r, "idle"), match_key="idle")
+    assert idle == layout(rows, match=lambda r: matches_state(r, "idle"))
+    assert layouts(rows) == layout(rows)

@@ -33,8 +33,9 @@ class TreeLine:
     context: bool  # shown only because a descendant matches the filter
 
 
-def sort_value(row: SessionRow, column: str, now: float) -> Any:
-    """The value a column sorts by (None-safe, comparable within a column)."""
+def sort_value(row: SessionRow, column: str) -> Any:
+    """The value a column sorts by (None-safe, comparable within a column, and independent of
+    the clock: a layout stays valid while the rows do not change)."""
     if column == "state":
         return (attention_rank(row), row.state)
     if column == "reason":
@@ -45,8 +46,8 @@ def sort_value(row: SessionRow, column: str, now: float) -> Any:
         return row.title.casefold()
     if column == "folder":
         return row.directory.casefold()
-    if column == "in_state":
-        return -1.0 if row.since is None else now - row.since
+    if column == "in_state":  # shortest time in state first: latest `since` first
+        return (0, 0.0) if row.since is None else (1, -row.since)
     if column == "activity":
         return 0.0 if row.updated is None else -row.updated  # most recent first
     if column == "cost":
@@ -67,7 +68,6 @@ def parent_key(row: SessionRow, rows: Mapping[Key, SessionRow]) -> Key | None:
 def layout(
     rows: Mapping[Key, SessionRow],
     *,
-    now: float,
     sort: str = "state",
     reverse: bool = False,
     collapsed: Iterable[Key] = (),
@@ -104,7 +104,7 @@ def layout(
         # rows changes on every redraw, and rows would keep trading places (each move also
         # re-renders the table). OpenCode's session ids sort newest first.
         keep.sort(key=lambda k: (k[1], k[0]))
-        keep.sort(key=lambda k: sort_value(rows[k], sort, now), reverse=reverse)
+        keep.sort(key=lambda k: sort_value(rows[k], sort), reverse=reverse)
         return keep
 
     folded = set(collapsed)
@@ -144,3 +144,48 @@ def layout(
         if key not in visited:
             walk(key, 0, True)
     return out
+
+
+class Layouts:
+    """`layout()` that hands back its previous lines (the same list, the same TreeLines) while
+    nothing a layout reads has changed: the same rows, each with the same parent, sort value
+    and filter result. Rows are compared by identity first (a View reuses the rows of sessions
+    that did not change), so a quiet refresh of thousands of rows costs one pass over them."""
+
+    def __init__(self) -> None:
+        self._params: tuple[object, ...] | None = None
+        self._seen: dict[Key, tuple[SessionRow, tuple[object, ...]]] = {}
+        self.lines: list[TreeLine] = []
+
+    def __call__(
+        self,
+        rows: Mapping[Key, SessionRow],
+        *,
+        sort: str = "state",
+        reverse: bool = False,
+        collapsed: Iterable[Key] = (),
+        match: Callable[[SessionRow], bool] | None = None,
+        match_key: object = None,
+    ) -> list[TreeLine]:
+        """As `layout()`; `match_key` identifies the filter `match` applies (equal keys, equal
+        filters)."""
+        folded = frozenset(collapsed)
+        params = (sort, reverse, folded, match_key, match is None)
+        if params != self._params:
+            self._params, self._seen = params, {}
+        old = self._seen
+        same = len(rows) == len(old)
+        seen: dict[Key, tuple[SessionRow, tuple[object, ...]]] = {}
+        for key, row in rows.items():
+            before = old.get(key)
+            if before is not None and before[0] is row:
+                seen[key] = before
+                continue
+            facts = (row.parent_id, sort_value(row, sort), match(row) if match else True)
+            if before is None or before[1] != facts:
+                same = False
+            seen[key] = (row, facts)
+        self._seen = seen
+        if not same or not old:
+            self.lines = layout(rows, sort=sort, reverse=reverse, collapsed=folded, match=match)
+        return self.lines

@@ -18,7 +18,7 @@ from __future__ import annotations
 import gc
 import math
 from collections.abc import Set as AbstractSet
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from rich.style import Style
 from rich.text import Text
@@ -33,7 +33,7 @@ from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 from tui.core.view import SessionRow, View
 
 from .. import format as fmt
-from ..tree import SORT_COLUMNS, Key, TreeLine, layout
+from ..tree import SORT_COLUMNS, Key, Layouts, TreeLine
 from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, CellRenderer, ColumnSpec
 
 WIDE_AT = 110
@@ -41,6 +41,16 @@ WIDE_AT = 110
 BULK_REMOVE = 32
 """Rows leaving at once beyond which the table re-adds the rest rather than remove each."""
 PAD = 1  # DataTable cell_padding, on each side of every column
+
+
+@dataclass(slots=True)
+class _Shown:
+    """What the table shows for one row, and what it was rendered from."""
+
+    inputs: tuple[object, ...] | None  # per-column render inputs (None: render every cell)
+    cells: list[Text]
+    row: SessionRow | None  # the View row rendered (None: compare the inputs again)
+    line: TreeLine | None
 
 
 def row_key_str(key: Key) -> str:
@@ -77,8 +87,11 @@ class SessionTable(DataTable[Text]):
         self._now = 0.0
         self._wide: bool | None = None
         self._title_width = MIN_TITLE
-        # row key -> (per-column render inputs, cells) of what the table shows
-        self._cache: dict[str, tuple[tuple[object, ...] | None, list[Text]]] = {}
+        # row key -> what the table shows for it, and what that was rendered from
+        self._cache: dict[str, _Shown] = {}
+        self._key_strs: dict[Key, str] = {}
+        self._shown_for: tuple[object, ...] = ()
+        self._layouts = Layouts()
         self._row_keys: dict[str, RowKey] = {}
         self._order: list[str] = []
         self._styles: dict[str, Style] = {}
@@ -96,7 +109,9 @@ class SessionTable(DataTable[Text]):
         # together once a second, instead of some row ticking on almost every redraw (each
         # changed cell makes the table re-render its visible lines).
         self._now = self.cells.now = float(math.floor(now))
-        self.cells.unread = frozenset(unread)
+        marks = frozenset(unread)
+        self._forget(marks ^ self.cells.unread)
+        self.cells.unread = marks
         self.collapsed = {k for k in self.collapsed if k in view.rows}
         self._sync()
 
@@ -125,6 +140,7 @@ class SessionTable(DataTable[Text]):
         redrawn)."""
         marks = frozenset(unread)
         if marks != self.cells.unread:
+            self._forget(marks ^ self.cells.unread)
             self.cells.unread = marks
             self._sync()
 
@@ -208,7 +224,8 @@ class SessionTable(DataTable[Text]):
     def _theme_changed(self, _theme: Theme) -> None:
         self._styles.clear()
         # re-render every cell: no inputs match, no signature matches
-        self._cache = {k: (None, cells) for k, (_, cells) in self._cache.items()}
+        for shown in self._cache.values():
+            shown.inputs, shown.row = None, None
         if self._view is not None:
             self._sync()
 
@@ -295,10 +312,16 @@ class SessionTable(DataTable[Text]):
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and fmt.matches_text(row, text)
 
-        self.lines = layout(view.rows, now=self._now, sort=self.sort_column,
-                            reverse=self.sort_reverse, collapsed=self.collapsed, match=match)
+        self.lines = self._layouts(view.rows, sort=self.sort_column, reverse=self.sort_reverse,
+                                   collapsed=self.collapsed, match=match,
+                                   match_key=(self.state_filter, self.text_filter))
         multi = len({k[0] for k in view.rows}) > 1
-        wanted = {row_key_str(line.key): line for line in self.lines}
+        # Same row object, same line, same clock second: the cells cannot have changed.
+        context = (self._now, multi)
+        same_context = context == self._shown_for
+        self._shown_for = context
+        key_str = self._key_strs
+        wanted = {key_str.get(line.key) or self._key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
         updated: list[RowKey] = []  # rows whose cells were replaced in place
@@ -319,14 +342,20 @@ class SessionTable(DataTable[Text]):
                     self.remove_row(self._row_keys.pop(k))
             for k, line in wanted.items():
                 row = view.rows[line.key]
-                inputs = self.cells.inputs(row, line, multi)
                 cached = self._cache.get(k)
-                if cached is not None and cached[0] is not None:
-                    old = cached[0]
+                if (same_context and cached is not None and cached.row is row
+                        and (cached.line is line or cached.line == line)):
+                    if k not in self._row_keys:  # the table was cleared: re-add as it was
+                        self._row_keys[k] = self.add_row(*cached.cells, key=k)
+                    continue
+                inputs = self.cells.inputs(row, line, multi)
+                if cached is not None and cached.inputs is not None:
+                    old = cached.inputs
                     changed = [i for i in shown if old[i] != inputs[i]]
                     if not changed:  # nothing shown has changed
                         if k not in self._row_keys:
-                            self._row_keys[k] = self.add_row(*cached[1], key=k)
+                            self._row_keys[k] = self.add_row(*cached.cells, key=k)
+                        cached.row, cached.line, cached.inputs = row, line, inputs
                         continue
                 else:
                     changed = shown
@@ -335,7 +364,7 @@ class SessionTable(DataTable[Text]):
                     self._row_keys[k] = self.add_row(*cells, key=k)
                 else:
                     assert cached is not None
-                    cells = list(cached[1])
+                    cells = list(cached.cells)
                     row_key = self._row_keys[k]
                     data = self._data[row_key]
                     for i in changed:
@@ -343,7 +372,7 @@ class SessionTable(DataTable[Text]):
                         cells[n] = data[column_keys[n]] = self.cells.cell(
                             columns[n], row, line, multi)
                     updated.append(row_key)
-                self._cache[k] = (inputs, cells)
+                self._cache[k] = _Shown(inputs, cells, row, line)
             order = list(wanted)
             if order != self._order or gone:
                 self._set_order(order, updated)
@@ -353,6 +382,17 @@ class SessionTable(DataTable[Text]):
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
+
+    def _key_str(self, key: Key) -> str:
+        k = self._key_strs[key] = row_key_str(key)
+        return k
+
+    def _forget(self, keys: AbstractSet[Key]) -> None:
+        """Make the next refresh compare these rows' render inputs again."""
+        for key in keys:
+            cached = self._cache.get(row_key_str(key))
+            if cached is not None:
+                cached.row = None
 
     def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
         """Keep the cursor on the same session after rows moved. Unless asked to, do not
