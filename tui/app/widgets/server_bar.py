@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from tui.core.view import ServerInfo, View
 
 from .. import format as fmt
+from .live_static import LiveStatic
 
 # health -> (glyph, word, theme variable)
 HEALTH = {
@@ -51,7 +51,7 @@ def server_line(server: ServerInfo, now: float) -> Content:
     return Content.assemble(*parts)
 
 
-class ServerBar(Static):
+class ServerBar(LiveStatic):
     """Connection health of every server, one line each."""
 
     DEFAULT_CSS = """
@@ -66,4 +66,4 @@ class ServerBar(Static):
         servers = list(view.servers) if view is not None and view.servers else [
             ServerInfo(url=url) for url in urls]
         lines = [server_line(s, now) for s in servers]
-        self.update(Content("\n").join(lines))
+        self.show_content(Content("\n").join(lines))

@@ -20,6 +20,7 @@ import math
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
+from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
@@ -28,6 +29,7 @@ from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.theme import Theme
 from textual.widgets import DataTable
+from textual.widgets._data_table import SegmentLines
 from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from tui.core.view import SessionRow, View
@@ -41,6 +43,8 @@ WIDE_AT = 110
 BULK_REMOVE = 32
 """Rows leaving at once beyond which the table re-adds the rest rather than remove each."""
 PAD = 1  # DataTable cell_padding, on each side of every column
+REPAINT_ALL = 8
+"""Changed rows beyond which the whole table is marked for repainting, not each row."""
 
 
 @dataclass(slots=True)
@@ -324,7 +328,7 @@ class SessionTable(DataTable[Text]):
         wanted = {key_str.get(line.key) or self._key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
-        updated: list[RowKey] = []  # rows whose cells were replaced in place
+        updated: set[tuple[RowKey, ColumnKey]] = set()  # cells replaced in place
         shown = [ALL_COLUMNS.index(c) for c in columns]  # positions in `inputs()`
 
         with self.app.batch_update():
@@ -371,13 +375,13 @@ class SessionTable(DataTable[Text]):
                         n = shown.index(i)
                         cells[n] = data[column_keys[n]] = self.cells.cell(
                             columns[n], row, line, multi)
-                    updated.append(row_key)
+                        updated.add((row_key, column_keys[n]))
                 self._cache[k] = _Shown(inputs, cells, row, line)
             order = list(wanted)
             if order != self._order or gone:
                 self._set_order(order, updated)
             elif updated:
-                self._rerender(updated)
+                self._rerender(updated, set())
             if rebuilt:
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
@@ -411,36 +415,74 @@ class SessionTable(DataTable[Text]):
                               Coordinate(index, self.cursor_column))
             self.refresh()
 
-    def _set_order(self, order: list[str], updated: list[RowKey]) -> None:
+    def _set_order(self, order: list[str], updated: set[tuple[RowKey, ColumnKey]]) -> None:
         """Put rows in display order (what `DataTable.sort` does, with an explicit order), and
-        re-render the rows that moved or changed."""
+        re-render the cells that changed and re-assemble the rows that moved."""
         old = self._row_locations
         locations = {self._row_keys[k]: i for i, k in enumerate(order)}
-        moved = [rk for rk, i in locations.items() if old.get(rk) != i]
+        moved = {rk for rk, i in locations.items() if old.get(rk) != i}
         self._row_locations = TwoWayDict(locations)
         self._order = order
         # what DataTable keys on `_update_count` and that depends on the order
         self._offset_cache.clear()
         self._ordered_row_cache.clear()
-        self._rerender(moved + updated)
+        self._rerender(updated, moved)
 
-    def _rerender(self, keys: list[RowKey]) -> None:
-        """Drop the render caches of these rows only, and repaint.
+    def _rerender(self, cells: set[tuple[RowKey, ColumnKey]], moved: set[RowKey]) -> None:
+        """Drop the render caches of these cells and rows only, and repaint.
 
         `DataTable.update_cell` and `sort` bump `_update_count`, which every render cache of the
         table is keyed on: one changed cell re-rendered every visible cell (about 45 ms at
-        160x48, ten times a second under a stream of events). A row's rendered cells and lines
-        are keyed by its row key; its renderables by its index; the assembled lines by y."""
-        if not keys:
+        160x48, ten times a second under a stream of events). Here a changed cell is rendered
+        again (its cache is keyed by row and column key), and a row that changed or moved is
+        re-assembled from its cells (keyed by row key, and by index for its renderables). A
+        moved row's cells keep their rendering; `_render_cell` gives them their new index."""
+        rows = moved | {rk for rk, _ in cells}
+        if not rows:
             return
-        gone = set(keys)
-        indexes = {self._row_locations.get(k) for k in gone}
+        indexes = {self._row_locations.get(k) for k in rows}
         # (an LRUCache has keys() but no __iter__: hence the noqa)
-        for cache in (self._cell_render_cache, self._row_render_cache):
-            for key in [key for key in cache.keys() if key[0] in gone]:  # noqa: SIM118
-                cache.discard(key)
+        cell_cache = self._cell_render_cache
+        for key in [key for key in cell_cache.keys() if key[:2] in cells]:  # noqa: SIM118
+            cell_cache.discard(key)
+        row_cache = self._row_render_cache
+        for key in [key for key in row_cache.keys() if key[0] in rows]:  # noqa: SIM118
+            row_cache.discard(key)
         renderables = self._row_renderable_cache
         for rkey in [rkey for rkey in renderables.keys() if rkey[1] in indexes]:  # noqa: SIM118
             renderables.discard(rkey)
-        self._line_cache.clear()
-        self.refresh()
+        # every row is one line high: row i is line i below the header
+        lines = {self.header_height + i for i in indexes}
+        line_cache = self._line_cache
+        for key in [key for key in line_cache.keys() if key[0] in lines]:  # noqa: SIM118
+            line_cache.discard(key)
+        if len(indexes) > REPAINT_ALL:
+            self.refresh()
+        else:
+            for i in indexes:
+                self.refresh_row(i)
+
+    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
+                     cursor: bool = False, hover: bool = False) -> SegmentLines:
+        """A cell as DataTable renders it, with the row index that mouse clicks and hovers
+        read (the `row` in the segments' style meta) set to where its row is now.
+
+        DataTable caches a cell by row key and bakes the index into the meta; rendering a cell
+        again only because its row moved (every row below a session that changed state) cost
+        as much as rendering a changed one. Re-stamping the meta costs a style addition per
+        segment, and the re-stamped lines replace the cached ones."""
+        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        if row_index < 0 or not lines or not lines[0]:
+            return lines
+        first = lines[0][0].style
+        if first is not None and first.meta.get("row") == row_index:
+            return lines
+        stamp = Style.from_meta({"row": row_index, "column": column_index})
+        lines = [[Segment(seg.text, seg.style + stamp if seg.style else stamp, seg.control)
+                  for seg in line] for line in lines]
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        self._cell_render_cache[(row_key, column_key, base_style, cursor, hover,
+                                 self._show_hover_cursor, self._update_count,
+                                 self._pseudo_class_state)] = lines
+        return lines

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from textual.content import Content
-from textual.widgets import Static
 
 from tui.core.view import View
 
 from .. import format as fmt
+from .live_static import LiveStatic
 
 COUNTED = (
     ("busy", fmt.STATE_GLYPH["busy"], "$state-busy"),
@@ -36,7 +36,7 @@ def counts_line(view: View | None) -> Content:
     return Content.assemble(*parts)
 
 
-class Summary(Static):
+class Summary(LiveStatic):
     """Sessions per state, across every server."""
 
     DEFAULT_CSS = """
@@ -47,10 +47,10 @@ class Summary(Static):
     """
 
     def show(self, view: View | None) -> None:
-        self.update(counts_line(view))
+        self.show_content(counts_line(view))
 
 
-class FilterStatus(Static):
+class FilterStatus(LiveStatic):
     """What the table is filtered by, and how many rows remain; hidden when nothing is."""
 
     DEFAULT_CSS = """
@@ -80,4 +80,4 @@ class FilterStatus(Static):
             hint = "1 or esc shows every state"
         parts += [("  ", ""), (f"{shown} of {total} shown", ""),
                   (f"  ({hint})", "$foreground-muted")]
-        self.update(Content.assemble(*parts))
+        self.show_content(Content.assemble(*parts))
