@@ -138,10 +138,6 @@ def _ended(msg: Message | None) -> str | None:
     return got[0] if got is not None else None
 
 
-def _kids(kids: list[str] | None) -> tuple[str, ...]:
-    return tuple(sorted(kids)) if kids else ()
-
-
 #: A reusable row: (event count, requests, busy descendants, Session, row, valid until)
 _Memoed = tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow, float]
 
@@ -278,91 +274,98 @@ def _derive(
                 if c not in rolled and c not in on_path:
                     stack.append((c, False))
 
+    for sid, own in own_pending.items():  # leaves: their own requests are all they have
+        if sid not in rolled:
+            rolled[sid] = tuple(own)
+    kids_of = {sid: tuple(sorted(kids)) for sid, kids in children.items()}
+
     cache: dict[str, _Memoed] | None = None
     if memo is not None:
         mkey = (link.reachable, link.error, link.since, grace, server)
         if memo.snapshot is not snapshot or memo.facts is not facts or memo.key != mkey:
             memo.snapshot, memo.facts, memo.key, memo.rows = snapshot, facts, mkey, {}
         cache = memo.rows
-    versions = facts.versions
-    rows: dict[tuple[str, str], SessionRow] = {}
-    snap_messages = snapshot.messages
+
+    # per-server lookups, bound once: the loop below runs once per session
+    get_pending, get_busy, get_kids = rolled.get, busy_desc.get, kids_of.get
+    get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
+    get_error = facts.errors.get if facts.errors else None
+    get_carried_error, get_carried_at = facts.carried_errors.get, facts.carried_status_at.get
+    get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     journal_messages = bool(facts.messages or facts.parts)
-    touched = facts.touched
-    errors = facts.errors
+    reachable = link.reachable
+    scratch = Deadline()  # without a memo no one reads a decision's deadline
+    no_pending: tuple[Pending, ...] = ()
     no_children: tuple[str, ...] = ()
+    rows: dict[tuple[str, str], SessionRow] = {}
     for sid, s in sessions.items():
-        pending = rolled.get(sid)
-        if pending is None:
-            own = own_pending.get(sid)
-            pending = tuple(own) if own else ()
-        busy: Sequence[str] = busy_desc.get(sid) or no_children
+        pending = get_pending(sid, no_pending)
+        busy: Sequence[str] = get_busy(sid) or no_children
+        kids = get_kids(sid, no_children)
         key = (server, sid)
-        if cache is not None:
+        if cache is None:
+            deadline = scratch
+        else:
             pend_ids = tuple([p.id for p in pending]) if pending else no_children
             busy_t = tuple(busy) if busy else no_children
-            version = versions.get(sid, 0)
+            version = get_version(sid, 0)
             hit = cache.get(sid)
             if (hit is not None and hit[0] == version and hit[1] == pend_ids
                     and hit[2] == busy_t and hit[3] is s and now < hit[5]
-                    and hit[4].children == _kids(children.get(sid))):
+                    and hit[4].children == kids):
                 rows[key] = hit[4]
                 continue
-        msg = snap_messages.get(sid)
+            deadline = Deadline()
+        msg = get_msg(sid)
         if journal_messages:
             msg = _merge_message(msg, facts, sid)
-        err_fact = errors.get(sid) if errors else None
-        st = status.get(sid)
-        deadline = Deadline()
+        err_fact = get_error(sid) if get_error is not None else None
+        st = get_status(sid)
         state, reason, stale, evidence, settled, since_hint = _decide(
             s, st, sid in active, msg, pending, busy,
-            err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
-            facts.carried_errors.get(sid), facts.carried_status_at.get(sid), deadline,
+            err_fact.error if err_fact is not None else None, get_status_at(sid), ask_at, now,
+            grace, get_carried_error(sid), get_carried_at(sid), deadline,
         )
+        info = msg.info if msg is not None else None
         updated = s.time.updated / 1000.0
-        if msg is not None:
-            mt = msg.info.time
+        if info is not None:
+            mt = info.time
             mtime = (mt.completed or mt.created) / 1000.0
             if mtime > updated:
                 updated = mtime
-        seen = touched.get(sid)
+        seen = get_touched(sid)
         if seen is not None and seen > updated:
             updated = seen
-        old = prev.get(key)
+        old = get_prev(key)
         since: float | None
         if old is not None and old.state == state and old.reason == reason and old.since:
             since = old.since
         else:
             since = since_hint or updated or None
-        if not link.reachable:
-            evidence = [
-                f"server unreachable{': ' + link.error if link.error else ''}; "
-                f"last known state: {state}{' (' + reason + ')' if reason else ''}",
-                *evidence,
-            ]
+        if not reachable:
+            evidence = (_unreachable(link, state, reason), *evidence)
             state, reason, stale, settled = "unknown", None, False, False
             keep = old is not None and old.state == "unknown"
             since = old.since if keep and old is not None else (link.since or since)
-        info = msg.info if msg is not None else None
         err = info.error if info is not None and info.role == "assistant" else None
         if err is None and err_fact is not None:
             err = err_fact.error
         cost = s.cost
         tokens = s.tokens.total if s.tokens is not None else None
-        if cost is None and info is not None:
-            cost = info.cost
-        if tokens is None and info is not None and info.tokens is not None:
-            tokens = info.tokens.total
-        kids = children.get(sid)
-        is_retry = st is not None and st.type == "retry"
+        if info is not None:
+            if cost is None:
+                cost = info.cost
+            if tokens is None and info.tokens is not None:
+                tokens = info.tokens.total
+        retrying = st if st is not None and st.type == "retry" else None
         row = rows[key] = SessionRow(
             server, sid, s.title, s.directory, s.parent_id, state, reason, stale,
-            tuple(evidence), pending, since, updated or None, cost, tokens, settled,
+            evidence, pending, since, updated or None, cost, tokens, settled,
             err.text if err is not None else None,
-            st.attempt if is_retry else None,  # type: ignore[union-attr]
-            st.message if is_retry else None,  # type: ignore[union-attr]
-            ms(st.next) if is_retry else None,  # type: ignore[union-attr]
-            _kids(kids),
+            retrying.attempt if retrying is not None else None,
+            retrying.message if retrying is not None else None,
+            ms(retrying.next) if retrying is not None else None,
+            kids,
             _ended(msg) if stale else None,
         )
         if cache is not None:
@@ -371,7 +374,13 @@ def _derive(
     return rows
 
 
-Decision = tuple[str, str | None, bool, list[str], bool, float | None]
+def _unreachable(link: Link, state: str, reason: str | None) -> str:
+    """The evidence line a row gets while the server cannot be reached."""
+    return (f"server unreachable{': ' + link.error if link.error else ''}; "
+            f"last known state: {state}{' (' + reason + ')' if reason else ''}")
+
+
+Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None]
 
 
 def _decide(
@@ -406,7 +415,7 @@ def _decide(
         if st is not None:
             ev.append(f"server reports {st.type} while waiting")
         times = [ask_at[p.id] for p in pending if p.id in ask_at]
-        return "input", None, False, ev, True, min(times) if times else None
+        return "input", None, False, tuple(ev), True, min(times) if times else None
 
     # 2. retry
     if st is not None and st.type == "retry":
@@ -414,7 +423,7 @@ def _decide(
               + (f": {st.message}" if st.message else "")]
         if st.next:
             ev.append(f"next attempt at {clock_text(st.next / 1000)}")
-        return "retry", None, False, ev, True, status_at
+        return "retry", None, False, tuple(ev), True, status_at
 
     # 3. busy (stale detection)
     if (st is not None and st.type == "busy") or in_active or (
@@ -429,19 +438,19 @@ def _decide(
         reason = SERVER_REASONS.get(st.reason)
         if reason is not None:
             state = "unknown" if reason == "interrupted" else "idle"
-            return state, reason, False, [f"server reports idle, reason {st.reason}"], True, \
+            return state, reason, False, (f"server reports idle, reason {st.reason}",), True, \
                 status_at
     if msg is None:
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
-        return "idle", None, False, ["no messages yet"], True, None
+        return "idle", None, False, ("no messages yet",), True, None
     assert info is not None
     if assistant is not None:
         assert msg is not None
         ended = outcome(msg)
         done = ms(assistant.time.completed)
         if ended is not None:
-            return "idle", ended[0], False, [ended[1]], True, done or status_at
+            return "idle", ended[0], False, (ended[1],), True, done or status_at
         if stream_error is None and carried_error is not None:
             stream_error = carried_error.error
         if stream_error is not None:
@@ -460,12 +469,12 @@ def _decide(
         if now - start <= grace:
             if deadline is not None:
                 deadline.by(start + grace)
-            return "unknown", None, False, [
-                "server reports not busy; " + what + " (waiting for the final message)"
-            ], False, status_at
-        return "unknown", "interrupted", False, [
+            return "unknown", None, False, (
+                "server reports not busy; " + what + " (waiting for the final message)",
+            ), False, status_at
+        return "unknown", "interrupted", False, (
             "server reports not busy (absent from the status map)", what,
-            "the run was cut off (server restart or crash?)"], True, start
+            "the run was cut off (server restart or crash?)"), True, start
     # the last message is a user prompt with no reply
     if stream_error is not None:
         return _idle_error(stream_error, "session.error event", status_at)
@@ -476,14 +485,14 @@ def _decide(
     if now - start <= grace:
         if deadline is not None:
             deadline.by(start + grace)
-        return "unknown", None, False, [
+        return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
-            "busy (waiting)"], False, status_at
+            "busy (waiting)",), False, status_at
     if deadline is not None:
         deadline.tick(now, created)
-    return "unknown", None, False, [
+    return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
-        "server does not report busy (absent from the status map)"], True, start
+        "server does not report busy (absent from the status map)"), True, start
 
 
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
@@ -521,8 +530,8 @@ def outcome(msg: Message) -> tuple[str, str] | None:
 
 def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
     if err.name == "MessageAbortedError":
-        return "idle", "aborted", False, [f"{where}: aborted ({err.name})"], True, at
-    return "idle", "error", False, [f"{where}: {err.text}"], True, at
+        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at
+    return "idle", "error", False, (f"{where}: {err.text}",), True, at
 
 
 def _busy(
@@ -538,9 +547,9 @@ def _busy(
     reported = f"server reports {label}" + (
         f" since {clock_text(status_at)}" if status_at else "")
     if msg is None:
-        return "busy", None, False, [reported, "no message yet"], True, status_at
+        return "busy", None, False, (reported, "no message yet"), True, status_at
     if assistant is None:
-        return "busy", None, False, [reported, "last message is a prompt (run starting)"], True, \
+        return "busy", None, False, (reported, "last message is a prompt (run starting)"), True, \
             status_at
     open_tools = [p for p in msg.parts if p.is_open_tool]
     done = ms(assistant.time.completed)
@@ -560,7 +569,7 @@ def _busy(
             ev.append(f"assistant message streaming since {clock_text(started)}")
         elif not terminal:
             ev.append(f"step finished with {assistant.finish!r}; next step pending")
-        return "busy", None, False, ev, True, status_at
+        return "busy", None, False, tuple(ev), True, status_at
     assert done is not None
     held_since = max(done, status_at or 0.0)
     assert ended is not None
@@ -573,8 +582,8 @@ def _busy(
     ]
     if now - held_since > grace:
         deadline.tick(now, held_since)
-        return "busy", None, True, [
+        return "busy", None, True, (
             f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
-            *facts], True, status_at
+            *facts), True, status_at
     deadline.by(held_since + grace)
-    return "busy", None, False, [*facts, f"within the {grace:g}s grace period"], True, status_at
+    return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, status_at
