@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .journal import Entry, ErrorFact, Facts, fold
+from .journal import Entry, Facts, fold
 from .models import (
     Message,
     MessageError,
@@ -46,14 +46,15 @@ def ms(t: float | None) -> float | None:
     return None if t is None or t == 0 else t / 1000.0
 
 
-_2D = tuple(f"{i:02d}" for i in range(60))
+#: "HH:MM" for each minute of a day, ":SSZ" for each second of a minute
+_HM = tuple(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))
+_SZ = tuple(f":{sec:02d}Z" for sec in range(60))
 
 
 def clock_text(t: float) -> str:
-    """HH:MM:SSZ in UTC (table lookups: formatting dominated derive's hot path)."""
-    h, rest = divmod(int(t) % 86400, 3600)
-    m, sec = divmod(rest, 60)
-    return _2D[h] + ":" + _2D[m] + ":" + _2D[sec] + "Z"
+    """HH:MM:SSZ in UTC (two table lookups: formatting dominated derive's hot path)."""
+    minute, sec = divmod(int(t) % 86400, 60)
+    return _HM[minute] + _SZ[sec]
 
 
 class Deadline:
@@ -189,6 +190,63 @@ def derive_server(
         return _derive(snapshot, entries, now, settings, previous or {}, link or Link(), memo)
 
 
+#: A session's place in the tree: the requests open on it or below it, its busy descendants, its
+#: children (sorted). Sessions with none of these have no entry.
+_Family = tuple[tuple[Pending, ...], Sequence[str], tuple[str, ...]]
+
+
+def _by_id(req: PermissionRequest | QuestionRequest) -> str:
+    return req.id
+
+
+def _families(
+    sessions: dict[str, Session],
+    own_pending: dict[str, list[Pending]],
+    running: Callable[[str], bool],
+) -> dict[str, _Family]:
+    """Roll requests and busy descendants up the tree (memoised; iterative: it can be deep)."""
+    children: dict[str, list[str]] = {}
+    for s in sessions.values():
+        parent = s.parent_id
+        if parent and parent in sessions:
+            children.setdefault(parent, []).append(s.id)
+    rolled: dict[str, tuple[Pending, ...]] = {}
+    busy_desc: dict[str, list[str]] = {}
+    for root in children:  # leaves need no walk: their own requests are all they have
+        if root in rolled:
+            continue
+        stack: list[tuple[str, bool]] = [(root, False)]
+        on_path: set[str] = set()
+        while stack:
+            sid, done = stack.pop()
+            if done:
+                on_path.discard(sid)
+                pend = list(own_pending.get(sid, ()))
+                below: list[str] = []
+                for c in children.get(sid, ()):
+                    pend.extend(rolled.get(c, ()))
+                    if running(c):
+                        below.append(c)
+                    below.extend(busy_desc.get(c, ()))
+                rolled[sid] = tuple(pend)
+                busy_desc[sid] = below
+                continue
+            if sid in rolled or sid in on_path:
+                continue
+            on_path.add(sid)
+            stack.append((sid, True))
+            for c in children.get(sid, ()):
+                if c not in rolled and c not in on_path:
+                    stack.append((c, False))
+    out: dict[str, _Family] = {
+        sid: (rolled[sid], busy_desc[sid] or (), tuple(sorted(kids)))
+        for sid, kids in children.items()}
+    for sid, own in own_pending.items():
+        if sid not in out:
+            out[sid] = (tuple(own), (), ())
+    return out
+
+
 def _derive(
     snapshot: Snapshot,
     entries: Iterable[Entry] | Facts,
@@ -230,13 +288,8 @@ def _derive(
     for rid in facts.answered:
         open_reqs.pop(rid, None)
 
-    # tree
-    children: dict[str, list[str]] = {}
-    for s in sessions.values():
-        if s.parent_id and s.parent_id in sessions:
-            children.setdefault(s.parent_id, []).append(s.id)
     own_pending: dict[str, list[Pending]] = {}
-    for req in sorted(open_reqs.values(), key=lambda r: r.id):
+    for req in sorted(open_reqs.values(), key=_by_id):
         if req.session_id in sessions:
             own_pending.setdefault(req.session_id, []).append(_pending_of(req))
 
@@ -244,40 +297,7 @@ def _derive(
         st = status.get(sid)
         return sid in active or (st is not None and st.type in ("busy", "retry"))
 
-    # roll-ups over descendants, memoised (the tree can be deep; iterative to avoid recursion)
-    rolled: dict[str, tuple[Pending, ...]] = {}
-    busy_desc: dict[str, list[str]] = {}
-    for root in children:  # leaves need no walk: their own requests are all they have
-        if root in rolled:
-            continue
-        stack: list[tuple[str, bool]] = [(root, False)]
-        on_path: set[str] = set()
-        while stack:
-            sid, done = stack.pop()
-            if done:
-                on_path.discard(sid)
-                pend = list(own_pending.get(sid, ()))
-                below: list[str] = []
-                for c in children.get(sid, ()):
-                    pend.extend(rolled.get(c, ()))
-                    if running(c):
-                        below.append(c)
-                    below.extend(busy_desc.get(c, ()))
-                rolled[sid] = tuple(pend)
-                busy_desc[sid] = below
-                continue
-            if sid in rolled or sid in on_path:
-                continue
-            on_path.add(sid)
-            stack.append((sid, True))
-            for c in children.get(sid, ()):
-                if c not in rolled and c not in on_path:
-                    stack.append((c, False))
-
-    for sid, own in own_pending.items():  # leaves: their own requests are all they have
-        if sid not in rolled:
-            rolled[sid] = tuple(own)
-    kids_of = {sid: tuple(sorted(kids)) for sid, kids in children.items()}
+    families = _families(sessions, own_pending, running)
 
     cache: dict[str, _Memoed] | None = None
     if memo is not None:
@@ -287,21 +307,24 @@ def _derive(
         cache = memo.rows
 
     # per-server lookups, bound once: the loop below runs once per session
-    get_pending, get_busy, get_kids = rolled.get, busy_desc.get, kids_of.get
+    get_family = families.get
     get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
     get_error = facts.errors.get if facts.errors else None
-    get_carried_error, get_carried_at = facts.carried_errors.get, facts.carried_status_at.get
     get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     journal_messages = bool(facts.messages or facts.parts)
     reachable = link.reachable
     scratch = Deadline()  # without a memo no one reads a decision's deadline
     no_pending: tuple[Pending, ...] = ()
     no_children: tuple[str, ...] = ()
+    pending: tuple[Pending, ...]
+    busy: Sequence[str]
     rows: dict[tuple[str, str], SessionRow] = {}
     for sid, s in sessions.items():
-        pending = get_pending(sid, no_pending)
-        busy: Sequence[str] = get_busy(sid) or no_children
-        kids = get_kids(sid, no_children)
+        family = get_family(sid)
+        if family is None:
+            pending, busy, kids = no_pending, no_children, no_children
+        else:
+            pending, busy, kids = family
         key = (server, sid)
         if cache is None:
             deadline = scratch
@@ -322,9 +345,9 @@ def _derive(
         err_fact = get_error(sid) if get_error is not None else None
         st = get_status(sid)
         state, reason, stale, evidence, settled, since_hint = _decide(
-            s, st, sid in active, msg, pending, busy,
+            sid, s, st, sid in active, msg, pending, busy,
             err_fact.error if err_fact is not None else None, get_status_at(sid), ask_at, now,
-            grace, get_carried_error(sid), get_carried_at(sid), deadline,
+            grace, facts, deadline,
         )
         info = msg.info if msg is not None else None
         updated = s.time.updated / 1000.0
@@ -384,6 +407,7 @@ Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None]
 
 
 def _decide(
+    sid: str,
     s: Session,
     st: SessionStatus | None,
     in_active: bool,
@@ -395,104 +419,140 @@ def _decide(
     ask_at: dict[str, float],
     now: float,
     grace: float,
-    carried_error: ErrorFact | None = None,
-    carried_at: float | None = None,
-    deadline: Deadline | None = None,
+    facts: Facts,
+    deadline: Deadline,
 ) -> Decision:
-    """One session's (state, reason, stale, evidence, settled, since_hint).
-
-    `carried_*`: what the journal kept across a snapshot cut; read only for a run that the
-    snapshot shows unfinished (its final message may not have been saved yet)."""
-    info = msg.info if msg is not None else None
-    assistant = info if info is not None and info.role == "assistant" else None
-
+    """One session's (state, reason, stale, evidence, settled, since_hint)."""
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
-        ev = []
-        for p in pending:
-            where = "" if p.session_id == s.id else f" (sub-agent {p.session_id})"
-            ev.append(f"{p.summary}{where}")
-        if st is not None:
-            ev.append(f"server reports {st.type} while waiting")
-        times = [ask_at[p.id] for p in pending if p.id in ask_at]
-        return "input", None, False, tuple(ev), True, min(times) if times else None
-
-    # 2. retry
-    if st is not None and st.type == "retry":
-        ev = [f"retry attempt {st.attempt if st.attempt is not None else '?'}"
-              + (f": {st.message}" if st.message else "")]
-        if st.next:
-            ev.append(f"next attempt at {clock_text(st.next / 1000)}")
-        return "retry", None, False, tuple(ev), True, status_at
-
-    # 3. busy (stale detection)
-    if (st is not None and st.type == "busy") or in_active or (
-        st is not None and st.type not in ("idle", "retry")
-    ):
-        label = st.type if st is not None else "running (/api/session/active)"
-        return _busy(label, msg, assistant, busy_children, status_at, now, grace,
-                     deadline or Deadline())
-
-    # 4./5. absent from the status map (or idle)
-    if st is not None and st.reason:
-        reason = SERVER_REASONS.get(st.reason)
-        if reason is not None:
-            state = "unknown" if reason == "interrupted" else "idle"
-            return state, reason, False, (f"server reports idle, reason {st.reason}",), True, \
-                status_at
+        return _input(s.id, st, pending, ask_at)
+    if st is not None:
+        kind = st.type
+        # 2. retry
+        if kind == "retry":
+            return _retry(st, status_at)
+        # 3. busy (stale detection): busy, or a state this monitor does not know
+        if kind != "idle" or in_active:
+            return _busy(kind, msg, busy_children, status_at, now, grace, deadline)
+        # 4. idle with a reason the server gave
+        if st.reason:
+            reason = SERVER_REASONS.get(st.reason)
+            if reason is not None:
+                state = "unknown" if reason == "interrupted" else "idle"
+                return state, reason, False, (f"server reports idle, reason {st.reason}",), \
+                    True, status_at
+    elif in_active:
+        return _busy("running (/api/session/active)", msg, busy_children, status_at, now, grace,
+                     deadline)
+    # 5. absent from the status map (or idle): the messages tell
     if msg is None:
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
         return "idle", None, False, ("no messages yet",), True, None
-    assert info is not None
-    if assistant is not None:
-        assert msg is not None
-        ended = outcome(msg)
-        done = ms(assistant.time.completed)
-        if ended is not None:
-            return "idle", ended[0], False, (ended[1],), True, done or status_at
-        if stream_error is None and carried_error is not None:
-            stream_error = carried_error.error
-        if stream_error is not None:
-            return _idle_error(stream_error, "session.error event", status_at or carried_at)
-        # absent, but the run visibly did not end: unknown
-        open_tools = [p for p in (msg.parts if msg else ()) if p.is_open_tool]
-        if done is None:
-            what = "last assistant message never completed"
-        else:
-            what = (f"last assistant step completed at {clock_text(done)} with finish "
-                    f"{assistant.finish!r}, and no next step followed")
-        if open_tools:
-            what += f"; tool {open_tools[0].tool or '?'} left {open_tools[0].state.status}"  # type: ignore[union-attr]
-        start = max(filter(None, [status_at or carried_at, done, ms(assistant.time.created)]),
-                    default=now)
-        if now - start <= grace:
-            if deadline is not None:
-                deadline.by(start + grace)
-            return "unknown", None, False, (
-                "server reports not busy; " + what + " (waiting for the final message)",
-            ), False, status_at
-        return "unknown", "interrupted", False, (
-            "server reports not busy (absent from the status map)", what,
-            "the run was cut off (server restart or crash?)"), True, start
-    # the last message is a user prompt with no reply
+    if msg.info.role == "assistant":
+        return _not_running(sid, msg, stream_error, status_at, now, grace, facts, deadline)
+    return _unanswered(msg.info, stream_error, status_at, now, grace, deadline)
+
+
+def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
+           ask_at: dict[str, float]) -> Decision:
+    """Requests open here or in a descendant: the user is asked for input."""
+    ev = [p.summary if p.session_id == sid else f"{p.summary} (sub-agent {p.session_id})"
+          for p in pending]
+    if st is not None:
+        ev.append(f"server reports {st.type} while waiting")
+    times = [ask_at[p.id] for p in pending if p.id in ask_at] if ask_at else None
+    return "input", None, False, tuple(ev), True, min(times) if times else None
+
+
+def _retry(st: SessionStatus, status_at: float | None) -> Decision:
+    attempt = f"retry attempt {st.attempt if st.attempt is not None else '?'}"
+    if st.message:
+        attempt += f": {st.message}"
+    if st.next:
+        return "retry", None, False, (
+            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, status_at
+    return "retry", None, False, (attempt,), True, status_at
+
+
+def _not_running(
+    sid: str,
+    msg: Message,
+    stream_error: MessageError | None,
+    status_at: float | None,
+    now: float,
+    grace: float,
+    facts: Facts,
+    deadline: Deadline,
+) -> Decision:
+    """Not running, and the last message is the assistant's: how (or whether) the run ended.
+
+    A run the snapshot shows unfinished reads what the journal carried across a snapshot cut
+    (the run's final message may not have been saved yet)."""
+    info = msg.info
+    ended = outcome(msg)
+    done = ms(info.time.completed)
+    if ended is not None:
+        return "idle", ended[0], False, (ended[1],), True, done or status_at
+    carried_error = facts.carried_errors.get(sid)
+    carried_at = facts.carried_status_at.get(sid)
+    if stream_error is None and carried_error is not None:
+        stream_error = carried_error.error
+    if stream_error is not None:
+        return _idle_error(stream_error, "session.error event", status_at or carried_at)
+    # absent, but the run visibly did not end: unknown
+    if done is None:
+        what = "last assistant message never completed"
+    else:
+        what = (f"last assistant step completed at {clock_text(done)} with finish "
+                f"{info.finish!r}, and no next step followed")
+    tool = _open_tool(msg)
+    if tool is not None:
+        what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
+    start = max(filter(None, [status_at or carried_at, done, ms(info.time.created)]),
+                default=now)
+    if now - start <= grace:
+        deadline.by(start + grace)
+        return "unknown", None, False, (
+            "server reports not busy; " + what + " (waiting for the final message)",
+        ), False, status_at
+    return "unknown", "interrupted", False, (
+        "server reports not busy (absent from the status map)", what,
+        "the run was cut off (server restart or crash?)"), True, start
+
+
+def _unanswered(
+    info: MessageInfo,
+    stream_error: MessageError | None,
+    status_at: float | None,
+    now: float,
+    grace: float,
+    deadline: Deadline,
+) -> Decision:
+    """Not running, and the last message is a user prompt with no reply."""
     if stream_error is not None:
         return _idle_error(stream_error, "session.error event", status_at)
     created = ms(info.time.created) or now
     start = max(created, status_at or 0.0)
-    if deadline is not None and not info.time.created:
+    if not info.time.created:
         deadline.by(now)  # the evidence reads the clock itself: never reuse it
     if now - start <= grace:
-        if deadline is not None:
-            deadline.by(start + grace)
+        deadline.by(start + grace)
         return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
             "busy (waiting)",), False, status_at
-    if deadline is not None:
-        deadline.tick(now, created)
+    deadline.tick(now, created)
     return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
         "server does not report busy (absent from the status map)"), True, start
+
+
+def _open_tool(msg: Message) -> Part | None:
+    """The message's first tool call still pending or running, if any."""
+    for part in msg.parts:
+        if part.is_open_tool:
+            return part
+    return None
 
 
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
@@ -509,16 +569,18 @@ def outcome(msg: Message) -> tuple[str, str] | None:
     info = msg.info
     if info.role != "assistant":
         return None
-    if info.error is not None:
-        if info.error.name == "MessageAbortedError":
-            return "aborted", f"last assistant message: aborted ({info.error.name})"
-        return "error", f"last assistant message: {info.error.text}"
+    error = info.error
+    if error is not None:
+        if error.name == "MessageAbortedError":
+            return "aborted", f"last assistant message: aborted ({error.name})"
+        return "error", f"last assistant message: {error.text}"
     done = ms(info.time.completed)
     if done is None:
         return None
-    if info.finish not in NON_TERMINAL_FINISH:
+    finish = info.finish
+    if finish not in NON_TERMINAL_FINISH:
         return "completed", (f"last assistant message completed at {clock_text(done)}"
-                             f" (finish: {info.finish or 'none'})")
+                             f" (finish: {finish or 'none'})")
     for part in msg.parts:
         st = part.state
         if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
@@ -537,49 +599,46 @@ def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
 def _busy(
     label: str,
     msg: Message | None,
-    assistant: MessageInfo | None,
     busy_children: Sequence[str],
     status_at: float | None,
     now: float,
     grace: float,
     deadline: Deadline,
 ) -> Decision:
-    reported = f"server reports {label}" + (
-        f" since {clock_text(status_at)}" if status_at else "")
+    reported = (f"server reports {label} since {clock_text(status_at)}" if status_at
+                else f"server reports {label}")
     if msg is None:
         return "busy", None, False, (reported, "no message yet"), True, status_at
-    if assistant is None:
+    info = msg.info
+    if info.role != "assistant":
         return "busy", None, False, (reported, "last message is a prompt (run starting)"), True, \
             status_at
-    open_tools = [p for p in msg.parts if p.is_open_tool]
-    done = ms(assistant.time.completed)
+    tool = _open_tool(msg)
+    done = ms(info.time.completed)
     ended = outcome(msg) if done is not None else None
-    terminal = ended is not None
-    if not terminal or open_tools or busy_children:
+    if ended is None or tool is not None or busy_children:
         ev = [reported]
-        if open_tools:
-            t = open_tools[0]
-            ev.append(f"tool {t.tool or '?'} {t.state.status if t.state else '?'}")
+        if tool is not None:
+            ev.append(f"tool {tool.tool or '?'} {tool.state.status if tool.state else '?'}")
         if busy_children:
             ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
         if done is None:
-            started = ms(assistant.time.created) or now
-            if not assistant.time.created:
+            started = ms(info.time.created) or now
+            if not info.time.created:
                 deadline.by(now)
             ev.append(f"assistant message streaming since {clock_text(started)}")
-        elif not terminal:
-            ev.append(f"step finished with {assistant.finish!r}; next step pending")
+        elif ended is None:
+            ev.append(f"step finished with {info.finish!r}; next step pending")
         return "busy", None, False, tuple(ev), True, status_at
     assert done is not None
     held_since = max(done, status_at or 0.0)
-    assert ended is not None
     deadline.tick(now, done)
-    facts = [
+    facts = (
         reported,
         f"{ended[1]}, {ago(now, done)}",
         "no tool call pending or running",
         "nothing asked; no sub-agent busy",
-    ]
+    )
     if now - held_since > grace:
         deadline.tick(now, held_since)
         return "busy", None, True, (
