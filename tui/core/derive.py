@@ -53,8 +53,8 @@ _SZ = tuple(f":{sec:02d}Z" for sec in range(60))
 
 def clock_text(t: float) -> str:
     """HH:MM:SSZ in UTC (two table lookups: formatting dominated derive's hot path)."""
-    minute, sec = divmod(int(t) % 86400, 60)
-    return _HM[minute] + _SZ[sec]
+    sec = int(t) % 86400
+    return _HM[sec // 60] + _SZ[sec % 60]
 
 
 class Deadline:
@@ -132,11 +132,6 @@ def _pending_of(
          "options": [{"label": o.label, "description": o.description} for o in q.options]}
         for q in qs]}
     return Pending("question", req.id, req.session_id, summary, detail)
-
-
-def _ended(msg: Message | None) -> str | None:
-    got = outcome(msg) if msg is not None else None
-    return got[0] if got is not None else None
 
 
 #: A reusable row: (event count, requests, busy descendants, Session, row, valid until)
@@ -342,14 +337,14 @@ def _derive(
         msg = get_msg(sid)
         if journal_messages:
             msg = _merge_message(msg, facts, sid)
+        info = msg.info if msg is not None else None
         err_fact = get_error(sid) if get_error is not None else None
         st = get_status(sid)
-        state, reason, stale, evidence, settled, since_hint = _decide(
-            sid, s, st, sid in active, msg, pending, busy,
+        state, reason, stale, evidence, settled, since_hint, ended = _decide(
+            sid, s, st, sid in active, msg, info, pending, busy,
             err_fact.error if err_fact is not None else None, get_status_at(sid), ask_at, now,
             grace, facts, deadline,
         )
-        info = msg.info if msg is not None else None
         updated = s.time.updated / 1000.0
         if info is not None:
             mt = info.time
@@ -367,7 +362,7 @@ def _derive(
             since = since_hint or updated or None
         if not reachable:
             evidence = (_unreachable(link, state, reason), *evidence)
-            state, reason, stale, settled = "unknown", None, False, False
+            state, reason, stale, settled, ended = "unknown", None, False, False, None
             keep = old is not None and old.state == "unknown"
             since = old.since if keep and old is not None else (link.since or since)
         err = info.error if info is not None and info.role == "assistant" else None
@@ -388,8 +383,7 @@ def _derive(
             retrying.attempt if retrying is not None else None,
             retrying.message if retrying is not None else None,
             ms(retrying.next) if retrying is not None else None,
-            kids,
-            _ended(msg) if stale else None,
+            kids, ended,
         )
         if cache is not None:
             # reused until the decision could come out differently as time passes
@@ -403,7 +397,9 @@ def _unreachable(link: Link, state: str, reason: str | None) -> str:
             f"last known state: {state}{' (' + reason + ')' if reason else ''}")
 
 
-Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None]
+#: (state, reason, stale, evidence, settled, since_hint, ended): `ended` is, for a stale row, how
+#: the messages show the run ended although the server still reports busy
+Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None, str | None]
 
 
 def _decide(
@@ -412,6 +408,7 @@ def _decide(
     st: SessionStatus | None,
     in_active: bool,
     msg: Message | None,
+    info: MessageInfo | None,
     pending: tuple[Pending, ...],
     busy_children: Sequence[str],
     stream_error: MessageError | None,
@@ -422,7 +419,7 @@ def _decide(
     facts: Facts,
     deadline: Deadline,
 ) -> Decision:
-    """One session's (state, reason, stale, evidence, settled, since_hint)."""
+    """One session's Decision. `info` is `msg.info` (read once by the caller)."""
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
         return _input(s.id, st, pending, ask_at)
@@ -433,25 +430,25 @@ def _decide(
             return _retry(st, status_at)
         # 3. busy (stale detection): busy, or a state this monitor does not know
         if kind != "idle" or in_active:
-            return _busy(kind, msg, busy_children, status_at, now, grace, deadline)
+            return _busy(kind, msg, info, busy_children, status_at, now, grace, deadline)
         # 4. idle with a reason the server gave
         if st.reason:
             reason = SERVER_REASONS.get(st.reason)
             if reason is not None:
                 state = "unknown" if reason == "interrupted" else "idle"
                 return state, reason, False, (f"server reports idle, reason {st.reason}",), \
-                    True, status_at
+                    True, status_at, None
     elif in_active:
-        return _busy("running (/api/session/active)", msg, busy_children, status_at, now, grace,
-                     deadline)
+        return _busy("running (/api/session/active)", msg, info, busy_children, status_at, now,
+                     grace, deadline)
     # 5. absent from the status map (or idle): the messages tell
-    if msg is None:
+    if msg is None or info is None:
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
-        return "idle", None, False, ("no messages yet",), True, None
-    if msg.info.role == "assistant":
-        return _not_running(sid, msg, stream_error, status_at, now, grace, facts, deadline)
-    return _unanswered(msg.info, stream_error, status_at, now, grace, deadline)
+        return "idle", None, False, ("no messages yet",), True, None, None
+    if info.role == "assistant":
+        return _not_running(sid, msg, info, stream_error, status_at, now, grace, facts, deadline)
+    return _unanswered(info, stream_error, status_at, now, grace, deadline)
 
 
 def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
@@ -462,7 +459,7 @@ def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
     if st is not None:
         ev.append(f"server reports {st.type} while waiting")
     times = [ask_at[p.id] for p in pending if p.id in ask_at] if ask_at else None
-    return "input", None, False, tuple(ev), True, min(times) if times else None
+    return "input", None, False, tuple(ev), True, min(times) if times else None, None
 
 
 def _retry(st: SessionStatus, status_at: float | None) -> Decision:
@@ -471,13 +468,14 @@ def _retry(st: SessionStatus, status_at: float | None) -> Decision:
         attempt += f": {st.message}"
     if st.next:
         return "retry", None, False, (
-            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, status_at
-    return "retry", None, False, (attempt,), True, status_at
+            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, status_at, None
+    return "retry", None, False, (attempt,), True, status_at, None
 
 
 def _not_running(
     sid: str,
     msg: Message,
+    info: MessageInfo,
     stream_error: MessageError | None,
     status_at: float | None,
     now: float,
@@ -489,11 +487,11 @@ def _not_running(
 
     A run the snapshot shows unfinished reads what the journal carried across a snapshot cut
     (the run's final message may not have been saved yet)."""
-    info = msg.info
-    ended = outcome(msg)
-    done = ms(info.time.completed)
+    times = info.time
+    done = ms(times.completed)
+    ended = outcome(msg, info, done)
     if ended is not None:
-        return "idle", ended[0], False, (ended[1],), True, done or status_at
+        return "idle", ended[0], False, (ended[1],), True, done or status_at, None
     carried_error = facts.carried_errors.get(sid)
     carried_at = facts.carried_status_at.get(sid)
     if stream_error is None and carried_error is not None:
@@ -509,16 +507,15 @@ def _not_running(
     tool = _open_tool(msg)
     if tool is not None:
         what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
-    start = max(filter(None, [status_at or carried_at, done, ms(info.time.created)]),
-                default=now)
+    start = max(filter(None, [status_at or carried_at, done, ms(times.created)]), default=now)
     if now - start <= grace:
         deadline.by(start + grace)
         return "unknown", None, False, (
             "server reports not busy; " + what + " (waiting for the final message)",
-        ), False, status_at
+        ), False, status_at, None
     return "unknown", "interrupted", False, (
         "server reports not busy (absent from the status map)", what,
-        "the run was cut off (server restart or crash?)"), True, start
+        "the run was cut off (server restart or crash?)"), True, start, None
 
 
 def _unanswered(
@@ -532,19 +529,20 @@ def _unanswered(
     """Not running, and the last message is a user prompt with no reply."""
     if stream_error is not None:
         return _idle_error(stream_error, "session.error event", status_at)
-    created = ms(info.time.created) or now
+    sent = info.time.created
+    created = ms(sent) or now
     start = max(created, status_at or 0.0)
-    if not info.time.created:
+    if not sent:
         deadline.by(now)  # the evidence reads the clock itself: never reuse it
     if now - start <= grace:
         deadline.by(start + grace)
         return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
-            "busy (waiting)",), False, status_at
+            "busy (waiting)",), False, status_at, None
     deadline.tick(now, created)
     return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
-        "server does not report busy (absent from the status map)"), True, start
+        "server does not report busy (absent from the status map)"), True, start, None
 
 
 def _open_tool(msg: Message) -> Part | None:
@@ -559,22 +557,19 @@ def _open_tool(msg: Message) -> Part | None:
 _REFUSALS = ("rejected", "dismissed")
 
 
-def outcome(msg: Message) -> tuple[str, str] | None:
+def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, str] | None:
     """How an assistant message ended a run: (reason, evidence), or None if it did not end one.
+    `info` is `msg.info` (an assistant's), `done` its completion time in seconds (or None).
 
     An error ends it (aborted for MessageAbortedError); a completed message with a terminal finish
     completes it; a `tool-calls` step whose tool the user refused (a rejected permission or a
     dismissed question) ends it too: the server stops there, with no error on the message.
     """
-    info = msg.info
-    if info.role != "assistant":
-        return None
     error = info.error
     if error is not None:
         if error.name == "MessageAbortedError":
             return "aborted", f"last assistant message: aborted ({error.name})"
         return "error", f"last assistant message: {error.text}"
-    done = ms(info.time.completed)
     if done is None:
         return None
     finish = info.finish
@@ -592,13 +587,14 @@ def outcome(msg: Message) -> tuple[str, str] | None:
 
 def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
     if err.name == "MessageAbortedError":
-        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at
-    return "idle", "error", False, (f"{where}: {err.text}",), True, at
+        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at, None
+    return "idle", "error", False, (f"{where}: {err.text}",), True, at, None
 
 
 def _busy(
     label: str,
     msg: Message | None,
+    info: MessageInfo | None,
     busy_children: Sequence[str],
     status_at: float | None,
     now: float,
@@ -607,15 +603,15 @@ def _busy(
 ) -> Decision:
     reported = (f"server reports {label} since {clock_text(status_at)}" if status_at
                 else f"server reports {label}")
-    if msg is None:
-        return "busy", None, False, (reported, "no message yet"), True, status_at
-    info = msg.info
+    if msg is None or info is None:
+        return "busy", None, False, (reported, "no message yet"), True, status_at, None
     if info.role != "assistant":
         return "busy", None, False, (reported, "last message is a prompt (run starting)"), True, \
-            status_at
+            status_at, None
     tool = _open_tool(msg)
-    done = ms(info.time.completed)
-    ended = outcome(msg) if done is not None else None
+    times = info.time
+    done = ms(times.completed)
+    ended = outcome(msg, info, done) if done is not None else None
     if ended is None or tool is not None or busy_children:
         ev = [reported]
         if tool is not None:
@@ -623,13 +619,13 @@ def _busy(
         if busy_children:
             ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
         if done is None:
-            started = ms(info.time.created) or now
-            if not info.time.created:
+            started = ms(times.created) or now
+            if not times.created:
                 deadline.by(now)
             ev.append(f"assistant message streaming since {clock_text(started)}")
         elif ended is None:
             ev.append(f"step finished with {info.finish!r}; next step pending")
-        return "busy", None, False, tuple(ev), True, status_at
+        return "busy", None, False, tuple(ev), True, status_at, None
     assert done is not None
     held_since = max(done, status_at or 0.0)
     deadline.tick(now, done)
@@ -643,6 +639,7 @@ def _busy(
         deadline.tick(now, held_since)
         return "busy", None, True, (
             f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
-            *facts), True, status_at
+            *facts), True, status_at, ended[0]
     deadline.by(held_since + grace)
-    return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, status_at
+    return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, \
+        status_at, None
