@@ -75,6 +75,21 @@ class Deadline:
         self.by(t + int(max(0.0, now - t)) + 1)
 
 
+class _Unread(Deadline):
+    """The deadline of a decision no memo will reuse: nothing to record."""
+
+    __slots__ = ()
+
+    def by(self, t: float) -> None:
+        pass
+
+    def tick(self, now: float, t: float) -> None:
+        pass
+
+
+_UNREAD = _Unread()
+
+
 def ago(now: float, t: float) -> str:
     d = int(max(0.0, now - t))
     if d < 60:
@@ -308,7 +323,6 @@ def _derive(
     get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     journal_messages = bool(facts.messages or facts.parts)
     reachable = link.reachable
-    scratch = Deadline()  # without a memo no one reads a decision's deadline
     no_pending: tuple[Pending, ...] = ()
     no_children: tuple[str, ...] = ()
     pending: tuple[Pending, ...]
@@ -322,7 +336,7 @@ def _derive(
             pending, busy, kids = family
         key = (server, sid)
         if cache is None:
-            deadline = scratch
+            deadline: Deadline = _UNREAD
         else:
             pend_ids = tuple([p.id for p in pending]) if pending else no_children
             busy_t = tuple(busy) if busy else no_children
@@ -488,7 +502,8 @@ def _not_running(
     A run the snapshot shows unfinished reads what the journal carried across a snapshot cut
     (the run's final message may not have been saved yet)."""
     times = info.time
-    done = ms(times.completed)
+    completed = times.completed
+    done = completed / 1000.0 if completed else None
     ended = outcome(msg, info, done)
     if ended is not None:
         return "idle", ended[0], False, (ended[1],), True, done or status_at, None
@@ -610,7 +625,8 @@ def _busy(
             status_at, None
     tool = _open_tool(msg)
     times = info.time
-    done = ms(times.completed)
+    completed = times.completed
+    done = completed / 1000.0 if completed else None
     ended = outcome(msg, info, done) if done is not None else None
     if ended is None or tool is not None or busy_children:
         ev = [reported]
@@ -629,16 +645,18 @@ def _busy(
     assert done is not None
     held_since = max(done, status_at or 0.0)
     deadline.tick(now, done)
+    since_done = ago(now, done)
     facts = (
         reported,
-        f"{ended[1]}, {ago(now, done)}",
+        f"{ended[1]}, {since_done}",
         "no tool call pending or running",
         "nothing asked; no sub-agent busy",
     )
     if now - held_since > grace:
         deadline.tick(now, held_since)
+        held = since_done if held_since == done else ago(now, held_since)
         return "busy", None, True, (
-            f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
+            f"STALE: run ended {held} but the server still reports {label}",
             *facts), True, status_at, ended[0]
     deadline.by(held_since + grace)
     return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, \
