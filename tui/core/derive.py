@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-from .journal import Entry, ErrorFact, Facts, fold
+from .journal import Entry, Facts, fold
 from .models import (
     Message,
     MessageError,
@@ -46,14 +46,15 @@ def ms(t: float | None) -> float | None:
     return None if t is None or t == 0 else t / 1000.0
 
 
-_2D = tuple(f"{i:02d}" for i in range(60))
+#: "HH:MM" for each minute of a day, ":SSZ" for each second of a minute
+_HM = tuple(f"{h:02d}:{m:02d}" for h in range(24) for m in range(60))
+_SZ = tuple(f":{sec:02d}Z" for sec in range(60))
 
 
 def clock_text(t: float) -> str:
-    """HH:MM:SSZ in UTC (table lookups: formatting dominated derive's hot path)."""
-    h, rest = divmod(int(t) % 86400, 3600)
-    m, sec = divmod(rest, 60)
-    return _2D[h] + ":" + _2D[m] + ":" + _2D[sec] + "Z"
+    """HH:MM:SSZ in UTC (two table lookups: formatting dominated derive's hot path)."""
+    sec = int(t) % 86400
+    return _HM[sec // 60] + _SZ[sec % 60]
 
 
 class Deadline:
@@ -72,6 +73,21 @@ class Deadline:
     def tick(self, now: float, t: float) -> None:
         """ago(now, t) changes its text at the next whole second after t."""
         self.by(t + int(max(0.0, now - t)) + 1)
+
+
+class _Unread(Deadline):
+    """The deadline of a decision no memo will reuse: nothing to record."""
+
+    __slots__ = ()
+
+    def by(self, t: float) -> None:
+        pass
+
+    def tick(self, now: float, t: float) -> None:
+        pass
+
+
+_UNREAD = _Unread()
 
 
 def ago(now: float, t: float) -> str:
@@ -133,15 +149,6 @@ def _pending_of(
     return Pending("question", req.id, req.session_id, summary, detail)
 
 
-def _ended(msg: Message | None) -> str | None:
-    got = outcome(msg) if msg is not None else None
-    return got[0] if got is not None else None
-
-
-def _kids(kids: list[str] | None) -> tuple[str, ...]:
-    return tuple(sorted(kids)) if kids else ()
-
-
 #: A reusable row: (event count, requests, busy descendants, Session, row, valid until)
 _Memoed = tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow, float]
 
@@ -193,6 +200,63 @@ def derive_server(
         return _derive(snapshot, entries, now, settings, previous or {}, link or Link(), memo)
 
 
+#: A session's place in the tree: the requests open on it or below it, its busy descendants, its
+#: children (sorted). Sessions with none of these have no entry.
+_Family = tuple[tuple[Pending, ...], Sequence[str], tuple[str, ...]]
+
+
+def _by_id(req: PermissionRequest | QuestionRequest) -> str:
+    return req.id
+
+
+def _families(
+    sessions: dict[str, Session],
+    own_pending: dict[str, list[Pending]],
+    running: Callable[[str], bool],
+) -> dict[str, _Family]:
+    """Roll requests and busy descendants up the tree (memoised; iterative: it can be deep)."""
+    children: dict[str, list[str]] = {}
+    for s in sessions.values():
+        parent = s.parent_id
+        if parent and parent in sessions:
+            children.setdefault(parent, []).append(s.id)
+    rolled: dict[str, tuple[Pending, ...]] = {}
+    busy_desc: dict[str, list[str]] = {}
+    for root in children:  # leaves need no walk: their own requests are all they have
+        if root in rolled:
+            continue
+        stack: list[tuple[str, bool]] = [(root, False)]
+        on_path: set[str] = set()
+        while stack:
+            sid, done = stack.pop()
+            if done:
+                on_path.discard(sid)
+                pend = list(own_pending.get(sid, ()))
+                below: list[str] = []
+                for c in children.get(sid, ()):
+                    pend.extend(rolled.get(c, ()))
+                    if running(c):
+                        below.append(c)
+                    below.extend(busy_desc.get(c, ()))
+                rolled[sid] = tuple(pend)
+                busy_desc[sid] = below
+                continue
+            if sid in rolled or sid in on_path:
+                continue
+            on_path.add(sid)
+            stack.append((sid, True))
+            for c in children.get(sid, ()):
+                if c not in rolled and c not in on_path:
+                    stack.append((c, False))
+    out: dict[str, _Family] = {
+        sid: (rolled[sid], busy_desc[sid] or (), tuple(sorted(kids)))
+        for sid, kids in children.items()}
+    for sid, own in own_pending.items():
+        if sid not in out:
+            out[sid] = (tuple(own), (), ())
+    return out
+
+
 def _derive(
     snapshot: Snapshot,
     entries: Iterable[Entry] | Facts,
@@ -234,13 +298,8 @@ def _derive(
     for rid in facts.answered:
         open_reqs.pop(rid, None)
 
-    # tree
-    children: dict[str, list[str]] = {}
-    for s in sessions.values():
-        if s.parent_id and s.parent_id in sessions:
-            children.setdefault(s.parent_id, []).append(s.id)
     own_pending: dict[str, list[Pending]] = {}
-    for req in sorted(open_reqs.values(), key=lambda r: r.id):
+    for req in sorted(open_reqs.values(), key=_by_id):
         if req.session_id in sessions:
             own_pending.setdefault(req.session_id, []).append(_pending_of(req))
 
@@ -248,35 +307,7 @@ def _derive(
         st = status.get(sid)
         return sid in active or (st is not None and st.type in ("busy", "retry"))
 
-    # roll-ups over descendants, memoised (the tree can be deep; iterative to avoid recursion)
-    rolled: dict[str, tuple[Pending, ...]] = {}
-    busy_desc: dict[str, list[str]] = {}
-    for root in children:  # leaves need no walk: their own requests are all they have
-        if root in rolled:
-            continue
-        stack: list[tuple[str, bool]] = [(root, False)]
-        on_path: set[str] = set()
-        while stack:
-            sid, done = stack.pop()
-            if done:
-                on_path.discard(sid)
-                pend = list(own_pending.get(sid, ()))
-                below: list[str] = []
-                for c in children.get(sid, ()):
-                    pend.extend(rolled.get(c, ()))
-                    if running(c):
-                        below.append(c)
-                    below.extend(busy_desc.get(c, ()))
-                rolled[sid] = tuple(pend)
-                busy_desc[sid] = below
-                continue
-            if sid in rolled or sid in on_path:
-                continue
-            on_path.add(sid)
-            stack.append((sid, True))
-            for c in children.get(sid, ()):
-                if c not in rolled and c not in on_path:
-                    stack.append((c, False))
+    families = _families(sessions, own_pending, running)
 
     cache: dict[str, _Memoed] | None = None
     if memo is not None:
@@ -284,86 +315,89 @@ def _derive(
         if memo.snapshot is not snapshot or memo.facts is not facts or memo.key != mkey:
             memo.snapshot, memo.facts, memo.key, memo.rows = snapshot, facts, mkey, {}
         cache = memo.rows
-    versions = facts.versions
-    rows: dict[tuple[str, str], SessionRow] = {}
-    snap_messages = snapshot.messages
+
+    # per-server lookups, bound once: the loop below runs once per session
+    get_family = families.get
+    get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
+    get_error = facts.errors.get if facts.errors else None
+    get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     journal_messages = bool(facts.messages or facts.parts)
-    touched = facts.touched
-    errors = facts.errors
+    reachable = link.reachable
+    no_pending: tuple[Pending, ...] = ()
     no_children: tuple[str, ...] = ()
+    pending: tuple[Pending, ...]
+    busy: Sequence[str]
+    rows: dict[tuple[str, str], SessionRow] = {}
     for sid, s in sessions.items():
-        pending = rolled.get(sid)
-        if pending is None:
-            own = own_pending.get(sid)
-            pending = tuple(own) if own else ()
-        busy: Sequence[str] = busy_desc.get(sid) or no_children
+        family = get_family(sid)
+        if family is None:
+            pending, busy, kids = no_pending, no_children, no_children
+        else:
+            pending, busy, kids = family
         key = (server, sid)
-        if cache is not None:
+        if cache is None:
+            deadline: Deadline = _UNREAD
+        else:
             pend_ids = tuple([p.id for p in pending]) if pending else no_children
             busy_t = tuple(busy) if busy else no_children
-            version = versions.get(sid, 0)
+            version = get_version(sid, 0)
             hit = cache.get(sid)
             if (hit is not None and hit[0] == version and hit[1] == pend_ids
                     and hit[2] == busy_t and hit[3] is s and now < hit[5]
-                    and hit[4].children == _kids(children.get(sid))):
+                    and hit[4].children == kids):
                 rows[key] = hit[4]
                 continue
-        msg = snap_messages.get(sid)
+            deadline = Deadline()
+        msg = get_msg(sid)
         if journal_messages:
             msg = _merge_message(msg, facts, sid)
-        err_fact = errors.get(sid) if errors else None
-        st = status.get(sid)
-        deadline = Deadline()
-        state, reason, stale, evidence, settled, since_hint = _decide(
-            s, st, sid in active, msg, pending, busy,
-            err_fact.error if err_fact else None, status_at.get(sid), ask_at, now, grace,
-            facts.carried_errors.get(sid), facts.carried_status_at.get(sid), deadline,
+        info = msg.info if msg is not None else None
+        err_fact = get_error(sid) if get_error is not None else None
+        st = get_status(sid)
+        state, reason, stale, evidence, settled, since_hint, ended = _decide(
+            sid, s, st, sid in active, msg, info, pending, busy,
+            err_fact.error if err_fact is not None else None, get_status_at(sid), ask_at, now,
+            grace, facts, deadline,
         )
         updated = s.time.updated / 1000.0
-        if msg is not None:
-            mt = msg.info.time
+        if info is not None:
+            mt = info.time
             mtime = (mt.completed or mt.created) / 1000.0
             if mtime > updated:
                 updated = mtime
-        seen = touched.get(sid)
+        seen = get_touched(sid)
         if seen is not None and seen > updated:
             updated = seen
-        old = prev.get(key)
+        old = get_prev(key)
         since: float | None
         if old is not None and old.state == state and old.reason == reason and old.since:
             since = old.since
         else:
             since = since_hint or updated or None
-        if not link.reachable:
-            evidence = [
-                f"server unreachable{': ' + link.error if link.error else ''}; "
-                f"last known state: {state}{' (' + reason + ')' if reason else ''}",
-                *evidence,
-            ]
-            state, reason, stale, settled = "unknown", None, False, False
+        if not reachable:
+            evidence = (_unreachable(link, state, reason), *evidence)
+            state, reason, stale, settled, ended = "unknown", None, False, False, None
             keep = old is not None and old.state == "unknown"
             since = old.since if keep and old is not None else (link.since or since)
-        info = msg.info if msg is not None else None
         err = info.error if info is not None and info.role == "assistant" else None
         if err is None and err_fact is not None:
             err = err_fact.error
         cost = s.cost
         tokens = s.tokens.total if s.tokens is not None else None
-        if cost is None and info is not None:
-            cost = info.cost
-        if tokens is None and info is not None and info.tokens is not None:
-            tokens = info.tokens.total
-        kids = children.get(sid)
-        is_retry = st is not None and st.type == "retry"
+        if info is not None:
+            if cost is None:
+                cost = info.cost
+            if tokens is None and info.tokens is not None:
+                tokens = info.tokens.total
+        retrying = st if st is not None and st.type == "retry" else None
         row = rows[key] = SessionRow(
             server, sid, s.title, s.directory, s.parent_id, state, reason, stale,
-            tuple(evidence), pending, since, updated or None, cost, tokens, settled,
+            evidence, pending, since, updated or None, cost, tokens, settled,
             err.text if err is not None else None,
-            st.attempt if is_retry else None,  # type: ignore[union-attr]
-            st.message if is_retry else None,  # type: ignore[union-attr]
-            ms(st.next) if is_retry else None,  # type: ignore[union-attr]
-            _kids(kids),
-            _ended(msg) if stale else None,
+            retrying.attempt if retrying is not None else None,
+            retrying.message if retrying is not None else None,
+            ms(retrying.next) if retrying is not None else None,
+            kids, ended,
         )
         if cache is not None:
             # reused until the decision could come out differently as time passes
@@ -371,14 +405,24 @@ def _derive(
     return rows
 
 
-Decision = tuple[str, str | None, bool, list[str], bool, float | None]
+def _unreachable(link: Link, state: str, reason: str | None) -> str:
+    """The evidence line a row gets while the server cannot be reached."""
+    return (f"server unreachable{': ' + link.error if link.error else ''}; "
+            f"last known state: {state}{' (' + reason + ')' if reason else ''}")
+
+
+#: (state, reason, stale, evidence, settled, since_hint, ended): `ended` is, for a stale row, how
+#: the messages show the run ended although the server still reports busy
+Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None, str | None]
 
 
 def _decide(
+    sid: str,
     s: Session,
     st: SessionStatus | None,
     in_active: bool,
     msg: Message | None,
+    info: MessageInfo | None,
     pending: tuple[Pending, ...],
     busy_children: Sequence[str],
     stream_error: MessageError | None,
@@ -386,130 +430,167 @@ def _decide(
     ask_at: dict[str, float],
     now: float,
     grace: float,
-    carried_error: ErrorFact | None = None,
-    carried_at: float | None = None,
-    deadline: Deadline | None = None,
+    facts: Facts,
+    deadline: Deadline,
 ) -> Decision:
-    """One session's (state, reason, stale, evidence, settled, since_hint).
-
-    `carried_*`: what the journal kept across a snapshot cut; read only for a run that the
-    snapshot shows unfinished (its final message may not have been saved yet)."""
-    info = msg.info if msg is not None else None
-    assistant = info if info is not None and info.role == "assistant" else None
-
+    """One session's Decision. `info` is `msg.info` (read once by the caller)."""
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
-        ev = []
-        for p in pending:
-            where = "" if p.session_id == s.id else f" (sub-agent {p.session_id})"
-            ev.append(f"{p.summary}{where}")
-        if st is not None:
-            ev.append(f"server reports {st.type} while waiting")
-        times = [ask_at[p.id] for p in pending if p.id in ask_at]
-        return "input", None, False, ev, True, min(times) if times else None
-
-    # 2. retry
-    if st is not None and st.type == "retry":
-        ev = [f"retry attempt {st.attempt if st.attempt is not None else '?'}"
-              + (f": {st.message}" if st.message else "")]
-        if st.next:
-            ev.append(f"next attempt at {clock_text(st.next / 1000)}")
-        return "retry", None, False, ev, True, status_at
-
-    # 3. busy (stale detection)
-    if (st is not None and st.type == "busy") or in_active or (
-        st is not None and st.type not in ("idle", "retry")
-    ):
-        label = st.type if st is not None else "running (/api/session/active)"
-        return _busy(label, msg, assistant, busy_children, status_at, now, grace,
-                     deadline or Deadline())
-
-    # 4./5. absent from the status map (or idle)
-    if st is not None and st.reason:
-        reason = SERVER_REASONS.get(st.reason)
-        if reason is not None:
-            state = "unknown" if reason == "interrupted" else "idle"
-            return state, reason, False, [f"server reports idle, reason {st.reason}"], True, \
-                status_at
-    if msg is None:
+        return _input(s.id, st, pending, ask_at)
+    if st is not None:
+        kind = st.type
+        # 2. retry
+        if kind == "retry":
+            return _retry(st, status_at)
+        # 3. busy (stale detection): busy, or a state this monitor does not know
+        if kind != "idle" or in_active:
+            return _busy(kind, msg, info, busy_children, status_at, now, grace, deadline)
+        # 4. idle with a reason the server gave
+        if st.reason:
+            reason = SERVER_REASONS.get(st.reason)
+            if reason is not None:
+                state = "unknown" if reason == "interrupted" else "idle"
+                return state, reason, False, (f"server reports idle, reason {st.reason}",), \
+                    True, status_at, None
+    elif in_active:
+        return _busy("running (/api/session/active)", msg, info, busy_children, status_at, now,
+                     grace, deadline)
+    # 5. absent from the status map (or idle): the messages tell
+    if msg is None or info is None:
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
-        return "idle", None, False, ["no messages yet"], True, None
-    assert info is not None
-    if assistant is not None:
-        assert msg is not None
-        ended = outcome(msg)
-        done = ms(assistant.time.completed)
-        if ended is not None:
-            return "idle", ended[0], False, [ended[1]], True, done or status_at
-        if stream_error is None and carried_error is not None:
-            stream_error = carried_error.error
-        if stream_error is not None:
-            return _idle_error(stream_error, "session.error event", status_at or carried_at)
-        # absent, but the run visibly did not end: unknown
-        open_tools = [p for p in (msg.parts if msg else ()) if p.is_open_tool]
-        if done is None:
-            what = "last assistant message never completed"
-        else:
-            what = (f"last assistant step completed at {clock_text(done)} with finish "
-                    f"{assistant.finish!r}, and no next step followed")
-        if open_tools:
-            what += f"; tool {open_tools[0].tool or '?'} left {open_tools[0].state.status}"  # type: ignore[union-attr]
-        start = max(filter(None, [status_at or carried_at, done, ms(assistant.time.created)]),
-                    default=now)
-        if now - start <= grace:
-            if deadline is not None:
-                deadline.by(start + grace)
-            return "unknown", None, False, [
-                "server reports not busy; " + what + " (waiting for the final message)"
-            ], False, status_at
-        return "unknown", "interrupted", False, [
-            "server reports not busy (absent from the status map)", what,
-            "the run was cut off (server restart or crash?)"], True, start
-    # the last message is a user prompt with no reply
+        return "idle", None, False, ("no messages yet",), True, None, None
+    if info.role == "assistant":
+        return _not_running(sid, msg, info, stream_error, status_at, now, grace, facts, deadline)
+    return _unanswered(info, stream_error, status_at, now, grace, deadline)
+
+
+def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
+           ask_at: dict[str, float]) -> Decision:
+    """Requests open here or in a descendant: the user is asked for input."""
+    ev = [p.summary if p.session_id == sid else f"{p.summary} (sub-agent {p.session_id})"
+          for p in pending]
+    if st is not None:
+        ev.append(f"server reports {st.type} while waiting")
+    times = [ask_at[p.id] for p in pending if p.id in ask_at] if ask_at else None
+    return "input", None, False, tuple(ev), True, min(times) if times else None, None
+
+
+def _retry(st: SessionStatus, status_at: float | None) -> Decision:
+    attempt = f"retry attempt {st.attempt if st.attempt is not None else '?'}"
+    if st.message:
+        attempt += f": {st.message}"
+    if st.next:
+        return "retry", None, False, (
+            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, status_at, None
+    return "retry", None, False, (attempt,), True, status_at, None
+
+
+def _not_running(
+    sid: str,
+    msg: Message,
+    info: MessageInfo,
+    stream_error: MessageError | None,
+    status_at: float | None,
+    now: float,
+    grace: float,
+    facts: Facts,
+    deadline: Deadline,
+) -> Decision:
+    """Not running, and the last message is the assistant's: how (or whether) the run ended.
+
+    A run the snapshot shows unfinished reads what the journal carried across a snapshot cut
+    (the run's final message may not have been saved yet)."""
+    times = info.time
+    completed = times.completed
+    done = completed / 1000.0 if completed else None
+    ended = outcome(msg, info, done)
+    if ended is not None:
+        return "idle", ended[0], False, (ended[1],), True, done or status_at, None
+    carried_error = facts.carried_errors.get(sid)
+    carried_at = facts.carried_status_at.get(sid)
+    if stream_error is None and carried_error is not None:
+        stream_error = carried_error.error
+    if stream_error is not None:
+        return _idle_error(stream_error, "session.error event", status_at or carried_at)
+    # absent, but the run visibly did not end: unknown
+    if done is None:
+        what = "last assistant message never completed"
+    else:
+        what = (f"last assistant step completed at {clock_text(done)} with finish "
+                f"{info.finish!r}, and no next step followed")
+    tool = _open_tool(msg)
+    if tool is not None:
+        what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
+    start = max(filter(None, [status_at or carried_at, done, ms(times.created)]), default=now)
+    if now - start <= grace:
+        deadline.by(start + grace)
+        return "unknown", None, False, (
+            "server reports not busy; " + what + " (waiting for the final message)",
+        ), False, status_at, None
+    return "unknown", "interrupted", False, (
+        "server reports not busy (absent from the status map)", what,
+        "the run was cut off (server restart or crash?)"), True, start, None
+
+
+def _unanswered(
+    info: MessageInfo,
+    stream_error: MessageError | None,
+    status_at: float | None,
+    now: float,
+    grace: float,
+    deadline: Deadline,
+) -> Decision:
+    """Not running, and the last message is a user prompt with no reply."""
     if stream_error is not None:
         return _idle_error(stream_error, "session.error event", status_at)
-    created = ms(info.time.created) or now
+    sent = info.time.created
+    created = ms(sent) or now
     start = max(created, status_at or 0.0)
-    if deadline is not None and not info.time.created:
+    if not sent:
         deadline.by(now)  # the evidence reads the clock itself: never reuse it
     if now - start <= grace:
-        if deadline is not None:
-            deadline.by(start + grace)
-        return "unknown", None, False, [
+        deadline.by(start + grace)
+        return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
-            "busy (waiting)"], False, status_at
-    if deadline is not None:
-        deadline.tick(now, created)
-    return "unknown", None, False, [
+            "busy (waiting)",), False, status_at, None
+    deadline.tick(now, created)
+    return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
-        "server does not report busy (absent from the status map)"], True, start
+        "server does not report busy (absent from the status map)"), True, start, None
+
+
+def _open_tool(msg: Message) -> Part | None:
+    """The message's first tool call still pending or running, if any."""
+    for part in msg.parts:
+        if part.is_open_tool:
+            return part
+    return None
 
 
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
 _REFUSALS = ("rejected", "dismissed")
 
 
-def outcome(msg: Message) -> tuple[str, str] | None:
+def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, str] | None:
     """How an assistant message ended a run: (reason, evidence), or None if it did not end one.
+    `info` is `msg.info` (an assistant's), `done` its completion time in seconds (or None).
 
     An error ends it (aborted for MessageAbortedError); a completed message with a terminal finish
     completes it; a `tool-calls` step whose tool the user refused (a rejected permission or a
     dismissed question) ends it too: the server stops there, with no error on the message.
     """
-    info = msg.info
-    if info.role != "assistant":
-        return None
-    if info.error is not None:
-        if info.error.name == "MessageAbortedError":
-            return "aborted", f"last assistant message: aborted ({info.error.name})"
-        return "error", f"last assistant message: {info.error.text}"
-    done = ms(info.time.completed)
+    error = info.error
+    if error is not None:
+        if error.name == "MessageAbortedError":
+            return "aborted", f"last assistant message: aborted ({error.name})"
+        return "error", f"last assistant message: {error.text}"
     if done is None:
         return None
-    if info.finish not in NON_TERMINAL_FINISH:
+    finish = info.finish
+    if finish not in NON_TERMINAL_FINISH:
         return "completed", (f"last assistant message completed at {clock_text(done)}"
-                             f" (finish: {info.finish or 'none'})")
+                             f" (finish: {finish or 'none'})")
     for part in msg.parts:
         st = part.state
         if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
@@ -521,60 +602,62 @@ def outcome(msg: Message) -> tuple[str, str] | None:
 
 def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
     if err.name == "MessageAbortedError":
-        return "idle", "aborted", False, [f"{where}: aborted ({err.name})"], True, at
-    return "idle", "error", False, [f"{where}: {err.text}"], True, at
+        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at, None
+    return "idle", "error", False, (f"{where}: {err.text}",), True, at, None
 
 
 def _busy(
     label: str,
     msg: Message | None,
-    assistant: MessageInfo | None,
+    info: MessageInfo | None,
     busy_children: Sequence[str],
     status_at: float | None,
     now: float,
     grace: float,
     deadline: Deadline,
 ) -> Decision:
-    reported = f"server reports {label}" + (
-        f" since {clock_text(status_at)}" if status_at else "")
-    if msg is None:
-        return "busy", None, False, [reported, "no message yet"], True, status_at
-    if assistant is None:
-        return "busy", None, False, [reported, "last message is a prompt (run starting)"], True, \
-            status_at
-    open_tools = [p for p in msg.parts if p.is_open_tool]
-    done = ms(assistant.time.completed)
-    ended = outcome(msg) if done is not None else None
-    terminal = ended is not None
-    if not terminal or open_tools or busy_children:
+    reported = (f"server reports {label} since {clock_text(status_at)}" if status_at
+                else f"server reports {label}")
+    if msg is None or info is None:
+        return "busy", None, False, (reported, "no message yet"), True, status_at, None
+    if info.role != "assistant":
+        return "busy", None, False, (reported, "last message is a prompt (run starting)"), True, \
+            status_at, None
+    tool = _open_tool(msg)
+    times = info.time
+    completed = times.completed
+    done = completed / 1000.0 if completed else None
+    ended = outcome(msg, info, done) if done is not None else None
+    if ended is None or tool is not None or busy_children:
         ev = [reported]
-        if open_tools:
-            t = open_tools[0]
-            ev.append(f"tool {t.tool or '?'} {t.state.status if t.state else '?'}")
+        if tool is not None:
+            ev.append(f"tool {tool.tool or '?'} {tool.state.status if tool.state else '?'}")
         if busy_children:
             ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
         if done is None:
-            started = ms(assistant.time.created) or now
-            if not assistant.time.created:
+            started = ms(times.created) or now
+            if not times.created:
                 deadline.by(now)
             ev.append(f"assistant message streaming since {clock_text(started)}")
-        elif not terminal:
-            ev.append(f"step finished with {assistant.finish!r}; next step pending")
-        return "busy", None, False, ev, True, status_at
+        elif ended is None:
+            ev.append(f"step finished with {info.finish!r}; next step pending")
+        return "busy", None, False, tuple(ev), True, status_at, None
     assert done is not None
     held_since = max(done, status_at or 0.0)
-    assert ended is not None
     deadline.tick(now, done)
-    facts = [
+    since_done = ago(now, done)
+    facts = (
         reported,
-        f"{ended[1]}, {ago(now, done)}",
+        f"{ended[1]}, {since_done}",
         "no tool call pending or running",
         "nothing asked; no sub-agent busy",
-    ]
+    )
     if now - held_since > grace:
         deadline.tick(now, held_since)
-        return "busy", None, True, [
-            f"STALE: run ended {ago(now, held_since)} but the server still reports {label}",
-            *facts], True, status_at
+        held = since_done if held_since == done else ago(now, held_since)
+        return "busy", None, True, (
+            f"STALE: run ended {held} but the server still reports {label}",
+            *facts), True, status_at, ended[0]
     deadline.by(held_since + grace)
-    return "busy", None, False, [*facts, f"within the {grace:g}s grace period"], True, status_at
+    return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, \
+        status_at, None
