@@ -37,6 +37,14 @@ def test_duration(seconds: float | None, expected: str) -> None:
     assert fmt.duration(seconds) == expected
 
 
+@pytest.mark.parametrize(("ago", "expected"), [
+    (None, "–"), (0, "now"), (4.9, "now"), (5, "5s ago"), (59, "59s ago"), (60, "1m ago"),
+    (7200, "2h ago"), (3 * 86400, "3d ago"), (-3, "now")])
+def test_age_reads_now_while_a_session_streams(ago: float | None, expected: str) -> None:
+    now = 1000.0
+    assert fmt.age(None if ago is None else now - ago, now) == expected
+
+
 def test_money_tokens_folder() -> None:
     assert fmt.money(None) == "–" and fmt.money(0) == "$0"
     assert fmt.money(0.0125) == "$0.013" and fmt.money(12.345) == "$12.35"

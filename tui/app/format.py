@@ -69,11 +69,18 @@ def matches_text(row: SessionRow, needle: str) -> bool:
     return any(needle in s.casefold() for s in (row.title, row.id, row.directory))
 
 
+JUST_NOW = 5
+"""Seconds within which activity reads `now`: a streaming session would otherwise flip
+between `0s ago` and `1s ago` on almost every redraw."""
+
+
 def age(t: float | None, now: float) -> str:
     """How long ago `t` was, coarse (`12s`, `3m`, `2h`, `5d`); `–` when unknown."""
     if t is None:
         return "–"
     s = max(0, int(now - t))
+    if s < JUST_NOW:
+        return "now"
     if s < 60:
         return f"{s}s ago"
     if s < 3600:
