@@ -63,6 +63,11 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
             source.set(view)
             await pilot.pause(0.3)
             assert paint(t) == paint_from_scratch(t)
+        # the cursor moves down and back: only the rows it leaves and reaches look different
+        for key in ("down", "down", "up"):
+            await pilot.press(key)
+            assert paint(t) == paint_from_scratch(t)
+        await pilot.press("up")
         # an unread mark comes and goes on one title
         t.set_unread({(A, "ses_busy")})
         await pilot.pause()

@@ -46,7 +46,7 @@ from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
-PULL_INTERVAL = 0.1
+PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 10 redraws a second); also how often the timer
 checks whether a second has passed since the last pull."""
 TICK_INTERVAL = 1.0
