@@ -1,8 +1,9 @@
 """The ocwatch Textual app: a consumer of Views, built by `create_app()` for the CLI and tests.
 
-One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag. A 10 Hz
-timer pulls `source.current(now)` when the flag is set (so a flood of changes becomes one redraw),
-and at least once a second so times count up and grace periods expire on screen. Each new View is
+One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag and, at
+most PULL_INTERVAL after the last pull, `source.current(now)` is pulled (so a flood of changes
+becomes at most 20 redraws a second); a timer also pulls at least once a second so times count
+up and grace periods expire on screen. Each new View is
 compared with the previous one: the transitions feed the alerts and the unread marks.
 
 Actions (abort, reply, answer) go through an `Actions` object (`tui.app.actions`); the View, not
@@ -47,7 +48,7 @@ from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
 PULL_INTERVAL = 0.05
-"""Least seconds between two pulls (at most 10 redraws a second); also how often the timer
+"""Least seconds between two pulls (at most 20 redraws a second); also how often the timer
 checks whether a second has passed since the last pull."""
 TICK_INTERVAL = 1.0
 """Seconds between pulls even without a change (time in state counts up)."""
@@ -175,7 +176,7 @@ class OcwatchApp(App[None]):
 
         The first change after a quiet spell is pulled at once; a change that follows a pull
         within PULL_INTERVAL is pulled when that interval is up (a one-shot timer, so it never
-        waits longer): a flood becomes at most ten redraws a second."""
+        waits longer): a flood becomes at most 20 redraws a second."""
         if self._dirty:
             return
         self._dirty = True
