@@ -442,22 +442,23 @@ class SessionTable(DataTable[Text]):
         rows = moved | {rk for rk, _ in cells}
         if not rows:
             return
-        indexes = {self._row_locations.get(k) for k in rows}
+        located = (self._row_locations.get(k) for k in rows)
+        indexes = {i for i in located if i is not None}
         # (an LRUCache has keys() but no __iter__: hence the noqa)
         cell_cache = self._cell_render_cache
-        for key in [key for key in cell_cache.keys() if key[:2] in cells]:  # noqa: SIM118
-            cell_cache.discard(key)
+        for ckey in [ckey for ckey in cell_cache.keys() if ckey[:2] in cells]:  # noqa: SIM118
+            cell_cache.discard(ckey)
         row_cache = self._row_render_cache
-        for key in [key for key in row_cache.keys() if key[0] in rows]:  # noqa: SIM118
-            row_cache.discard(key)
+        for rowkey in [rowkey for rowkey in row_cache.keys() if rowkey[0] in rows]:  # noqa: SIM118
+            row_cache.discard(rowkey)
         renderables = self._row_renderable_cache
         for rkey in [rkey for rkey in renderables.keys() if rkey[1] in indexes]:  # noqa: SIM118
             renderables.discard(rkey)
         # every row is one line high: row i is line i below the header
         lines = {self.header_height + i for i in indexes}
         line_cache = self._line_cache
-        for key in [key for key in line_cache.keys() if key[0] in lines]:  # noqa: SIM118
-            line_cache.discard(key)
+        for lkey in [lkey for lkey in line_cache.keys() if lkey[0] in lines]:  # noqa: SIM118
+            line_cache.discard(lkey)
         if len(indexes) > REPAINT_ALL:
             self.refresh()
         else:
@@ -503,7 +504,8 @@ class SessionTable(DataTable[Text]):
                   for seg in line] for line in lines]
         row_key = self._row_locations.get_key(row_index)
         column_key = self._column_locations.get_key(column_index)
-        self._cell_render_cache[(row_key, column_key, base_style, cursor, hover,
-                                 self._show_hover_cursor, self._update_count,
-                                 self._pseudo_class_state)] = lines
+        if row_key is not None and column_key is not None:
+            self._cell_render_cache[(row_key, column_key, base_style, cursor, hover,
+                                     self._show_hover_cursor, self._update_count,
+                                     self._pseudo_class_state)] = lines
         return lines
