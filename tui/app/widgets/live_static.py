@@ -8,17 +8,18 @@ from textual.widgets import Static
 
 class LiveStatic(Static):
     """`show_content()` repaints only when the content (text or styles) changed, and asks for
-    a new layout of the screen only when its text changed length or line count: a layout
-    re-renders every widget, the 2,000-row table included, ten times a second under a stream."""
+    a new layout of the screen only when the length of one of its lines changed (so may its
+    wrapping, hence its height): a layout re-renders every widget, the 2,000-row table
+    included, up to twenty times a second under a stream."""
 
     _shown: tuple[str, tuple[object, ...]] | None = None
+    _widths: tuple[int, ...] = ()
 
     def show_content(self, content: Content) -> None:
         key = (content.plain, tuple(content.spans))
-        before = self._shown
-        if key == before:
+        if key == self._shown:
             return
-        self._shown = key
-        relayout = before is None or len(before[0]) != len(key[0]) or (
-            before[0].count("\n") != key[0].count("\n"))
+        widths = tuple(len(line) for line in content.plain.split("\n"))
+        relayout = self._shown is None or widths != self._widths
+        self._shown, self._widths = key, widths
         self.update(content, layout=relayout)
