@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from tui.app.heap import HeapKeeper
 
+from . import views
 from .conftest import make_app
 
 
@@ -47,3 +48,17 @@ async def test_the_app_freezes_once_sessions_show_and_unfreezes_on_exit() -> Non
         await pilot.pause(0.2)
         assert app.heap.frozen and gc.get_freeze_count() > 0
     assert not app.heap.frozen and gc.get_freeze_count() == 0
+
+
+async def test_the_frozen_heap_is_refreshed_under_a_steady_stream_of_changes() -> None:
+    app, source = make_app()
+    app.heap = HeapKeeper(refreeze=0.5)
+    async with app.run_test() as pilot:
+        await pilot.pause(0.3)
+        first = app.heap.frozen_at
+        assert first is not None
+        view = views.every_state()
+        for i in range(8):  # a change every 0.2 s: the app pulls more than once a second
+            source.set(views.with_row(view, (views.A, "ses_busy"), cost=float(i)))
+            await pilot.pause(0.2)
+        assert app.heap.frozen_at != first

@@ -194,7 +194,7 @@ class OcwatchApp(App[None]):
         """Pull at least once a second, changed or not (times count up, grace periods end)."""
         if time.monotonic() - self._pulled_at >= TICK_INTERVAL:
             self.pull()
-            self.heap.maintain()
+        self.heap.maintain()
 
     def pull(self) -> None:
         """Read the source's current View and show it."""
