@@ -185,7 +185,7 @@ class Layouts:
             if before is None or before[1] != facts:
                 same = False
             seen[key] = (row, facts)
-        self._seen = seen
         if not same or not old:
             self.lines = layout(rows, sort=sort, reverse=reverse, collapsed=folded, match=match)
+        self._seen = seen
         return self.lines

@@ -327,6 +327,8 @@ class SessionTable(DataTable[Text]):
         same_context = context == self._shown_for
         self._shown_for = context
         key_str = self._key_strs
+        if len(key_str) > 2 * len(view.rows) + 64:  # sessions come and go: keep it bounded
+            self._key_strs = key_str = {k: v for k, v in key_str.items() if k in view.rows}
         wanted = {key_str.get(line.key) or self._key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
