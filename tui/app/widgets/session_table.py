@@ -1,16 +1,19 @@
 """The session table: View rows as a tree in a DataTable, updated in place by row key.
 
 Each refresh (dolphie style, inside `batch_update()`): rows that left the display are removed,
-only the cells whose rendering changed are updated, new rows are added with their key, then the
-rows are put in tree order. The cursor stays on the same session and the scroll offset stays
-put. The table is cleared only when the columns change (a resize) or when more than BULK_REMOVE
-rows leave at once (a filter): then the remaining rows are re-added from the render cache.
+rows the View reused unchanged are skipped, only the cells whose rendering changed are updated,
+new rows are added with their key, then the rows are put in tree order. The cursor stays on the
+same session and the scroll offset stays put. The table is cleared only when the columns change
+(a resize) or when more than BULK_REMOVE rows leave at once (a filter): then the remaining rows
+are re-added from the render cache.
 
 DataTable internals are touched, as `DataTable.sort()` and `update_cell()` themselves do:
 `_row_locations` (to apply an explicit tree order), `_data` (to replace cells), and the render
-caches, which are dropped for the changed rows only (`_rerender`): DataTable itself would
-invalidate every cached cell on any change. `tests/app/test_table_render.py` checks that what
-the table paints equals what a freshly built DataTable paints.
+caches, which are dropped for the changed cells and rows only (`_rerender`): DataTable itself
+would invalidate every cached cell on any change. Two render methods are wrapped: `_render_cell`
+gives a moved row's cached cells their new index, and `_render_line_in_row` keeps the rows the
+cursor is not on cached across cursor moves. `tests/app/test_table_render.py` checks that what
+the table paints equals what it paints with every cache dropped.
 """
 
 from __future__ import annotations
