@@ -20,14 +20,17 @@ from __future__ import annotations
 
 import gc
 import math
+from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
+from typing import Any
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual._two_way_dict import TwoWayDict
 from textual.binding import Binding
+from textual.cache import LRUCache
 from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.theme import Theme
@@ -60,6 +63,13 @@ class _Shown:
     cells: list[Text]
     row: SessionRow | None  # the View row rendered (None: compare the inputs again)
     line: TreeLine | None
+
+
+def _discard(cache: LRUCache[Any, Any], drop: Callable[[Any], bool]) -> None:
+    """Remove the entries whose key `drop` selects from one of DataTable's render caches."""
+    # (an LRUCache has keys() but no __iter__: hence the noqa)
+    for key in [key for key in cache.keys() if drop(key)]:  # noqa: SIM118
+        cache.discard(key)
 
 
 def row_key_str(key: Key) -> str:
@@ -98,7 +108,6 @@ class SessionTable(DataTable[Text]):
         self._title_width = MIN_TITLE
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
-        self._key_strs: dict[Key, str] = {}
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
         self._row_keys: dict[str, RowKey] = {}
@@ -118,9 +127,7 @@ class SessionTable(DataTable[Text]):
         # together once a second, instead of some row ticking on almost every redraw (each
         # changed cell makes the table re-render its visible lines).
         self._now = self.cells.now = float(math.floor(now))
-        marks = frozenset(unread)
-        self._forget(marks ^ self.cells.unread)
-        self.cells.unread = marks
+        self._mark_unread(unread)
         self.collapsed = {k for k in self.collapsed if k in view.rows}
         self._sync()
 
@@ -147,10 +154,7 @@ class SessionTable(DataTable[Text]):
     def set_unread(self, unread: AbstractSet[Key]) -> None:
         """Mark these rows as changed while the user looked elsewhere (only their titles are
         redrawn)."""
-        marks = frozenset(unread)
-        if marks != self.cells.unread:
-            self._forget(marks ^ self.cells.unread)
-            self.cells.unread = marks
+        if self._mark_unread(unread):
             self._sync()
 
     def set_sort(self, column: str, reverse: bool | None = None) -> None:
@@ -329,10 +333,7 @@ class SessionTable(DataTable[Text]):
         context = (self._now, multi)
         same_context = context == self._shown_for
         self._shown_for = context
-        key_str = self._key_strs
-        if len(key_str) > 2 * len(view.rows) + 64:  # sessions come and go: keep it bounded
-            self._key_strs = key_str = {k: v for k, v in key_str.items() if k in view.rows}
-        wanted = {key_str.get(line.key) or self._key_str(line.key): line for line in self.lines}
+        wanted = {row_key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
         updated: set[tuple[RowKey, ColumnKey]] = set()  # cells replaced in place
@@ -394,16 +395,17 @@ class SessionTable(DataTable[Text]):
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
 
-    def _key_str(self, key: Key) -> str:
-        k = self._key_strs[key] = row_key_str(key)
-        return k
-
-    def _forget(self, keys: AbstractSet[Key]) -> None:
-        """Make the next refresh compare these rows' render inputs again."""
-        for key in keys:
+    def _mark_unread(self, unread: AbstractSet[Key]) -> bool:
+        """Set the rows with an unread mark; the rows whose mark changed are compared again on
+        the next refresh. True when any mark changed."""
+        marks = frozenset(unread)
+        flipped = marks ^ self.cells.unread
+        self.cells.unread = marks
+        for key in flipped:
             cached = self._cache.get(row_key_str(key))
             if cached is not None:
                 cached.row = None
+        return bool(flipped)
 
     def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
         """Keep the cursor on the same session after rows moved. Unless asked to, do not
@@ -449,21 +451,12 @@ class SessionTable(DataTable[Text]):
             return
         located = (self._row_locations.get(k) for k in rows)
         indexes = {i for i in located if i is not None}
-        # (an LRUCache has keys() but no __iter__: hence the noqa)
-        cell_cache = self._cell_render_cache
-        for ckey in [ckey for ckey in cell_cache.keys() if ckey[:2] in cells]:  # noqa: SIM118
-            cell_cache.discard(ckey)
-        row_cache = self._row_render_cache
-        for rowkey in [rowkey for rowkey in row_cache.keys() if rowkey[0] in rows]:  # noqa: SIM118
-            row_cache.discard(rowkey)
-        renderables = self._row_renderable_cache
-        for rkey in [rkey for rkey in renderables.keys() if rkey[1] in indexes]:  # noqa: SIM118
-            renderables.discard(rkey)
+        _discard(self._cell_render_cache, lambda key: key[:2] in cells)
+        _discard(self._row_render_cache, lambda key: key[0] in rows)
+        _discard(self._row_renderable_cache, lambda key: key[1] in indexes)
         # every row is one line high: row i is line i below the header
         lines = {self.header_height + i for i in indexes}
-        line_cache = self._line_cache
-        for lkey in [lkey for lkey in line_cache.keys() if lkey[0] in lines]:  # noqa: SIM118
-            line_cache.discard(lkey)
+        _discard(self._line_cache, lambda key: key[0] in lines)
         if len(indexes) > REPAINT_ALL:
             self.refresh()
         else:
