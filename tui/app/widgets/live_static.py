@@ -13,13 +13,16 @@ class LiveStatic(Static):
     included, up to twenty times a second under a stream."""
 
     _shown: tuple[str, tuple[object, ...]] | None = None
-    _widths: tuple[int, ...] = ()
 
     def show_content(self, content: Content) -> None:
         key = (content.plain, tuple(content.spans))
-        if key == self._shown:
+        before = self._shown
+        if key == before:
             return
-        widths = tuple(len(line) for line in content.plain.split("\n"))
-        relayout = self._shown is None or widths != self._widths
-        self._shown, self._widths = key, widths
+        self._shown = key
+        relayout = before is None or _line_lengths(before[0]) != _line_lengths(key[0])
         self.update(content, layout=relayout)
+
+
+def _line_lengths(text: str) -> list[int]:
+    return [len(line) for line in text.split("\n")]
