@@ -3,22 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
-
-if TYPE_CHECKING:
-    from ..app import OcwatchApp
+from .view_screen import ViewScreen
 
 Key = tuple[str, str]
 Part = str | tuple[str, str]
@@ -215,7 +212,7 @@ def children_of(row: SessionRow, view: View) -> list[SessionRow]:
     return [view.rows[(row.server, i)] for i in ids if (row.server, i) in view.rows]
 
 
-class DetailScreen(Screen[None]):
+class DetailScreen(ViewScreen):
     """Everything the View knows about one session; updates live."""
 
     BINDINGS = [
@@ -237,13 +234,6 @@ class DetailScreen(Screen[None]):
         """The session this screen shows (the user is looking at it)."""
         return self.key
 
-    @property
-    def ocwatch(self) -> OcwatchApp:
-        from ..app import OcwatchApp
-
-        assert isinstance(self.app, OcwatchApp)
-        return self.app
-
     def compose(self) -> ComposeResult:
         yield Static(id="detail-title")
         with VerticalScroll(id="detail-body"):
@@ -264,15 +254,8 @@ class DetailScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.ocwatch.view_changed.subscribe(self, self._on_view)
-        self.show_view()
+        self.follow_view()
         self.query_one("#detail-body").focus()
-
-    def on_screen_resume(self) -> None:
-        self.show_view()
-
-    def _on_view(self, _view: View) -> None:
-        self.show_view()
 
     def show_view(self) -> None:
         """Display the session from the app's latest View (the last known row if it is gone)."""

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.core.view import View
@@ -16,9 +13,7 @@ from .. import format as fmt
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
 from ..widgets.summary import FilterStatus, Summary
-
-if TYPE_CHECKING:
-    from ..app import OcwatchApp
+from .view_screen import ViewScreen
 
 STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
 """`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
@@ -57,7 +52,7 @@ def empty_message(view: View | None, urls: list[str], shown: int) -> Content | N
         (" (or opencode run \"…\") in a project folder; it shows up here.", ""))
 
 
-class MainScreen(Screen[None]):
+class MainScreen(ViewScreen):
     """Every session of every server, as a tree."""
 
     AUTO_FOCUS = "SessionTable"
@@ -88,26 +83,12 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     @property
-    def ocwatch(self) -> OcwatchApp:
-        from ..app import OcwatchApp
-
-        assert isinstance(self.app, OcwatchApp)
-        return self.app
-
-    @property
     def table(self) -> SessionTable:
         return self.query_one(SessionTable)
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.ocwatch.view_changed.subscribe(self, self._on_view)
-        self.show_view()
-
-    def on_screen_resume(self) -> None:
-        self.show_view()
-
-    def _on_view(self, _view: View) -> None:
-        self.show_view()
+        self.follow_view()
 
     def show_view(self) -> None:
         """Display the app's latest View."""

@@ -1,0 +1,39 @@
+"""A screen that shows the app's latest View."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from textual.screen import Screen
+
+from tui.core.view import View
+
+if TYPE_CHECKING:
+    from ..app import OcwatchApp
+
+
+class ViewScreen(Screen[None]):
+    """Shows the app's latest View with `show_view()`: once `follow_view()` is called (from
+    `on_mount`), on every new View, and whenever the screen comes back to the top."""
+
+    @property
+    def ocwatch(self) -> OcwatchApp:
+        from ..app import OcwatchApp
+
+        assert isinstance(self.app, OcwatchApp)
+        return self.app
+
+    def follow_view(self) -> None:
+        """Show the current View now and each new one as it comes."""
+        self.ocwatch.view_changed.subscribe(self, self._on_view)
+        self.show_view()
+
+    def on_screen_resume(self) -> None:
+        self.show_view()
+
+    def _on_view(self, _view: View) -> None:
+        self.show_view()
+
+    def show_view(self) -> None:
+        """Display the app's latest View."""
+        raise NotImplementedError
