@@ -3,8 +3,8 @@
 One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag and, at
 most PULL_INTERVAL after the last pull, `source.current(now)` is pulled (so a flood of changes
 becomes at most 20 redraws a second); a timer also pulls at least once a second so times count
-up and grace periods expire on screen. Each new View is
-compared with the previous one: the transitions feed the alerts and the unread marks.
+up and grace periods expire on screen. Each new View is compared with the previous one: the
+transitions feed the alerts and the unread marks.
 
 Actions (abort, reply, answer) go through an `Actions` object (`tui.app.actions`); the View, not
 the action, changes the rows.
