@@ -19,7 +19,7 @@ def session(sid: str, *, parent: str | None = None, directory: str = "/p/a", tit
                            "time": {"created": (updated - 50) * 1000, "updated": updated * 1000}}
     if parent:
         raw["parentID"] = parent
-    return Session.model_validate(raw)
+    return Session.parse(raw)
 
 
 def assistant(mid: str, sid: str, *, created: float, completed: float | None = None,
@@ -39,11 +39,11 @@ def assistant(mid: str, sid: str, *, created: float, completed: float | None = N
     parts = [{"id": f"prt_{mid}_{i}", "sessionID": sid, "messageID": mid, "type": "tool",
               "tool": "bash", "callID": f"call{i}", "state": {"status": st}}
              for i, st in enumerate(tools)]
-    return Message.model_validate({"info": info, "parts": parts})
+    return Message.parse({"info": info, "parts": parts})
 
 
 def user(mid: str, sid: str, *, created: float) -> Message:
-    return Message.model_validate({"info": {"id": mid, "sessionID": sid, "role": "user",
+    return Message.parse({"info": {"id": mid, "sessionID": sid, "role": "user",
                                             "time": {"created": created * 1000}}, "parts": []})
 
 
@@ -56,13 +56,13 @@ def retry(attempt: int = 2, message: str = "overloaded", next_: float = T0 + 5) 
 
 
 def permission(rid: str, sid: str, command: str = "git push") -> PermissionRequest:
-    return PermissionRequest.model_validate({
+    return PermissionRequest.parse({
         "id": rid, "sessionID": sid, "permission": "bash", "patterns": [command],
         "metadata": {"command": command}, "always": [f"{command.split()[0]} *"]})
 
 
 def question(rid: str, sid: str, text: str = "Which database?") -> QuestionRequest:
-    return QuestionRequest.model_validate({
+    return QuestionRequest.parse({
         "id": rid, "sessionID": sid, "questions": [{
             "question": text, "header": "DB",
             "options": [{"label": "Postgres", "description": ""},
@@ -106,5 +106,4 @@ def status_event(sid: str, type_: str, at: float, **extra: Any) -> Event:
 
 def message_event(msg: Message, at: float) -> Event:
     return event("message.updated", {"sessionID": msg.info.session_id,
-                                      "info": msg.info.model_dump(by_alias=True,
-                                                                  exclude_none=True)}, at)
+                                      "info": msg.info.to_wire()}, at)

@@ -4,6 +4,7 @@ where server text reaches the terminal."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap
@@ -44,7 +45,7 @@ def test_an_abort_reported_just_before_a_snapshot_survives_the_cut():
     assert info is not None and sess is not None
     now = info["time"]["created"] / 1000 + 20.05
     seq = journal.seq
-    s = Snapshot(SERVER, now, {sid: Session.model_validate(sess)}, {}, {}, {},
+    s = Snapshot(SERVER, now, {sid: Session.parse(sess)}, {}, {}, {},
                  {sid: Message(info=info, parts=())}, journal_seq=seq)
     journal.cut(seq)
     r = derive_server(s, journal.facts(), now + 0.01, S)[(SERVER, sid)]
@@ -128,8 +129,8 @@ def test_the_memo_sees_a_new_child_of_an_unchanged_parent():
     s = snap([session("p")], messages={"p": None})
     j, memo = Journal(), DeriveMemo()
     derive_server(s, j.facts(), T0, S, memo=memo)
-    j.add(Event("session.created", {"sessionID": "c", "info": session("c", parent="p").model_dump(
-        by_alias=True)}, None, T0))
+    child = session("c", parent="p").to_wire()
+    j.add(Event("session.created", {"sessionID": "c", "info": child}, None, T0))
     with_memo = derive_server(s, j.facts(), T0 + 1, S, memo=memo)
     assert with_memo[(SERVER, "p")].children == ("c",)
     assert with_memo == derive_server(s, j.facts(), T0 + 1, S)
@@ -138,9 +139,9 @@ def test_the_memo_sees_a_new_child_of_an_unchanged_parent():
 def test_stale_after_a_refusal_exits_like_the_idle_outcome():
     m = assistant("m2", "s1", created=T0 - 40, completed=T0 - 30, finish="tool-calls",
                   tools=("error",))
-    part = m.parts[0].model_copy(update={"state": m.parts[0].state.model_copy(
-        update={"error": "The user rejected permission to use this specific tool call."})})
-    m = m.model_copy(update={"parts": (part,)})
+    part = replace(m.parts[0], state=replace(
+        m.parts[0].state, error="The user rejected permission to use this specific tool call."))
+    m = replace(m, parts=(part,))
     r = derive_server(snap([session("s1")], status={"s1": busy()}, messages={"s1": m}), (), T0,
                       S)[(SERVER, "s1")]
     assert r.stale and r.ended == "aborted" and exit_code_for(r) == 3

@@ -86,7 +86,7 @@ async def demo() -> AsyncIterator[tuple[DemoServer, httpx.AsyncClient]]:
 
 async def last_assistant(client: httpx.AsyncClient, sid: str) -> Message:
     data = (await client.get(f"/session/{sid}/message", params={"limit": 5})).json()
-    return [Message.model_validate(m) for m in data if m["info"]["role"] == "assistant"][-1]
+    return [Message.parse(m) for m in data if m["info"]["role"] == "assistant"][-1]
 
 
 async def status(client: httpx.AsyncClient, directory: str = WEBSHOP) -> dict[str, Any]:
@@ -142,7 +142,7 @@ async def test_session_shape(demo: tuple[DemoServer, httpx.AsyncClient]) -> None
         assert {"created", "updated"} <= item["time"].keys()
         assert set(item["tokens"]) == {"input", "output", "reasoning", "cache"}
         assert set(item["tokens"]["cache"]) == {"read", "write"}
-    sessions = {s.id: s for s in map(Session.model_validate, raw)}
+    sessions = {s.id: s for s in map(Session.parse, raw)}
     assert {s.directory for s in sessions.values()} == {WEBSHOP, INFRA}
     assert sessions["ses_demo_markup"].title == MARKUP_TITLE
     assert sessions["ses_demo_auth_explore"].parent_id == "ses_demo_auth"
@@ -159,7 +159,7 @@ async def test_status_permission_question_filter_by_directory(
     default = (await client.get("/session/status")).json()
     assert default == await status(client, WEBSHOP)
     assert default["ses_demo_checkout"] == {"type": "busy"}
-    retry = SessionStatus.model_validate(default["ses_demo_search"])
+    retry = SessionStatus.parse(default["ses_demo_search"])
     assert retry.type == "retry" and retry.attempt == 4 and retry.message and retry.next
     infra = await status(client, INFRA)
     assert set(infra) == {"ses_demo_k8s", "ses_demo_dns", "ses_demo_dns_apply"}
@@ -169,7 +169,7 @@ async def test_status_permission_question_filter_by_directory(
 
     perms = (await client.get("/permission")).json()
     assert [p["sessionID"] for p in perms] == ["ses_demo_deploy"]
-    deploy = PermissionRequest.model_validate(perms[0])
+    deploy = PermissionRequest.parse(perms[0])
     assert deploy.permission == "bash" and deploy.patterns == ("git push origin main",)
     assert deploy.always == ("git push *",) and deploy.tool and deploy.tool.call_id
     infra_perms = (await client.get("/permission", params={"directory": INFRA})).json()
@@ -178,7 +178,7 @@ async def test_status_permission_question_filter_by_directory(
 
     questions = (await client.get("/question", params={"directory": WEBSHOP})).json()
     assert [q["sessionID"] for q in questions] == ["ses_demo_i18n"]
-    question = QuestionRequest.model_validate(questions[0])
+    question = QuestionRequest.parse(questions[0])
     assert [o.label for o in question.questions[0].options] == ["de-DE", "de-AT", "de-CH"]
     assert (await client.get("/question", params={"directory": INFRA})).json() == []
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tests.builders import (
     SERVER,
     T0,
@@ -70,7 +72,7 @@ def test_child_request_rolls_up_to_every_ancestor():
 
 def test_asked_event_opens_and_replied_event_closes_the_request():
     s = snap([session("s1")], status={"s1": busy()})
-    asked = event("permission.asked", permission("per_9", "s1").model_dump(by_alias=True), NOW - 2)
+    asked = event("permission.asked", permission("per_9", "s1").to_wire(), NOW - 2)
     assert row(s, journal=entries(asked)).state == "input"
     replied = event("permission.replied",
                     {"sessionID": "s1", "requestID": "per_9", "reply": "once"}, NOW - 1)
@@ -254,9 +256,8 @@ def test_idle_twice_for_one_run_changes_nothing():
 def refused(text: str, at: float = NOW - 30):
     m = assistant("m2", "s1", created=at - 5, completed=at, finish="tool-calls",
                   tools=("error",))
-    part = m.parts[0].model_copy(update={"state": m.parts[0].state.model_copy(
-        update={"error": text})})
-    return m.model_copy(update={"parts": (part,)})
+    part = replace(m.parts[0], state=replace(m.parts[0].state, error=text))
+    return replace(m, parts=(part,))
 
 
 def test_rejected_permission_ends_the_run_as_aborted():
@@ -352,12 +353,12 @@ def test_status_events_override_the_snapshot():
 
 def test_session_created_after_snapshot_appears_and_deleted_disappears():
     s = snap([session("s1")])
-    created = event("session.created", {"sessionID": "s2", "info": session("s2").model_dump(
-        by_alias=True)}, NOW - 1)
+    created = event("session.created", {"sessionID": "s2", "info": session("s2").to_wire()},
+                    NOW - 1)
     rows = derive_server(s, entries(created), NOW, S)
     assert (SERVER, "s2") in rows
-    deleted = event("session.deleted", {"sessionID": "s1", "info": session("s1").model_dump(
-        by_alias=True)}, NOW - 0.5)
+    deleted = event("session.deleted", {"sessionID": "s1", "info": session("s1").to_wire()},
+                    NOW - 0.5)
     rows = derive_server(s, entries(created, deleted), NOW, S)
     assert set(rows) == {(SERVER, "s2")}
 

@@ -27,7 +27,7 @@ async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]
     sessions = {}
     for raw in await client.all_sessions():
         try:
-            s = Session.model_validate(raw)
+            s = Session.parse(raw)
         except ValueError:
             continue
         sessions[s.id] = s
@@ -42,10 +42,10 @@ async def locate_request(client: Client, request_id: str) -> Located:
         perms, qs = await asyncio.gather(client.permissions(d), client.questions(d))
         for raw in perms:
             if raw.get("id") == request_id:
-                return Located(PermissionRequest.model_validate(raw), d)
+                return Located(PermissionRequest.parse(raw), d)
         for raw in qs:
             if raw.get("id") == request_id:
-                return Located(QuestionRequest.model_validate(raw), d)
+                return Located(QuestionRequest.parse(raw), d)
         return None
 
     for found in await asyncio.gather(*(one(d) for d in dirs)):

@@ -179,7 +179,7 @@ def _apply(f: Facts, ev: Event) -> None:
         if t != "session.deleted":
             f.touched[sid] = ev.received
     if t in ("session.created", "session.updated"):
-        s = Session.model_validate(p["info"])
+        s = Session.parse(p["info"])
         f.sessions[s.id] = s
         f.deleted.discard(s.id)
     elif t == "session.deleted":
@@ -190,7 +190,7 @@ def _apply(f: Facts, ev: Event) -> None:
             f.deleted.add(dead)
             f.sessions.pop(dead, None)
     elif t == "session.status" and sid:
-        st = SessionStatus.model_validate(p["status"])
+        st = SessionStatus.parse(p["status"])
         f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
     elif t == "session.idle" and sid:
         prev = f.status.get(sid)
@@ -200,9 +200,9 @@ def _apply(f: Facts, ev: Event) -> None:
     elif t == "session.error" and sid:
         err = p.get("error")
         if isinstance(err, dict):
-            f.errors[sid] = ErrorFact(MessageError.model_validate(err), ev.received)
+            f.errors[sid] = ErrorFact(MessageError.parse(err), ev.received)
     elif t == "message.updated" and sid:
-        info = MessageInfo.model_validate(p["info"])
+        info = MessageInfo.parse(p["info"])
         cur = f.messages.get(sid)
         if cur is None or info.id >= cur[0].id:
             f.messages[sid] = (info, ev.received)
@@ -210,14 +210,14 @@ def _apply(f: Facts, ev: Event) -> None:
         raw = p["part"]
         if raw.get("type") != "tool":  # only tool parts bear on state; text streams are noise
             return
-        part = Part.model_validate(raw)
+        part = Part.parse(raw)
         if part.message_id and part.id:
             f.parts.setdefault((part.session_id or sid or "", part.message_id), {})[part.id] = part
     elif t == "permission.asked":
-        req: PermissionRequest | QuestionRequest = PermissionRequest.model_validate(p)
+        req: PermissionRequest | QuestionRequest = PermissionRequest.parse(p)
         f.asked[req.id] = AskFact(req, ev.received)
     elif t == "question.asked":
-        req = QuestionRequest.model_validate(p)
+        req = QuestionRequest.parse(p)
         f.asked[req.id] = AskFact(req, ev.received)
     elif t in ("permission.replied", "question.replied", "question.rejected"):
         rid = p.get("requestID") or p.get("permissionID") or p.get("id")

@@ -2,27 +2,67 @@
 
 Unknown fields are ignored; every field the server may omit has a default. Only the fields ocwatch
 reads are modelled. Times on the wire are epoch milliseconds; they stay milliseconds here.
+
+The models are frozen, slotted pydantic dataclasses rather than BaseModels. A monitor holds one
+Session and one last Message per session, and derive() reads them all on every snapshot; slotted
+objects keep their fields inline instead of in a per-object dict plus a fields-set. Measured on
+recorded real payloads (benchmarks/bench_parse.py, 10,000 of each): sessions parse in 50 ms
+instead of 137 ms and hold 4.8 MB instead of 23 MB; last messages 89 ms instead of 357 ms,
+9.4 MB instead of 48 MB. derive() over 10,000 sessions went from about 60 ms to 37 ms
+(benchmarks/bench_derive.py): fewer cache misses.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, Self, TypeVar, dataclass_transform
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field, TypeAdapter
+from pydantic.dataclasses import dataclass
 
-
-class Wire(BaseModel):
-    """Base for wire models: unknown fields ignored, populated by alias or name, frozen."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+_CONFIG = ConfigDict(extra="ignore", populate_by_name=True)
+_T = TypeVar("_T")
 
 
+@dataclass_transform(frozen_default=True, field_specifiers=(Field,))
+def wire(cls: type[_T]) -> type[_T]:
+    """Make `cls` a wire model: a frozen, slotted pydantic dataclass that ignores unknown fields
+    and can be built from wire names (aliases) or field names."""
+    return dataclass(frozen=True, slots=True, config=_CONFIG)(cls)  # type: ignore[return-value]
+
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
+
+
+def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
+
+
+class Wire:
+    """Base of the wire models: parsing from and dumping to wire JSON (aliases, epoch ms)."""
+
+    __slots__ = ()
+
+    @classmethod
+    def parse(cls, raw: Any) -> Self:
+        """Validate a decoded JSON value. Raises pydantic.ValidationError."""
+        return _adapter(cls).validate_python(raw)
+
+    def to_wire(self) -> dict[str, Any]:
+        """The wire form (aliases, unset optional fields left out), as the server sends it."""
+        return _adapter(type(self)).dump_python(self, by_alias=True, exclude_none=True)
+
+
+@wire
 class SessionTime(Wire):
     created: float = 0
     updated: float = 0
     archived: float | None = None
 
 
+@wire
 class Tokens(Wire):
     input: int = 0
     output: int = 0
@@ -34,6 +74,7 @@ class Tokens(Wire):
         return self.input + self.output + self.reasoning + sum(self.cache.values())
 
 
+@wire
 class Session(Wire):
     """One session as listed by `GET /session`."""
 
@@ -48,6 +89,7 @@ class Session(Wire):
     tokens: Tokens | None = None
 
 
+@wire
 class SessionStatus(Wire):
     """An entry of `GET /session/status`: busy, retry or idle (idle may carry a reason)."""
 
@@ -58,6 +100,7 @@ class SessionStatus(Wire):
     reason: str | None = None
 
 
+@wire
 class MessageError(Wire):
     name: str = "UnknownError"
     data: dict[str, Any] = Field(default_factory=dict)
@@ -68,11 +111,13 @@ class MessageError(Wire):
         return f"{self.name}: {msg}" if msg else self.name
 
 
+@wire
 class MessageTime(Wire):
     created: float = 0
     completed: float | None = None
 
 
+@wire
 class MessageInfo(Wire):
     """A message's `info`: user or assistant."""
 
@@ -90,6 +135,7 @@ class MessageInfo(Wire):
     agent: str | None = None
 
 
+@wire
 class ToolState(Wire):
     status: str = "pending"
     input: dict[str, Any] | None = None
@@ -97,6 +143,7 @@ class ToolState(Wire):
     error: str | None = None
 
 
+@wire
 class Part(Wire):
     """A message part. Only tool parts carry state ocwatch reads; the rest are kept by type."""
 
@@ -117,6 +164,7 @@ class Part(Wire):
         )
 
 
+@wire
 class Message(Wire):
     """`{"info": ..., "parts": [...]}` as returned by `GET /session/{id}/message`."""
 
@@ -124,11 +172,13 @@ class Message(Wire):
     parts: tuple[Part, ...] = ()
 
 
+@wire
 class ToolRef(Wire):
     message_id: str | None = Field(default=None, alias="messageID")
     call_id: str | None = Field(default=None, alias="callID")
 
 
+@wire
 class PermissionRequest(Wire):
     """An open permission request (`GET /permission`, `permission.asked`)."""
 
@@ -141,11 +191,13 @@ class PermissionRequest(Wire):
     tool: ToolRef | None = None
 
 
+@wire
 class QuestionOption(Wire):
     label: str = ""
     description: str = ""
 
 
+@wire
 class QuestionItem(Wire):
     question: str = ""
     header: str = ""
@@ -154,6 +206,7 @@ class QuestionItem(Wire):
     custom: bool = True
 
 
+@wire
 class QuestionRequest(Wire):
     """An open question request (`GET /question`, `question.asked`)."""
 
@@ -163,6 +216,7 @@ class QuestionRequest(Wire):
     tool: ToolRef | None = None
 
 
+@wire
 class Health(Wire):
     healthy: bool = False
     version: str | None = None

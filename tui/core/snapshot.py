@@ -98,7 +98,7 @@ class MessageCache:
                 out.append(hit[1])
                 continue
             try:
-                session = Session.model_validate(item)
+                session = Session.parse(item)
             except ValidationError:
                 bad += 1
                 continue
@@ -111,7 +111,7 @@ def _models(items: Iterable[Any], model: Any) -> tuple[list[Any], int]:
     out, bad = [], 0
     for raw in items:
         try:
-            out.append(model.model_validate(raw))
+            out.append(model.parse(raw))
         except ValidationError:
             bad += 1
     return out, bad
@@ -151,7 +151,7 @@ async def fetch_snapshot(
     for st, perms, qs in results:
         for sid, raw in st.items():
             try:
-                status[sid] = SessionStatus.model_validate(raw)
+                status[sid] = SessionStatus.parse(raw)
             except ValidationError:
                 skipped += 1
         ps, bad = _models(perms, PermissionRequest)
