@@ -4,12 +4,14 @@
 
 Target (issue 2): under 50 ms for 10,000 sessions, linear in sessions.
 
-Three figures:
+Four figures:
 - cold: the first derive over a freshly built world (new Session and Message objects for every
   repetition, built outside the timer), so no per-object state can flatter it;
-- resync: a new Snapshot over the same Session and Message objects, without memo (what the
-  monitor does after a resync: MessageCache and sessions_from reuse the unchanged objects);
-- warm: as the monitor derives between snapshots, with a memo.
+- after a resync, as the monitor derives it: a new Snapshot over the same Session and Message
+  objects (MessageCache and sessions_from reuse those of unchanged sessions), 1% of sessions with
+  a new last message, the previous rows alive and passed, with the monitor's DeriveMemo;
+- the same without a memo: every row derived again (the worst case after a resync);
+- warm: as the monitor derives between snapshots, with a memo, 1% of sessions touched by events.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from tests.builders import (  # noqa: E402
 )
 from tui.core.derive import DeriveMemo, derive_server  # noqa: E402
 from tui.core.journal import Journal  # noqa: E402
+from tui.core.models import SessionStatus  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 
 
@@ -73,15 +76,13 @@ def world(n: int):
     return s, j
 
 
-def timed(run) -> float:
-    """Seconds one call of run() takes, starting from a collected heap (the garbage of building
-    the inputs is not derive's; the collection derive's own allocations cause is)."""
+def timed(run) -> list:
+    """[what run() returned, the seconds it took], starting from a collected heap (the garbage of
+    building the inputs is not derive's; the collection derive's own allocations cause is)."""
     gc.collect()
     t = time.perf_counter()
-    rows = run()
-    elapsed = time.perf_counter() - t
-    del rows
-    return elapsed
+    out = run()
+    return [out, time.perf_counter() - t]
 
 
 def measure(n: int, repeat: int = 15) -> float:
@@ -91,20 +92,36 @@ def measure(n: int, repeat: int = 15) -> float:
     times = []
     for _ in range(repeat):
         s, j = world(n)
-        times.append(timed(lambda: derive_server(s, j, T0, settings)))  # noqa: B023
+        times.append(timed(lambda: derive_server(s, j, T0, settings))[1])  # noqa: B023
     return statistics.median(times) * 1000
 
 
-def measure_resync(n: int, repeat: int = 15) -> float:
-    """Resync: a new Snapshot over the same Session and Message objects, no memo."""
+def resync(s, changed: int, r: int):
+    """A new Snapshot as a resync of `s` gives it (MessageCache and sessions_from reuse the
+    objects of unchanged sessions; status entries are parsed again), `changed` sessions with a
+    new last message."""
+    n = len(s.sessions)
+    messages = dict(s.messages)
+    for i in range(changed):
+        sid = f"ses_{(r * changed + i) % n:06d}"
+        messages[sid] = assistant("msg_3", sid, created=T0 - 5, completed=T0 - 4, finish="stop")
+    status = {sid: SessionStatus.parse(e.to_wire()) for sid, e in s.status.items()}
+    return dataclasses.replace(s, sessions=dict(s.sessions), status=status, messages=messages)
+
+
+def measure_resync(n: int, memo: bool, repeat: int = 15) -> float:
+    """After a resync (1% of sessions changed), with the previous rows alive as the monitor keeps
+    them; with the monitor's memo, or re-deriving every row."""
     s, j = world(n)
     settings = Settings()
-    derive_server(s, j, T0, settings)
+    keep = DeriveMemo() if memo else None
+    rows = derive_server(s, j, T0, settings, memo=keep)
     times = []
-    for _ in range(repeat):
-        again = dataclasses.replace(s, sessions=dict(s.sessions), status=dict(s.status),
-                                    messages=dict(s.messages))
-        times.append(timed(lambda: derive_server(again, j, T0, settings)))  # noqa: B023
+    for r in range(repeat):
+        s = resync(s, max(1, n // 100), r)
+        rows, elapsed = timed(lambda: derive_server(s, (), T0, settings,  # noqa: B023
+                                                    previous=rows, memo=keep))  # noqa: B023
+        times.append(elapsed)
     return statistics.median(times) * 1000
 
 
@@ -132,8 +149,12 @@ if __name__ == "__main__":
         print(f"derive() {n:>6} sessions, cold:  {ms:7.1f} ms median  "
               f"({ms / n * 1000:.2f} us/session)")
     for n in sizes:
-        ms = measure_resync(n)
-        print(f"derive() {n:>6} sessions, resync (same objects, new snapshot, no memo): "
+        ms = measure_resync(n, memo=True)
+        print(f"derive() {n:>6} sessions, after a resync (1% changed), monitor's memo: "
+              f"{ms:6.1f} ms median")
+    for n in sizes:
+        ms = measure_resync(n, memo=False)
+        print(f"derive() {n:>6} sessions, after a resync (1% changed), every row again: "
               f"{ms:6.1f} ms median")
     for n in sizes:
         ms = measure_warm(n, max(1, n // 100))

@@ -114,6 +114,29 @@ async def test_a_message_cached_while_running_is_asked_again_once_the_run_stoppe
     assert (r.state, r.reason) == ("idle", "aborted")
 
 
+def test_the_memo_rereads_a_session_whose_carried_error_expires_across_resyncs():
+    """A run's error carried across one cut makes the row idle/error; when a later cut lets the
+    carry expire, the row must read interrupted again, although no event names the session and
+    the resync reused its Session and Message objects."""
+    sid = "s1"
+    msg = assistant("msg_2", sid, created=T0 - 5)  # never completed: saved after the error
+    first = snap([session(sid)], messages={sid: msg})
+    journal, memo = Journal(), DeriveMemo()
+    journal.add(Event("session.error", {"sessionID": sid, "error": {
+        "name": "APIError", "data": {"message": "boom"}}}, None, T0))
+    journal.cut(journal.seq)  # the carry keeps the error: no entry names s1 any more
+    again = replace(first, sessions=dict(first.sessions), messages=dict(first.messages))
+    rows = derive_server(again, journal.facts(), T0 + 1, S, memo=memo)
+    assert (rows[(SERVER, sid)].state, rows[(SERVER, sid)].reason) == ("idle", "error")
+    journal.add(Event("server.heartbeat", {}, None, T0 + 60))
+    journal.cut(journal.seq)  # the carry has expired
+    third = replace(again, sessions=dict(again.sessions), messages=dict(again.messages))
+    memoed = derive_server(third, journal.facts(), T0 + 61, S, previous=rows, memo=memo)
+    assert memoed == derive_server(third, journal.facts(), T0 + 61, S, previous=rows)
+    assert (memoed[(SERVER, sid)].state, memoed[(SERVER, sid)].reason) == (
+        "unknown", "interrupted")
+
+
 def test_an_idle_reason_from_the_server_survives_the_session_idle_after_it():
     m = assistant("m1", "s1", created=T0 - 9, completed=T0 - 8, finish="stop")
     s = snap([session("s1")], messages={"s1": m})

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
 import json
 
 from hypothesis import given, settings
@@ -13,6 +14,7 @@ from tests.fakes import FakeAPI, wire_session
 from tui.core.derive import DeriveMemo, derive_server
 from tui.core.events import Event
 from tui.core.journal import Journal, fold
+from tui.core.models import SessionStatus
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
 from tui.core.view import REASONS, STATES
@@ -167,6 +169,70 @@ def test_a_memo_never_changes_what_derive_returns(first, second, steps):
         if step == "snapshot":
             j.cut(j.seq)
             snapshot = second
+        elif isinstance(step, float):
+            now += step
+        else:
+            j.add(step)
+        plain = derive_server(snapshot, j.facts(), now, S, previous=prev_plain)
+        memoed = derive_server(snapshot, j.facts(), now, S, previous=prev_memo, memo=memo)
+        assert memoed == plain
+        prev_plain, prev_memo = plain, memoed
+
+
+def message_of(kind: str, sid: str, at: float):
+    return {
+        "none": None,
+        "user": user("msg_1", sid, created=at),
+        "streaming": assistant("msg_2", sid, created=at, tools=("running",)),
+        "done": assistant("msg_2", sid, created=at - 1, completed=at, finish="stop"),
+        "error": assistant("msg_2", sid, created=at - 1, completed=at, error="APIError"),
+    }[kind]
+
+
+resyncs = st.tuples(st.just("resync"), st.frozensets(sid_st),
+                    st.sampled_from(["none", "busy", "retry", "idle-aborted"]),
+                    st.sampled_from(["keep", "none", "user", "streaming", "done", "error"]),
+                    st.booleans(), time_st)
+
+
+def resynced(snapshot, change, status_kind, message_kind, active, at):
+    """A new Snapshot as a resync gives it: the objects of unchanged sessions reused (status
+    entries parsed again: equal, not the same), the sessions in `change` with a new status entry,
+    a new last message (unless "keep") and listed as active or not."""
+    status = {sid: SessionStatus.parse(e.to_wire()) for sid, e in snapshot.status.items()}
+    messages = dict(snapshot.messages)
+    listed = set(snapshot.active)
+    for sid in change & snapshot.sessions.keys():
+        status.pop(sid, None)
+        if status_kind == "busy":
+            status[sid] = busy()
+        elif status_kind == "retry":
+            status[sid] = retry()
+        elif status_kind == "idle-aborted":
+            status[sid] = SessionStatus(type="idle", reason="aborted")
+        if message_kind != "keep":
+            messages[sid] = message_of(message_kind, sid, at)
+        (listed.add if active else listed.discard)(sid)
+    return dataclasses.replace(snapshot, sessions=dict(snapshot.sessions), status=status,
+                               messages=messages, active=frozenset(listed))
+
+
+@given(snapshots(), st.lists(st.one_of(events(), st.floats(min_value=0, max_value=5), resyncs),
+                             max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_a_memo_across_resyncs_never_changes_what_derive_returns(first, steps):
+    """After a resync the memo reuses the rows of sessions whose objects the snapshot reused and
+    that no journal fact touches; whatever changed (an object, a status entry, the active list,
+    an event before or after the cut, a fact carried across it), the rows equal a plain derive."""
+    j = Journal()
+    memo = DeriveMemo()
+    snapshot, now = first, T0
+    prev_plain: dict = {}
+    prev_memo: dict = {}
+    for step in [*steps, 0.0, 30.0]:
+        if isinstance(step, tuple):
+            j.cut(j.seq)
+            snapshot = resynced(snapshot, *step[1:])
         elif isinstance(step, float):
             now += step
         else:

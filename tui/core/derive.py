@@ -149,19 +149,26 @@ def _pending_of(
     return Pending("question", req.id, req.session_id, summary, detail)
 
 
-#: A reusable row: (event count, requests, busy descendants, Session, row, valid until)
-_Memoed = tuple[int, tuple[str, ...], tuple[str, ...], Session, SessionRow, float]
+#: A reusable row: (journal mark, requests, busy descendants, Session, row, valid until, the
+#: snapshot's last message, the snapshot's status entry, listed as active, the row's key)
+_Memoed = tuple[int | None, tuple[str, ...], tuple[str, ...], Session, SessionRow, float,
+                Message | None, SessionStatus | None, bool, tuple[str, str]]
 
 
 @dataclass
 class DeriveMemo:
     """Rows derive() may reuse on its next call (owned by one caller, e.g. a ServerMonitor).
 
-    A row is reused only when nothing it was derived from changed: the same snapshot and journal
-    fold objects (held here, so identity is safe), the same per-session event count, the same
-    requests rolled up, busy descendants and children, and a clock still before the decision's
-    Deadline (a grace period ending, an "N s ago" ticking). Passing a memo never changes the
-    result; a property test holds it to that.
+    A row is reused only when nothing it was derived from changed:
+    - the same Session object, the same last-message object and an equal status entry in the
+      snapshot, the same membership of the active list (a resync reuses the objects of sessions
+      that did not change: MessageCache, MessageCache.sessions_from);
+    - what the journal says of the session: the same fold (`Facts`, held here) and the same
+      per-session event count; or, across a snapshot cut, no journal fact about it at all, then
+      or now (and no request open on it, and the caller's previous row is this row);
+    - the same requests rolled up, busy descendants and children, and a clock still before the
+      decision's Deadline (a grace period ending, an "N s ago" ticking).
+    Passing a memo never changes the result; a property test holds it to that.
     """
 
     snapshot: Snapshot | None = None
@@ -310,17 +317,25 @@ def _derive(
     families = _families(sessions, own_pending, running)
 
     cache: dict[str, _Memoed] | None = None
+    same_facts = same_snapshot = False
     if memo is not None:
         mkey = (link.reachable, link.error, link.since, grace, server)
-        if memo.snapshot is not snapshot or memo.facts is not facts or memo.key != mkey:
-            memo.snapshot, memo.facts, memo.key, memo.rows = snapshot, facts, mkey, {}
+        if memo.key != mkey:
+            memo.key, memo.rows = mkey, {}
+        same_facts, same_snapshot = memo.facts is facts, memo.snapshot is snapshot
+        memo.snapshot, memo.facts = snapshot, facts
         cache = memo.rows
+    # sessions the journal says anything about (a cut's carry included): their rows are reused
+    # only while the fold they were derived from is the same
+    carried = facts.carried_errors.keys() | facts.carried_status_at.keys()
 
     # per-server lookups, bound once: the loop below runs once per session
     get_family = families.get
     get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
+    get_snap_status, snap_active = snapshot.status.get, snapshot.active
     get_error = facts.errors.get if facts.errors else None
     get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
+    get_hit = cache.get if cache is not None else None
     journal_messages = bool(facts.messages or facts.parts)
     reachable = link.reachable
     no_pending: tuple[Pending, ...] = ()
@@ -334,21 +349,32 @@ def _derive(
             pending, busy, kids = no_pending, no_children, no_children
         else:
             pending, busy, kids = family
-        key = (server, sid)
-        if cache is None:
+        msg = snap_msg = get_msg(sid)
+        if get_hit is None:
+            key = (server, sid)
             deadline: Deadline = _UNREAD
         else:
             pend_ids = tuple([p.id for p in pending]) if pending else no_children
             busy_t = tuple(busy) if busy else no_children
-            version = get_version(sid, 0)
-            hit = cache.get(sid)
-            if (hit is not None and hit[0] == version and hit[1] == pend_ids
-                    and hit[2] == busy_t and hit[3] is s and now < hit[5]
-                    and hit[4].children == kids):
-                rows[key] = hit[4]
-                continue
+            mark = get_version(sid)
+            if mark is None and carried and sid in carried:
+                mark = 0
+            snap_st = get_snap_status(sid)
+            listed = sid in snap_active
+            hit = get_hit(sid)
+            if hit is not None:
+                key = hit[9]
+                if (hit[3] is s and hit[0] == mark and now < hit[5] and hit[1] == pend_ids
+                        and hit[2] == busy_t and hit[6] is snap_msg and hit[8] == listed
+                        and (hit[7] is snap_st or hit[7] == snap_st)
+                        and hit[4].children == kids
+                        and (same_facts or (mark is None and not pend_ids
+                                            and get_prev(key) is hit[4]))):
+                    rows[key] = hit[4]
+                    continue
+            else:
+                key = (server, sid)
             deadline = Deadline()
-        msg = get_msg(sid)
         if journal_messages:
             msg = _merge_message(msg, facts, sid)
         info = msg.info if msg is not None else None
@@ -401,7 +427,11 @@ def _derive(
         )
         if cache is not None:
             # reused until the decision could come out differently as time passes
-            cache[sid] = (version, pend_ids, busy_t, s, row, deadline.at)
+            cache[sid] = (mark, pend_ids, busy_t, s, row, deadline.at, snap_msg, snap_st, listed,
+                          key)
+    if cache is not None and not same_snapshot and len(cache) > len(rows):
+        for sid in [sid for sid in cache if sid not in sessions]:
+            del cache[sid]  # gone with the snapshot that listed it
     return rows
 
 
