@@ -11,6 +11,7 @@ from textual.widgets.data_table import ColumnKey
 from tui.app import OcwatchApp
 from tui.app.screens.detail import DetailScreen
 from tui.app.screens.help import HelpScreen
+from tui.app.widgets.server_bar import ServerBar
 from tui.app.widgets.session_table import SessionTable
 from tui.core.view import View
 
@@ -279,6 +280,19 @@ async def test_unreachable_server_says_what_to_do() -> None:
         assert "No OpenCode server is reachable" in empty
         assert "opencode serve --port 4096" in empty and "ocwatch demo" in empty
         assert "Connection refused" in empty
+
+
+async def test_a_first_snapshot_under_way_says_how_far_it_has_loaded() -> None:
+    app, source = make_app(views.loading(), server_urls=[views.A])
+    async with app.run_test(size=(100, 24)) as pilot:
+        await pilot.pause()
+        empty = str(app.main_screen.query_one("#empty", Static).render())
+        assert empty == f"Loading the sessions of {views.A}: 812/2,005 …"
+        bar = str(app.main_screen.query_one(ServerBar).render())
+        assert "connecting" in bar and "loading sessions 812/2,005" in bar
+        source.set(views.loading(2004))
+        await pilot.pause(0.2)
+        assert "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render())
 
 
 async def test_help_lists_every_binding_and_palette_has_commands() -> None:

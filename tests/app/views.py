@@ -134,6 +134,12 @@ def unreachable() -> View:
     ), rows={})
 
 
+def loading(done: int = 812, total: int = 2005) -> View:
+    """The first snapshot of a large server under way: no rows yet, its last messages arriving."""
+    return View(generated_at=NOW, servers=(
+        ServerInfo(url=A, reachable=False, loading=(done, total)),), rows={})
+
+
 def with_row(view: View, key: tuple[str, str], **changes: Any) -> View:
     """A copy of `view` with one row changed."""
     rows = dict(view.rows)

@@ -150,3 +150,18 @@ async def test_malformed_items_are_skipped_and_counted():
     async with Client("http://x", transport=api.transport()) as c:
         snap = await fetch_snapshot(c, MessageCache(), clock=clock)
     assert set(snap.sessions) == {"ses_1"} and snap.skipped == 2
+
+
+async def test_progress_counts_the_last_messages_of_a_first_snapshot():
+    ids = [f"ses_{i:03d}" for i in range(250)]
+    api = FakeAPI(sessions=[wire_session(s, updated=1e6 + i) for i, s in enumerate(ids)],
+                  messages={s: done_message(s) for s in ids[1:]})  # ses_000 has none
+    seen: list[tuple[int, int]] = []
+    cache = MessageCache()
+    async with Client("http://x", transport=api.transport()) as c:
+        await fetch_snapshot(c, cache, clock=clock, progress=lambda d, t: seen.append((d, t)))
+        seen_again: list[tuple[int, int]] = []
+        await fetch_snapshot(c, cache, clock=clock,
+                             progress=lambda d, t: seen_again.append((d, t)))
+    assert seen == [(i, 250) for i in range(251)]
+    assert seen_again == [(0, 0)]  # a resync of unchanged sessions fetches none

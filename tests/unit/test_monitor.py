@@ -145,3 +145,21 @@ async def test_drift_counts_what_events_said_and_the_snapshot_contradicts():
     assert mon.drift_count == 1
     assert mon.drift_examples[0] == "ses_1: events said busy, snapshot says idle"
     assert mon.rows(1e9)[("http://x", "ses_1")].state == "idle"
+
+
+async def test_the_first_snapshot_shows_how_far_it_has_loaded():
+    """A first snapshot of a large server takes seconds: ServerInfo.loading says how far it is,
+    the UI is told about each whole percent (not each message), and nothing is left once done."""
+    ids = [f"ses_{i:04d}" for i in range(400)]
+    api = FakeAPI(sessions=[wire_session(s) for s in ids])
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
+    seen: list[tuple[int, int] | None] = []
+    mon._notify = lambda: seen.append(mon.info().loading)
+    await mon.snapshot_once()
+    assert seen[0] == (0, 400)
+    assert [s for s in seen[1:-1] if s is not None] == [(4 * p, 400) for p in range(1, 100)]
+    assert seen[-1] is None and mon.info().loading is None
+    seen.clear()
+    await mon.snapshot_once()  # a resync: the table is there, nothing to show
+    assert seen == [] and mon.info().loading is None
+    await mon.client.aclose()

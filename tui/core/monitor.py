@@ -49,6 +49,8 @@ class ServerMonitor:
         self.parser = EventParser()
         self.cache = MessageCache()
         self.snapshot: Snapshot | None = None
+        # (last messages fetched, to fetch) while a snapshot is being taken
+        self.loading: tuple[int, int] | None = None
         self.error: str | None = None
         self.error_since: float | None = None
         self.connected = False
@@ -94,6 +96,7 @@ class ServerMonitor:
             drift_examples=tuple(self.drift_examples),
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
+            loading=self.loading if self.snapshot is None else None,
         )
 
     # -- running ---------------------------------------------------------------------------------
@@ -153,7 +156,7 @@ class ServerMonitor:
             snap = await fetch_snapshot(
                 self.client, self.cache, clock=self.clock, journal_seq=seq,
                 touched=touched,
-                concurrency=self.settings.message_concurrency)
+                concurrency=self.settings.message_concurrency, progress=self._loading)
         except OcwatchError as exc:
             self._fail(exc)
             self._snapshot_done.set()
@@ -163,6 +166,8 @@ class ServerMonitor:
             self._fail(BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
             self._snapshot_done.set()
             return False
+        finally:
+            self.loading = None
         before = self._rows if self.snapshot is not None else {}
         self.snapshot = snap
         self.journal.cut(seq)
@@ -175,6 +180,16 @@ class ServerMonitor:
             self._count_drift(before, self.rows(self.clock()))
         self._snapshot_done.set()
         return True
+
+    def _loading(self, done: int, total: int) -> None:
+        """A snapshot's last messages arriving. Before the first snapshot the table is empty:
+        tell the UI (each whole percent) so it can show how far the loading is."""
+        before = self.loading
+        self.loading = (done, total) if done < total else None
+        if self.snapshot is None and (
+                before is None or self.loading is None or done * 100 // total
+                != before[0] * 100 // total):
+            self._notify()
 
     def _fail(self, exc: OcwatchError) -> None:
         if self.error is None:

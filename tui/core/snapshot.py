@@ -126,8 +126,13 @@ async def fetch_snapshot(
     touched: Iterable[str] = (),
     concurrency: int = 8,
     probe_active: bool = True,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Snapshot:
-    """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer."""
+    """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
+
+    `progress(done, total)` is told how many of the last messages to fetch have arrived: once
+    with 0 when the sessions are listed, then after each one (a first snapshot of a large server
+    fetches one per session and takes seconds)."""
     started = clock()
     before = client.requests
     skipped = 0
@@ -173,16 +178,25 @@ async def fetch_snapshot(
         if not cache.fresh(s, started) or s.id in status or s.id in active or s.id in touched_set
     ]
     sem = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+    if progress is not None:
+        progress(0, len(need))
 
     async def last_message(s: Session) -> None:
-        async with sem:
-            try:
-                raw = await client.messages(s.id, limit=1, directory=s.directory or None)
-            except NotFound:  # deleted between the list and this request
-                cache.put(s, None)
-                return
-        msgs, _bad = _models(raw, Message)
-        cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active)
+        nonlocal done
+        try:
+            async with sem:
+                try:
+                    raw = await client.messages(s.id, limit=1, directory=s.directory or None)
+                except NotFound:  # deleted between the list and this request
+                    cache.put(s, None)
+                    return
+            msgs, _bad = _models(raw, Message)
+            cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active)
+        finally:
+            done += 1
+            if progress is not None:
+                progress(done, len(need))
 
     await asyncio.gather(*(last_message(s) for s in need))
     cache.prune(sessions)

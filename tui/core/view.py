@@ -106,6 +106,7 @@ class ServerInfo:
     drift_examples: tuple[str, ...] = ()
     skipped_events: int = 0
     unknown_events: int = 0
+    loading: tuple[int, int] | None = None  # first snapshot: (last messages fetched, to fetch)
 
     def to_json(self) -> dict[str, Any]:
         return {"url": self.url, "version": self.version, "reachable": self.reachable,

@@ -10,7 +10,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from tui.core.view import View
 
 from .. import format as fmt
-from ..widgets.server_bar import ServerBar, health
+from ..widgets.server_bar import ServerBar, health, loaded
 from ..widgets.session_table import SessionTable
 from ..widgets.summary import FilterStatus, Summary
 from .view_screen import ViewScreen
@@ -31,6 +31,11 @@ def empty_message(view: View | None, urls: list[str], shown: int) -> Content | N
             ("esc", "bold"), (" to clear the filter.", ""))
     healths = [health(s) for s in servers]
     if not servers or all(h == "connecting" for h in healths):
+        loading = [Content.assemble(("Loading the sessions of ", ""), (fmt.literal(s.url), "bold"),
+                                    f": {loaded(s.loading)} …")
+                   for s in servers if s.loading is not None]
+        if loading:
+            return Content("\n").join(loading)
         names = ", ".join(s.url for s in servers) if servers else ", ".join(urls)
         return Content.assemble(("Connecting to ", ""), (fmt.literal(names), "bold"), " …")
     if not any(s.reachable for s in servers):

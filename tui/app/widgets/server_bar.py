@@ -27,6 +27,12 @@ def health(server: ServerInfo) -> str:
     return "connecting"
 
 
+def loaded(progress: tuple[int, int]) -> str:
+    """`812/2,005`: the first snapshot's last messages fetched so far, of how many."""
+    done, total = progress
+    return f"{done:,}/{total:,}"
+
+
 def server_line(server: ServerInfo, now: float) -> Content:
     """`● connected  127.0.0.1:4096  v1.2.3  last event 3s ago` (errors shown literally)."""
     state = health(server)
@@ -38,7 +44,9 @@ def server_line(server: ServerInfo, now: float) -> Content:
     ]
     if server.version:
         parts += ["  ", (f"v{fmt.literal(server.version)}", "$foreground-muted")]
-    if server.last_event_at is not None:
+    if server.loading is not None:
+        parts += ["  ", (f"loading sessions {loaded(server.loading)}", "$foreground-muted")]
+    elif server.last_event_at is not None:
         parts += ["  ", ("last event ", "$foreground-muted"), fmt.age(server.last_event_at, now)]
     elif server.reachable:
         parts += ["  ", ("no event yet", "$foreground-muted")]
