@@ -118,3 +118,24 @@ def test_scripts_read_servers_and_grace_from_the_config_file(tmp_path, monkeypat
     assert "grace" in err  # the bad key is reported, the rest applies
     assert main(["status", "--json", "--server", "http://127.0.0.1:8"]) == 2  # the flag wins
     assert json.loads(capsys.readouterr().out)["servers"][0]["url"] == "http://127.0.0.1:8"
+
+
+def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
+    import io
+    from types import SimpleNamespace
+
+    from tui.cli.main import _progress_line
+
+    a = SimpleNamespace(url="http://a:1", loading=(510, 3000))
+    b = SimpleNamespace(url="http://b\x1b[2J:2", loading=None)
+    out = io.StringIO()
+    show = _progress_line(SimpleNamespace(monitors=[a, b]), out)  # type: ignore[arg-type]
+    show()
+    assert out.getvalue() == "\r\x1b[Kocwatch: loading sessions of http://a:1 510/3,000"
+    b.loading = (1, 2)
+    show()
+    assert out.getvalue().endswith(
+        "\r\x1b[Kocwatch: loading sessions of http://a:1 510/3,000, http://b\\x1b[2J:2 1/2")
+    a.loading = b.loading = None
+    show()
+    assert out.getvalue().endswith("\r\x1b[K")

@@ -154,8 +154,7 @@ async def test_the_first_snapshot_shows_how_far_it_has_loaded():
     api = FakeAPI(sessions=[wire_session(s) for s in ids])
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
     seen: list[tuple[int, int] | None] = []
-    mon._notify = lambda: seen.append(mon.info().loading)
-    await mon.snapshot_once()
+    await mon.snapshot_once(lambda: seen.append(mon.info().loading))
     assert seen[0] == (0, 400)
     assert [s for s in seen[1:-1] if s is not None] == [(4 * p, 400) for p in range(1, 100)]
     assert seen[-1] is None and mon.info().loading is None

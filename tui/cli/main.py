@@ -8,14 +8,19 @@ import json
 import logging
 import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TextIO
 
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
 from ..core.settings import Auth, Settings
+from ..core.view import loaded
 from . import actions
 from .output import literal, render_table
 from .wait import EXIT_USAGE, run_wait
+
+if TYPE_CHECKING:
+    from ..core.fleet import Fleet
 
 
 def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
@@ -161,12 +166,30 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     raise AssertionError(cmd)
 
 
+def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
+    """On a terminal: one self-erasing line saying how far the first snapshots have loaded."""
+
+    def show() -> None:
+        parts = [f"{literal(m.url)} {loaded(m.loading)}" for m in fleet.monitors
+                 if m.loading is not None]
+        stream.write("\r\x1b[K" + ("ocwatch: loading sessions of " + ", ".join(parts)
+                                    if parts else ""))
+        stream.flush()
+
+    return show
+
+
 def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool) -> int:
     """Print the View once. Exit 0, or 2 when any server could not be read."""
     from ..core.fleet import Fleet
 
     fleet = Fleet(urls, auth=auth, settings=settings)
-    view = asyncio.run(fleet.snapshot_once())
+    progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() else None
+    try:
+        view = asyncio.run(fleet.snapshot_once(progress))
+    finally:
+        if progress is not None:
+            sys.stderr.write("\r\x1b[K")
     if as_json:
         print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
     else:

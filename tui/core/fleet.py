@@ -71,10 +71,11 @@ class Fleet:
             for m in self.monitors:
                 tg.create_task(m.run(notify))
 
-    async def snapshot_once(self) -> View:
-        """One snapshot per server, no stream (what `status` does)."""
+    async def snapshot_once(self, notify: Notify | None = None) -> View:
+        """One snapshot per server, no stream (what `status` does). `notify` is called as the
+        monitors' state changes (e.g. ServerMonitor.loading)."""
         try:
-            await asyncio.gather(*(m.snapshot_once() for m in self.monitors))
+            await asyncio.gather(*(m.snapshot_once(notify) for m in self.monitors))
         finally:
             await asyncio.gather(*(m.client.aclose() for m in self.monitors))
         return self.current()

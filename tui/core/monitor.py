@@ -119,8 +119,10 @@ class ServerMonitor:
         finally:
             await self.client.aclose()
 
-    async def snapshot_once(self) -> None:
-        """Take one snapshot now (no stream): what `status` does."""
+    async def snapshot_once(self, notify: Notify | None = None) -> None:
+        """Take one snapshot now (no stream): what `status` does. `notify` as for run()."""
+        if notify is not None:
+            self._notify = notify
         await self._take_snapshot()
 
     async def _resync_loop(self) -> None:

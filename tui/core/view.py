@@ -185,6 +185,12 @@ def attention_rank(row: SessionRow) -> int:
     return _RANK.get(row.state, 8)
 
 
+def loaded(progress: tuple[int, int]) -> str:
+    """`812/2,005`: a first snapshot's last messages fetched so far (ServerInfo.loading)."""
+    done, total = progress
+    return f"{done:,}/{total:,}"
+
+
 def duration(seconds: float | None, unknown: str = "–") -> str:
     """Compact duration: `4s`, `2m05s`, `1h02m`, `3d04h`; `unknown` when there is none."""
     if seconds is None:

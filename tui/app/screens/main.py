@@ -7,10 +7,10 @@ from textual.binding import Binding
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Input, Static
 
-from tui.core.view import View
+from tui.core.view import View, loaded
 
 from .. import format as fmt
-from ..widgets.server_bar import ServerBar, health, loaded
+from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
 from ..widgets.summary import FilterStatus, Summary
 from .view_screen import ViewScreen

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from tui.core.view import ServerInfo, View
+from tui.core.view import ServerInfo, View, loaded
 
 from .. import format as fmt
 from .live_static import LiveStatic
@@ -25,12 +25,6 @@ def health(server: ServerInfo) -> str:
     if server.error or server.snapshot_at is not None:
         return "unreachable"
     return "connecting"
-
-
-def loaded(progress: tuple[int, int]) -> str:
-    """`812/2,005`: the first snapshot's last messages fetched so far, of how many."""
-    done, total = progress
-    return f"{done:,}/{total:,}"
 
 
 def server_line(server: ServerInfo, now: float) -> Content:
