@@ -7,13 +7,13 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
-from tests.builders import SERVER, T0, assistant, busy, permission, session, snap
+from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
 from tui.cli.wait import exit_code_for, report
 from tui.core.derive import DeriveMemo, derive_server
 from tui.core.events import Event, EventParser
 from tui.core.journal import Journal
-from tui.core.models import Message, Session
+from tui.core.models import Message, PermissionRequest, Session
 from tui.core.settings import Settings
 from tui.core.snapshot import MessageCache, Snapshot, fetch_snapshot
 
@@ -135,6 +135,50 @@ def test_the_memo_rereads_a_session_whose_carried_error_expires_across_resyncs()
     assert memoed == derive_server(third, journal.facts(), T0 + 61, S, previous=rows)
     assert (memoed[(SERVER, sid)].state, memoed[(SERVER, sid)].reason) == (
         "unknown", "interrupted")
+
+
+def test_the_memo_rereads_a_request_whose_content_changed_under_the_same_id():
+    def perm(cmd: str) -> PermissionRequest:
+        return PermissionRequest.parse({"id": "per_1", "sessionID": "s1", "permission": "bash",
+                                        "metadata": {"command": cmd}})
+
+    j, memo = Journal(), DeriveMemo()
+    first = snap([session("s1")], permissions=[perm("ls")])
+    rows = derive_server(first, j.facts(), T0, S, memo=memo)
+    second = replace(first, permissions={"per_1": perm("rm -rf /")})
+    j.cut(j.seq)  # nothing to cut: the same fold
+    memoed = derive_server(second, j.facts(), T0 + 1, S, previous=rows, memo=memo)
+    assert memoed == derive_server(second, j.facts(), T0 + 1, S, previous=rows)
+    assert memoed[(SERVER, "s1")].evidence[0] == "permission bash: rm -rf /"
+
+
+def test_the_memo_counts_a_tool_part_under_the_session_it_is_filed_under():
+    """A part event whose own sessionID differs from the event's is filed under the part's."""
+    j, memo = Journal(carry_for=-1.0), DeriveMemo()
+    msg = assistant("msg_2", "b", created=T0 - 30, completed=T0 - 20, finish="tool-calls")
+    s = snap([session("a"), session("b")], status={"b": busy()}, messages={"b": msg})
+    rows = derive_server(s, j.facts(), T0, S, memo=memo)
+    j.add(Event("message.part.updated", {"sessionID": "a", "part": {
+        "id": "prt_1", "sessionID": "b", "messageID": "msg_2", "type": "tool", "tool": "bash",
+        "state": {"status": "running"}}}, None, T0))
+    for now in (T0 + 1, T0 + 2):  # the part is seen; then cut away (the snapshot covers it)
+        memoed = derive_server(s, j.facts(), now, S, previous=rows, memo=memo)
+        assert memoed == derive_server(s, j.facts(), now, S, previous=rows)
+        rows = memoed
+        j.cut(j.seq)
+    assert "tool bash running" not in rows[(SERVER, "b")].evidence
+
+
+def test_the_memo_never_reuses_a_row_for_an_earlier_clock_or_another_previous():
+    memo, facts = DeriveMemo(), Journal().facts()
+    s = snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 100)})
+    rows = derive_server(s, facts, T0, S, memo=memo)
+    earlier = derive_server(s, facts, T0 - 50, S, previous=rows, memo=memo)  # the clock stepped
+    assert earlier == derive_server(s, facts, T0 - 50, S, previous=rows)
+    assert "(50s ago)" in earlier[(SERVER, "s1")].evidence[0]
+    other = {(SERVER, "s1"): replace(rows[(SERVER, "s1")], since=T0 - 1000)}
+    assert derive_server(s, facts, T0 - 50, S, previous=other, memo=memo) == derive_server(
+        s, facts, T0 - 50, S, previous=other)
 
 
 def test_an_idle_reason_from_the_server_survives_the_session_idle_after_it():

@@ -150,9 +150,10 @@ def _pending_of(
 
 
 #: A reusable row: (journal mark, requests, busy descendants, Session, row, valid until, the
-#: snapshot's last message, the snapshot's status entry, listed as active, the row's key)
-_Memoed = tuple[int | None, tuple[str, ...], tuple[str, ...], Session, SessionRow, float,
-                Message | None, SessionStatus | None, bool, tuple[str, str]]
+#: snapshot's last message, the snapshot's status entry, listed as active, the row's key,
+#: derived at)
+_Memoed = tuple[int | None, tuple[object, ...], tuple[str, ...], Session, SessionRow, float,
+                Message | None, SessionStatus | None, bool, tuple[str, str], float]
 
 
 @dataclass
@@ -165,9 +166,12 @@ class DeriveMemo:
       that did not change: MessageCache, MessageCache.sessions_from);
     - what the journal says of the session: the same fold (`Facts`, held here) and the same
       per-session event count; or, across a snapshot cut, no journal fact about it at all, then
-      or now (and no request open on it, and the caller's previous row is this row);
-    - the same requests rolled up, busy descendants and children, and a clock still before the
-      decision's Deadline (a grace period ending, an "N s ago" ticking).
+      or now;
+    - equal requests rolled up (the requests themselves and when they were asked), the same busy
+      descendants and children;
+    - a clock not before the row was derived and still before the decision's Deadline (a grace
+      period ending, an "N s ago" ticking);
+    - the caller's previous row is this row (time-in-state is read from it).
     Passing a memo never changes the result; a property test holds it to that.
     """
 
@@ -354,7 +358,8 @@ def _derive(
             key = (server, sid)
             deadline: Deadline = _UNREAD
         else:
-            pend_ids = tuple([p.id for p in pending]) if pending else no_children
+            pend_key: tuple[object, ...] = tuple([
+                (open_reqs[p.id], ask_at.get(p.id)) for p in pending]) if pending else ()
             busy_t = tuple(busy) if busy else no_children
             mark = get_version(sid)
             if mark is None and carried and sid in carried:
@@ -364,12 +369,11 @@ def _derive(
             hit = get_hit(sid)
             if hit is not None:
                 key = hit[9]
-                if (hit[3] is s and hit[0] == mark and now < hit[5] and hit[1] == pend_ids
-                        and hit[2] == busy_t and hit[6] is snap_msg and hit[8] == listed
-                        and (hit[7] is snap_st or hit[7] == snap_st)
-                        and hit[4].children == kids
-                        and (same_facts or (mark is None and not pend_ids
-                                            and get_prev(key) is hit[4]))):
+                if (hit[3] is s and hit[0] == mark and hit[10] <= now < hit[5]
+                        and hit[1] == pend_key and hit[2] == busy_t and hit[6] is snap_msg
+                        and hit[8] == listed and (hit[7] is snap_st or hit[7] == snap_st)
+                        and hit[4].children == kids and (same_facts or mark is None)
+                        and get_prev(key) is hit[4]):
                     rows[key] = hit[4]
                     continue
             else:
@@ -427,8 +431,8 @@ def _derive(
         )
         if cache is not None:
             # reused until the decision could come out differently as time passes
-            cache[sid] = (mark, pend_ids, busy_t, s, row, deadline.at, snap_msg, snap_st, listed,
-                          key)
+            cache[sid] = (mark, pend_key, busy_t, s, row, deadline.at, snap_msg, snap_st, listed,
+                          key, now)
     if cache is not None and not same_snapshot and len(cache) > len(rows):
         for sid in [sid for sid in cache if sid not in sessions]:
             del cache[sid]  # gone with the snapshot that listed it

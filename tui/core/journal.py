@@ -212,7 +212,10 @@ def _apply(f: Facts, ev: Event) -> None:
             return
         part = Part.parse(raw)
         if part.message_id and part.id:
-            f.parts.setdefault((part.session_id or sid or "", part.message_id), {})[part.id] = part
+            owner = part.session_id or sid or ""
+            if owner != sid:  # filed under the part's session: count it there too (DeriveMemo)
+                f.versions[owner] = f.versions.get(owner, 0) + 1
+            f.parts.setdefault((owner, part.message_id), {})[part.id] = part
     elif t == "permission.asked":
         req: PermissionRequest | QuestionRequest = PermissionRequest.parse(p)
         f.asked[req.id] = AskFact(req, ev.received)
