@@ -11,6 +11,7 @@ from textual.widgets.data_table import ColumnKey
 from tui.app import OcwatchApp
 from tui.app.screens.detail import DetailScreen
 from tui.app.screens.help import HelpScreen
+from tui.app.screens.servers import ServerPanel, ServersScreen
 from tui.app.widgets.server_bar import ServerBar
 from tui.app.widgets.session_table import SessionTable
 from tui.core.view import View
@@ -293,6 +294,56 @@ async def test_a_first_snapshot_under_way_says_how_far_it_has_loaded() -> None:
         source.set(views.loading(2004))
         await pilot.pause(0.2)
         assert "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render())
+
+
+def servers_text(app: OcwatchApp) -> list[dict[str, str]]:
+    """Each server panel of the servers view: its health line and shown fields, as text."""
+    out = []
+    for panel in app.screen.query(ServerPanel):
+        fields = {"line": str(panel.query_one(".server-line", Static).render())}
+        for row in panel.query("Horizontal"):
+            if row.display:
+                name = str(row.query_one(".field-name", Static).render())
+                fields[name] = str(row.query_one(".field-value", Static).render())
+        out.append(fields)
+    return out
+
+
+async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
+    app, source = make_app(views.with_drift())
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("i")
+        await pilot.pause()
+        assert isinstance(app.screen, ServersScreen)
+        a, b = servers_text(app)
+        assert a["line"].startswith("● connected") and "drift 3" in a["line"]
+        assert a["sessions"] == "13: busy 4, retry 1, input 2, idle 5, unknown 1, stale 1"
+        assert a["events skipped"] == "2 malformed · 5 of unknown types"
+        assert a["drift"].splitlines() == [
+            "3 times the events had derived a state the next snapshot did not show",
+            "• ses_busy: events said busy, snapshot says idle/completed",
+            "• ses_lost: events said busy, snapshot says unknown/interrupted",
+            "• ses_␛[31mred: events said idle, snapshot says busy"]  # shown literally
+        assert "error" not in a
+        assert b["snapshot"] == "none yet" and b["drift"] == "–"
+        assert b["error"] == "ConnectError: [Errno 111] Connection refused"
+        source.set(views.every_state())  # it follows the View
+        await pilot.pause(0.2)
+        assert servers_text(app)[0]["drift"] == "none: every snapshot agreed with the events"
+        source.set(views.unreachable())  # servers come and go
+        await pilot.pause(0.2)
+        (only,) = servers_text(app)
+        assert only["line"].startswith("✗ unreachable")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen is app.main_screen
+        await pilot.click(ServerBar)  # a click on the servers opens it too
+        await pilot.pause()
+        assert isinstance(app.screen, ServersScreen)
+        await pilot.press("i")
+        await pilot.pause()
+        assert app.screen is app.main_screen
 
 
 async def test_help_lists_every_binding_and_palette_has_commands() -> None:

@@ -55,6 +55,12 @@ def test_detail_narrow_input(snap_compare) -> None:
     assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)
 
 
+@pytest.mark.parametrize("size", [NARROW, WIDE])
+def test_servers_view_with_drift(snap_compare, size: tuple[int, int]) -> None:
+    app, _ = make_app(views.with_drift())
+    assert snap_compare(app, terminal_size=size, press=["i"])
+
+
 def test_no_server_reachable(snap_compare) -> None:
     app, _ = make_app(views.unreachable(), server_urls=[views.A])
     assert snap_compare(app, terminal_size=NARROW)

@@ -140,6 +140,15 @@ def loading(done: int = 812, total: int = 2005) -> View:
         ServerInfo(url=A, reachable=False, loading=(done, total)),), rows={})
 
 
+def with_drift() -> View:
+    """Every state; server A has seen drift and skipped events (for the servers view)."""
+    a = replace(SERVERS[0], drift_count=3, skipped_events=2, unknown_events=5, drift_examples=(
+        "ses_busy: events said busy, snapshot says idle/completed",
+        "ses_lost: events said busy, snapshot says unknown/interrupted",
+        "ses_\x1b[31mred: events said idle, snapshot says busy"))
+    return View(generated_at=NOW, servers=(a, SERVERS[1]), rows={r.key: r for r in ROWS})
+
+
 def with_row(view: View, key: tuple[str, str], **changes: Any) -> View:
     """A copy of `view` with one row changed."""
     rows = dict(view.rows)

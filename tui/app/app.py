@@ -42,6 +42,7 @@ from .screens.help import DETAIL_EXTRA, NAVIGATION, HelpScreen, binding_rows
 from .screens.main import MainScreen
 from .screens.permission import PermissionScreen
 from .screens.question import QUESTION_EXTRA, QuestionScreen
+from .screens.servers import ServersScreen
 from .themes import DEFAULT_THEME, load_themes
 from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
@@ -147,6 +148,8 @@ class OcwatchApp(App[None]):
         yield SystemCommand("Collapse all", "Fold every parent",
                             partial(self.main_screen.action_fold_all, True))
         yield SystemCommand("Help", "Every key and what each state glyph means", self.action_help)
+        yield SystemCommand("Servers", "Each server's connection, snapshot, skipped events and "
+                            "drift (i)", self.action_servers)
         key = self.selected_key(screen)
         if key is not None:
             yield SystemCommand("Respond to the selected session",
@@ -283,7 +286,7 @@ class OcwatchApp(App[None]):
         self.responder.abort(self.selected_key())
 
     def _state_filter(self, state: str) -> None:
-        while isinstance(self.screen, DetailScreen | HelpScreen):
+        while isinstance(self.screen, DetailScreen | HelpScreen | ServersScreen):
             self.pop_screen()
         self.main_screen.action_state_filter(state)
 
@@ -296,6 +299,7 @@ class OcwatchApp(App[None]):
         return [
             ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
             ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
+            ("Servers", binding_rows(ServersScreen.BINDINGS)),
             ("Permission dialog", binding_rows(PermissionScreen.BINDINGS)),
             ("Question dialog", binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA)),
             ("Confirm dialog", binding_rows(ConfirmScreen.BINDINGS)),
@@ -303,6 +307,11 @@ class OcwatchApp(App[None]):
             ("Table and mouse", list(NAVIGATION)),
             ("This help", binding_rows(HelpScreen.BINDINGS)),
         ]
+
+    def action_servers(self) -> None:
+        """Show each server's connection, snapshot, skipped events and drift."""
+        if not isinstance(self.screen, ServersScreen):
+            self.push_screen(ServersScreen())
 
     def action_help(self) -> None:
         """Show every key."""

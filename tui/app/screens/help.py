@@ -17,6 +17,7 @@ NAVIGATION = (
     ("↑ ↓ pgup pgdn", "Move the cursor (home / end: first / last row)"),
     ("click", "Select a row; click it again for its details"),
     ("click a header", "Sort by that column; again to reverse"),
+    ("click a server", "Open the servers view (i)"),
     ("wheel", "Scroll"),
     ("tab", "Move between the table, the filter box and the sub-agents list"),
 )

@@ -72,6 +72,7 @@ class MainScreen(ViewScreen):
         Binding("space", "toggle_fold", "Fold"),
         Binding("e", "fold_all(False)", "Expand all", show=False),
         Binding("c", "fold_all(True)", "Collapse all", show=False),
+        Binding("i", "app.servers", "Servers: connection, snapshot, drift", show=False),
         *[Binding(key, f"state_filter('{state}')",
                   "Show all states" if state == "all" else f"Show only {state}", show=False)
           for key, state in STATE_KEYS.items()],

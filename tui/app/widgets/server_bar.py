@@ -63,6 +63,10 @@ class ServerBar(LiveStatic):
     }
     """
 
+    async def on_click(self) -> None:
+        """A click on a server opens the servers view."""
+        await self.run_action("app.servers")
+
     def show(self, view: View | None, now: float, urls: list[str]) -> None:
         """Show the servers of `view` (or the configured URLs before the first View)."""
         servers = list(view.servers) if view is not None and view.servers else [

@@ -1,0 +1,164 @@
+"""The servers view: each server's connection, snapshot, skipped events and drift, live.
+
+For whoever runs many servers, or debugs why a session reads as it does: the drift examples say
+where the event stream had derived one state and the next snapshot showed another.
+"""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.widgets import Footer, Static
+
+from tui.core.view import ServerInfo, SessionRow, loaded
+
+from .. import format as fmt
+from ..widgets.server_bar import server_line
+from ..widgets.summary import COUNTED
+from .view_screen import ViewScreen
+
+Part = str | tuple[str, str]
+FIELDS = ("url", "event stream", "snapshot", "sessions", "events skipped", "drift", "error")
+
+
+def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dict[str, Content]:
+    """What the servers view shows of one server, field by field (values shown literally; no
+    "error" when there is none)."""
+    out: dict[str, Content] = {"url": Content(fmt.literal(server.url))}
+    stream: list[Part] = ["connected" if server.connected else "not connected"]
+    if server.last_event_at is not None:
+        stream += [(" · last event ", "$foreground-muted"), fmt.age(server.last_event_at, now),
+                   f" ({fmt.clock_time(server.last_event_at, now)})"]
+    out["event stream"] = Content.assemble(*stream)
+    if server.loading is not None:
+        out["snapshot"] = Content(f"loading: {loaded(server.loading)} sessions read")
+    elif server.snapshot_at is not None:
+        out["snapshot"] = Content(f"taken {fmt.clock_time(server.snapshot_at, now)} "
+                                  f"({fmt.age(server.snapshot_at, now)})")
+    else:
+        out["snapshot"] = Content.styled("none yet", "$foreground-muted")
+    out["sessions"] = Content.assemble(*_counts(rows))
+    out["events skipped"] = Content(
+        f"{server.skipped_events} malformed · {server.unknown_events} of unknown types")
+    if server.snapshot_at is None:
+        out["drift"] = Content.styled("–", "$foreground-muted")
+    elif server.drift_count:
+        drift: list[Part] = [
+            f"{server.drift_count} time{'s' if server.drift_count != 1 else ''} the events had "
+            "derived a state the next snapshot did not show"]
+        for example in server.drift_examples:
+            drift += ["\n", ("• ", "$foreground-muted"), fmt.literal(example)]
+        out["drift"] = Content.assemble(*drift)
+    else:
+        out["drift"] = Content.styled("none: every snapshot agreed with the events",
+                                      "$foreground-muted")
+    if server.error:
+        out["error"] = Content.styled(fmt.literal(fmt.server_error(server.url, server.error)),
+                                      "$state-error")
+    return out
+
+
+def _counts(rows: list[SessionRow]) -> list[Part]:
+    """`12: busy 3, input 2, idle 7, stale 1` (only the states some row is in, coloured)."""
+    counts = {name: 0 for name, _, _ in COUNTED}
+    for r in rows:
+        counts[r.state] += 1
+        counts["stale"] += r.stale
+    parts: list[Part] = [f"{len(rows)}"]
+    shown = [(f"{name} {counts[name]}", style) for name, _, style in COUNTED if counts[name]]
+    for i, item in enumerate(shown):
+        parts += [": " if i == 0 else ", ", item]
+    return parts
+
+
+class ServerPanel(Vertical):
+    """One server: its health line, then one labelled field a line (values wrap in their
+    column)."""
+
+    DEFAULT_CSS = """
+    ServerPanel {
+        height: auto;
+        margin-top: 1;
+    }
+    ServerPanel > Horizontal {
+        height: auto;
+    }
+    ServerPanel .field-name {
+        width: 17;
+        padding-left: 2;
+        color: $foreground-muted;
+    }
+    ServerPanel .field-value {
+        width: 1fr;
+    }
+    """
+
+    def __init__(self, server: ServerInfo, rows: list[SessionRow], now: float) -> None:
+        super().__init__()
+        self._shown = (server, rows, now)
+        self._ready = False
+
+    def compose(self) -> ComposeResult:
+        yield Static(classes="server-line")
+        for name in FIELDS:
+            with Horizontal(classes=f"field-{name.replace(' ', '-')}"):
+                yield Static(name, classes="field-name")
+                yield Static(classes="field-value")
+
+    def on_mount(self) -> None:
+        self._ready = True
+        self.show(*self._shown)
+
+    def show(self, server: ServerInfo, rows: list[SessionRow], now: float) -> None:
+        self._shown = (server, rows, now)
+        if not self._ready:  # on_mount shows it
+            return
+        self.query_one(".server-line", Static).update(server_line(server, now))
+        fields = server_fields(server, rows, now)
+        for name in FIELDS:
+            row = self.query_one(f".field-{name.replace(' ', '-')}", Horizontal)
+            value = fields.get(name)
+            row.display = value is not None
+            if value is not None:
+                row.query_one(".field-value", Static).update(value)
+
+
+class ServersScreen(ViewScreen):
+    """Each server's connection, snapshot, skipped events and drift; updates live."""
+
+    BINDINGS = [
+        Binding("escape,i", "back", "Back"),
+    ]
+
+    def compose(self) -> ComposeResult:
+        yield Static(Content.styled("Servers", "bold"), id="servers-title")
+        yield VerticalScroll(id="servers-body")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.follow_view()
+        self.query_one("#servers-body").focus()
+
+    def show_view(self) -> None:
+        app = self.ocwatch
+        view = app.view
+        servers = list(view.servers) if view is not None and view.servers else [
+            ServerInfo(url=url) for url in app.server_urls]
+        by_server: dict[str, list[SessionRow]] = {s.url: [] for s in servers}
+        if view is not None:
+            for row in view.rows.values():
+                by_server.setdefault(row.server, []).append(row)
+        body = self.query_one("#servers-body", VerticalScroll)
+        panels = list(body.query_children(ServerPanel))
+        if len(panels) != len(servers):  # servers come and go: build the panels again
+            body.remove_children()
+            body.mount_all(ServerPanel(s, by_server.get(s.url, []), app.now) for s in servers)
+            return
+        for panel, server in zip(panels, servers, strict=True):
+            panel.show(server, by_server.get(server.url, []), app.now)
+
+    def action_back(self) -> None:
+        """Back to the sessions."""
+        self.dismiss()
