@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 from textual.pilot import Pilot
-from textual.widgets import Input, RadioSet, SelectionList, Static
+from textual.widgets import Button, Input, RadioSet, SelectionList, Static
 
 from tui.app import OcwatchApp
 from tui.app.screens.confirm import ConfirmScreen
@@ -114,18 +114,40 @@ async def test_permission_reject_with_a_message() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, PERM, "r")
         box = app.screen.query_one("#permission-message", Input)
-        box.focus()
-        await pilot.press(*"use rsync", "enter")  # o/a/r typed here are text, not keys
+        assert not box.display  # no text field in view until asked for
+        await pilot.press("m")
+        await pilot.pause()
+        assert box.display and box.has_focus
+        await pilot.press(*"do not overwrite, use rsync", "enter")  # o/a/r/m here are text
         await settle(pilot, app)
-        assert fake.calls == [("reply", A, "per_7Hq2", "reject", "use rsync")]
-        # A message typed before choosing "once" does not go with it.
-        fake.calls.clear()
-        app.responder.sent.clear()
+        assert fake.calls == [("reply", A, "per_7Hq2", "reject", "do not overwrite, use rsync")]
+
+
+async def test_typing_in_the_permission_dialog_never_allows() -> None:
+    """A user who starts typing a message with the buttons focused must not allow the tool; with
+    the message field open, the letter keys are text even if the focus went to a button."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, PERM, "r")
-        app.screen.query_one("#permission-message", Input).value = "ignored"
-        await pilot.click("#once")
+        screen = app.screen
+        await pilot.press("m", *"no")
+        await pilot.click("#cancel")  # a button click does what it says...
         await settle(pilot, app)
-        assert fake.calls == [("reply", A, "per_7Hq2", "once", None)]
+        assert fake.calls == [] and app.screen is app.main_screen
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        await pilot.press("m")
+        screen.query_one("#once", Button).focus()  # ...and the keys stay text-safe
+        await pilot.press("o", "a", "r")
+        await pilot.pause()
+        assert fake.calls == [] and app.screen is screen
+        await pilot.press("escape")  # esc closes the field first, then the dialog
+        await pilot.pause()
+        assert app.screen is screen and not screen.query_one("#permission-message").display
+        await pilot.press("escape")
+        await settle(pilot, app)
+        assert fake.calls == [] and app.screen is app.main_screen
 
 
 async def test_permission_cancel_sends_nothing() -> None:

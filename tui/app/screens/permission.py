@@ -81,47 +81,69 @@ def permission_fields(pending: Pending) -> Content:
 
 
 class PermissionScreen(RequestDialog[PermissionReply | None]):
-    """Once (`o`), always (`a`), reject (`r`, with the optional message); esc cancels."""
+    """Once (`o`), always (`a`), reject (`r`), reject with a message (`m`); esc cancels.
+
+    The message field stays hidden until asked for (`m`): a text field in view invites typing,
+    and with the focus on the buttons the first `o` or `a` of a message would allow the tool.
+    Once the field is open, every key types into it; enter rejects with the message, esc closes
+    the field again."""
 
     BINDINGS = [
         Binding("o", "reply('once')", "Allow once"),
         Binding("a", "reply('always')", "Allow always"),
-        Binding("r", "reply('reject')", "Reject"),
-        Binding("escape", "cancel", "Cancel"),
+        Binding("r", "reply('reject')", "Reject (the run stops)"),
+        Binding("m", "write_message", "Reject with a message (the run goes on)"),
+        Binding("escape", "cancel", "Cancel (or close the message field)"),
     ]
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permission", classes="dialog") as box:
             box.border_title = "Permission asked"
-            box.border_subtitle = "o once · a always · r reject · esc cancel"
+            box.border_subtitle = "o once · a always · r reject · m message · esc cancel"
             yield self.gone_banner()
             with VerticalScroll(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
                 yield Static(permission_fields(self.pending), id="permission-fields")
             yield Static(Content.assemble(
                 ("Message", "bold"),
-                ("  optional, only with Reject: the server hands it to the agent as feedback "
-                 "and the run goes on; without one, Reject stops the run.", "$foreground-muted"),
-            ), classes="dialog-note")
-            yield Input(placeholder="e.g. use rsync instead (enter rejects with it)",
-                        id="permission-message")
+                ("  the server hands it to the agent as feedback and the run goes on. "
+                 "enter rejects with it; esc closes this field.", "$foreground-muted"),
+            ), classes="dialog-note message")
+            yield Input(placeholder="e.g. use rsync instead", id="permission-message",
+                        classes="message")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Once (o)", variant="success", id="once")
                 yield Button("Always (a)", variant="primary", id="always")
                 yield Button("Reject (r)", variant="error", id="reject")
+                yield Button("Message… (m)", variant="error", id="message")
                 yield Button("Cancel (esc)", id="cancel")
 
     def on_mount(self) -> None:
+        for part in self.query(".message"):
+            part.display = False
         self.query_one("#once", Button).focus()
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """While the message field is open, letters are text, never o/a/r/m (the buttons still
+        work)."""
+        typing = self.is_mounted and self.message_box.display
+        return not (typing and action in ("reply", "write_message"))
+
+    @property
+    def message_box(self) -> Input:
+        return self.query_one("#permission-message", Input)
 
     @property
     def message(self) -> str | None:
-        return self.query_one("#permission-message", Input).value.strip() or None
+        box = self.message_box
+        return box.value.strip() or None if box.display else None
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
         if event.button.id == "cancel":
             self.dismiss(None)
+        elif event.button.id == "message":
+            self.action_write_message()
         elif event.button.id in ("once", "always", "reject"):
             self.action_reply(event.button.id)
 
@@ -130,13 +152,28 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         if self.message:
             self.action_reply("reject")
         else:
-            self.notify("Type a message to reject with it, or tab to the buttons.",
-                        severity="warning", timeout=4)
+            self.notify("Type the message the agent gets with the rejection, or esc to close "
+                        "the field.", severity="warning", timeout=4)
+
+    def action_write_message(self) -> None:
+        """Open the message field (a rejection with feedback: the run goes on)."""
+        for part in self.query(".message"):
+            part.display = True
+        self.message_box.focus()
+        self.call_after_refresh(self.fit_body)
 
     def action_reply(self, reply: str) -> None:
         """Send the reply (the message goes only with reject)."""
         self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
 
     def action_cancel(self) -> None:
-        """Close without replying."""
+        """Close the message field if it is open, else close without replying."""
+        box = self.message_box
+        if box.display:
+            box.value = ""
+            for part in self.query(".message"):
+                part.display = False
+            self.query_one("#reject", Button).focus()
+            self.call_after_refresh(self.fit_body)
+            return
         self.dismiss(None)
