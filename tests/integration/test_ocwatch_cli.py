@@ -120,6 +120,31 @@ def test_wait_times_out_on_a_busy_session(oc_server: OpenCodeServer, all_states:
     assert time.monotonic() - t < 30
 
 
+def test_wait_timeout_zero_still_checks_once(oc_server: OpenCodeServer, all_states: AllStates):
+    proc = ocwatch("wait", all_states.completed, "--server", oc_server.url, "--timeout", "0")
+    assert proc.returncode == 0, proc.stderr
+    proc = ocwatch("wait", all_states.busy, "--server", oc_server.url, "--timeout", "0")
+    assert proc.returncode == 124 and "timed out after 0s" in proc.stderr
+
+
+def test_output_into_a_pipe_closed_early_keeps_the_exit_code(oc_server: OpenCodeServer,
+                                                            all_states: AllStates):
+    """`ocwatch status | head -1`: no traceback, and the command's own exit code."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    for args, code in ((["status"], 0), (["status", "--json"], 0),
+                       (["wait", all_states.failed, "--json"], 1)):
+        cmd = [sys.executable, "-m", "tui.cli.main", *args, "--server", oc_server.url]
+        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env=env) as proc:
+            assert proc.stdout is not None and proc.stderr is not None
+            proc.stdout.read(10)
+            proc.stdout.close()  # the reader is gone before ocwatch is done writing
+            err = proc.stderr.read().decode()
+            assert proc.wait(60) == code, err
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
 def test_wait_unknown_session_and_unreachable_server(oc_server: OpenCodeServer):
     proc = ocwatch("wait", "ses_doesnotexist", "--server", oc_server.url, "--timeout", "30")
     assert proc.returncode == 2 and "unknown session" in proc.stderr

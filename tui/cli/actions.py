@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from ..core import actions
 from ..core.client import Client, OcwatchError
 from ..core.settings import Auth
-from .output import literal
+from .output import literal, pipe_safe
 
 
 def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[None]], ok: str) -> int:
@@ -22,7 +22,8 @@ def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[None]], 
     except OcwatchError as exc:
         print(f"ocwatch: {literal(exc.message)}", file=sys.stderr)
         return exc.exit_code
-    print(ok)
+    with pipe_safe():
+        print(ok)
     return 0
 
 

@@ -16,7 +16,7 @@ from ..core.config import load_config, resolve_options
 from ..core.settings import Auth, Settings
 from ..core.view import loaded
 from . import actions
-from .output import literal, render_table
+from .output import literal, pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
 
 if TYPE_CHECKING:
@@ -190,10 +190,11 @@ def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_jso
     finally:
         if progress is not None:
             sys.stderr.write("\r\x1b[K")
-    if as_json:
-        print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
-    else:
-        print(render_table(view, view.generated_at))
+    with pipe_safe():
+        if as_json:
+            print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+        else:
+            print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]
     for s in bad:
         print(f"ocwatch: {literal(s.error or 'unreachable')}", file=sys.stderr)

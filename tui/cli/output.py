@@ -2,12 +2,29 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import re
+import sys
 import time
+from collections.abc import Iterator
 
 from ..core.view import SessionRow, View, attention_rank, duration
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+@contextlib.contextmanager
+def pipe_safe() -> Iterator[None]:
+    """Output to a pipe whose reader may stop early (`ocwatch status | head -1`): the rest of the
+    output is dropped quietly and the command keeps the exit code it decided."""
+    try:
+        yield
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # stdout is gone: point it at /dev/null so the interpreter's last flush is quiet too
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def literal(text: str) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import SessionRow
-from .output import literal
+from .output import literal, pipe_safe
 
 EXIT_COMPLETED = 0
 EXIT_ERROR = 1
@@ -62,13 +62,16 @@ async def wait_for(
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     row: SessionRow | None = None
+    # --timeout bounds the wait for the session to settle; the first look at the server is not
+    # part of it (`--timeout 0` checks once), but is bounded by the request timeout
+    first_look = None if timeout is None else max(timeout, settings.request_timeout)
     try:
         first = asyncio.ensure_future(mon.first_snapshot())
-        done, _ = await asyncio.wait({first, task}, timeout=timeout,
+        done, _ = await asyncio.wait({first, task}, timeout=first_look,
                                      return_when=asyncio.FIRST_COMPLETED)
         if not done:
             first.cancel()
-            return EXIT_TIMEOUT, None, f"timed out after {timeout:g}s (no snapshot yet)"
+            return EXIT_TIMEOUT, None, f"timed out after {first_look:g}s (no snapshot yet)"
         if mon.snapshot is None:
             return EXIT_USAGE, None, mon.error or f"{mon.url}: unreachable"
         if on_ready is not None:
@@ -117,18 +120,18 @@ def run_wait(
 
 def report(code: int, row: SessionRow | None, message: str | None, as_json: bool) -> int:
     """Print wait's result (server text made literal) and return the exit code."""
-    if as_json:
-        out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
-                               "message": message}
-        print(json.dumps(out, indent=2))
-    elif row is not None and message is None:
-        word = row.state + (f" ({row.reason})" if row.reason else "")
-        if row.stale:
-            word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
-        elif row.state == "idle" and row.reason is None:
-            word += "; it has never run"
-        print(f"{literal(row.id)}: {word}")
-        if row.pending:
+    with pipe_safe():
+        if as_json:
+            out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
+                                   "message": message}
+            print(json.dumps(out, indent=2))
+        elif row is not None and message is None:
+            word = row.state + (f" ({row.reason})" if row.reason else "")
+            if row.stale:
+                word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
+            elif row.state == "idle" and row.reason is None:
+                word += "; it has never run"
+            print(f"{literal(row.id)}: {word}")
             for p in row.pending:
                 print(f"  waiting for: {literal(p.summary)} [{literal(p.id)}]")
     if message:
