@@ -178,12 +178,18 @@ def test_wait_sees_a_live_failure_and_an_abort(oc: Driver, scripted_model: Scrip
     try:
         proc = ocwatch("abort", hanging, "--server", oc.base_url)
         assert proc.returncode == 0, proc.stderr
+        assert proc.stdout.strip() == f"aborted {hanging}"
         out, err = waiter.communicate(timeout=90)
     finally:
         if waiter.poll() is None:
             waiter.kill()
         scripted_model.release("live-abort")
     assert waiter.returncode == 3, (out, err)
+    # aborting again: the server accepts it, but nothing was running, and ocwatch says so
+    proc = ocwatch("abort", hanging, "--server", oc.base_url)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == (f"{hanging} was not running (the server reports it idle): "
+                                   "nothing to abort")
 
 
 def test_wrong_or_missing_password_is_one_clear_line(oc_server_auth: OpenCodeServer,

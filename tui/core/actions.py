@@ -56,15 +56,21 @@ async def locate_request(client: Client, request_id: str) -> Located:
         "(already answered, or never asked)")
 
 
-async def abort(client: Client, session_id: str) -> None:
+async def abort(client: Client, session_id: str) -> bool:
+    """Abort the session's run. Returns whether the server reported it running just before (the
+    server accepts an abort of an idle session too, and nothing happens)."""
     sessions, _ = await folders(client)
     s = sessions.get(session_id)
     if s is None:
         raise ActionError(f"unknown session {session_id} on {client.url}")
+    directory = s.directory or None
+    status = (await client.status(directory)).get(session_id)
+    running = isinstance(status, dict) and status.get("type") in ("busy", "retry")
     try:
-        await client.abort(session_id, s.directory or None)
+        await client.abort(session_id, directory)
     except NotFound as exc:
         raise ActionError(f"abort refused: {exc.message}") from None
+    return running
 
 
 async def reply_permission(
