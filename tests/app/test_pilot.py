@@ -254,6 +254,23 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         assert "ses_new" in shown(app) and "ses_abort" not in shown(app)
 
 
+async def test_home_and_end_go_to_the_first_and_last_row() -> None:
+    app, source = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        await pilot.press("end")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("home")
+        assert t.cursor_row == 0
+        await pilot.press("ctrl+end")
+        assert t.cursor_row == t.row_count - 1
+        source.set(views.unreachable())  # no rows: the keys do nothing
+        await pilot.pause(0.2)
+        await pilot.press("end", "home")
+        assert t.row_count == 0 and t.cursor_row == 0
+
+
 async def test_notify_is_coalesced() -> None:
     app, source = make_app()
     async with app.run_test() as pilot:

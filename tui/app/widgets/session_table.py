@@ -89,6 +89,9 @@ class SessionTable(DataTable[Text]):
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Details"),
+        # DataTable moves sideways on home/end; in a table of rows they go to the first/last row
+        Binding("home,ctrl+home", "first_row", "First row", show=False),
+        Binding("end,ctrl+end", "last_row", "Last row", show=False),
     ]
 
     class Changed(Message):
@@ -223,6 +226,16 @@ class SessionTable(DataTable[Text]):
     def filtering(self) -> bool:
         """Whether a state or text filter is active."""
         return self.state_filter != "all" or bool(self.text_filter)
+
+    def action_first_row(self) -> None:
+        """Move the cursor to the first row."""
+        if self.row_count:
+            self.action_scroll_top()
+
+    def action_last_row(self) -> None:
+        """Move the cursor to the last row."""
+        if self.row_count:
+            self.action_scroll_bottom()
 
     # -- events -------------------------------------------------------------------------------
 
