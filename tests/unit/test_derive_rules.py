@@ -382,6 +382,24 @@ def test_since_survives_while_state_holds_and_resets_on_change():
     assert after[(SERVER, "s1")].since == NOW + 9
 
 
+def test_a_new_state_never_began_before_the_state_it_follows():
+    """A parent waits on its sub-agent's permission (input since the ask); once answered it is
+    busy again, and its busy status dates from long before: time in state restarts."""
+    parent, child = session("p"), session("c", parent="p")
+    msg = assistant("m1", "p", created=NOW - 300)
+    asking = snap([parent, child], status={"p": busy(), "c": busy()},
+                  permissions=[permission("per_1", "c")], messages={"p": msg})
+    ask = entries(status_event("p", "busy", NOW - 200), event(
+        "permission.asked", permission("per_1", "c").to_wire(), NOW - 100))
+    waiting = derive_server(asking, ask, NOW, S)[(SERVER, "p")]
+    assert (waiting.state, waiting.since) == ("input", NOW - 100)
+    answered = snap([parent, child], status={"p": busy(), "c": busy()}, messages={"p": msg})
+    after = derive_server(answered, ask[:1], NOW + 10, S, previous={(SERVER, "p"): waiting})
+    assert (after[(SERVER, "p")].state, after[(SERVER, "p")].since) == ("busy", NOW + 10)
+    # without a previous row, the facts' own date stands
+    assert derive_server(answered, ask[:1], NOW + 10, S)[(SERVER, "p")].since == NOW - 200
+
+
 def test_cost_and_tokens_fall_back_to_last_message():
     s = snap([session("s1")], messages={"s1": completed(at=NOW - 5, cost=0.25)})
     assert row(s).cost == 0.25

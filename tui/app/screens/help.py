@@ -14,7 +14,7 @@ from textual.widgets import Static
 from .. import format as fmt
 
 NAVIGATION = (
-    ("↑ ↓ pgup pgdn", "Move the cursor (home / end: first / last row)"),
+    ("↑ ↓ pgup pgdn", "Move the cursor"),
     ("click", "Select a row; click it again for its details"),
     ("click a header", "Sort by that column; again to reverse"),
     ("click a server", "Open the servers view (i)"),
