@@ -24,11 +24,13 @@ async def test_unreachable_server_is_one_line():
 
 async def test_wrong_or_missing_password_says_how_to_fix_and_hides_the_password():
     api = FakeAPI(password="s3cret")
-    for auth in (None, Auth("opencode", "wrong-pass")):
+    for auth, says in ((None, "the server wants a password; set OPENCODE_SERVER_PASSWORD"),
+                       (Auth("opencode", "wrong-pass"), "the server refused user 'opencode' with "
+                        "the password from OPENCODE_SERVER_PASSWORD")):
         async with Client("http://x", auth, transport=api.transport()) as c:
             with pytest.raises(AuthFailed) as ei:
                 await c.sessions()
-        assert "OPENCODE_SERVER_PASSWORD" in ei.value.message
+        assert says in ei.value.message
         assert "wrong-pass" not in ei.value.message and "s3cret" not in ei.value.message
     async with Client("http://x", Auth("opencode", "s3cret"), transport=api.transport()) as c:
         assert await c.sessions() == []

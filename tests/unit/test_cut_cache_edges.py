@@ -7,6 +7,8 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+import pytest
+
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
 from tui.cli.wait import exit_code_for, report
@@ -221,7 +223,7 @@ def test_a_session_that_never_ran_does_not_read_completed():
 
 
 def test_bad_urls_and_inputs_are_one_line(capsys, tmp_path, monkeypatch):
-    for url in ("http://[::1", "http://localhost:99999", "ftp://x"):
+    for url in ("http://[::1", "http://localhost:99999", "ftp://x", "not a url"):
         assert main(["status", "--server", url]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "invalid server URL" in err
@@ -235,7 +237,16 @@ def test_bad_urls_and_inputs_are_one_line(capsys, tmp_path, monkeypatch):
     assert main(["status", "--server", "http://127.0.0.1:9"]) == 2
     assert "not UTF-8" in capsys.readouterr().err
     monkeypatch.delenv("OPENCODE_SERVER_PASSWORD_FILE")
-    assert main(["wait", "s", "--timeout", "nan"]) == 2
+    for flags in (["wait", "s", "--timeout", "nan"], ["wait", "s", "--timeout", "inf"],
+                  ["wait", "s", "--timeout", "-1"], ["--grace", "nan", "status"],
+                  ["--grace", "-1", "status"], ["--grace", "soon", "status"]):
+        with pytest.raises(SystemExit) as exit_:
+            main(flags)
+        assert exit_.value.code == 2
+        assert "expected a number of seconds >= 0" in capsys.readouterr().err
+    monkeypatch.setenv("OCWATCH_CONFIG", str(tmp_path / "nowhere.toml"))
+    assert main(["status", "--server", "http://127.0.0.1:9"]) == 2
+    assert "nowhere.toml (from $OCWATCH_CONFIG): no such file" in capsys.readouterr().err
 
 
 def test_server_text_cannot_drive_the_terminal(capsys):

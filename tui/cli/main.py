@@ -23,6 +23,17 @@ if TYPE_CHECKING:
     from ..core.fleet import Fleet
 
 
+def seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds >= 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"expected a number of seconds >= 0, got {text!r}")
+    return value
+
+
 def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
     if many:
         p.add_argument("--server", "-s", action="append", metavar="URL",
@@ -52,7 +63,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
     )
     parser.add_argument("--version", action="version", version="ocwatch 0.1.0")
-    parser.add_argument("--grace", type=float, default=None, metavar="SECONDS",
+    parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
                         help="seconds a finished run may still read busy before it is flagged "
                              "stale (default 3)")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
@@ -75,7 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("wait", help="block until a session settles; the exit code tells how")
     w.add_argument("session_id", metavar="SESSION_ID")
     _server_arg(w, many=False)
-    w.add_argument("--timeout", type=float, default=None, metavar="SECONDS")
+    w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS")
     w.add_argument("--json", action="store_true", help="print the final row as JSON")
 
     a = sub.add_parser("abort", help="abort a session's run")
@@ -150,9 +161,6 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     if cmd == "status":
         return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json)
     if cmd == "wait":
-        if args.timeout is not None and not (math.isfinite(args.timeout) and args.timeout >= 0):
-            print("ocwatch wait: --timeout must be a number of seconds >= 0", file=sys.stderr)
-            return EXIT_USAGE
         return run_wait(args.session_id, opts.urls[0], auth=auth, settings=settings,
                         timeout=args.timeout, as_json=args.json)
     if cmd == "abort":

@@ -7,6 +7,7 @@ to be JSON before it is trusted.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -47,11 +48,16 @@ class NotFound(OcwatchError):
         self.tag = tag
 
 
+#: A host name, an IPv4 address, or an IPv6 address (urlsplit drops its brackets)
+_HOST = re.compile(r"[A-Za-z0-9._~%-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?")
+
+
 def normalize_url(url: str) -> str:
     """`host:port` or `http(s)://host:port[/prefix]`, checked; raises OcwatchError (one line).
 
     A password in the URL is refused: it would show in `ps`, shell history and ocwatch's own
     output. It belongs in $OPENCODE_SERVER_PASSWORD (or a password file)."""
+    given = url
     url = url.strip().rstrip("/")
     if "://" not in url:
         url = "http://" + url
@@ -65,8 +71,8 @@ def normalize_url(url: str) -> str:
         raise OcwatchError(
             f"invalid server URL {_no_userinfo(url)!r}: credentials do not go in the URL; "
             "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME)")
-    if parts.scheme not in ("http", "https") or not host:
-        raise OcwatchError(f"invalid server URL {url!r}: expected http://HOST:PORT")
+    if parts.scheme not in ("http", "https") or not host or not _HOST.fullmatch(host):
+        raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: expected http://HOST:PORT")
     del port
     return url
 
@@ -107,6 +113,7 @@ class Client:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = normalize_url(url)
+        self._user = auth.username if auth else None
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
         self._http = httpx.AsyncClient(
             base_url=self.url,
@@ -155,10 +162,14 @@ class Client:
     def _check(self, resp: httpx.Response, method: str, path: str, expect_json: bool) -> Any:
         where = f"{self.url} {method} {path}"
         if resp.status_code == 401:
+            if self._user is None:
+                raise AuthFailed(
+                    f"{self.url}: authentication failed (HTTP 401): the server wants a password; "
+                    "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME if not "
+                    "'opencode')")
             raise AuthFailed(
-                f"{self.url}: authentication failed (HTTP 401); set OPENCODE_SERVER_PASSWORD "
-                "(and OPENCODE_SERVER_USERNAME if not 'opencode')"
-            )
+                f"{self.url}: authentication failed (HTTP 401): the server refused user "
+                f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)")
         if resp.status_code == 404:
             tag, msg = _error_fields(resp)
             raise NotFound(f"{where}: not found{': ' + msg if msg else ''}", tag)

@@ -76,9 +76,12 @@ def load_config(
 ) -> tuple[Config, list[str]]:
     """Load the file (if any) and apply environment overrides. Returns (config, warnings)."""
     env = dict(os.environ) if env is None else env
+    named = path is None and bool(env.get("OCWATCH_CONFIG"))
     path = path or config_path(env)
     warnings: list[str] = []
     data: dict[str, Any] = {}
+    if named and not path.is_file():
+        warnings.append(f"config {path} (from $OCWATCH_CONFIG): no such file; using defaults")
     if path.is_file():
         try:
             data = tomllib.loads(path.read_text(encoding="utf-8"))
