@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tui.app.format import matches_state
+from tui.app.format import matches_state, reason_key, reason_text
 from tui.app.tree import Layouts, layout
+from tui.app.widgets.cells import COLUMNS
 
 from . import views
 
@@ -51,6 +52,24 @@ def test_state_filter_and_sort() -> None:
     assert roots == sorted(roots, reverse=True)
     reverse = layout(rows, sort="cost", reverse=True)
     assert [ln.key for ln in reverse if ln.depth == 0][0] != by_cost[0].key
+
+
+def test_the_reason_column_sorts_by_what_it_shows() -> None:
+    rows = views.every_state().rows
+    by_reason = layout(rows, sort="reason")
+    shown = [reason_text(rows[ln.key]) for ln in by_reason if ln.depth == 0]
+    assert "permission" in shown and "attempt 3" in shown and "completed" in shown
+    words = [w.split(" +")[0] for w in shown]
+    assert words == sorted(words)
+    assert reason_key(replace(views.ROWS[0], state="retry", retry_attempt=10)) > reason_key(
+        replace(views.ROWS[0], state="retry", retry_attempt=9))  # 10 after 9, not before
+
+
+def test_every_header_has_room_for_its_sort_arrow() -> None:
+    for spec in COLUMNS:
+        for wide in (True, False):
+            width = spec.size(wide)
+            assert width == 0 or len(spec.label) + 2 <= width, (spec.key, wide)
 
 
 def test_parent_cycle_and_orphans_do_not_hang_or_vanish() -> None:

@@ -74,6 +74,25 @@ JUST_NOW = 5
 between `0s ago` and `1s ago` on almost every redraw."""
 
 
+def reason_text(row: SessionRow) -> str:
+    """What the reason column shows: the idle reason, what is asked, or the retry attempt."""
+    kind, n = reason_key(row)
+    if row.state == "input" and row.pending:
+        return kind if n == 1 else f"{kind} +{n - 1}"
+    if kind == "attempt":
+        return f"attempt {n}"
+    return kind
+
+
+def reason_key(row: SessionRow) -> tuple[str, int]:
+    """The reason column's sort value: its word, then how many (requests, or the attempt)."""
+    if row.state == "input" and row.pending:
+        return row.pending[0].kind, len(row.pending)
+    if row.state == "retry" and row.retry_attempt is not None:
+        return "attempt", row.retry_attempt
+    return row.reason or "", 0
+
+
 def age(t: float | None, now: float) -> str:
     """How long ago `t` was, coarse (`12s`, `3m`, `2h`, `5d`); `–` when unknown."""
     if t is None:

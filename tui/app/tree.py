@@ -11,7 +11,7 @@ from typing import Any
 
 from tui.core.view import SessionRow
 
-from .format import attention_rank
+from .format import attention_rank, reason_key
 
 Key = tuple[str, str]
 
@@ -39,7 +39,7 @@ def sort_value(row: SessionRow, column: str) -> Any:
     if column == "state":
         return (attention_rank(row), row.state)
     if column == "reason":
-        return row.reason or ""
+        return reason_key(row)
     if column == "stale":
         return 0 if row.stale else 1
     if column == "title":

@@ -36,10 +36,10 @@ COLUMNS = (
     ColumnSpec("stale", "stale", 7, wide_only=True),  # narrow: the flag goes in `reason`
     ColumnSpec("title", "title", 0),
     ColumnSpec("folder", "folder", 12, narrow_width=10),
-    ColumnSpec("in_state", "in state", 8),
-    ColumnSpec("activity", "activity", 8, wide_only=True),
+    ColumnSpec("in_state", "in state", 10),  # room for the header's sort arrow
+    ColumnSpec("activity", "activity", 10, wide_only=True),
     ColumnSpec("cost", "cost", 7, wide_only=True, right=True),
-    ColumnSpec("tokens", "tokens", 6, wide_only=True, right=True),
+    ColumnSpec("tokens", "tokens", 8, wide_only=True, right=True),
 )
 ALL_COLUMNS = [c.key for c in COLUMNS]
 """Column keys in the order of `CellRenderer.inputs()`."""
@@ -91,7 +91,7 @@ class CellRenderer:
             return Text(f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", no_wrap=True,
                         style=self.style("$state-stale bold reverse"))
         if column == "reason":
-            return Text(self.reason(row), no_wrap=True, overflow="ellipsis",
+            return Text(fmt.reason_text(row), no_wrap=True, overflow="ellipsis",
                         style=self.style(f"${state_var} {dim}".strip()))
         if column == "title":
             return self.title(row, line, row.state == "input" or row.stale)
@@ -116,15 +116,6 @@ class CellRenderer:
         right = column in ("cost", "tokens")
         return Text(value, no_wrap=True, justify="right" if right else "left",
                     style=self.style(dim))
-
-    @staticmethod
-    def reason(row: SessionRow) -> str:
-        if row.state == "input" and row.pending:
-            kinds = row.pending[0].kind
-            return kinds if len(row.pending) == 1 else f"{kinds} +{len(row.pending) - 1}"
-        if row.state == "retry" and row.retry_attempt is not None:
-            return f"attempt {row.retry_attempt}"
-        return row.reason or ""
 
     def title(self, row: SessionRow, line: TreeLine, loud: bool) -> Text:
         # Roots keep a two-cell gutter for the fold marker; children hang under their parent.
