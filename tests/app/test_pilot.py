@@ -9,7 +9,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 
 from tui.app import OcwatchApp
-from tui.app.screens.detail import DetailScreen
+from tui.app.screens.detail import DetailScreen, pending_section
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.servers import ServerPanel, ServersScreen
 from tui.app.widgets.server_bar import ServerBar
@@ -184,6 +184,18 @@ async def test_detail_navigation() -> None:
         await pilot.click(SessionTable, offset=(5, 2))
         await pilot.pause()
         assert isinstance(app.screen, DetailScreen)
+
+
+def test_detail_shows_a_diff_line_by_line() -> None:
+    row = views.sub_agent_edit().rows[(A, "ses_parent")]
+    content = pending_section(row)
+    assert content is not None
+    lines = content.plain.splitlines()
+    assert "    --- api/v1.py" in lines and "    +++ api/v1.py" in lines
+    assert "    -    ROUTE_0 = '/v1/r0'" in lines and "    +    ROUTE_0 = '/v2/r0'" in lines
+    assert "    … 30 more lines" in lines  # 42 lines, 12 shown
+    assert lines.index("    --- api/v1.py") > next(  # after the one-line fields
+        i for i, ln in enumerate(lines) if ln.strip().startswith("filepath"))
 
 
 async def test_detail_shows_pending_evidence_and_error() -> None:

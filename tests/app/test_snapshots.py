@@ -107,7 +107,7 @@ def test_permission_dialog(snap_compare, size: tuple[int, int]) -> None:
 
 
 def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
-    """The diff scrolls; the message box and the buttons stay in view."""
+    """The diff scrolls; the buttons stay in view."""
     app, _ = make_app(views.sub_agent_edit(), actions=FakeActions())
     assert snap_compare(app, terminal_size=NARROW, run_before=press_on("ses_parent", "r"))
 

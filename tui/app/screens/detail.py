@@ -15,6 +15,7 @@ from textual.widgets.option_list import Option
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
+from .dialog import block, multiline
 from .view_screen import ViewScreen
 
 Key = tuple[str, str]
@@ -119,16 +120,21 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
         command = _get(metadata, "command", "cmd") or _get(detail, "command")
         if command:
             parts += ["  ", _label("command"), (_lit(command), "bold"), "\n"]
+        blocks: list[Part] = []
         if metadata:
             for k, v in metadata.items():
                 if k in ("command", "cmd") or isinstance(v, (dict, list, tuple)) or v in (None, ""):
                     continue
-                parts += ["  ", _label(_lit(k)), _lit(v), "\n"]
+                if multiline(v):  # a diff: its lines, after the one-line fields
+                    blocks += ["  ", _label(_lit(k)), "\n", *block(v, "    ")]
+                else:
+                    parts += ["  ", _label(_lit(k)), _lit(v), "\n"]
         patterns = _get(detail, "patterns", "pattern")
         if patterns:
             if isinstance(patterns, str):
                 patterns = [patterns]
             parts += ["  ", _label("patterns"), ", ".join(_lit(p) for p in patterns), "\n"]
+        parts += blocks
         parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
                   (" here, or ", "$foreground-muted"),
                   (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"), "\n"]

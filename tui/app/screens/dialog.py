@@ -28,6 +28,30 @@ def literal(value: Any) -> str:
     return fmt.literal(str(value))
 
 
+BLOCK_LINES = 12
+"""Lines of a multi-line value (a diff) shown; the rest is counted."""
+
+
+def block(text: str, indent: str) -> list[Part]:
+    """A multi-line value (a diff): each line indented and ended, `+`/`-` lines coloured, at most
+    BLOCK_LINES of them (the rest counted)."""
+    lines = text.rstrip("\n").split("\n")
+    parts: list[Part] = []
+    for line in lines[:BLOCK_LINES]:
+        style = ("$text-success" if line.startswith("+") else
+                 "$text-error" if line.startswith("-") else "")
+        parts += [indent, (literal(line), style), "\n"]
+    if len(lines) > BLOCK_LINES:
+        parts += [indent, (f"… {len(lines) - BLOCK_LINES} more lines", "$foreground-muted"),
+                  "\n"]
+    return parts
+
+
+def multiline(value: Any) -> bool:
+    """Whether a metadata value is a block of text (a diff) rather than a one-line value."""
+    return isinstance(value, str) and "\n" in value.strip("\n")
+
+
 def asked_by(row: SessionRow, pending: Pending) -> Content:
     """`Title  ses_…` and, when a sub-agent asks, which one."""
     parts: list[Part] = [(literal(row.title) or row.id, "bold"), ("  " + literal(row.id),

@@ -14,10 +14,7 @@ from textual.widgets import Button, Input, Static
 
 from tui.core.view import Pending
 
-from .dialog import Part, RequestDialog, asked_by, label, literal
-
-BLOCK_LINES = 12
-"""Lines of a multi-line value (a diff) shown in the dialog; the rest is counted."""
+from .dialog import Part, RequestDialog, asked_by, block, label, literal, multiline
 
 
 @dataclass(frozen=True)
@@ -40,15 +37,7 @@ def _items(value: Any) -> list[str]:
 
 def _block(name: str, text: str) -> list[Part]:
     """A multi-line value (a diff) under its name, indented, at most BLOCK_LINES lines."""
-    lines = text.rstrip("\n").split("\n")
-    parts: list[Part] = ["\n", label(name)]
-    for line in lines[:BLOCK_LINES]:
-        style = ("$text-success" if line.startswith("+") else
-                 "$text-error" if line.startswith("-") else "")
-        parts += ["\n", "  ", (literal(line), style)]
-    if len(lines) > BLOCK_LINES:
-        parts += ["\n", ("  … " + f"{len(lines) - BLOCK_LINES} more lines", "$foreground-muted")]
-    return parts
+    return ["\n", label(name), "\n", *block(text, "  ")]
 
 
 def permission_fields(pending: Pending) -> Content:
@@ -66,7 +55,7 @@ def permission_fields(pending: Pending) -> Content:
         if key in ("command", "cmd") or isinstance(value, (dict, list, tuple)) or value in (
                 None, ""):
             continue
-        if isinstance(value, str) and "\n" in value.strip("\n"):
+        if multiline(value):
             blocks += _block(literal(key), value)
         else:
             parts += ["\n", label(literal(key)), literal(value)]
@@ -77,7 +66,7 @@ def permission_fields(pending: Pending) -> Content:
     if always:
         parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
                   ("  (what “always” allows from now on)", "$foreground-muted")]
-    return Content.assemble(*parts, *blocks)
+    return Content.assemble(*parts, *blocks).rstrip()
 
 
 class PermissionScreen(RequestDialog[PermissionReply | None]):
