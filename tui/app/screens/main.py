@@ -69,7 +69,7 @@ class MainScreen(ViewScreen):
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False),
-        Binding("space", "toggle_fold", "Fold"),
+        Binding("space", "toggle_fold", "Fold", show=False),
         Binding("e", "fold_all(False)", "Expand all", show=False),
         Binding("c", "fold_all(True)", "Collapse all", show=False),
         Binding("i", "app.servers", "Servers: connection, snapshot, drift", show=False),
