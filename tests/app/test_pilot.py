@@ -375,6 +375,23 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
         assert app.screen is app.main_screen
 
 
+async def test_the_servers_view_keeps_one_panel_per_server_through_quick_changes() -> None:
+    """Two spellings of one server before the first View, then the View: the panels change
+    twice before any of them has mounted."""
+    app, _ = make_app(views.unreachable(), server_urls=[views.A, views.A + "/", views.B])
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.press("i")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, ServersScreen)
+        for view in (None, views.every_state(), None, views.unreachable()):
+            app.view = view
+            screen.show_view()  # no pause in between
+        await pilot.pause(0.3)
+        assert [p["line"].split()[2] for p in servers_text(app)] == ["127.0.0.1:4096"]
+        assert len(screen.query(ServerPanel)) == 1
+
+
 async def test_help_lists_every_binding_and_palette_has_commands() -> None:
     app, _ = make_app()
     async with app.run_test(size=(120, 60)) as pilot:

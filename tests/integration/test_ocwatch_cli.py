@@ -129,20 +129,23 @@ def test_wait_timeout_zero_still_checks_once(oc_server: OpenCodeServer, all_stat
 
 def test_output_into_a_pipe_closed_early_keeps_the_exit_code(oc_server: OpenCodeServer,
                                                             all_states: AllStates):
-    """`ocwatch status | head -1`: no traceback, and the command's own exit code."""
+    """`ocwatch status | head -1`: no traceback, and the command's own exit code. The pipe's
+    reader is gone before ocwatch writes, so every write fails (a few KB would otherwise fit in
+    the pipe's buffer and never fail)."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
     for args, code in ((["status"], 0), (["status", "--json"], 0),
                        (["wait", all_states.failed, "--json"], 1)):
-        cmd = [sys.executable, "-m", "tui.cli.main", *args, "--server", oc_server.url]
-        with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                              env=env) as proc:
-            assert proc.stdout is not None and proc.stderr is not None
-            proc.stdout.read(10)
-            proc.stdout.close()  # the reader is gone before ocwatch is done writing
-            err = proc.stderr.read().decode()
-            assert proc.wait(60) == code, err
-        assert "Traceback" not in err and "BrokenPipe" not in err, err
+        read, write = os.pipe()
+        os.close(read)
+        try:
+            proc = subprocess.run([sys.executable, "-m", "tui.cli.main", *args, "--server",
+                                   oc_server.url], stdout=write, stderr=subprocess.PIPE,
+                                  env=env, timeout=60, text=True)
+        finally:
+            os.close(write)
+        assert proc.returncode == code, proc.stderr
+        assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
 
 
 def test_wait_unknown_session_and_unreachable_server(oc_server: OpenCodeServer):

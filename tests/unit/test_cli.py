@@ -139,3 +139,9 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     a.loading = b.loading = None
     show()
     assert out.getvalue().endswith("\r\x1b[K")
+    many = [SimpleNamespace(url=f"http://server-{i}.example:4096", loading=(i, 3000))
+            for i in range(9)]
+    out = io.StringIO()  # not a terminal: 80 columns assumed; a wrapped line would not erase
+    _progress_line(SimpleNamespace(monitors=many), out)()  # type: ignore[arg-type]
+    line = out.getvalue().removeprefix("\r\x1b[K")
+    assert len(line) == 79 and line.endswith("…")

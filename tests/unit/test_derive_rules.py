@@ -400,6 +400,19 @@ def test_a_new_state_never_began_before_the_state_it_follows():
     assert derive_server(answered, ask[:1], NOW + 10, S)[(SERVER, "p")].since == NOW - 200
 
 
+def test_time_in_state_survives_an_outage():
+    """While the server is unreachable every row reads unknown; back online, a session that
+    completed long before keeps its completion time (and alerts keyed on it do not repeat)."""
+    s = snap([session("s1")], messages={"s1": completed(at=NOW - 7200)})
+    before = derive_server(s, (), NOW, S)
+    assert before[(SERVER, "s1")].since == NOW - 7200
+    down = derive_server(s, (), NOW + 10, S, previous=before,
+                         link=Link(False, "cannot connect", NOW + 5))
+    assert down[(SERVER, "s1")].state == "unknown"
+    back = derive_server(s, (), NOW + 60, S, previous=down)
+    assert (back[(SERVER, "s1")].state, back[(SERVER, "s1")].since) == ("idle", NOW - 7200)
+
+
 def test_cost_and_tokens_fall_back_to_last_message():
     s = snap([session("s1")], messages={"s1": completed(at=NOW - 5, cost=0.25)})
     assert row(s).cost == 0.25

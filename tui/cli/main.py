@@ -7,6 +7,7 @@ import asyncio
 import json
 import logging
 import math
+import os
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
@@ -86,7 +87,8 @@ def build_parser() -> argparse.ArgumentParser:
     w = sub.add_parser("wait", help="block until a session settles; the exit code tells how")
     w.add_argument("session_id", metavar="SESSION_ID")
     _server_arg(w, many=False)
-    w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS")
+    w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
+                   help="exit 124 if the session has not settled by then (0: look once)")
     w.add_argument("--json", action="store_true", help="print the final row as JSON")
 
     a = sub.add_parser("abort", help="abort a session's run")
@@ -175,13 +177,20 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
 
 
 def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
-    """On a terminal: one self-erasing line saying how far the first snapshots have loaded."""
+    """On a terminal: one self-erasing line saying how far the first snapshots have loaded (cut
+    to the terminal's width: a wrapped line would not erase)."""
+    try:
+        width = os.get_terminal_size(stream.fileno()).columns - 1
+    except (OSError, ValueError):
+        width = 79
 
     def show() -> None:
         parts = [f"{literal(m.url)} {loaded(m.loading)}" for m in fleet.monitors
                  if m.loading is not None]
-        stream.write("\r\x1b[K" + ("ocwatch: loading sessions of " + ", ".join(parts)
-                                    if parts else ""))
+        text = "ocwatch: loading sessions of " + ", ".join(parts) if parts else ""
+        if len(text) > width:
+            text = text[:max(0, width - 1)] + "…"
+        stream.write("\r\x1b[K" + text)
         stream.flush()
 
     return show

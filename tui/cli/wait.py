@@ -62,9 +62,9 @@ async def wait_for(
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
     row: SessionRow | None = None
-    # --timeout bounds the wait for the session to settle; the first look at the server is not
-    # part of it (`--timeout 0` checks once), but is bounded by the request timeout
-    first_look = None if timeout is None else max(timeout, settings.request_timeout)
+    # --timeout bounds the whole wait, the first look at the server included; `--timeout 0`
+    # looks once (bounded by the request timeout)
+    first_look = None if timeout is None else (timeout or settings.request_timeout)
     try:
         first = asyncio.ensure_future(mon.first_snapshot())
         done, _ = await asyncio.wait({first, task}, timeout=first_look,

@@ -48,8 +48,8 @@ class NotFound(OcwatchError):
         self.tag = tag
 
 
-#: A host name, an IPv4 address, or an IPv6 address (urlsplit drops its brackets)
-_HOST = re.compile(r"[A-Za-z0-9._~%-]+|[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?")
+#: What no host name has (white space, controls, URL delimiters): `not a url` is not a server
+_NOT_HOST = re.compile(r"[\s\x00-\x1f\x7f<>\"{}|\\^`]")
 
 
 def normalize_url(url: str) -> str:
@@ -71,7 +71,7 @@ def normalize_url(url: str) -> str:
         raise OcwatchError(
             f"invalid server URL {_no_userinfo(url)!r}: credentials do not go in the URL; "
             "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME)")
-    if parts.scheme not in ("http", "https") or not host or not _HOST.fullmatch(host):
+    if parts.scheme not in ("http", "https") or not host or _NOT_HOST.search(host):
         raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: expected http://HOST:PORT")
     del port
     return url

@@ -404,10 +404,11 @@ def _derive(
             since = old.since
         else:
             since = since_hint or updated or None
-            if old is not None and old.since and (since is None or since < old.since):
-                # the facts date the new state before the one it follows began (a parent whose
-                # sub-agent's request was answered: busy since long before it waited): it began
-                # when it was observed
+            if (old is not None and old.state == "input" and old.since
+                    and (since is None or since < old.since)):
+                # leaving a wait, the facts may date the new state before the wait began (a
+                # parent whose sub-agent's request was answered has been busy since before it
+                # waited): it began when it was observed
                 since = max(old.since, now)
         if not reachable:
             evidence = (_unreachable(link, state, reason), *evidence)

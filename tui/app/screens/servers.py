@@ -10,6 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 
 from tui.core.view import ServerInfo, SessionRow, loaded
@@ -115,7 +116,11 @@ class ServerPanel(Vertical):
         self._shown = (server, rows, now)
         if not self._ready:  # on_mount shows it
             return
-        self.query_one(".server-line", Static).update(server_line(server, now))
+        try:
+            line = self.query_one(".server-line", Static)
+        except NoMatches:  # removed before its children were composed
+            return
+        line.update(server_line(server, now))
         fields = server_fields(server, rows, now)
         for name in FIELDS:
             row = self.query_one(f".field-{name.replace(' ', '-')}", Horizontal)
@@ -132,6 +137,10 @@ class ServersScreen(ViewScreen):
         Binding("escape,i", "back", "Back"),
     ]
 
+    def __init__(self) -> None:
+        super().__init__()
+        self._panels: dict[str, ServerPanel] = {}  # by server URL, in the View's order
+
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Servers", "bold"), id="servers-title")
         yield VerticalScroll(id="servers-body")
@@ -144,20 +153,24 @@ class ServersScreen(ViewScreen):
     def show_view(self) -> None:
         app = self.ocwatch
         view = app.view
-        servers = list(view.servers) if view is not None and view.servers else [
+        listed = list(view.servers) if view is not None and view.servers else [
             ServerInfo(url=url) for url in app.server_urls]
+        servers = list({s.url: s for s in listed}.values())  # one panel per URL
         by_server: dict[str, list[SessionRow]] = {s.url: [] for s in servers}
         if view is not None:
             for row in view.rows.values():
                 by_server.setdefault(row.server, []).append(row)
         body = self.query_one("#servers-body", VerticalScroll)
-        panels = list(body.query_children(ServerPanel))
-        if len(panels) != len(servers):  # servers come and go: build the panels again
-            body.remove_children()
-            body.mount_all(ServerPanel(s, by_server.get(s.url, []), app.now) for s in servers)
+        urls = [s.url for s in servers]
+        if urls != list(self._panels):  # servers came or went: new panels, in order
+            for panel in self._panels.values():
+                panel.remove()
+            self._panels = {s.url: ServerPanel(s, by_server.get(s.url, []), app.now)
+                            for s in servers}
+            body.mount_all(self._panels.values())
             return
-        for panel, server in zip(panels, servers, strict=True):
-            panel.show(server, by_server.get(server.url, []), app.now)
+        for server in servers:
+            self._panels[server.url].show(server, by_server.get(server.url, []), app.now)
 
     def action_back(self) -> None:
         """Back to the sessions."""
