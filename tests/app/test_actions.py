@@ -124,30 +124,48 @@ async def test_permission_reject_with_a_message() -> None:
 
 
 async def test_typing_in_the_permission_dialog_never_allows() -> None:
-    """A user who starts typing a message with the buttons focused must not allow the tool; with
-    the message field open, the letter keys are text even if the focus went to a button."""
+    """No stray key allows anything: enter and space on the dialog as it opens cancel; with the
+    message field open the letter keys are text, Once and Always cannot be pressed, and tab
+    goes from the field to Reject."""
     fake = FakeActions()
     app, _ = make_app(actions=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, PERM, "r")
-        screen = app.screen
-        await pilot.press("m", *"no")
-        await pilot.click("#cancel")  # a button click does what it says...
+        await pilot.press("space")  # nothing
+        await pilot.pause()
+        assert fake.calls == [] and isinstance(app.screen, PermissionScreen)
+        await pilot.press("enter")  # the focus starts on Cancel
         await settle(pilot, app)
         assert fake.calls == [] and app.screen is app.main_screen
         await open_on(pilot, app, PERM, "r")
         screen = app.screen
-        await pilot.press("m")
-        screen.query_one("#once", Button).focus()  # ...and the keys stay text-safe
-        await pilot.press("o", "a", "r")
+        await pilot.press("m", *"no")
+        await pilot.click("#cancel")  # a button click does what it says
+        await settle(pilot, app)
+        assert fake.calls == [] and app.screen is app.main_screen
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        await pilot.press("m", *"try again")
+        assert screen.query_one("#once", Button).disabled
+        await pilot.click("#once")  # disabled while a message is written
+        await pilot.click("#always")
+        await pilot.press("tab")
+        assert screen.focused is screen.query_one("#reject", Button)
+        await pilot.press("o", "a", "m")  # not keys while the field is open
         await pilot.pause()
         assert fake.calls == [] and app.screen is screen
         await pilot.press("escape")  # esc closes the field first, then the dialog
         await pilot.pause()
         assert app.screen is screen and not screen.query_one("#permission-message").display
+        assert not screen.query_one("#once", Button).disabled
         await pilot.press("escape")
         await settle(pilot, app)
         assert fake.calls == [] and app.screen is app.main_screen
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("m", *"use rsync")
+        await pilot.click("#reject")  # Reject takes the message along
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", "reject", "use rsync")]
 
 
 async def test_permission_cancel_sends_nothing() -> None:

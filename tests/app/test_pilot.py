@@ -356,6 +356,7 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
             "• ses_␛[31mred: events said idle, snapshot says busy"]  # shown literally
         assert "error" not in a
         assert b["snapshot"] == "none yet" and b["drift"] == "–"
+        assert b["sessions"] == "– (not read yet)"  # not "0": nothing was read
         assert b["error"] == "ConnectError: [Errno 111] Connection refused"
         source.set(views.every_state())  # it follows the View
         await pilot.pause(0.2)

@@ -61,6 +61,8 @@ def test_the_reason_column_sorts_by_what_it_shows() -> None:
     assert "permission" in shown and "attempt 3" in shown and "completed" in shown
     words = [w.split(" +")[0] for w in shown]
     assert words == sorted(words)
+    stale = replace(views.ROWS[0], state="busy", stale=True, pending=())
+    assert reason_key(stale) == ("STALE", 0)  # the narrow table shows the flag in this column
     assert reason_key(replace(views.ROWS[0], state="retry", retry_attempt=10)) > reason_key(
         replace(views.ROWS[0], state="retry", retry_attempt=9))  # 10 after 9, not before
 

@@ -11,7 +11,7 @@ import pytest
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
 from tui.cli.output import literal, render_table
-from tui.cli.wait import exit_code_for
+from tui.cli.wait import exit_code_for, report
 from tui.core.derive import derive_server
 from tui.core.settings import Settings
 from tui.core.view import ServerInfo, View
@@ -145,3 +145,19 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     _progress_line(SimpleNamespace(monitors=many), out)()  # type: ignore[arg-type]
     line = out.getvalue().removeprefix("\r\x1b[K")
     assert len(line) == 79 and line.endswith("…")
+
+
+def test_status_table_of_an_unreachable_server_does_not_claim_no_sessions():
+    down = View(generated_at=T0, servers=(
+        ServerInfo(url="http://a:1", reachable=False, error="cannot connect"),), rows={})
+    assert render_table(down, T0) == "server http://a:1  version ?  UNREACHABLE"  # error: stderr
+    up = View(generated_at=T0, servers=(ServerInfo(url="http://a:1", reachable=True),), rows={})
+    assert render_table(up, T0).endswith("reachable\nno sessions")
+
+
+def test_wait_says_the_last_state_when_it_times_out(capsys):
+    row = derive_server(snap([session("s1")], status={"s1": busy()}), (), T0, Settings())[
+        (SERVER, "s1")]
+    assert report(124, row, "timed out after 0s", as_json=False) == 124
+    out, err = capsys.readouterr()
+    assert out.startswith("s1: busy") and "timed out after 0s" in err

@@ -75,8 +75,9 @@ between `0s ago` and `1s ago` on almost every redraw."""
 
 
 def reason_text(row: SessionRow) -> str:
-    """What the reason column shows: the idle reason, what is asked, or the retry attempt."""
-    kind, n = reason_key(row)
+    """What the reason column shows: the idle reason, what is asked, or the retry attempt (the
+    narrow table shows a stale row's flag there instead: cells.py)."""
+    kind, n = _reason(row)
     if row.state == "input" and row.pending:
         return kind if n == 1 else f"{kind} +{n - 1}"
     if kind == "attempt":
@@ -85,7 +86,12 @@ def reason_text(row: SessionRow) -> str:
 
 
 def reason_key(row: SessionRow) -> tuple[str, int]:
-    """The reason column's sort value: its word, then how many (requests, or the attempt)."""
+    """The reason column's sort value: its word, then how many (requests, or the attempt). A
+    stale row sorts by its flag (the narrow table shows it in this column)."""
+    return (STALE_WORD, 0) if row.stale else _reason(row)
+
+
+def _reason(row: SessionRow) -> tuple[str, int]:
     if row.state == "input" and row.pending:
         return row.pending[0].kind, len(row.pending)
     if row.state == "retry" and row.retry_attempt is not None:

@@ -72,11 +72,13 @@ def render_table(view: View, now: float | None = None) -> str:
     now = time.time() if now is None else now
     lines: list[str] = []
     for s in view.servers:
-        health = "reachable" if s.reachable else f"UNREACHABLE: {s.error}"
+        # an unreachable server's error goes to stderr once (run_status), not here as well
+        health = "reachable" if s.reachable else "UNREACHABLE"
         lines.append(literal(f"server {s.url}  version {s.version or '?'}  {health}"))
     rows = list(view.rows.values())
     if not rows:
-        lines.append("no sessions")
+        if all(s.reachable for s in view.servers):
+            lines.append("no sessions")
         return "\n".join(lines)
     header = ("STATE", "FOR", "ID", "TITLE", "FOLDER", "DETAIL")
     table: list[tuple[str, ...]] = [header]

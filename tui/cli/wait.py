@@ -125,7 +125,7 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
             out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
                                    "message": message}
             print(json.dumps(out, indent=2))
-        elif row is not None and message is None:
+        elif row is not None:  # its last state, also when it timed out
             word = row.state + (f" ({row.reason})" if row.reason else "")
             if row.stale:
                 word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"

@@ -110,7 +110,17 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
     def on_mount(self) -> None:
         for part in self.query(".message"):
             part.display = False
-        self.query_one("#once", Button).focus()
+        # a stray enter or space must not allow anything: the focus starts on Cancel
+        self.query_one("#cancel", Button).focus()
+
+    def _message_open(self, open_: bool) -> None:
+        """Show or hide the message field. While it is open, writing a message means rejecting:
+        Once, Always and Message are disabled (tab goes from the field to Reject)."""
+        for part in self.query(".message"):
+            part.display = open_
+        for name in ("once", "always", "message"):
+            self.query_one(f"#{name}", Button).disabled = open_
+        self.call_after_refresh(self.fit_body)
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """While the message field is open, letters are text, never o/a/r/m (the buttons still
@@ -129,6 +139,8 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
+        if event.button.disabled:
+            return
         if event.button.id == "cancel":
             self.dismiss(None)
         elif event.button.id == "message":
@@ -146,10 +158,8 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
 
     def action_write_message(self) -> None:
         """Open the message field (a rejection with feedback: the run goes on)."""
-        for part in self.query(".message"):
-            part.display = True
+        self._message_open(True)
         self.message_box.focus()
-        self.call_after_refresh(self.fit_body)
 
     def action_reply(self, reply: str) -> None:
         """Send the reply (the message goes only with reject)."""
@@ -160,9 +170,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         box = self.message_box
         if box.display:
             box.value = ""
-            for part in self.query(".message"):
-                part.display = False
-            self.query_one("#reject", Button).focus()
-            self.call_after_refresh(self.fit_body)
+            self._message_open(False)
+            self.query_one("#cancel", Button).focus()
             return
         self.dismiss(None)

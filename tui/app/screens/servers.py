@@ -40,7 +40,10 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
                                   f"({fmt.age(server.snapshot_at, now)})")
     else:
         out["snapshot"] = Content.styled("none yet", "$foreground-muted")
-    out["sessions"] = Content.assemble(*_counts(rows))
+    if server.snapshot_at is None and not rows:
+        out["sessions"] = Content.styled("– (not read yet)", "$foreground-muted")
+    else:
+        out["sessions"] = Content.assemble(*_counts(rows))
     out["events skipped"] = Content(
         f"{server.skipped_events} malformed · {server.unknown_events} of unknown types")
     if server.snapshot_at is None:
