@@ -5,6 +5,7 @@ Everything the dashboard, `status --json`, `wait`, metrics and alerts read comes
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -125,12 +126,7 @@ class View:
         return [r for r in self.rows.values() if r.id == session_id]
 
     def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in STATES}
-        out["stale"] = 0
-        for r in self.rows.values():
-            out[r.state] += 1
-            out["stale"] += r.stale
-        return out
+        return count_states(self.rows.values())
 
     def to_json(self) -> dict[str, Any]:
         rows = sorted(self.rows.values(), key=lambda r: (r.server, r.directory, r.id))
@@ -173,6 +169,16 @@ def _sig(r: SessionRow) -> tuple[Any, ...]:
 
 # "Needs attention first": input, stale, retry, unknown, busy, errors, the rest.
 _RANK = {"input": 0, "retry": 2, "unknown": 3, "busy": 4, "idle": 7}
+
+
+def count_states(rows: Iterable[SessionRow]) -> dict[str, int]:
+    """Rows per state (every state present, zero or not), and how many are stale."""
+    out = {s: 0 for s in STATES}
+    out["stale"] = 0
+    for r in rows:
+        out[r.state] += 1
+        out["stale"] += r.stale
+    return out
 
 
 def attention_rank(row: SessionRow) -> int:

@@ -13,7 +13,7 @@ from textual.content import Content
 from textual.css.query import NoMatches
 from textual.widgets import Footer, Static
 
-from tui.core.view import ServerInfo, SessionRow, loaded
+from tui.core.view import ServerInfo, SessionRow, count_states, loaded
 
 from .. import format as fmt
 from ..widgets.server_bar import server_line
@@ -66,10 +66,7 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
 
 def _counts(rows: list[SessionRow]) -> list[Part]:
     """`12: busy 3, input 2, idle 7, stale 1` (only the states some row is in, coloured)."""
-    counts = {name: 0 for name, _, _ in COUNTED}
-    for r in rows:
-        counts[r.state] += 1
-        counts["stale"] += r.stale
+    counts = count_states(rows)
     parts: list[Part] = [f"{len(rows)}"]
     shown = [(f"{name} {counts[name]}", style) for name, _, style in COUNTED if counts[name]]
     for i, item in enumerate(shown):
