@@ -16,7 +16,7 @@ from textual.widgets import Footer, Static
 from tui.core.view import ServerInfo, SessionRow, count_states, loaded
 
 from .. import format as fmt
-from ..widgets.server_bar import server_line
+from ..widgets.server_bar import server_line, shown_servers
 from ..widgets.summary import COUNTED
 from .view_screen import ViewScreen
 
@@ -153,8 +153,7 @@ class ServersScreen(ViewScreen):
     def show_view(self) -> None:
         app = self.ocwatch
         view = app.view
-        listed = list(view.servers) if view is not None and view.servers else [
-            ServerInfo(url=url) for url in app.server_urls]
+        listed = shown_servers(view, app.server_urls)
         servers = list({s.url: s for s in listed}.values())  # one panel per URL
         by_server: dict[str, list[SessionRow]] = {s.url: [] for s in servers}
         if view is not None:

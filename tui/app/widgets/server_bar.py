@@ -27,6 +27,13 @@ def health(server: ServerInfo) -> str:
     return "connecting"
 
 
+def shown_servers(view: View | None, urls: list[str]) -> list[ServerInfo]:
+    """The servers of `view`, or the configured URLs (not yet connected) before the first View."""
+    if view is not None and view.servers:
+        return list(view.servers)
+    return [ServerInfo(url=url) for url in urls]
+
+
 def server_line(server: ServerInfo, now: float) -> Content:
     """`● connected  127.0.0.1:4096  v1.2.3  last event 3s ago` (errors shown literally)."""
     state = health(server)
@@ -69,7 +76,5 @@ class ServerBar(LiveStatic):
 
     def show(self, view: View | None, now: float, urls: list[str]) -> None:
         """Show the servers of `view` (or the configured URLs before the first View)."""
-        servers = list(view.servers) if view is not None and view.servers else [
-            ServerInfo(url=url) for url in urls]
-        lines = [server_line(s, now) for s in servers]
+        lines = [server_line(s, now) for s in shown_servers(view, urls)]
         self.show_content(Content("\n").join(lines))
