@@ -154,21 +154,20 @@ def test_the_journals_running_fold_equals_a_fold_of_its_entries(steps):
         assert j.facts() == fold(j.entries(), j.carry)
 
 
-@given(snapshots(), snapshots(), st.lists(st.one_of(
-    events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40))
-@settings(max_examples=300, deadline=None)
-def test_a_memo_never_changes_what_derive_returns(first, second, steps):
-    """The monitor passes a DeriveMemo to reuse unchanged rows; with or without it, the rows are
-    the same at every step (events arrive, time passes, a new snapshot replaces the old)."""
+def assert_memo_agrees(first, steps, new_snapshot) -> None:
+    """Run `steps` (events, seconds passing, and the steps for which `new_snapshot(step,
+    snapshot)` returns a Snapshot: a cut and that snapshot), deriving after each with and
+    without a DeriveMemo (each with its own previous rows); the rows must be equal every time."""
     j = Journal()
     memo = DeriveMemo()
     snapshot, now = first, T0
     prev_plain: dict = {}
     prev_memo: dict = {}
-    for step in [*steps, 0.0]:
-        if step == "snapshot":
+    for step in steps:
+        replaced = None if isinstance(step, (float, Event)) else new_snapshot(step, snapshot)
+        if replaced is not None:
             j.cut(j.seq)
-            snapshot = second
+            snapshot = replaced
         elif isinstance(step, float):
             now += step
         else:
@@ -177,6 +176,16 @@ def test_a_memo_never_changes_what_derive_returns(first, second, steps):
         memoed = derive_server(snapshot, j.facts(), now, S, previous=prev_memo, memo=memo)
         assert memoed == plain
         prev_plain, prev_memo = plain, memoed
+
+
+@given(snapshots(), snapshots(), st.lists(st.one_of(
+    events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40))
+@settings(max_examples=300, deadline=None)
+def test_a_memo_never_changes_what_derive_returns(first, second, steps):
+    """The monitor passes a DeriveMemo to reuse unchanged rows; with or without it, the rows are
+    the same at every step (events arrive, time passes, a new snapshot replaces the old)."""
+    assert_memo_agrees(first, [*steps, 0.0],
+                       lambda step, _snapshot: second if step == "snapshot" else None)
 
 
 def message_of(kind: str, sid: str, at: float):
@@ -224,23 +233,8 @@ def test_a_memo_across_resyncs_never_changes_what_derive_returns(first, steps):
     """After a resync the memo reuses the rows of sessions whose objects the snapshot reused and
     that no journal fact touches; whatever changed (an object, a status entry, the active list,
     an event before or after the cut, a fact carried across it), the rows equal a plain derive."""
-    j = Journal()
-    memo = DeriveMemo()
-    snapshot, now = first, T0
-    prev_plain: dict = {}
-    prev_memo: dict = {}
-    for step in [*steps, 0.0, 30.0]:
-        if isinstance(step, tuple):
-            j.cut(j.seq)
-            snapshot = resynced(snapshot, *step[1:])
-        elif isinstance(step, float):
-            now += step
-        else:
-            j.add(step)
-        plain = derive_server(snapshot, j.facts(), now, S, previous=prev_plain)
-        memoed = derive_server(snapshot, j.facts(), now, S, previous=prev_memo, memo=memo)
-        assert memoed == plain
-        prev_plain, prev_memo = plain, memoed
+    assert_memo_agrees(first, [*steps, 0.0, 30.0], lambda step, snapshot: (
+        resynced(snapshot, *step[1:]) if isinstance(step, tuple) else None))
 
 
 @given(st.lists(events(), max_size=30), st.lists(sid_st, unique=True), now_st)
