@@ -139,6 +139,22 @@ def test_the_memo_rereads_a_session_whose_carried_error_expires_across_resyncs()
         "unknown", "interrupted")
 
 
+def test_the_memo_rereads_a_session_with_as_many_events_in_a_new_fold():
+    """A row derived from one event is not reused from the next fold because the session again
+    has one event there: the count is per fold, and the event is another."""
+    s = snap([session("s1")], messages={"s1": assistant("m1", "s1", created=T0 - 30)})
+    j, memo = Journal(carry_for=-1.0), DeriveMemo()
+    j.add(Event("session.status", {"sessionID": "s1", "status": {"type": "busy"}}, None, T0))
+    rows = derive_server(s, j.facts(), T0, S, memo=memo)
+    assert rows[(SERVER, "s1")].state == "busy"
+    retry = {"type": "retry", "attempt": 1}
+    seq = j.add(Event("session.status", {"sessionID": "s1", "status": retry}, None, T0 + 1))
+    j.cut(seq)  # a new fold: one event for s1 again, another one
+    memoed = derive_server(s, j.facts(), T0 + 2, S, previous=rows, memo=memo)
+    assert memoed == derive_server(s, j.facts(), T0 + 2, S, previous=rows)
+    assert memoed[(SERVER, "s1")].state == "retry"
+
+
 def test_the_memo_rereads_a_request_whose_content_changed_under_the_same_id():
     def perm(cmd: str) -> PermissionRequest:
         return PermissionRequest.parse({"id": "per_1", "sessionID": "s1", "permission": "bash",
