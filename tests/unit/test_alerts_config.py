@@ -9,9 +9,17 @@ from tui.core.alerts import Alert, Alerter, alerts_for, osc9, terminal_sinks
 from tui.core.config import AlertConfig, load_config
 from tui.core.derive import derive_server
 from tui.core.settings import Settings
-from tui.core.view import View, transitions
+from tui.core.view import View
+from tui.core.view import transitions as settled_changes
 
 S = Settings()
+
+
+def transitions(before, after):
+    """The settled transitions from View `before` (every row taken as settled) to `after`."""
+    base = settled_changes(None, before).settled if before is not None else None
+    found = settled_changes(base, after)
+    return found.transitions + found.asks
 
 
 def view(snapshot, now=T0):

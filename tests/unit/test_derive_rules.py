@@ -21,7 +21,7 @@ from tests.builders import (
     user,
 )
 from tui.core.derive import Link, derive_server
-from tui.core.models import SessionStatus
+from tui.core.models import Message, SessionStatus
 from tui.core.settings import Settings
 
 S = Settings(grace=3.0)
@@ -296,14 +296,26 @@ def test_absent_with_unfinished_assistant_message_is_unknown_interrupted():
     assert any("never completed" in e for e in r.evidence)
 
 
-def test_absent_unfinished_within_grace_is_unknown_but_unsettled():
+def test_absent_unfinished_within_grace_keeps_the_run_busy_but_unsettled():
+    """Idle reported before the final message is saved is no new state: the row stays busy
+    (finishing, unsettled); past the grace period without the message it is interrupted."""
     s = snap([session("s1")], status={"s1": busy()},
              messages={"s1": assistant("m1", "s1", created=NOW - 30)})
     r = row(s, journal=entries(status_event("s1", "idle", NOW - 1)))
-    assert (r.state, r.reason, r.settled) == ("unknown", None, False)
+    assert (r.state, r.reason, r.settled, r.settling) == ("busy", None, False, "finishing")
+    assert any("waiting for the final message" in e for e in r.evidence)
     later = row(s, journal=entries(status_event("s1", "idle", NOW - 1)), now=NOW + 5)
     assert (later.state, later.reason, later.settled) == ("unknown", "interrupted", True)
 
+
+def test_unsettled_row_keeps_the_last_settled_state():
+    s = snap([session("s1")], messages={"s1": completed(at=NOW - 60)})
+    before = derive_server(s, (), NOW, S)
+    assert before[(SERVER, "s1")].state == "idle"
+    prompt = message_event(user("m2", "s1", created=NOW + 1), NOW + 1)
+    r = derive_server(s, entries(prompt), NOW + 1.5, S, previous=before)[(SERVER, "s1")]
+    assert (r.state, r.reason, r.settled, r.settling) == ("idle", "completed", False, "starting")
+    assert r.since == before[(SERVER, "s1")].since
 
 def test_final_message_after_idle_settles_as_completed():
     s = snap([session("s1")], status={"s1": busy()},
@@ -322,10 +334,10 @@ def test_user_prompt_without_reply_past_grace_is_unknown():
     assert any("has no reply" in e for e in r.evidence)
 
 
-def test_user_prompt_within_grace_is_unsettled():
+def test_user_prompt_within_grace_is_a_starting_run_unsettled():
     s = snap([session("s1")], messages={"s1": user("m1", "s1", created=NOW - 1)})
     r = row(s)
-    assert r.state == "unknown" and not r.settled
+    assert (r.state, r.settled, r.settling, r.since) == ("busy", False, "starting", NOW - 1)
 
 
 def test_tool_calls_step_without_follow_up_and_absent_is_unknown():
@@ -370,35 +382,43 @@ def test_malformed_event_payload_is_counted_not_fatal():
     assert r.state == "busy"
 
 
-def test_since_survives_while_state_holds_and_resets_on_change():
+def test_since_comes_from_the_facts_not_from_when_ocwatch_looked():
+    """Busy since its run began (the prompt that the assistant message answers, dated by its id),
+    whatever this monitor saw before: a monitor started later gives the same time."""
+    prompt_at = 1_795_985_018.173  # msg_2290c8d3d001... was created then
+    msg = Message.parse({"info": {
+        "id": "msg_2290c8d44001UkHwhEkFTPR9ND", "sessionID": "s1", "role": "assistant",
+        "parentID": "msg_2290c8d3d001diUAnKq6g69Hqu", "time": {"created": (prompt_at + 5) * 1000}},
+        "parts": []})
+    now = prompt_at + 60
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": msg}, started_at=now - 1)
+    early = derive_server(s, entries(status_event("s1", "busy", prompt_at + 0.2)), now, S)
+    late = derive_server(s, (), now + 20, S)
+    assert early[(SERVER, "s1")].since == late[(SERVER, "s1")].since == prompt_at
+    s_idle = snap([session("s1")], messages={"s1": completed(at=now + 9)})
+    after = derive_server(s_idle, (), now + 10, S, previous=early)
+    assert after[(SERVER, "s1")].since == now + 9
+
+
+def test_since_without_facts_is_first_sight_and_says_so():
+    s = snap([session("s1")], status={"s1": busy()})
+    first = derive_server(s, (), NOW, S)[(SERVER, "s1")]
+    assert first.since == NOW
+    assert any("first saw it" in e for e in first.evidence)
+    again = derive_server(s, (), NOW + 10, S, previous={(SERVER, "s1"): first})
+    assert again[(SERVER, "s1")].since == NOW
+
+
+def test_input_since_the_request_was_made_by_its_id():
+    asked_at = 1_795_985_018.645  # per_2290c8f15001...
     s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
-    first = derive_server(s, entries(status_event("s1", "busy", NOW - 20)), NOW, S)
-    assert first[(SERVER, "s1")].since == NOW - 20
-    again = derive_server(s, (), NOW + 10, S, previous=first)
-    assert again[(SERVER, "s1")].since == NOW - 20
-    s_idle = snap([session("s1")], messages={"s1": completed(at=NOW + 9)})
-    after = derive_server(s_idle, (), NOW + 10, S, previous=again)
-    assert after[(SERVER, "s1")].since == NOW + 9
-
-
-def test_a_new_state_never_began_before_the_state_it_follows():
-    """A parent waits on its sub-agent's permission (input since the ask); once answered it is
-    busy again, and its busy status dates from long before: time in state restarts."""
-    parent, child = session("p"), session("c", parent="p")
-    msg = assistant("m1", "p", created=NOW - 300)
-    asking = snap([parent, child], status={"p": busy(), "c": busy()},
-                  permissions=[permission("per_1", "c")], messages={"p": msg})
-    ask = entries(status_event("p", "busy", NOW - 200), event(
-        "permission.asked", permission("per_1", "c").to_wire(), NOW - 100))
-    waiting = derive_server(asking, ask, NOW, S)[(SERVER, "p")]
-    assert (waiting.state, waiting.since) == ("input", NOW - 100)
-    answered = snap([parent, child], status={"p": busy(), "c": busy()}, messages={"p": msg})
-    after = derive_server(answered, ask[:1], NOW + 10, S, previous={(SERVER, "p"): waiting})
-    assert (after[(SERVER, "p")].state, after[(SERVER, "p")].since) == ("busy", NOW + 10)
-    # without a previous row, the facts' own date stands
-    assert derive_server(answered, ask[:1], NOW + 10, S)[(SERVER, "p")].since == NOW - 200
-
+             permissions=[permission("per_2290c8f150015gXC5iuEjQuSMI", "s1")],
+             started_at=asked_at + 30)
+    assert row(s, now=asked_at + 31).since == asked_at
+    # a request id that carries no time: when the stream said it was asked
+    asked = event("permission.asked", permission("per_9", "s1").to_wire(), NOW - 2)
+    assert row(snap([session("s1")], status={"s1": busy()}), journal=entries(asked)).since \
+        == NOW - 2
 
 def test_time_in_state_survives_an_outage():
     """While the server is unreachable every row reads unknown; back online, a session that

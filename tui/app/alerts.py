@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from tui.core.alerts import Alert, Alerter, osc9, terminal_sinks
 from tui.core.config import AlertConfig
-from tui.core.view import View, transitions
+from tui.core.view import TransitionFeed, View
 
 Key = tuple[str, str]
 Sink = Callable[[Alert], None]
@@ -41,18 +41,22 @@ class Attention:
         self.config = config
         self.alerter = Alerter(config, sinks, clock)
         self.unread: set[Key] = set()
+        self._feed = TransitionFeed()
 
     @property
     def alerting(self) -> bool:
         """Whether any sink is configured."""
         return bool(self.alerter.sinks)
 
-    def apply(self, before: View | None, after: View, looking_at: Callable[[Key], bool]) -> bool:
+    def apply(self, after: View, looking_at: Callable[[Key], bool]) -> bool:
         """Take in a new View; True when the unread marks changed.
 
-        A row that appears (first sight, a server reconnecting) is not a change; a row that
-        changed while `looking_at(key)` was false is marked; a row that left loses its mark."""
-        changes = transitions(before, after)
+        Reads its settled transitions (view.transitions) and new requests of rows waiting for
+        input. A row that appears (first sight, a server reconnecting) is not a change; a row
+        that changed while `looking_at(key)` was false is marked; a row that left loses its
+        mark."""
+        found = self._feed.feed(after)
+        changes = found.transitions + found.asks
         if not changes:
             return False
         if self.alerting:

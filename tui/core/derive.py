@@ -10,7 +10,7 @@ import gc
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .journal import Entry, Facts, fold
 from .models import (
@@ -22,6 +22,7 @@ from .models import (
     QuestionRequest,
     Session,
     SessionStatus,
+    id_time,
 )
 from .settings import Settings
 from .snapshot import Snapshot
@@ -151,9 +152,9 @@ def _pending_of(
 
 #: A reusable row: (journal mark, requests, busy descendants, Session, row, valid until, the
 #: snapshot's last message, the snapshot's status entry, listed as active, the row's key,
-#: derived at)
+#: derived at, when the snapshot said it runs)
 _Memoed = tuple[int | None, tuple[object, ...], tuple[str, ...], Session, SessionRow, float,
-                Message | None, SessionStatus | None, bool, tuple[str, str], float]
+                Message | None, SessionStatus | None, bool, tuple[str, str], float, float | None]
 
 
 @dataclass
@@ -337,6 +338,8 @@ def _derive(
     get_family = families.get
     get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
     get_snap_status, snap_active = snapshot.status.get, snapshot.active
+    get_status_fact, snap_started = facts.status.get, snapshot.started_at
+    get_retrying = facts.retrying.get if facts.retrying else None
     get_error = facts.errors.get if facts.errors else None
     get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     get_hit = cache.get if cache is not None else None
@@ -354,6 +357,10 @@ def _derive(
         else:
             pending, busy, kids = family
         msg = snap_msg = get_msg(sid)
+        # when the server last said the session runs: its status event, else the snapshot
+        snap_st = get_snap_status(sid)
+        listed = sid in snap_active
+        snap_claim = snap_started if snap_st is not None or listed else None
         if get_hit is None:
             key = (server, sid)
             deadline: Deadline = _UNREAD
@@ -364,14 +371,13 @@ def _derive(
             mark = get_version(sid)
             if mark is None and carried and sid in carried:
                 mark = 0
-            snap_st = get_snap_status(sid)
-            listed = sid in snap_active
             hit = get_hit(sid)
             if hit is not None:
                 key = hit[9]
                 if (hit[3] is s and hit[0] == mark and hit[10] <= now < hit[5]
                         and hit[1] == pend_key and hit[2] == busy_t and hit[6] is snap_msg
                         and hit[8] == listed and (hit[7] is snap_st or hit[7] == snap_st)
+                        and hit[11] == snap_claim
                         and hit[4].children == kids and (same_facts or mark is None)
                         and get_prev(key) is hit[4]):
                     rows[key] = hit[4]
@@ -384,10 +390,18 @@ def _derive(
         info = msg.info if msg is not None else None
         err_fact = get_error(sid) if get_error is not None else None
         st = get_status(sid)
-        state, reason, stale, evidence, settled, since_hint, ended = _decide(
+        seen_status = get_status_fact(sid)
+        claim = snap_claim if seen_status is None else (
+            seen_status.at if seen_status.status is not None else None)
+        if get_retrying is not None and st is not None and st.type == "busy":
+            last_retry = get_retrying(sid)
+            if last_retry is not None:  # busy between two attempts: still retrying
+                st = replace(last_retry, message=(
+                    f"{last_retry.message or 'retrying'} (next attempt under way)"))
+        state, reason, stale, evidence, settled, since_hint, ended, settling = _decide(
             sid, s, st, sid in active, msg, info, pending, busy,
-            err_fact.error if err_fact is not None else None, get_status_at(sid), ask_at, now,
-            grace, facts, deadline,
+            err_fact.error if err_fact is not None else None, get_status_at(sid), claim,
+            ask_at, now, grace, facts, deadline,
         )
         updated = s.time.updated / 1000.0
         if info is not None:
@@ -399,22 +413,31 @@ def _derive(
         if seen is not None and seen > updated:
             updated = seen
         old = get_prev(key)
+        if old is not None and old.settling == "unreachable":
+            old = None  # what an outage showed is no settled state to keep
         since: float | None
-        if old is not None and old.state == state and old.reason == reason and old.since:
-            since = old.since
+        if not settled:
+            # the facts are still arriving: not a new state. Keep the last settled one (or, at
+            # first sight, the run that is starting or finishing: busy)
+            if old is not None:
+                state, reason, stale, ended, since = (
+                    old.state, old.reason, old.stale, old.ended, old.since)
+            else:
+                state, reason, stale, ended = "busy", None, False, None
+                since = since_hint
         else:
-            since = since_hint or updated or None
-            if (old is not None and old.state == "input" and old.since
-                    and (since is None or since < old.since)):
-                # leaving a wait, the facts may date the new state before the wait began (a
-                # parent whose sub-agent's request was answered has been busy since before it
-                # waited): it began when it was observed
-                since = max(old.since, now)
+            # time in state: from the server's facts, so that every monitor agrees
+            since = since_hint
+            if since is None:
+                since = (old.since if old is not None and old.state == state
+                         and old.reason == reason and old.since else now)
+                evidence = (*evidence, "time in state counted from when ocwatch first saw it "
+                                       "(no server fact dates it)")
         if not reachable:
             evidence = (_unreachable(link, state, reason), *evidence)
             state, reason, stale, settled, ended = "unknown", None, False, False, None
-            keep = old is not None and old.state == "unknown"
-            since = old.since if keep and old is not None else (link.since or since)
+            settling = "unreachable"
+            since = link.since or since
         err = info.error if info is not None and info.role == "assistant" else None
         if err is None and err_fact is not None:
             err = err_fact.error
@@ -433,12 +456,12 @@ def _derive(
             retrying.attempt if retrying is not None else None,
             retrying.message if retrying is not None else None,
             ms(retrying.next) if retrying is not None else None,
-            kids, ended,
+            kids, ended, settling,
         )
         if cache is not None:
             # reused until the decision could come out differently as time passes
             cache[sid] = (mark, pend_key, busy_t, s, row, deadline.at, snap_msg, snap_st, listed,
-                          key, now)
+                          key, now, snap_claim)
     if cache is not None and not same_snapshot and len(cache) > len(rows):
         for sid in [sid for sid in cache if sid not in sessions]:
             del cache[sid]  # gone with the snapshot that listed it
@@ -451,9 +474,20 @@ def _unreachable(link: Link, state: str, reason: str | None) -> str:
             f"last known state: {state}{' (' + reason + ')' if reason else ''}")
 
 
-#: (state, reason, stale, evidence, settled, since_hint, ended): `ended` is, for a stale row, how
-#: the messages show the run ended although the server still reports busy
-Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None, str | None]
+#: (state, reason, stale, evidence, settled, since, ended, settling): `since` is when the state
+#: began by the server's facts (None: no fact dates it); `ended` is, for a stale row, how the
+#: messages show the run ended although the server still reports busy; `settling` says, for an
+#: unsettled decision, what the facts wait for (view.SETTLING)
+Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None, str | None,
+                 str | None]
+
+
+def run_start(info: MessageInfo, now: float) -> float | None:
+    """When the run the last message belongs to began: its prompt's creation (the user message,
+    or the one the assistant message answers, dated by its id)."""
+    if info.role != "assistant":
+        return ms(info.time.created)
+    return id_time(info.parent_id, now) or ms(info.time.created)
 
 
 def _decide(
@@ -467,63 +501,76 @@ def _decide(
     busy_children: Sequence[str],
     stream_error: MessageError | None,
     status_at: float | None,
+    claim_at: float | None,
     ask_at: dict[str, float],
     now: float,
     grace: float,
     facts: Facts,
     deadline: Deadline,
 ) -> Decision:
-    """One session's Decision. `info` is `msg.info` (read once by the caller)."""
+    """One session's Decision. `info` is `msg.info` (read once by the caller); `status_at` when
+    the stream last changed its status; `claim_at` when the server last said it runs (that
+    event, or the snapshot that listed it)."""
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
-        return _input(s.id, st, pending, ask_at)
+        return _input(s.id, st, pending, ask_at, now)
     if st is not None:
         kind = st.type
         # 2. retry
         if kind == "retry":
-            return _retry(st, status_at)
+            return _retry(st, status_at, info)
         # 3. busy (stale detection): busy, or a state this monitor does not know
         if kind != "idle" or in_active:
-            return _busy(kind, msg, info, busy_children, status_at, now, grace, deadline)
+            return _busy(kind, msg, info, busy_children, status_at, claim_at, now, grace,
+                         deadline)
         # 4. idle with a reason the server gave
         if st.reason:
             reason = SERVER_REASONS.get(st.reason)
             if reason is not None:
                 state = "unknown" if reason == "interrupted" else "idle"
+                dated = None
+                if info is not None:
+                    dated = ms(info.time.completed) or ms(info.time.created)
                 return state, reason, False, (f"server reports idle, reason {st.reason}",), \
-                    True, status_at, None
+                    True, dated or status_at, None, None
     elif in_active:
-        return _busy("running (/api/session/active)", msg, info, busy_children, status_at, now,
-                     grace, deadline)
+        return _busy("running (/api/session/active)", msg, info, busy_children, status_at,
+                     claim_at, now, grace, deadline)
     # 5. absent from the status map (or idle): the messages tell
     if msg is None or info is None:
         if stream_error is not None:
             return _idle_error(stream_error, "session.error event", status_at)
-        return "idle", None, False, ("no messages yet",), True, None, None
+        return "idle", None, False, ("no messages yet",), True, ms(s.time.created), None, None
     if info.role == "assistant":
         return _not_running(sid, msg, info, stream_error, status_at, now, grace, facts, deadline)
     return _unanswered(info, stream_error, status_at, now, grace, deadline)
 
 
 def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
-           ask_at: dict[str, float]) -> Decision:
-    """Requests open here or in a descendant: the user is asked for input."""
+           ask_at: dict[str, float], now: float) -> Decision:
+    """Requests open here or in a descendant: the user is asked for input, since the first
+    request was made (its id dates it; else when the stream said it was asked)."""
     ev = [p.summary if p.session_id == sid else f"{p.summary} (sub-agent {p.session_id})"
           for p in pending]
     if st is not None:
         ev.append(f"server reports {st.type} while waiting")
-    times = [ask_at[p.id] for p in pending if p.id in ask_at] if ask_at else None
-    return "input", None, False, tuple(ev), True, min(times) if times else None, None
+    times = [t for t in (id_time(p.id, now) or ask_at.get(p.id) for p in pending)
+             if t is not None]
+    return "input", None, False, tuple(ev), True, min(times) if times else None, None, None
 
 
-def _retry(st: SessionStatus, status_at: float | None) -> Decision:
+def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None) -> Decision:
+    """Retrying, since the step whose model call failed began (its assistant message)."""
     attempt = f"retry attempt {st.attempt if st.attempt is not None else '?'}"
     if st.message:
         attempt += f": {st.message}"
+    since = status_at
+    if info is not None and info.role == "assistant" and not info.time.completed:
+        since = ms(info.time.created) or since
     if st.next:
         return "retry", None, False, (
-            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, status_at, None
-    return "retry", None, False, (attempt,), True, status_at, None
+            attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, since, None, None
+    return "retry", None, False, (attempt,), True, since, None, None
 
 
 def _not_running(
@@ -546,7 +593,7 @@ def _not_running(
     done = completed / 1000.0 if completed else None
     ended = outcome(msg, info, done)
     if ended is not None:
-        return "idle", ended[0], False, (ended[1],), True, done or status_at, None
+        return "idle", ended[0], False, (ended[1],), True, done or status_at, None, None
     carried_error = facts.carried_errors.get(sid)
     carried_at = facts.carried_status_at.get(sid)
     if stream_error is None and carried_error is not None:
@@ -562,15 +609,16 @@ def _not_running(
     tool = _open_tool(msg)
     if tool is not None:
         what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
-    start = max(filter(None, [status_at or carried_at, done, ms(times.created)]), default=now)
+    last_activity = max(filter(None, [done, ms(times.created)]), default=None)
+    start = max(filter(None, [status_at or carried_at, last_activity]), default=now)
     if now - start <= grace:
         deadline.by(start + grace)
         return "unknown", None, False, (
             "server reports not busy; " + what + " (waiting for the final message)",
-        ), False, status_at, None
+        ), False, run_start(info, now), None, "finishing"
     return "unknown", "interrupted", False, (
         "server reports not busy (absent from the status map)", what,
-        "the run was cut off (server restart or crash?)"), True, start, None
+        "the run was cut off (server restart or crash?)"), True, last_activity, None, None
 
 
 def _unanswered(
@@ -593,11 +641,11 @@ def _unanswered(
         deadline.by(start + grace)
         return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
-            "busy (waiting)",), False, status_at, None
+            "busy (the run is starting)",), False, ms(sent), None, "starting"
     deadline.tick(now, created)
     return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
-        "server does not report busy (absent from the status map)"), True, start, None
+        "server does not report busy (absent from the status map)"), True, ms(sent), None, None
 
 
 def _open_tool(msg: Message) -> Part | None:
@@ -642,8 +690,8 @@ def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, s
 
 def _idle_error(err: MessageError, where: str, at: float | None) -> Decision:
     if err.name == "MessageAbortedError":
-        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at, None
-    return "idle", "error", False, (f"{where}: {err.text}",), True, at, None
+        return "idle", "aborted", False, (f"{where}: aborted ({err.name})",), True, at, None, None
+    return "idle", "error", False, (f"{where}: {err.text}",), True, at, None, None
 
 
 def _busy(
@@ -652,17 +700,21 @@ def _busy(
     info: MessageInfo | None,
     busy_children: Sequence[str],
     status_at: float | None,
+    claim_at: float | None,
     now: float,
     grace: float,
     deadline: Deadline,
 ) -> Decision:
+    """Busy, since its run began (the prompt); stale when the run visibly ended and the server
+    still said it runs after that (a status event or a snapshot taken past the grace period)."""
     reported = (f"server reports {label} since {clock_text(status_at)}" if status_at
                 else f"server reports {label}")
     if msg is None or info is None:
-        return "busy", None, False, (reported, "no message yet"), True, status_at, None
+        return "busy", None, False, (reported, "no message yet"), True, status_at, None, None
+    began = run_start(info, now) or status_at
     if info.role != "assistant":
         return "busy", None, False, (reported, "last message is a prompt (run starting)"), True, \
-            status_at, None
+            began, None, None
     tool = _open_tool(msg)
     times = info.time
     completed = times.completed
@@ -681,7 +733,7 @@ def _busy(
             ev.append(f"assistant message streaming since {clock_text(started)}")
         elif ended is None:
             ev.append(f"step finished with {info.finish!r}; next step pending")
-        return "busy", None, False, tuple(ev), True, status_at, None
+        return "busy", None, False, tuple(ev), True, began, None, None
     assert done is not None
     held_since = max(done, status_at or 0.0)
     deadline.tick(now, done)
@@ -693,11 +745,18 @@ def _busy(
         "nothing asked; no sub-agent busy",
     )
     if now - held_since > grace:
+        if claim_at is None or claim_at < held_since + grace:
+            # only what the server said before the run ended calls it busy (its idle event may
+            # have been lost): not stale until the server says so again
+            return "busy", None, False, (
+                f"run ended {since_done}; asking the server whether it still reports {label}",
+                *facts), False, began, None, "confirming"
         deadline.tick(now, held_since)
         held = since_done if held_since == done else ago(now, held_since)
         return "busy", None, True, (
             f"STALE: run ended {held} but the server still reports {label}",
-            *facts), True, status_at, ended[0]
+            *facts, f"the server said {label} at {clock_text(claim_at)}, after the run ended"), \
+            True, began, ended[0], None
     deadline.by(held_since + grace)
     return "busy", None, False, (*facts, f"within the {grace:g}s grace period"), True, \
-        status_at, None
+        began, None, None

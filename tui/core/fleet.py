@@ -1,7 +1,7 @@
 """Fleet: the live ViewSource over one or more servers.
 
-`current(now)` derives a whole View from every server's snapshot and journal; the difference
-between consecutive Views feeds each row's timeline (transitions are pure, see view.transitions).
+`current(now)` derives a whole View from every server's snapshot and journal; its settled
+changes (view.transitions, the transition contract) feed each row's timeline.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import httpx
 
 from .monitor import Notify, ServerMonitor
 from .settings import Auth, Settings
-from .view import Transition, View, transitions
+from .view import Changes, Transition, TransitionFeed, View
 
 
 class Fleet:
@@ -39,7 +39,8 @@ class Fleet:
                                 transport=transport)
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
-        self._last: View | None = None
+        self._feed = TransitionFeed()
+        self.last_changes: Changes | None = None
         self._history: dict[tuple[str, str], deque[Transition]] = {}
         self._history_limit = history_limit
 
@@ -55,12 +56,12 @@ class Fleet:
         for m in self.monitors:
             rows.update(m.rows(now))
         view = View(now, tuple(m.info() for m in self.monitors), rows)
-        for tr in transitions(self._last, view):
+        self.last_changes = changes = self._feed.feed(view)
+        for tr in changes.transitions:
             if tr.after is None:
                 self._history.pop(tr.key, None)
                 continue
             self._history.setdefault(tr.key, deque(maxlen=self._history_limit)).append(tr)
-        self._last = view
         return view
 
     def history(self, key: tuple[str, str]) -> list[Transition]:

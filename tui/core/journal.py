@@ -148,6 +148,9 @@ class Facts:
     # from before a cut (Journal._carry_over); derive reads them for unfinished runs only
     carried_errors: dict[str, ErrorFact] = field(default_factory=dict)
     carried_status_at: dict[str, float] = field(default_factory=dict)
+    # session id -> its last retry status, while the attempt after it is under way (the server
+    # reads busy between attempts); dropped when output arrives, the run ends or goes idle
+    retrying: dict[str, SessionStatus] = field(default_factory=dict)
     malformed: int = 0
 
 
@@ -192,7 +195,13 @@ def _apply(f: Facts, ev: Event) -> None:
     elif t == "session.status" and sid:
         st = SessionStatus.parse(p["status"])
         f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
+        if st.type == "retry":
+            f.retrying[sid] = st
+        elif st.type != "busy" and f.retrying:
+            f.retrying.pop(sid, None)
     elif t == "session.idle" and sid:
+        if f.retrying:
+            f.retrying.pop(sid, None)
         prev = f.status.get(sid)
         # a second idle changes nothing, nor does one after an idle that carried a reason
         if prev is None or (prev.status is not None and prev.status.type != "idle"):
@@ -203,11 +212,15 @@ def _apply(f: Facts, ev: Event) -> None:
             f.errors[sid] = ErrorFact(MessageError.parse(err), ev.received)
     elif t == "message.updated" and sid:
         info = MessageInfo.parse(p["info"])
+        if f.retrying and (info.time.completed or info.error is not None):
+            f.retrying.pop(sid, None)
         cur = f.messages.get(sid)
         if cur is None or info.id >= cur[0].id:
             f.messages[sid] = (info, ev.received)
     elif t == "message.part.updated":
         raw = p["part"]
+        if f.retrying and sid in f.retrying:  # output: the attempt after the retry went through
+            del f.retrying[sid]
         if raw.get("type") != "tool":  # only tool parts bear on state; text streams are noise
             return
         part = Part.parse(raw)

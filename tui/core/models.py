@@ -224,3 +224,26 @@ class Health(Wire):
 
 StateName = Literal["busy", "retry", "input", "idle", "unknown"]
 ReasonName = Literal["completed", "aborted", "error", "interrupted"]
+
+
+#: OpenCode ids (`msg_`, `per_`, `que_`, `evt_`: ascending) carry their creation time: 12 hex
+#: digits of `(ms * 0x1000 + counter)` cut to 48 bits, so the milliseconds modulo 2**36 (~795 days).
+_ID_WRAP = 1 << 36
+_HEX = frozenset("0123456789abcdef")
+
+
+def id_time(ident: str | None, near: float) -> float | None:
+    """When the server created an ascending id (epoch seconds), or None when `ident` is not one.
+
+    The id keeps the time modulo 2**36 ms; of the times it may stand for, the one closest to
+    `near` (epoch seconds, e.g. now) that is not more than a day after it is taken. Pure: the same
+    id and `near` give the same time."""
+    if not ident or len(ident) < 17 or ident[3] != "_":
+        return None
+    digits = ident[4:16]
+    if not _HEX.issuperset(digits):
+        return None
+    low = int(digits, 16) >> 12
+    near_ms = near * 1000.0
+    base = int((near_ms + 86_400_000 - low) // _ID_WRAP) * _ID_WRAP
+    return (base + low) / 1000.0

@@ -12,6 +12,10 @@ from typing import Any
 
 STATES = ("busy", "retry", "input", "idle", "unknown")
 REASONS = ("completed", "aborted", "error", "interrupted")
+#: Why a row is not settled: a prompt the server accepted but does not report busy for yet; an
+#: idle reported before the run's final message is saved; a finished run that only events (sent
+#: before it ended) call busy, until a snapshot confirms or denies it; a server not reachable.
+SETTLING = ("starting", "finishing", "confirming", "unreachable")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,8 @@ class SessionRow:
     children: tuple[str, ...] = ()
     ended: str | None = None  # for a stale row: how the messages show the run ended
     # (completed / aborted / error), although the server still reports busy
+    settling: str | None = None  # while not settled, what the facts wait for (SETTLING); the
+    # row then keeps its last settled state, reason and stale flag (docs/STATES.md)
 
     @property
     def key(self) -> tuple[str, str]:
@@ -89,6 +95,7 @@ class SessionRow:
                 "next": iso(self.retry_next)},
             "children": list(self.children),
             "ended": self.ended,
+            "settling": self.settling,
         }
 
 
@@ -139,7 +146,8 @@ class View:
 
 @dataclass(frozen=True, slots=True)
 class Transition:
-    """A row's state changed between two consecutive Views."""
+    """A session's settled state changed: `before` is the last settled row (None: first sight),
+    `after` the new one (None: the session is gone)."""
 
     key: tuple[str, str]
     before: SessionRow | None
@@ -147,24 +155,64 @@ class Transition:
     at: float
 
 
-def transitions(before: View | None, after: View) -> list[Transition]:
-    """The rows whose (state, reason, stale, pending) changed from `before` to `after` (pure)."""
-    old = before.rows if before is not None else {}
+Settled = dict[tuple[str, str], SessionRow]
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What one View changed against the settled rows before it (see `transitions`)."""
+
+    transitions: list[Transition]
+    settled: Settled  # the last settled row of every session in the View
+    asks: list[Transition]  # a session still waiting for input, asked something new
+
+
+def transitions(before: Settled | None, after: View) -> Changes:
+    """The transition contract (docs/STATES.md), pure: from the last settled row of each session
+    (`before`, as the last call returned it in `Changes.settled`) to the View `after`.
+
+    A transition is a change of a settled row's (state, reason, stale), a session seen settled
+    for the first time (`before` None), or a session gone from the View (`after` None). An
+    unsettled row emits nothing and keeps its last settled row, so no consumer ever sees a
+    state the facts have not settled. A row waiting for input that is asked something new
+    (other requests, same state) is no transition; it is listed in `asks` (alerts read it)."""
+    old = before or {}
     out: list[Transition] = []
-    for key, row in after.rows.items():
+    asks: list[Transition] = []
+    settled: Settled = {}
+    at = after.generated_at
+    rows = after.rows
+    for key, row in rows.items():
         prev = old.get(key)
         if prev is row:  # derive's memo reused the row: nothing changed
+            settled[key] = row
             continue
-        if prev is None or _sig(prev) != _sig(row):
-            out.append(Transition(key, prev, row, after.generated_at))
+        if not row.settled:
+            if prev is not None:
+                settled[key] = prev
+            continue
+        settled[key] = row
+        if prev is None or (prev.state, prev.reason, prev.stale) != (
+                row.state, row.reason, row.stale):
+            out.append(Transition(key, prev, row, at))
+        elif row.state == "input" and {p.id for p in row.pending} - {p.id for p in prev.pending}:
+            asks.append(Transition(key, prev, row, at))
     for key, prev in old.items():
-        if key not in after.rows:
-            out.append(Transition(key, prev, None, after.generated_at))
-    return out
+        if key not in rows:
+            out.append(Transition(key, prev, None, at))
+    return Changes(out, settled, asks)
 
 
-def _sig(r: SessionRow) -> tuple[Any, ...]:
-    return (r.state, r.reason, r.stale, tuple(p.id for p in r.pending))
+class TransitionFeed:
+    """Keeps the settled rows between Views: `feed(view)` returns that View's Changes."""
+
+    def __init__(self) -> None:
+        self.settled: Settled | None = None
+
+    def feed(self, view: View) -> Changes:
+        changes = transitions(self.settled, view)
+        self.settled = changes.settled
+        return changes
 
 
 # "Needs attention first": input, stale, retry, unknown, busy, errors, the rest.
