@@ -79,7 +79,7 @@ async def wait_for(
         while True:
             changed.clear()
             view = fleet.current()
-            if mon.error is not None:
+            if not mon.link().reachable:
                 since = mon.error_since or time.time()
                 if time.time() - since > UNREACHABLE_PATIENCE:
                     return EXIT_USAGE, row, f"{mon.error} (gave up after {UNREACHABLE_PATIENCE:g}s)"

@@ -17,7 +17,7 @@ import httpx
 from httpx_sse import SSEError, aconnect_sse
 
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
-from .derive import DeriveMemo, Link, derive_server
+from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
 from .journal import Journal
 from .settings import Auth, Settings
@@ -63,25 +63,39 @@ class ServerMonitor:
         self._want_snapshot = asyncio.Event()
         self._snapshot_done = asyncio.Event()
         self._rows: dict[tuple[str, str], SessionRow] = {}
+        self._down_since: float | None = None  # rows last derived while unreachable, since
         self._memo = DeriveMemo()
         self._notify: Notify = lambda: None
 
     # -- reading ---------------------------------------------------------------------------------
     @property
     def reachable(self) -> bool:
-        return self.snapshot is not None and self.error is None
+        """Whether the rows are live: a snapshot is in, and either the last one succeeded or the
+        event stream is up (a failed snapshot then keeps the last one and its journal)."""
+        return self.snapshot is not None and self.link().reachable
 
     def link(self) -> Link:
-        return Link(self.error is None, self.error, self.error_since)
+        up = self.error is None or (self.connected and not self.fatal)
+        return Link(up, self.error, self.error_since)
 
     def rows(self, now: float) -> dict[tuple[str, str], SessionRow]:
         """Derive this server's rows at `now` (keeps them as `previous` for time-in-state)."""
         if self.snapshot is None:
             return {}
-        self._rows = derive_server(
+        link = self.link()
+        self._rows = rows = derive_server(
             self.snapshot, self.journal.facts(), now, self.settings,
-            previous=self._rows, link=self.link(), memo=self._memo)
-        return self._rows
+            previous=self._rows, link=link, memo=self._memo)
+        if link.reachable:
+            self._down_since = None
+            if self.snapshot.started_at < now - self.settings.snapshot_debounce and any(
+                    r.settling == "confirming" for r in rows.values()):
+                # a run ended and only events from before its end call it busy: ask the
+                # server (a snapshot) instead of calling it stale on old news
+                self.request_snapshot()
+        elif self._down_since is None:
+            self._down_since = link.since or now
+        return rows
 
     def info(self) -> ServerInfo:
         return ServerInfo(
@@ -148,8 +162,7 @@ class ServerMonitor:
             else:
                 await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, 15.0)
-                if not self.connected:
-                    self.request_snapshot()
+                self.request_snapshot()  # until one succeeds: the rows rest on the last one
 
     async def _take_snapshot(self) -> bool:
         seq = self.journal.seq
@@ -170,7 +183,14 @@ class ServerMonitor:
             return False
         finally:
             self.loading = None
-        before = self._rows if self.snapshot is not None else {}
+        old, now = self.snapshot, self.clock()
+        outage = self._down_since
+        before: dict[tuple[str, str], SessionRow] = {}
+        if old is not None:
+            # what the events had made of the old snapshot, now: the new snapshot's rows
+            # differ from these only by what the snapshot itself corrected (drift)
+            before = derive_server(old, self.journal.facts(), now, self.settings,
+                                   previous=self._rows, memo=self._memo)
         self.snapshot = snap
         self.journal.cut(seq)
         self.parser.prune(snap.sessions)
@@ -178,8 +198,9 @@ class ServerMonitor:
         self.error = None
         self.error_since = None
         self.fatal = False
-        if before:  # derive once from the new snapshot; the next View reuses it (memo)
-            self._count_drift(before, self.rows(self.clock()))
+        if old is not None:  # derive once from the new snapshot; the next View reuses it (memo)
+            self._rows = before
+            self._count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
 
@@ -200,16 +221,33 @@ class ServerMonitor:
         self.fatal = isinstance(exc, AuthFailed)
 
     def _count_drift(self, before: dict[tuple[str, str], SessionRow],
-                     after: dict[tuple[str, str], SessionRow]) -> None:
-        """Count rows whose state the journal had derived differently from the new snapshot."""
+                     after: dict[tuple[str, str], SessionRow],
+                     outage: float | None = None) -> None:
+        """Count rows whose settled state the journal had derived differently from the new
+        snapshot. A row still settling made no claim to contradict, except a finished run that
+        only events called busy (its idle event was lost). After an outage (`outage`: since
+        when the server could not be reached) every difference is one drift: events were
+        missed."""
+        changed: list[str] = []
         for key, row in after.items():
             old = before.get(key)
-            if old is not None and (old.state, old.reason) != (row.state, row.reason):
-                self.drift_count += 1
-                self.drift_examples.append(
-                    f"{key[1]}: events said {old.state}"
-                    f"{'/' + old.reason if old.reason else ''}, snapshot says {row.state}"
-                    f"{'/' + row.reason if row.reason else ''}")
+            if old is None or not row.settled:
+                continue
+            if not old.settled and old.settling != "confirming":
+                continue
+            if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
+                changed.append(
+                    f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
+        if not changed:
+            return
+        if outage is not None:
+            self.drift_count += 1
+            self.drift_examples.append(
+                f"after an outage since {clock_text(outage)}: {len(changed)} session"
+                f"{'s' if len(changed) != 1 else ''} changed unseen, e.g. {changed[0]}")
+            return
+        self.drift_count += len(changed)
+        self.drift_examples.extend(changed)
 
     async def _stream_loop(self) -> None:
         backoff = 0.5
@@ -294,3 +332,9 @@ class ServerMonitor:
             self.request_snapshot()
         self._notify()
 
+
+
+def _word(row: SessionRow) -> str:
+    return (row.state + (f"/{row.reason}" if row.reason else "")
+            + (" (stale)" if row.stale else "")
+            + (f" ({row.settling})" if row.settling else ""))
