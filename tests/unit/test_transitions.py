@@ -231,3 +231,28 @@ def test_a_snapshot_that_confirms_the_journal_emits_nothing():
     a = transitions(None, View(T0, (), rows))
     again = {(SERVER, "s"): replace(rows[(SERVER, "s")], evidence=("from the snapshot",))}
     assert transitions(a.settled, View(T0 + 1, (), again)).transitions == []
+
+
+async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
+    """1.18.33 reads busy for the moment between two attempts: still retrying, until output
+    arrives, also when a snapshot taken in that moment cuts the journal."""
+    clock = Clock()
+    msg = wire_msg("ses_1", created=T0 - 5)
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
+                  messages={"ses_1": [msg]})
+    mon = monitor(api, clock)
+    assert await mon._take_snapshot()
+
+    def status(body: dict) -> None:
+        mon._on_data(frame("session.status", {"sessionID": "ses_1", "status": body}))
+
+    status({"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000})
+    assert state(mon)[0] == "retry"
+    clock.t += 2
+    status({"type": "busy"})
+    assert state(mon)[0] == "retry"
+    assert await mon._take_snapshot()  # the server's map reads busy right now
+    assert state(mon)[0] == "retry"
+    part = {"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "step-start"}
+    mon._on_data(frame("message.part.updated", {"sessionID": "ses_1", "part": part}))
+    assert state(mon)[0] == "busy"

@@ -1,4 +1,4 @@
-"""The `ocwatch` command line: dashboard, demo, status, wait, abort, reply, answer."""
+"""The `ocwatch` command line: dashboard, demo, status, wait, watch, abort, reply, answer."""
 
 from __future__ import annotations
 
@@ -84,12 +84,24 @@ def build_parser() -> argparse.ArgumentParser:
     _server_arg(st, many=True)
     st.add_argument("--json", action="store_true", help="print one JSON object")
 
-    w = sub.add_parser("wait", help="block until a session settles; the exit code tells how")
-    w.add_argument("session_id", metavar="SESSION_ID")
-    _server_arg(w, many=False)
+    w = sub.add_parser("wait", help="block until sessions settle; the exit code tells how")
+    w.add_argument("session_ids", metavar="SESSION_ID", nargs="+")
+    _server_arg(w, many=True)
+    mode = w.add_mutually_exclusive_group()
+    mode.add_argument("--all", dest="any_", action="store_false", default=False,
+                      help="until every session has settled; exit with the worst code "
+                           "(default)")
+    mode.add_argument("--any", dest="any_", action="store_true",
+                      help="until the first session settles; exit with its code")
     w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="exit 124 if the session has not settled by then (0: look once)")
     w.add_argument("--json", action="store_true", help="print the final row as JSON")
+
+    wt = sub.add_parser("watch", help="print one line per settled state change, until Ctrl-C")
+    _server_arg(wt, many=True)
+    wt.add_argument("--session", action="append", metavar="ID", default=[],
+                    help="only this session (repeatable)")
+    wt.add_argument("--json", action="store_true", help="NDJSON: one object per transition")
 
     a = sub.add_parser("abort", help="abort a session's run")
     a.add_argument("session_id", metavar="SESSION_ID")
@@ -163,8 +175,13 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     if cmd == "status":
         return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json)
     if cmd == "wait":
-        return run_wait(args.session_id, opts.urls[0], auth=auth, settings=settings,
-                        timeout=args.timeout, as_json=args.json)
+        return run_wait(args.session_ids, opts.urls, auth=auth, settings=settings,
+                        timeout=args.timeout, as_json=args.json, any_=args.any_)
+    if cmd == "watch":
+        from .watch import run_watch
+
+        return run_watch(opts.urls, auth=auth, settings=settings, sessions=args.session,
+                         as_json=args.json)
     if cmd == "abort":
         return actions.run_abort(args.session_id, opts.urls[0], auth=auth)
     if cmd == "reply":

@@ -7,7 +7,8 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from ..core.fleet import Fleet
@@ -44,62 +45,102 @@ def exit_code_for(row: SessionRow) -> int | None:
     return None
 
 
-async def wait_for(
-    session_id: str,
-    url: str,
+#: `wait --all`: the exit code of the worst outcome, worst first (documented in the README).
+WORST_FIRST = (EXIT_USAGE, EXIT_TIMEOUT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_ABORTED, EXIT_INPUT,
+               EXIT_COMPLETED)
+
+
+def worst(codes: Iterable[int]) -> int:
+    """The worst of several exit codes by WORST_FIRST."""
+    rank = {c: i for i, c in enumerate(WORST_FIRST)}
+    return min(codes, key=lambda c: rank.get(c, 0), default=EXIT_USAGE)
+
+
+@dataclass
+class Outcome:
+    """How one awaited session ended: its exit code (None while it has not), last row, why."""
+
+    session_id: str
+    code: int | None = None
+    row: SessionRow | None = None
+    message: str | None = None
+
+
+async def wait_many(
+    session_ids: Sequence[str],
+    urls: Sequence[str],
     *,
     auth: Auth | None,
     settings: Settings,
     timeout: float | None,
+    any_: bool = False,
     on_ready: Callable[[], None] | None = None,
-) -> tuple[int, SessionRow | None, str | None]:
-    """Returns (exit code, last row seen, message for stderr). `on_ready` is called once the
-    first snapshot is in (tests use it to know the waiter is following the server)."""
-    fleet = Fleet([url], auth=auth, settings=settings)
-    mon = fleet.monitors[0]
+) -> list[Outcome]:
+    """Follow every server until each session settles (`any_`: until the first does).
+
+    A session is looked for on every server. `--timeout` bounds the whole wait, the first look
+    at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
+    still open at the end get EXIT_TIMEOUT; a server unreachable for longer than
+    UNREACHABLE_PATIENCE gives EXIT_USAGE to the sessions it holds (or might hold)."""
+    fleet = Fleet(urls, auth=auth, settings=settings)
+    outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     loop = asyncio.get_running_loop()
     deadline = None if timeout is None else loop.time() + timeout
-    row: SessionRow | None = None
-    # --timeout bounds the whole wait, the first look at the server included; `--timeout 0`
-    # looks once (bounded by the request timeout)
     first_look = None if timeout is None else (timeout or settings.request_timeout)
     try:
-        first = asyncio.ensure_future(mon.first_snapshot())
-        done, _ = await asyncio.wait({first, task}, timeout=first_look,
-                                     return_when=asyncio.FIRST_COMPLETED)
-        if not done:
-            first.cancel()
-            return EXIT_TIMEOUT, None, f"timed out after {first_look:g}s (no snapshot yet)"
-        if mon.snapshot is None:
-            return EXIT_USAGE, None, mon.error or f"{mon.url}: unreachable"
+        pending = await first_looks(fleet, task, first_look)
+        looked = [m for m in fleet.monitors if m.snapshot is not None]
+        if not looked:
+            if pending:
+                return _close(outcomes, EXIT_TIMEOUT,
+                              f"timed out after {first_look:g}s (no snapshot yet)")
+            errors = "; ".join(m.error or f"{m.url}: unreachable" for m in fleet.monitors)
+            return _close(outcomes, EXIT_USAGE, errors)
         if on_ready is not None:
             on_ready()
         while True:
             changed.clear()
             view = fleet.current()
-            if not mon.link().reachable:
-                since = mon.error_since or time.time()
-                if time.time() - since > UNREACHABLE_PATIENCE:
-                    return EXIT_USAGE, row, f"{mon.error} (gave up after {UNREACHABLE_PATIENCE:g}s)"
-            else:
-                found = view.find(session_id)
-                if not found:
-                    return EXIT_USAGE, None, f"unknown session {session_id} on {mon.url}"
-                row = found[0]
-                code = exit_code_for(row)
-                if code is not None:
-                    return code, row, None
-            wake = 0.5 if mon.error is None else 1.0
+            now = time.time()
+            down = [m for m in fleet.monitors if m.snapshot is None or not m.link().reachable]
+            for sid, out in outcomes.items():
+                if out.code is not None:
+                    continue
+                found = view.find(sid)
+                row = found[0] if found else None
+                mon = fleet.monitor(row.server) if row is not None else None
+                if row is not None and mon is not None and mon.link().reachable:
+                    out.row, out.message = row, None
+                    out.code = exit_code_for(row)
+                    continue
+                if row is not None:
+                    out.row = row
+                if not down:
+                    out.code = EXIT_USAGE
+                    out.message = f"unknown session {sid} on {', '.join(fleet_urls(fleet))}"
+                    continue
+                # on (or maybe on) a server that cannot be read now: wait for it, a while
+                holders = [mon] if mon is not None else down
+                since = min((m.error_since or now) for m in holders)
+                out.message = "; ".join(m.error or f"{m.url}: unreachable" for m in holders)
+                if now - since > UNREACHABLE_PATIENCE or all(m.snapshot is None for m in holders):
+                    out.code = EXIT_USAGE
+                    out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)" \
+                        if now - since > UNREACHABLE_PATIENCE else ""
+            settled = [o for o in outcomes.values() if o.code is not None]
+            if len(settled) == len(outcomes) or (any_ and settled):
+                return list(outcomes.values())
+            wake = 0.5 if not down else 1.0
             if deadline is not None:
                 left = deadline - loop.time()
                 if left <= 0:
-                    return EXIT_TIMEOUT, row, f"timed out after {timeout:g}s"
+                    return _close(outcomes, EXIT_TIMEOUT, f"timed out after {timeout:g}s")
                 wake = min(wake, left)
             if task.done():
                 exc = task.exception()
-                return EXIT_USAGE, row, f"monitor stopped: {exc}"
+                return _close(outcomes, EXIT_USAGE, f"monitor stopped: {exc}")
             # woken by the stream; the short timer only re-evaluates grace deadlines locally
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout=wake)
@@ -109,13 +150,104 @@ async def wait_for(
             await task
 
 
+async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | None) -> int:
+    """Wait until every server's first snapshot attempt ended (or the monitor task did, or
+    `timeout` passed); returns how many servers have not answered yet."""
+    loop = asyncio.get_running_loop()
+    pending = {asyncio.ensure_future(m.first_snapshot()) for m in fleet.monitors}
+    end = None if timeout is None else loop.time() + timeout
+    try:
+        while pending and not task.done():
+            left = None if end is None else end - loop.time()
+            if left is not None and left <= 0:
+                break
+            done, pending = await asyncio.wait(pending | {task}, timeout=left,
+                                               return_when=asyncio.FIRST_COMPLETED)
+            pending.discard(task)
+    finally:
+        for f in pending:
+            f.cancel()
+    return len(pending)
+
+
+def fleet_urls(fleet: Fleet) -> list[str]:
+    return [m.url for m in fleet.monitors]
+
+
+def _close(outcomes: dict[str, Outcome], code: int, message: str) -> list[Outcome]:
+    """Give every open outcome `code` and `message`; return them all."""
+    for out in outcomes.values():
+        if out.code is None:
+            out.code, out.message = code, message
+    return list(outcomes.values())
+
+
+async def wait_for(
+    session_id: str,
+    url: str,
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    timeout: float | None,
+    on_ready: Callable[[], None] | None = None,
+) -> tuple[int, SessionRow | None, str | None]:
+    """One session on one server: (exit code, last row seen, message for stderr). `on_ready` is
+    called once the first snapshot is in (tests use it to know the waiter follows the server)."""
+    (out,) = await wait_many([session_id], [url], auth=auth, settings=settings,
+                             timeout=timeout, on_ready=on_ready)
+    return out.code if out.code is not None else EXIT_USAGE, out.row, out.message
+
+
 def run_wait(
-    session_id: str, url: str, *, auth: Auth | None, settings: Settings,
-    timeout: float | None, as_json: bool,
+    session_ids: Sequence[str], urls: Sequence[str], *, auth: Auth | None, settings: Settings,
+    timeout: float | None, as_json: bool, any_: bool = False,
 ) -> int:
-    code, row, message = asyncio.run(
-        wait_for(session_id, url, auth=auth, settings=settings, timeout=timeout))
-    return report(code, row, message, as_json)
+    outs = asyncio.run(wait_many(session_ids, urls, auth=auth, settings=settings,
+                                 timeout=timeout, any_=any_))
+    if len(outs) == 1:
+        out = outs[0]
+        return report(out.code if out.code is not None else EXIT_USAGE, out.row, out.message,
+                      as_json)
+    return report_many(outs, any_, as_json)
+
+
+def overall(outs: Sequence[Outcome], any_: bool) -> int:
+    """`--any`: the code of the first session that settled (the worst, if several did at
+    once); `--all`: the worst code of all."""
+    codes = [o.code for o in outs if o.code is not None]
+    return worst(codes)
+
+
+def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
+    """Print several sessions' results; returns the overall exit code."""
+    code = overall(outs, any_)
+    with pipe_safe():
+        if as_json:
+            print(json.dumps({
+                "exit_code": code, "mode": "any" if any_ else "all",
+                "sessions": [{"id": o.session_id, "exit_code": o.code, "message": o.message,
+                              "session": o.row.to_json() if o.row else None} for o in outs],
+            }, indent=2))
+        else:
+            for o in outs:
+                print(f"{literal(o.session_id)}: "
+                      + (_word(o.row) if o.row is not None else "not found")
+                      + ("" if o.code is not None else " (still waiting)")
+                      + (f" [exit {o.code}]" if o.code is not None else ""))
+    for o in outs:
+        if o.message and o.code not in (None, EXIT_COMPLETED):
+            print(f"ocwatch wait: {literal(o.session_id)}: {literal(o.message)}",
+                  file=sys.stderr)
+    return code
+
+
+def _word(row: SessionRow) -> str:
+    word = row.state + (f" ({row.reason})" if row.reason else "")
+    if row.stale:
+        word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
+    elif row.state == "idle" and row.reason is None:
+        word += "; it has never run"
+    return word
 
 
 def report(code: int, row: SessionRow | None, message: str | None, as_json: bool) -> int:
@@ -126,12 +258,7 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
                                    "message": message}
             print(json.dumps(out, indent=2))
         elif row is not None:  # its last state, also when it timed out
-            word = row.state + (f" ({row.reason})" if row.reason else "")
-            if row.stale:
-                word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
-            elif row.state == "idle" and row.reason is None:
-                word += "; it has never run"
-            print(f"{literal(row.id)}: {word}")
+            print(f"{literal(row.id)}: {_word(row)}")
             for p in row.pending:
                 print(f"  waiting for: {literal(p.summary)} [{literal(p.id)}]")
     if message:

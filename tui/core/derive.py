@@ -393,9 +393,11 @@ def _derive(
         seen_status = get_status_fact(sid)
         claim = snap_claim if seen_status is None else (
             seen_status.at if seen_status.status is not None else None)
-        if get_retrying is not None and st is not None and st.type == "busy":
+        if get_retrying is not None and st is not None and st.type == "busy" and (
+                info is None or (info.role == "assistant" and not info.time.completed
+                                 and msg is not None and not msg.parts)):
             last_retry = get_retrying(sid)
-            if last_retry is not None:  # busy between two attempts: still retrying
+            if last_retry is not None:  # busy between two attempts, no output: still retrying
                 st = replace(last_retry, message=(
                     f"{last_retry.message or 'retrying'} (next attempt under way)"))
         state, reason, stale, evidence, settled, since_hint, ended, settling = _decide(

@@ -88,7 +88,10 @@ class Journal:
         for sid, at in facts.carried_status_at.items():
             if at >= horizon:
                 status_at.setdefault(sid, at)
-        return Carry(errors, status_at)
+        # a retry whose next attempt is under way: the snapshot will read busy meanwhile
+        retrying = {sid: st for sid, st in facts.retrying.items()
+                    if sid in status_at or sid in facts.carried_status_at}
+        return Carry(errors, status_at, retrying)
 
     def facts(self) -> Facts:
         """The fold of the current entries and the carry (the same as
@@ -121,6 +124,7 @@ class Carry:
 
     errors: dict[str, ErrorFact] = field(default_factory=dict)
     status_at: dict[str, float] = field(default_factory=dict)
+    retrying: dict[str, SessionStatus] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +165,7 @@ def fold(entries: Iterable[Entry], carry: Carry | None = None) -> Facts:
     if carry is not None:
         f.carried_errors.update(carry.errors)
         f.carried_status_at.update(carry.status_at)
+        f.retrying.update(carry.retrying)
     for entry in entries:
         _fold_one(f, entry)
     return f

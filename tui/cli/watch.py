@@ -1,0 +1,167 @@
+"""`ocwatch watch`: one line per settled transition, until interrupted (like `kubectl get -w`).
+
+First a line per existing session (`from` null) as soon as its state is settled, then one per
+change of its settled (state, reason, stale), and a last line (`to` null) when it is deleted.
+Reconnects and resyncs print nothing for sessions that did not change: the lines are the
+transition contract (view.transitions), the same the dashboard's timeline and alerts read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Callable, Collection, Sequence
+from typing import Any, TextIO
+
+from ..core.fleet import Fleet
+from ..core.settings import Auth, Settings
+from ..core.view import SessionRow, Transition, iso
+from .output import literal, state_word
+from .wait import EXIT_USAGE, first_looks
+
+#: How often the View is derived again without news (grace periods end as time passes).
+TICK = 0.5
+
+
+def _state(row: SessionRow | None) -> dict[str, Any] | None:
+    if row is None:
+        return None
+    return {"state": row.state, "reason": row.reason, "stale": row.stale}
+
+
+def transition_json(tr: Transition) -> dict[str, Any]:
+    """One NDJSON object of `watch --json` (the README documents the fields)."""
+    row = tr.after or tr.before
+    assert row is not None
+    now = tr.after
+    return {
+        "at": iso(tr.at),
+        "server": row.server,
+        "session_id": row.id,
+        "parent_id": row.parent_id,
+        "title": row.title,
+        "from": _state(tr.before),
+        "to": _state(now),
+        "since": iso(now.since) if now is not None else None,
+        "pending": [p.to_json() for p in now.pending] if now is not None else [],
+        "evidence": list(now.evidence) if now is not None else [],
+    }
+
+
+def transition_text(tr: Transition, with_server: bool) -> str:
+    """One readable line: time, session, from -> to, title (shown literally)."""
+    row = tr.after or tr.before
+    assert row is not None
+    before = state_word(tr.before) if tr.before is not None else "new"
+    after = state_word(tr.after) if tr.after is not None else "deleted"
+    line = f"{iso(tr.at)}  {literal(row.id)}  {before} -> {after}  {literal(row.title or '')}"
+    if tr.after is not None and tr.after.pending:
+        line += f"  [{literal(tr.after.pending[0].summary)}]"
+    if with_server:
+        line += f"  @{literal(row.server)}"
+    return line
+
+
+async def watch(
+    urls: Sequence[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    sessions: Collection[str] = (),
+    as_json: bool = False,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
+    stop: asyncio.Event | None = None,
+    on_line: Callable[[str], None] | None = None,
+) -> int:
+    """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
+
+    Returns 0, or EXIT_USAGE when no server could be read at start. A server that cannot be
+    read at start or later is said on `err` (and again when it is back); its rows print
+    nothing while it is away (they are not settled)."""
+    out = out or sys.stdout
+    err = err or sys.stderr
+    stop = stop or asyncio.Event()
+    wanted = set(sessions)
+    fleet = Fleet(urls, auth=auth, settings=settings)
+    changed = asyncio.Event()
+    task = asyncio.create_task(fleet.run(changed.set))
+    try:
+        await first_looks(fleet, task, settings.request_timeout * 2)
+        if not any(m.snapshot is not None for m in fleet.monitors):
+            for m in fleet.monitors:
+                print(f"ocwatch watch: {literal(m.error or m.url + ': unreachable')}", file=err)
+            return EXIT_USAGE
+        down: set[str] = set()
+        with_server = len(fleet.monitors) > 1
+        while not stop.is_set():
+            changed.clear()
+            view = fleet.current()
+            for info in view.servers:
+                if not info.reachable and info.url not in down:
+                    down.add(info.url)
+                    print(f"ocwatch watch: {literal(info.error or info.url + ': unreachable')}",
+                          file=err, flush=True)
+                elif info.reachable and info.url in down:
+                    down.discard(info.url)
+                    print(f"ocwatch watch: {literal(info.url)}: reachable again", file=err,
+                          flush=True)
+            changes = fleet.last_changes
+            for tr in changes.transitions if changes is not None else ():
+                if wanted and tr.key[1] not in wanted:
+                    continue
+                line = (json.dumps(transition_json(tr), ensure_ascii=False) if as_json
+                        else transition_text(tr, with_server))
+                out.write(line + "\n")
+                out.flush()
+                if on_line is not None:
+                    on_line(line)
+            if task.done():
+                print(f"ocwatch watch: monitor stopped: {task.exception()}", file=err)
+                return EXIT_USAGE
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(TICK):
+                    await _first(changed.wait(), stop.wait())
+        return 0
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+
+
+async def _first(*aws: Any) -> None:
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    try:
+        await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for t in tasks:
+            t.cancel()
+
+
+def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
+              sessions: Collection[str], as_json: bool) -> int:
+    """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
+    a reader that closes the pipe ends it quietly."""
+
+    async def main() -> int:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        return await watch(urls, auth=auth, settings=settings, sessions=sessions,
+                           as_json=as_json, stop=stop)
+
+    try:
+        return asyncio.run(main())
+    except KeyboardInterrupt:
+        return 0
+    except BrokenPipeError:
+        with contextlib.suppress(OSError, ValueError):
+            import os
+
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
