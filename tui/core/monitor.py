@@ -233,7 +233,12 @@ class ServerMonitor:
             old = before.get(key)
             if old is None or not row.settled:
                 continue
-            if not old.settled and old.settling != "confirming":
+            if not old.settled:
+                # a finished run only events called busy: the snapshot calling it idle is drift
+                # (its idle event was lost); calling it stale confirms it
+                if old.settling == "confirming" and row.state != old.state:
+                    changed.append(f"{key[1]}: events said busy (no idle event came), "
+                                   f"snapshot says {_word(row)}")
                 continue
             if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
                 changed.append(
