@@ -51,9 +51,9 @@ async def main(minutes: float, speed: float) -> int:
                 pairs[(word(tr.before), word(tr.after))] += 1
                 if tr.after.state == "unknown":
                     entered_unknown[tr.key] = view.generated_at
-                elif tr.key in entered_unknown:
-                    if view.generated_at - entered_unknown.pop(tr.key) < 5:
-                        brief_unknown += 1
+                elif (tr.key in entered_unknown
+                      and view.generated_at - entered_unknown.pop(tr.key) < 5):
+                    brief_unknown += 1
             if time.monotonic() >= next_report:
                 next_report += 60
                 info = view.servers[0]

@@ -436,3 +436,20 @@ def test_time_in_state_survives_an_outage():
 def test_cost_and_tokens_fall_back_to_last_message():
     s = snap([session("s1")], messages={"s1": completed(at=NOW - 5, cost=0.25)})
     assert row(s).cost == 0.25
+
+
+def test_a_refused_tool_is_the_run_ending_not_busy_again():
+    """Rejecting a permission ends the run; 1.18.33 reads busy for ~100 ms until it saves the
+    step: that moment is no new state (unsettled, the waiting row stays waiting)."""
+    part = {"id": "prt_1", "sessionID": "s1", "messageID": "m1", "type": "tool", "tool": "bash",
+            "callID": "c1", "state": {"status": "error", "error": "The user rejected permission "
+                                      "to use this specific tool call.",
+                                      "time": {"start": (NOW - 5) * 1000, "end": (NOW - 1) * 1000}}}
+    msg = Message.parse({"info": {"id": "m1", "sessionID": "s1", "role": "assistant",
+                                  "time": {"created": (NOW - 6) * 1000}}, "parts": [part]})
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": msg})
+    waiting = row(snap([session("s1")], status={"s1": busy()},
+                       permissions=[permission("per_1", "s1")], messages={"s1": msg}))
+    r = row(s, previous={(SERVER, "s1"): waiting})
+    assert (r.state, r.settled, r.settling) == ("input", False, "finishing")
+    assert row(s, now=NOW + 5).settled  # past the grace period it is what the server says

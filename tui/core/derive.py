@@ -662,6 +662,17 @@ def _open_tool(msg: Message) -> Part | None:
 _REFUSALS = ("rejected", "dismissed")
 
 
+def _refusal(msg: Message) -> Part | None:
+    """The message's tool call the user refused (a rejected permission, a dismissed question),
+    if any."""
+    for part in msg.parts:
+        st = part.state
+        if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
+                w in st.error.lower() for w in _REFUSALS):
+            return part
+    return None
+
+
 def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, str] | None:
     """How an assistant message ended a run: (reason, evidence), or None if it did not end one.
     `info` is `msg.info` (an assistant's), `done` its completion time in seconds (or None).
@@ -681,12 +692,10 @@ def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, s
     if finish not in NON_TERMINAL_FINISH:
         return "completed", (f"last assistant message completed at {clock_text(done)}"
                              f" (finish: {finish or 'none'})")
-    for part in msg.parts:
-        st = part.state
-        if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
-                w in st.error.lower() for w in _REFUSALS):
-            return "aborted", (f"the user refused tool {part.tool or '?'}: {st.error} "
-                               f"(step ended {clock_text(done)})")
+    part = _refusal(msg)
+    if part is not None and part.state is not None:
+        return "aborted", (f"the user refused tool {part.tool or '?'}: {part.state.error} "
+                           f"(step ended {clock_text(done)})")
     return None
 
 
@@ -729,6 +738,16 @@ def _busy(
         if busy_children:
             ev.append("sub-agent busy: " + ", ".join(busy_children[:3]))
         if done is None:
+            refused = None if tool is not None or busy_children else _refusal(msg)
+            if refused is not None:
+                at = ms(refused.state.time.end) if refused.state and refused.state.time else None
+                if at is not None and now - at <= grace:
+                    # the user refused the tool: the run ends as soon as the server saves the
+                    # step (1.18.33 still reads busy for ~100 ms). Not a new state yet
+                    deadline.by(at + grace)
+                    return "busy", None, False, (
+                        reported, f"the user refused tool {refused.tool or '?'}: the run is "
+                                  "ending"), False, began, None, "finishing"
             started = ms(times.created) or now
             if not times.created:
                 deadline.by(now)

@@ -136,11 +136,18 @@ class MessageInfo(Wire):
 
 
 @wire
+class ToolTime(Wire):
+    start: float | None = None
+    end: float | None = None
+
+
+@wire
 class ToolState(Wire):
     status: str = "pending"
     input: dict[str, Any] | None = None
     title: str | None = None
     error: str | None = None
+    time: ToolTime | None = None
 
 
 @wire
