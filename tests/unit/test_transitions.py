@@ -149,7 +149,7 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     after = feed.feed(View(clock.t, (), mon.rows(clock.t)))
     assert {(t.before.state, t.after.state, t.after.reason) for t in after.transitions} == {
         ("busy", "unknown", "interrupted")}
-    assert mon.drift_count == 1 and "after an outage" in mon.drift_examples[-1]
+    assert mon.drift_count == 1 and "events missed from" in mon.drift_examples[-1]
 
 
 async def test_a_prompt_to_an_idle_session_goes_straight_to_busy():
@@ -256,3 +256,25 @@ async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
     part = {"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "step-start"}
     mon._on_data(frame("message.part.updated", {"sessionID": "ses_1", "part": part}))
     assert state(mon)[0] == "busy"
+
+
+async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
+    from tui.core.client import OcwatchError
+
+    clock = Clock()
+    sessions = [wire_session(f"ses_{i}") for i in range(4)]
+    api = FakeAPI(sessions=sessions,
+                  status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
+                  messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions})
+    mon = monitor(api, clock)
+    assert await mon._take_snapshot()
+    mon.rows(clock.t)
+    mon._stream_down(OcwatchError("event stream lost"))
+    clock.t += 5
+    mon.connected, mon._connected_at = True, clock.t  # reconnected; meanwhile all runs ended
+    api.status = {}
+    api.messages = {s["id"]: [wire_msg(s["id"], created=T0 - 10, completed=T0 + 1)]
+                    for s in sessions}
+    assert await mon._take_snapshot()
+    assert {r.reason for r in mon.rows(clock.t).values()} == {"completed"}
+    assert mon.drift_count == 1 and "4 sessions changed unseen" in mon.drift_examples[-1]

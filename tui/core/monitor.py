@@ -64,6 +64,8 @@ class ServerMonitor:
         self._snapshot_done = asyncio.Event()
         self._rows: dict[tuple[str, str], SessionRow] = {}
         self._down_since: float | None = None  # rows last derived while unreachable, since
+        self._gap_since: float | None = None  # the stream was lost then; no snapshot since
+        self._connected_at = 0.0
         self._memo = DeriveMemo()
         self._notify: Notify = lambda: None
 
@@ -184,7 +186,7 @@ class ServerMonitor:
         finally:
             self.loading = None
         old, now = self.snapshot, self.clock()
-        outage = self._down_since
+        outage = self._down_since or self._gap_since
         before: dict[tuple[str, str], SessionRow] = {}
         if old is not None:
             # what the events had made of the old snapshot, now: the new snapshot's rows
@@ -198,6 +200,8 @@ class ServerMonitor:
         self.error = None
         self.error_since = None
         self.fatal = False
+        if self.connected and snap.started_at >= self._connected_at:
+            self._gap_since = None  # this snapshot covers what the stream missed
         if old is not None:  # derive once from the new snapshot; the next View reuses it (memo)
             self._rows = before
             self._count_drift(before, self.rows(now), outage)
@@ -245,11 +249,12 @@ class ServerMonitor:
                     f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
         if not changed:
             return
-        if outage is not None:
+        if outage is not None:  # one gap in the events, however many sessions it hid
             self.drift_count += 1
             self.drift_examples.append(
-                f"after an outage since {clock_text(outage)}: {len(changed)} session"
-                f"{'s' if len(changed) != 1 else ''} changed unseen, e.g. {changed[0]}")
+                f"events missed from {clock_text(outage)} (stream lost or server unreachable): "
+                f"{len(changed)} session{'s' if len(changed) != 1 else ''} changed unseen, "
+                f"e.g. {changed[0]}")
             return
         self.drift_count += len(changed)
         self.drift_examples.extend(changed)
@@ -264,6 +269,7 @@ class ServerMonitor:
                 ) as source:
                     self._check_stream_response(source.response)
                     self.connected = True
+                    self._connected_at = self.clock()
                     self.stream_error = None
                     self.parser.reset_sequences()
                     self.request_snapshot()  # no replay: whatever happened meanwhile is lost
@@ -298,6 +304,8 @@ class ServerMonitor:
 
     def _stream_down(self, exc: OcwatchError) -> None:
         was = self.connected
+        if was and self._gap_since is None:
+            self._gap_since = self.clock()
         self.connected = False
         self.stream_error = exc.message
         if was:
