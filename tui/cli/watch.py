@@ -22,8 +22,9 @@ from ..core.view import SessionRow, Transition, iso
 from .output import literal, state_word
 from .wait import EXIT_USAGE, first_looks
 
-#: How often the View is derived again without news (grace periods end as time passes).
-TICK = 0.5
+#: How often the View is derived again without news (grace periods end as time passes), as
+#: the dashboard does.
+TICK = 1.0
 
 
 def _state(row: SessionRow | None) -> dict[str, Any] | None:
