@@ -51,7 +51,8 @@ asyncio.run(main())
 
 
 def env() -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    out = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
     out["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-bench-no-config")
     out["PYTHONPATH"] = str(ROOT)
     return out
