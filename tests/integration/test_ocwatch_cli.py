@@ -293,3 +293,36 @@ def test_reply_in_the_second_folder(oc: Driver, oc_server: OpenCodeServer):
     req = oc.wait_permission(sid)
     assert ocwatch("reply", req["id"], "always", "--server", oc.base_url).returncode == 0
     assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
+
+
+def test_wait_all_and_any_over_several_sessions_and_servers(oc_server: OpenCodeServer,
+                                                           all_states: AllStates,
+                                                           private_server: OpenCodeServer):
+    """`--all` exits with the worst code (error over completed); `--any` returns with the first
+    that settles even while another runs on; sessions are looked for on every server."""
+    st = all_states
+    proc = ocwatch("wait", st.completed, st.failed, "--all", "--server", oc_server.url,
+                   "--timeout", "60", "--json")
+    assert proc.returncode == 1, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["mode"] == "all" and out["exit_code"] == 1
+    assert {(s["id"], s["exit_code"]) for s in out["sessions"]} == {(st.completed, 0),
+                                                                    (st.failed, 1)}
+    t = time.monotonic()
+    proc = ocwatch("wait", st.busy, st.aborted, "--any", "--server", oc_server.url,
+                   "--server", private_server.url, "--timeout", "60", "--json")
+    assert proc.returncode == 3, proc.stderr  # the aborted one, at once; busy still running
+    assert time.monotonic() - t < 30
+    out = json.loads(proc.stdout)
+    codes = {s["id"]: s["exit_code"] for s in out["sessions"]}
+    assert codes == {st.busy: None, st.aborted: 3}
+    with Driver(private_server.url, default_directory=str(private_server.project)) as d:
+        other = d.run("text", title="on the second server")["id"]
+        d.wait_completed_idle(other)
+    proc = ocwatch("wait", st.completed, other, "--server", oc_server.url, "--server",
+                   private_server.url, "--timeout", "60")
+    assert proc.returncode == 0, proc.stderr
+    assert f"{other}: idle (completed)" in proc.stdout
+    proc = ocwatch("wait", st.completed, "ses_nowhere", "--server", oc_server.url,
+                   "--timeout", "60")
+    assert proc.returncode == 2 and "unknown session ses_nowhere" in proc.stderr

@@ -1,0 +1,52 @@
+"""`watch` lines and `wait --all`'s worst code, as scripts read them."""
+
+from __future__ import annotations
+
+import json
+
+from tests.builders import SERVER, T0
+from tui.cli.wait import worst
+from tui.cli.watch import transition_json, transition_text
+from tui.core.view import Pending, SessionRow, Transition
+
+
+def srow(state: str, reason: str | None = None, title: str = "t") -> SessionRow:
+    return SessionRow(SERVER, "ses_1", title, "/p", "ses_0", state, reason, False, ("why",),
+                      (Pending("permission", "per_1", "ses_1", "permission bash: ls"),)
+                      if state == "input" else (), T0 - 5, T0, None, None)
+
+
+def test_json_line_has_the_documented_fields():
+    line = transition_json(Transition((SERVER, "ses_1"), srow("busy"), srow("input"), T0))
+    assert json.loads(json.dumps(line)) == {
+        "at": "2027-01-15T08:00:00.000Z", "server": SERVER, "session_id": "ses_1",
+        "parent_id": "ses_0", "title": "t",
+        "from": {"state": "busy", "reason": None, "stale": False},
+        "to": {"state": "input", "reason": None, "stale": False},
+        "since": "2027-01-15T07:59:55.000Z",
+        "pending": [{"kind": "permission", "id": "per_1", "session_id": "ses_1",
+                     "summary": "permission bash: ls"}],
+        "evidence": ["why"]}
+    first = transition_json(Transition((SERVER, "ses_1"), None, srow("busy"), T0))
+    assert first["from"] is None
+    gone = transition_json(Transition((SERVER, "ses_1"), srow("idle", "completed"), None, T0))
+    assert (gone["to"], gone["since"], gone["pending"]) == (None, None, [])
+    assert gone["from"] == {"state": "idle", "reason": "completed", "stale": False}
+
+
+def test_text_line_shows_titles_literally():
+    hostile = "\x1b[31mred\x1b[0m [bold]x[/]"
+    line = transition_text(Transition((SERVER, "ses_1"), srow("busy"),
+                                      srow("idle", "completed", hostile), T0), with_server=True)
+    assert "\x1b" not in line and "\\x1b[31mred" in line and "[bold]x[/]" in line
+    assert "busy -> idle (completed)" in line and line.endswith(f"@{SERVER}")
+    assert "new -> busy" in transition_text(
+        Transition((SERVER, "ses_1"), None, srow("busy"), T0), with_server=False)
+
+
+def test_worst_code_order():
+    assert worst([0, 4, 3]) == 3
+    assert worst([0, 1, 5]) == 1
+    assert worst([0, 124, 1]) == 124
+    assert worst([124, 2]) == 2
+    assert worst([0, 0]) == 0
