@@ -134,9 +134,12 @@ class World:
             self._at = saved
 
     def new_id(self, prefix: str) -> str:
-        """A fresh id that sorts after every earlier one, e.g. `msg_demo000042`."""
+        """A fresh id as OpenCode makes them (`msg_` + 12 hex digits of the creation time in ms
+        times 0x1000 plus a counter, cut to 48 bits, + 14 characters), so it carries when it was
+        made; the tail is `demo` and the count, e.g. `msg_2314e0864001demo0000000042`."""
         self._ids += 1
-        return f"{prefix}_demo{self._ids:06d}"
+        stamp = (self.now() * 0x1000 + self._ids % 0x1000) % (1 << 48)
+        return f"{prefix}_{stamp:012x}demo{self._ids:010d}"
 
     # ----- subscribers and emission -------------------------------------------------------
     def subscribe(self) -> asyncio.Queue[Frame | None]:
