@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
 import math
 import os
@@ -12,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
 from ..core.settings import Auth, Settings
@@ -226,13 +226,18 @@ def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_jso
             sys.stderr.write("\r\x1b[K")
     with pipe_safe():
         if as_json:
-            print(json.dumps(view.to_json(), indent=2, ensure_ascii=False))
+            print(text.dumps(view.to_json(), indent=2))
         else:
             print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]
     for s in bad:
         print(f"ocwatch: {literal(s.error or 'unreachable')}", file=sys.stderr)
-    return EXIT_USAGE if bad else 0
+    partial = [s for s in view.servers if s.reachable and s.malformed]
+    for s in partial:  # what could not be read is said, never passed over as nothing
+        print(f"ocwatch: {literal(s.url)}: skipped {s.malformed} malformed record"
+              f"{'s' if s.malformed != 1 else ''} ({literal(', '.join(s.malformed_examples))}"
+              f"{', ...' if s.malformed > len(s.malformed_examples) else ''})", file=sys.stderr)
+    return EXIT_USAGE if bad or partial else 0
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import re
 import sys
 import time
 from collections.abc import Iterator
 
+from ..core.text import visible
 from ..core.view import SessionRow, View, attention_rank, duration
-
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 
 
 @contextlib.contextmanager
@@ -28,9 +26,9 @@ def pipe_safe() -> Iterator[None]:
 
 
 def literal(text: str) -> str:
-    """Make control characters (ESC and friends) visible so they cannot drive the terminal."""
-    text = text.replace("\n", " ").replace("\t", " ")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    """Make control and invisible characters (ESC, C1, bidi overrides, zero-width) visible, so
+    they can neither drive the terminal nor reorder what is printed (core.text.visible)."""
+    return visible(text)
 
 
 def state_word(row: SessionRow) -> str:

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import SessionRow
@@ -223,7 +223,7 @@ def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
     code = overall(outs, any_)
     with pipe_safe():
         if as_json:
-            print(json.dumps({
+            print(text.dumps({
                 "exit_code": code, "mode": "any" if any_ else "all",
                 "sessions": [{"id": o.session_id, "exit_code": o.code, "message": o.message,
                               "session": o.row.to_json() if o.row else None} for o in outs],
@@ -256,7 +256,7 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
         if as_json:
             out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
                                    "message": message}
-            print(json.dumps(out, indent=2))
+            print(text.dumps(out, indent=2))
         elif row is not None:  # its last state, also when it timed out
             print(f"{literal(row.id)}: {_word(row)}")
             for p in row.pending:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import signal
 import sys
 from collections.abc import Callable, Collection, Sequence
 from typing import Any, TextIO
 
+from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import SessionRow, Transition, iso
@@ -114,7 +114,7 @@ async def watch(
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:
                     continue
-                line = (json.dumps(transition_json(tr), ensure_ascii=False) if as_json
+                line = (text.dumps(transition_json(tr)) if as_json
                         else transition_text(tr, with_server))
                 out.write(line + "\n")
                 out.flush()

@@ -8,7 +8,6 @@ limits; the sinks write.
 from __future__ import annotations
 
 import contextlib
-import re
 import shutil
 import subprocess
 from collections import deque
@@ -16,6 +15,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .config import AlertConfig
+from .text import plain
 from .view import SessionRow, Transition
 
 
@@ -115,13 +115,12 @@ class Alerter:
         return delivered
 
 
-_UNSAFE = re.compile(r"[\x00-\x1f\x7f-\x9f;]")
 
 
 def osc9(alert: Alert) -> str:
     """The OSC 9 sequence for an alert; control characters (and `;`) in titles are removed so a
     title cannot end the sequence early or inject another."""
-    text = _UNSAFE.sub(" ", f"ocwatch: {alert.title}: {alert.text}")[:200]
+    text = plain(f"ocwatch: {alert.title}: {alert.text}", 200).replace(";", " ")
     return f"\x1b]9;{text}\x07"
 
 
@@ -140,7 +139,7 @@ def terminal_sinks(config: AlertConfig, write: Callable[[str], None]) -> list[
                 with contextlib.suppress(OSError):  # fixed program, args not through a shell
                     subprocess.Popen(
                         [exe, "--app-name=ocwatch", f"ocwatch: {a.kind}",
-                         _UNSAFE.sub(" ", f"{a.title}: {a.text}")[:300]],
+                         plain(f"{a.title}: {a.text}", 300)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             sinks.append(desktop)
     return sinks

@@ -6,7 +6,7 @@ to be JSON before it is trusted.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -14,8 +14,13 @@ from urllib.parse import quote, urlsplit
 
 import httpx
 
+from . import text
 from .models import Session
 from .settings import Auth
+
+#: The largest answer read, decompressed (a snapshot's biggest is a page of 1,000 sessions or one
+#: last message with its tool output: a few MB)
+MAX_BODY = 64 * 2**20
 
 
 class OcwatchError(Exception):
@@ -38,6 +43,10 @@ class AuthFailed(OcwatchError):
 
 class BadResponse(OcwatchError):
     """The answer was not what the API promises (HTML instead of JSON, wrong shape, 5xx)."""
+
+
+class Redirected(BadResponse):
+    """3xx: something between ocwatch and the server (a proxy, a login page) sent it away."""
 
 
 class NotFound(OcwatchError):
@@ -111,8 +120,15 @@ class Client:
         *,
         timeout: float = 10.0,
         transport: httpx.AsyncBaseTransport | None = None,
+        deadline: float = 60.0,
+        max_body: int = MAX_BODY,
     ) -> None:
+        """`timeout` bounds each read and the connection; `deadline` a whole request, answer
+        included (a server trickling one byte at a time cannot hold it longer); `max_body` the
+        bytes of an answer after decompression (a gzip bomb is refused, not inflated)."""
         self.url = normalize_url(url)
+        self.deadline = deadline
+        self.max_body = max_body
         self._user = auth.username if auth else None
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
         self._http = httpx.AsyncClient(
@@ -151,15 +167,41 @@ class Client:
         body: Any = None, expect_json: bool = True,
     ) -> tuple[Any, httpx.Headers]:
         self.requests += 1
+        where = f"{self.url} {method} {path}"
         try:
-            resp = await self._http.request(
-                method, path, params=params, json=body if body is not None else None,
-            )
+            async with asyncio.timeout(self.deadline):
+                req = self._http.build_request(
+                    method, path, params=params, json=body if body is not None else None)
+                resp = await self._http.send(req, stream=True)
+                try:
+                    if 300 <= resp.status_code < 400:
+                        to = resp.headers.get("location") or "nowhere"
+                        raise Redirected(
+                            f"{where}: redirected (HTTP {resp.status_code}) to "
+                            f"{_no_userinfo(to)[:200]!r}; an OpenCode server answers itself "
+                            "(a proxy or a login page in the way?)")
+                    content = await self._read(resp, where)
+                finally:
+                    await resp.aclose()
+        except TimeoutError:
+            raise Unreachable(f"{where}: no complete answer within {self.deadline:g}s "
+                              "(the server is too slow or stalled)") from None
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
-        return self._check(resp, method, path, expect_json), resp.headers
+        return self._check(resp, content, method, path, expect_json), resp.headers
 
-    def _check(self, resp: httpx.Response, method: str, path: str, expect_json: bool) -> Any:
+    async def _read(self, resp: httpx.Response, where: str) -> bytes:
+        """The decoded answer, refused past `max_body` bytes."""
+        out = bytearray()
+        async for chunk in resp.aiter_bytes():
+            out += chunk
+            if len(out) > self.max_body:
+                raise BadResponse(f"{where}: answer larger than {self.max_body // 2**20} MiB "
+                                  "(decompressed); refused")
+        return bytes(out)
+
+    def _check(self, resp: httpx.Response, content: bytes, method: str, path: str,
+               expect_json: bool) -> Any:
         where = f"{self.url} {method} {path}"
         if resp.status_code == 401:
             if self._user is None:
@@ -171,25 +213,28 @@ class Client:
                 f"{self.url}: authentication failed (HTTP 401): the server refused user "
                 f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)")
         if resp.status_code == 404:
-            tag, msg = _error_fields(resp)
+            tag, msg = _error_fields(content)
             raise NotFound(f"{where}: not found{': ' + msg if msg else ''}", tag)
         if resp.status_code >= 400:
-            tag, msg = _error_fields(resp)
+            tag, msg = _error_fields(content)
             detail = msg or tag or resp.reason_phrase
             raise BadResponse(f"{where}: HTTP {resp.status_code} {detail}".rstrip())
         if not expect_json:
             return None
-        if resp.status_code == 204 or not resp.content:
+        if resp.status_code == 204 or not content.strip():
+            if method == "GET":  # a route that lists things answers a list, never nothing
+                raise BadResponse(f"{where}: answered HTTP {resp.status_code} with no body "
+                                  "where JSON was expected")
             return None
         ctype = resp.headers.get("content-type", "")
-        body = resp.text
+        body = content.decode("utf-8", errors="replace")
         if "html" in ctype or body.lstrip()[:1] == "<":
             raise BadResponse(
                 f"{where}: expected JSON but got HTML (is this an OpenCode server, and a version "
                 "that has this route?)"
             )
         try:
-            return json.loads(body)
+            return text.loads(body)
         except ValueError:
             raise BadResponse(f"{where}: expected JSON but got unparseable text") from None
 
@@ -225,6 +270,8 @@ class Client:
         """
         try:
             return await self._experimental_sessions(page, max_pages)
+        except Redirected:
+            raise  # not an older server: something in the way, said as it is
         except (NotFound, BadResponse):
             pass
         seen: dict[str, dict[str, Any]] = {}
@@ -299,6 +346,8 @@ class Client:
         """Sessions listed by the newer `/api/session/active`; None when the route is absent."""
         try:
             data = await self.request("GET", "/api/session/active", params=self._dir(directory))
+        except Redirected:
+            raise
         except (NotFound, BadResponse):
             return None
         if isinstance(data, dict) and isinstance(data.get("data"), dict):
@@ -332,16 +381,14 @@ class Client:
 
 
 def _list(data: Any, url: str, path: str) -> list[dict[str, Any]]:
-    if data is None:
-        return []
     if not isinstance(data, list):
         raise BadResponse(f"{url}: {path} did not answer a list")
     return [x for x in data if isinstance(x, dict)]
 
 
-def _error_fields(resp: httpx.Response) -> tuple[str | None, str | None]:
+def _error_fields(content: bytes) -> tuple[str | None, str | None]:
     try:
-        data = resp.json()
+        data = text.loads(content)
     except ValueError:
         return None, None
     if not isinstance(data, dict):

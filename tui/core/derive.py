@@ -740,7 +740,7 @@ def _busy(
         if done is None:
             refused = None if tool is not None or busy_children else _refusal(msg)
             if refused is not None:
-                at = ms(refused.state.time.end) if refused.state and refused.state.time else None
+                at = ms(refused.state.ended) if refused.state else None
                 if at is not None and now - at <= grace:
                     # the user refused the tool: the run ends as soon as the server saves the
                     # step (1.18.33 still reads busy for ~100 ms). Not a new state yet

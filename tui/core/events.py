@@ -8,12 +8,13 @@ caller must take a fresh snapshot.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import Counter
 from collections.abc import Container
 from dataclasses import dataclass, field
 from typing import Any
+
+from . import text
 
 log = logging.getLogger("ocwatch.events")
 
@@ -114,7 +115,7 @@ class EventParser:
         if not data or data.isspace():
             return Parsed()
         try:
-            frame = json.loads(data)
+            frame = text.loads(data)
         except (ValueError, RecursionError):
             self.skipped += 1
             log.warning("skipped a malformed event frame (%d bytes)", len(data))

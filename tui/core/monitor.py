@@ -42,7 +42,8 @@ class ServerMonitor:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.settings = settings or Settings()
-        self.client = Client(url, auth, timeout=self.settings.request_timeout, transport=transport)
+        self.client = Client(url, auth, timeout=self.settings.request_timeout, transport=transport,
+                             deadline=self.settings.request_deadline)
         self.url = self.client.url
         self.clock = clock
         self.journal = Journal(self.settings.journal_limit)
@@ -113,6 +114,8 @@ class ServerMonitor:
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
             loading=self.loading if self.snapshot is None else None,
+            malformed=self.snapshot.skipped if self.snapshot else 0,
+            malformed_examples=self.snapshot.malformed if self.snapshot else (),
         )
 
     # -- running ---------------------------------------------------------------------------------

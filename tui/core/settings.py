@@ -23,7 +23,10 @@ class Settings:
     heartbeat_timeout: float = 25.0
     """Seconds of stream silence (two missed 10 s heartbeats, plus slack) before it is dead."""
     request_timeout: float = 10.0
-    """Seconds for one HTTP request."""
+    """Seconds for one HTTP read (and to connect)."""
+    request_deadline: float = 60.0
+    """Seconds for one whole HTTP request, its answer read to the end (a server that trickles
+    a byte at a time cannot hold a snapshot longer)."""
     message_concurrency: int = 8
     """Parallel `GET /session/{id}/message` requests during a snapshot."""
     journal_limit: int = 5000

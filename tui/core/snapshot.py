@@ -39,6 +39,7 @@ class Snapshot:
     journal_seq: int = 0  # the journal's seq when the fetch began
     requests: int = 0  # HTTP requests this snapshot cost
     skipped: int = 0  # malformed items skipped
+    malformed: tuple[str, ...] = ()  # which ones ("session ses_x", first few)
 
 
 @dataclass
@@ -86,11 +87,11 @@ class MessageCache:
         for sid in [k for k in self.sessions if k not in keep]:
             del self.sessions[sid]
 
-    def sessions_from(self, raw: list[dict[str, Any]]) -> tuple[list[Session], int]:
+    def sessions_from(self, raw: list[dict[str, Any]]) -> tuple[list[Session], list[str]]:
         """Validate listed sessions, reusing the Session of an item equal to last time's (a
         resync of thousands of unchanged sessions then costs dict comparisons, not parsing)."""
         out: list[Session] = []
-        bad = 0
+        bad: list[str] = []
         for item in raw:
             sid = item.get("id")
             hit = self.sessions.get(sid) if isinstance(sid, str) else None
@@ -100,20 +101,27 @@ class MessageCache:
             try:
                 session = Session.parse(item)
             except ValidationError:
-                bad += 1
+                bad.append(_name("session", item))
                 continue
             self.sessions[session.id] = (item, session)
             out.append(session)
         return out, bad
 
 
-def _models(items: Iterable[Any], model: Any) -> tuple[list[Any], int]:
-    out, bad = [], 0
+def _name(kind: str, raw: Any) -> str:
+    """How a malformed record is named to the user: its kind and id, if it has a usable one."""
+    rid = raw.get("id") if isinstance(raw, dict) else None
+    return f"{kind} {rid[:80]}" if isinstance(rid, str) and rid else f"{kind} without an id"
+
+
+def _models(items: Iterable[Any], model: Any, kind: str) -> tuple[list[Any], list[str]]:
+    out: list[Any] = []
+    bad: list[str] = []
     for raw in items:
         try:
             out.append(model.parse(raw))
         except ValidationError:
-            bad += 1
+            bad.append(_name(kind, raw))
     return out, bad
 
 
@@ -135,11 +143,11 @@ async def fetch_snapshot(
     fetches one per session and takes seconds)."""
     started = clock()
     before = client.requests
-    skipped = 0
+    bad_names: list[str] = []
     health = await client.health()
     raw_sessions = await client.all_sessions()
     sessions_list, bad = cache.sessions_from(raw_sessions)
-    skipped += bad
+    bad_names += bad
     sessions = {s.id: s for s in sessions_list}
 
     dirs = await client.folders(sessions_list)
@@ -158,12 +166,12 @@ async def fetch_snapshot(
             try:
                 status[sid] = SessionStatus.parse(raw)
             except ValidationError:
-                skipped += 1
-        ps, bad = _models(perms, PermissionRequest)
-        skipped += bad
+                bad_names.append(f"status of {sid[:80]}")
+        ps, bad = _models(perms, PermissionRequest, "permission")
+        bad_names += bad
         permissions.update({p.id: p for p in ps})
-        qq, bad = _models(qs, QuestionRequest)
-        skipped += bad
+        qq, bad = _models(qs, QuestionRequest, "question")
+        bad_names += bad
         questions.update({q.id: q for q in qq})
 
     active: set[str] = set()
@@ -191,7 +199,8 @@ async def fetch_snapshot(
                 except NotFound:  # deleted between the list and this request
                     cache.put(s, None)
                     return
-            msgs, _bad = _models(raw, Message)
+            msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
+            bad_names.extend(bad)
             cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active)
         finally:
             done += 1
@@ -214,5 +223,6 @@ async def fetch_snapshot(
         version=version,
         journal_seq=journal_seq,
         requests=client.requests - before,
-        skipped=skipped,
+        skipped=len(bad_names),
+        malformed=tuple(bad_names[:5]),
     )

@@ -43,7 +43,13 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
     if server.snapshot_at is None and not rows:
         out["sessions"] = Content.styled("– (not read yet)", "$foreground-muted")
     else:
-        out["sessions"] = Content.assemble(*_counts(rows))
+        parts = _counts(rows)
+        if server.malformed:  # records the snapshot could not read: said, never hidden
+            parts += ["\n", (f"{server.malformed} malformed record"
+                                   f"{'s' if server.malformed != 1 else ''} skipped: "
+                                   + fmt.literal(", ".join(server.malformed_examples)),
+                                   "$state-error")]
+        out["sessions"] = Content.assemble(*parts)
     out["events skipped"] = Content(
         f"{server.skipped_events} malformed · {server.unknown_events} of unknown types")
     if server.snapshot_at is None:

@@ -1,0 +1,161 @@
+"""A hostile server and hostile text (issue 10): never a traceback, never a lie with exit 0.
+
+The CLI runs as a user runs it, against tests/hostile.py: real HTTP on loopback. Each case
+failed on the code before it (a crash, a hang, or "no sessions" with exit 0).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.hostile import Answer, HostileServer, gzip_bomb, json_answer, raw_json, session
+from tui.core import text
+from tui.core.alerts import Alert, osc9
+from tui.core.client import BadResponse, Client, Unreachable
+
+
+@pytest.fixture
+def hostile() -> Iterator[HostileServer]:
+    srv = HostileServer().start()
+    yield srv
+    srv.stop()
+
+
+def ocwatch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    env["PYTHONIOENCODING"] = "utf-8"
+    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
+                          text=True, encoding="utf-8", errors="strict", timeout=timeout,
+                          env=env)
+
+
+def status_json(url: str) -> tuple[int, dict, str]:
+    proc = ocwatch("status", "--json", "--server", url)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+
+
+def test_a_lone_surrogate_and_an_impossible_time_hide_nothing(hostile: HostileServer):
+    hostile.sessions = (
+        '[{"id": "ses_bad", "title": "SURR\\ud800", "directory": "/tmp/p", '
+        '"time": {"created": 1795985000000, "updated": 1e300}}, '
+        + json.dumps(session("ses_ok")) + "]")
+    hostile.messages["ses_bad"] = (
+        '[{"info": {"id": "msg_1", "sessionID": "ses_bad", "role": "assistant", '
+        '"time": {"created": 1795985000000, "completed": 1795985001000}, '
+        '"error": {"name": "APIError", "data": {"message": "bad \\udfff thing"}}}, "parts": []}]')
+    code, data, err = status_json(hostile.url)
+    assert code == 0, err
+    rows = {r["id"]: r for r in data["sessions"]}
+    assert set(rows) == {"ses_bad", "ses_ok"}
+    assert rows["ses_bad"]["title"] == "SURR\ufffd"
+    assert rows["ses_bad"]["reason"] == "error" and "\ufffd" in rows["ses_bad"]["error"]
+    proc = ocwatch("status", "--server", hostile.url)
+    assert proc.returncode == 0 and "SURR\ufffd" in proc.stdout, proc.stderr
+
+
+def test_one_odd_field_does_not_drop_a_session(hostile: HostileServer):
+    hostile.sessions = [session("ses_null", title=None),
+                        session("ses_tokens", tokens={"input": 1.5, "output": 2}),
+                        session("ses_ok")]
+    code, data, err = status_json(hostile.url)
+    assert code == 0, err
+    assert {r["id"] for r in data["sessions"]} == {"ses_null", "ses_tokens", "ses_ok"}
+
+
+def test_a_record_that_cannot_be_read_is_named_and_exits_2(hostile: HostileServer):
+    hostile.sessions = [{"title": "no id"}, session("ses_ok")]
+    code, data, err = status_json(hostile.url)
+    assert code == 2 and "skipped 1 malformed record (session without an id)" in err
+    assert data["servers"][0]["malformed"] == 1
+    assert [r["id"] for r in data["sessions"]] == ["ses_ok"]
+
+
+@pytest.mark.parametrize("route", ["/experimental/session", "/permission", "/question"])
+def test_a_redirect_or_an_empty_answer_is_an_error_not_none(hostile: HostileServer, route: str):
+    hostile.routes[route] = Answer(302, b"", {"location": "http://login.example/sso"})
+    code, _data, err = status_json(hostile.url)
+    assert code == 2 and "redirected (HTTP 302) to 'http://login.example/sso'" in err
+    hostile.routes[route] = Answer(200, b"", {"content-type": "application/json"})
+    code, _data, err = status_json(hostile.url)
+    if route == "/experimental/session":  # an older server's fallback lists sessions instead
+        assert code == 0, err
+    else:
+        assert code == 2 and "no body where JSON was expected" in err
+
+
+def test_a_gzip_bomb_is_refused_not_inflated(hostile: HostileServer):
+    hostile.routes["/session/status"] = gzip_bomb(200 * 2**20)
+    code, _data, err = status_json(hostile.url)
+    assert code == 2 and "larger than 64 MiB (decompressed); refused" in err
+
+
+async def test_a_trickling_server_cannot_hold_a_request_past_its_deadline(
+        hostile: HostileServer):
+    hostile.routes["/global/health"] = Answer(200, b'{"healthy": true}' * 10,
+                                              {"content-type": "application/json"}, trickle=0.2)
+    loop = asyncio.get_running_loop()
+    t = loop.time()
+    async with Client(hostile.url, timeout=5.0, deadline=1.5) as client:
+        with pytest.raises(Unreachable, match="no complete answer within 1.5s"):
+            await client.health()
+    assert loop.time() - t < 4
+
+
+async def test_html_and_non_finite_numbers():
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/global/health":
+            return httpx.Response(200, text='{"healthy": true, "n": NaN, "m": Infinity}',
+                                  headers={"content-type": "application/json"})
+        return httpx.Response(200, text="<html>", headers={"content-type": "text/html"})
+
+    async with Client("http://x", transport=httpx.MockTransport(handle)) as client:
+        assert await client.health() == {"healthy": True, "n": None, "m": None}
+        with pytest.raises(BadResponse, match="got HTML"):
+            await client.status()
+
+
+# -- hostile text ---------------------------------------------------------------------------------
+HOSTILE = [
+    "H\u202egnp.exe", "a\u2066b\u2069", "zero\u200bwidth\u200d\ufeff", "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07", "\x1bP+q\x1b\\", "csi\x9b31m", "osc\x9d0;x\x9c", "bell\x07", "bs\x08\x08",
+    "cr\roverwrite", "[bold]markup[/]", "a\u2028b",
+]
+
+
+@pytest.mark.parametrize("s", HOSTILE)
+def test_every_text_path_neutralises_controls(s: str):
+    for out in (text.visible(s), text.plain(s), osc9(Alert("input", ("u", "s"), (), s, s))[5:-1],
+                text.dumps({"t": s})):
+        assert not text.UNSAFE.search(out), (s, out)
+    assert json.loads(text.dumps({"t": s})) == {"t": s}  # valid JSON, the text unchanged
+
+
+def test_a_bidi_override_cannot_reorder_a_status_line(hostile: HostileServer):
+    hostile.sessions = [session("ses_x", title="H\u202egnp.exe")]
+    proc = ocwatch("status", "--server", hostile.url)
+    assert proc.returncode == 0, proc.stderr
+    assert "H\\u202egnp.exe" in proc.stdout and "\u202e" not in proc.stdout
+    proc = ocwatch("status", "--json", "--server", hostile.url)
+    assert "\u202e" not in proc.stdout and "\\u202e" in proc.stdout
+
+
+def test_huge_text_is_read(hostile: HostileServer):
+    hostile.sessions = [session("ses_big", title="x" * 100_000)]
+    code, data, err = status_json(hostile.url)
+    assert code == 0 and len(data["sessions"][0]["title"]) == 100_000, err
+
+
+def test_raw_helper_sanity():
+    assert raw_json("[]").status == 200 and json_answer([]).body == b"[]"
