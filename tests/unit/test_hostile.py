@@ -159,3 +159,26 @@ def test_huge_text_is_read(hostile: HostileServer):
 
 def test_raw_helper_sanity():
     assert raw_json("[]").status == 200 and json_answer([]).body == b"[]"
+
+
+@pytest.mark.parametrize("applies", [True, False])
+async def test_a_reply_whose_answer_timed_out_says_whether_it_was_applied(applies: bool):
+    from tests.fakes import FakeAPI, wire_session
+    from tui.core.actions import ActionError, reply_permission
+
+    api = FakeAPI(sessions=[wire_session("ses_1")], permissions={"/p/a": [{
+        "id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["ls"]}]})
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            if applies:  # the server applied it, but its answer never came
+                api.permissions = {}
+            raise httpx.ReadTimeout("timed out", request=request)
+        return api.handle(request)
+
+    async with Client("http://x", transport=httpx.MockTransport(handle)) as client:
+        if applies:
+            await reply_permission(client, "per_1", "once")
+        else:
+            with pytest.raises(ActionError, match="per_1 is still open: the server did not"):
+                await reply_permission(client, "per_1", "once")

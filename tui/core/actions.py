@@ -7,9 +7,10 @@ folder (sessions are listed across folders; requests are asked per folder).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
-from .client import Client, NotFound, OcwatchError
+from .client import Client, NotFound, OcwatchError, Unreachable
 from .models import PermissionRequest, QuestionRequest, Session
 
 
@@ -56,6 +57,24 @@ async def locate_request(client: Client, request_id: str) -> Located:
         "(already answered, or never asked)")
 
 
+async def _reply_sent(client: Client, request_id: str, send: Awaitable[object]) -> None:
+    """Send a reply to a request. When the answer does not come (a timeout, a dropped
+    connection), the server may have applied it all the same: look again, and say which."""
+    try:
+        await send
+    except Unreachable as exc:
+        try:
+            await locate_request(client, request_id)
+        except ActionError:
+            return  # no longer open: the server applied it
+        except OcwatchError as again:
+            raise ActionError(
+                f"{exc.message}; the server may have applied it (could not check: "
+                f"{again.message})") from None
+        raise ActionError(f"{exc.message}; {request_id} is still open: the server did not "
+                          "apply it") from None
+
+
 async def abort(client: Client, session_id: str) -> bool:
     """Abort the session's run. Returns whether the server reported it running just before (the
     server accepts an abort of an idle session too, and nothing happens)."""
@@ -70,6 +89,14 @@ async def abort(client: Client, session_id: str) -> bool:
         await client.abort(session_id, directory)
     except NotFound as exc:
         raise ActionError(f"abort refused: {exc.message}") from None
+    except Unreachable as exc:  # it may have been applied: look again
+        try:
+            after = (await client.status(directory)).get(session_id)
+        except OcwatchError:
+            raise ActionError(f"{exc.message}; the server may have aborted it (could not "
+                              "check)") from None
+        if isinstance(after, dict) and after.get("type") in ("busy", "retry"):
+            raise ActionError(f"{exc.message}; {session_id} still runs: not aborted") from None
     return running
 
 
@@ -85,7 +112,8 @@ async def reply_permission(
             raise ActionError(f"{request_id} is a question; use `ocwatch answer`")
         directory = loc.directory
     try:
-        await client.reply_permission(request_id, reply, message, directory)
+        await _reply_sent(client, request_id,
+                          client.reply_permission(request_id, reply, message, directory))
     except NotFound:
         raise ActionError(
             f"permission {request_id} is no longer open (already answered?)") from None
@@ -136,9 +164,11 @@ async def answer_question(
             f"got {len(answers)} answers")
     try:
         if answers is None:  # reject
-            await client.reject_question(request_id, loc.directory)
+            await _reply_sent(client, request_id,
+                              client.reject_question(request_id, loc.directory))
         else:
-            await client.reply_question(request_id, answers, loc.directory)
+            await _reply_sent(client, request_id,
+                              client.reply_question(request_id, answers, loc.directory))
     except NotFound:
         raise ActionError(
             f"question {request_id} is no longer open (already answered?)") from None
