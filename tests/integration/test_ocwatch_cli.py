@@ -43,7 +43,7 @@ def status_json(url: str, password: str | None = None) -> dict[str, Any]:
 def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_states: AllStates):
     data = status_json(oc_server.url)
     assert data["servers"] == [{"url": oc_server.url, "version": "1.18.33", "reachable": True,
-                                "error": None}]
+                                "error": None, "malformed": 0, "malformed_examples": []}]
     rows = {r["id"]: r for r in data["sessions"]}
     st = all_states
 
