@@ -6,6 +6,7 @@ import asyncio
 import json
 
 import httpx
+import pytest
 
 from tests.fakes import FakeAPI, wire_session
 from tui.core.monitor import ServerMonitor
@@ -162,3 +163,66 @@ async def test_the_first_snapshot_shows_how_far_it_has_loaded():
     await mon.snapshot_once()  # a resync: the table is there, nothing to show
     assert seen == [] and mon.info().loading is None
     await mon.client.aclose()
+
+
+async def test_an_unterminated_event_line_is_cut_at_the_limit_not_kept():
+    from tui.core.client import OcwatchError
+    from tui.core.monitor import sse_data
+
+    async def body():
+        yield b'data: {"a": 1}\r\n\r\ndata: two\ndata: lines\n\n: a comment\nevent: x\n'
+        for _ in range(64):  # 4 MiB of one line that never ends
+            yield b"x" * 65536
+
+    resp = httpx.Response(200, content=body())
+    got = []
+    with pytest.raises(OcwatchError, match="larger than 1 MiB"):
+        async for data in sse_data(resp, "http://x", 2**20):
+            got.append(data)
+    assert got == ['{"a": 1}', "two\nlines"]
+
+
+async def test_a_stream_closed_at_once_backs_off_instead_of_storming(monkeypatch):
+    import tui.core.monitor as monitor_mod
+
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay, *a, **kw):
+        if delay in (0.5, 1.0, 2.0, 4.0, 8.0, 15.0):
+            delays.append(delay)
+            delay = 0
+        return await real_sleep(delay, *a, **kw)
+
+    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 1.0)
+    monkeypatch.setattr(monitor_mod.asyncio, "sleep", sleep)
+    api = StreamingAPI([[frame("server.connected")] for _ in range(8)],
+                       sessions=[wire_session("ses_1")])
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: len(delays) >= 5)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert delays[:5] == [0.5, 1.0, 2.0, 4.0, 8.0]
+
+
+def test_a_silent_stream_reads_stalled_and_asks_for_a_snapshot():
+    from tests.builders import T0
+
+    clock = {"t": T0}
+    mon = ServerMonitor("http://x", settings=FAST, clock=lambda: clock["t"],
+                        transport=FakeAPI().transport())
+    mon.connected, mon._connected_at, mon.last_event_at = True, T0, T0
+    assert mon.info().stream == "connected"
+    clock["t"] = T0 + FAST.stall_after + 1
+    assert mon.info().stream == "stalled"
+    from tests.builders import session, snap
+
+    mon.snapshot = snap([session("s1")], started_at=T0)
+    mon._want_snapshot.clear()
+    mon.rows(clock["t"])
+    assert mon._want_snapshot.is_set()
+    mon.connected = False
+    assert mon.info().stream == "lost"

@@ -11,10 +11,9 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 import httpx
-from httpx_sse import SSEError, aconnect_sse
 
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
@@ -27,6 +26,41 @@ from .view import ServerInfo, SessionRow
 log = logging.getLogger("ocwatch.monitor")
 
 Notify = Callable[[], None]
+
+#: Seconds a stream must stay up before its reconnect backoff starts again from the shortest.
+HEALTHY_FOR = 30.0
+
+
+async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
+    """The `data` of each Server-Sent Event of `response` (other fields and comments are
+    skipped). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
+    instead of growing without bound (its bytes are dropped)."""
+    buf = bytearray()
+    data: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        buf += chunk
+        start = 0
+        while (end := buf.find(b"\n", start)) >= 0:
+            line = bytes(buf[start:end])
+            start = end + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    yield b"\n".join(data).decode("utf-8", errors="replace")
+                    data, size = [], 0
+                continue
+            if line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                size += len(value)
+                if size > limit:
+                    break
+                data.append(value)
+        del buf[:start]
+        if size > limit or len(buf) > limit:
+            raise OcwatchError(f"{url}: an event of the stream is larger than "
+                               f"{limit // 2**20} MiB; dropped, reconnecting")
 
 
 class ServerMonitor:
@@ -67,6 +101,7 @@ class ServerMonitor:
         self._down_since: float | None = None  # rows last derived while unreachable, since
         self._gap_since: float | None = None  # the stream was lost then; no snapshot since
         self._connected_at = 0.0
+        self._stall_checked = False  # a snapshot was asked for the current silence
         self._memo = DeriveMemo()
         self._notify: Notify = lambda: None
 
@@ -91,6 +126,9 @@ class ServerMonitor:
             previous=self._rows, link=link, memo=self._memo)
         if link.reachable:
             self._down_since = None
+            if not self._stall_checked and self.stream_health(now) == "stalled":
+                self._stall_checked = True  # the rows may be behind: read the server once
+                self.request_snapshot()
             if self.snapshot.started_at < now - self.settings.snapshot_debounce and any(
                     r.settling == "confirming" for r in rows.values()):
                 # a run ended and only events from before its end call it busy: ask the
@@ -114,9 +152,19 @@ class ServerMonitor:
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
             loading=self.loading if self.snapshot is None else None,
+            stream=self.stream_health(self.clock()),
             malformed=self.snapshot.skipped if self.snapshot else 0,
             malformed_examples=self.snapshot.malformed if self.snapshot else (),
         )
+
+    def stream_health(self, now: float) -> str:
+        """`connected`; `stalled` once a heartbeat is missed (no event for `stall_after` s;
+        after `heartbeat_timeout` s it is dropped and reconnected); `lost` while reconnecting;
+        `none` before the first connection."""
+        if self.connected:
+            quiet = now - max(self.last_event_at or 0.0, self._connected_at)
+            return "stalled" if quiet > self.settings.stall_after else "connected"
+        return "lost" if self._connected_at else "none"
 
     # -- running ---------------------------------------------------------------------------------
     def request_snapshot(self) -> None:
@@ -265,26 +313,27 @@ class ServerMonitor:
     async def _stream_loop(self) -> None:
         backoff = 0.5
         timeout = httpx.Timeout(self.settings.request_timeout, read=self.settings.heartbeat_timeout)
+        loop = asyncio.get_running_loop()
         while True:
+            began = loop.time()
             try:
-                async with aconnect_sse(
-                    self.client.http, "GET", "/global/event", timeout=timeout,
-                ) as source:
-                    self._check_stream_response(source.response)
+                async with self.client.http.stream(
+                    "GET", "/global/event", timeout=timeout,
+                    headers={"accept": "text/event-stream", "cache-control": "no-store"},
+                ) as response:
+                    self._check_stream_response(response)
                     self.connected = True
                     self._connected_at = self.clock()
                     self.stream_error = None
                     self.parser.reset_sequences()
                     self.request_snapshot()  # no replay: whatever happened meanwhile is lost
                     self._notify()
-                    backoff = 0.5
-                    loop = asyncio.get_running_loop()
                     silence = self.settings.heartbeat_timeout
                     # two missed heartbeats: the stream is dead even if the socket is not
                     async with asyncio.timeout(silence) as watchdog:
-                        async for sse in source.aiter_sse():
+                        async for data in sse_data(response, self.url, self.settings.max_event):
                             watchdog.reschedule(loop.time() + silence)
-                            self._on_data(sse.data)
+                            self._on_data(data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:
                 raise
@@ -294,7 +343,7 @@ class ServerMonitor:
                     "(missed heartbeats); reconnecting"))
             except OcwatchError as exc:
                 self._stream_down(exc)
-            except (httpx.HTTPError, SSEError) as exc:
+            except httpx.HTTPError as exc:
                 self._stream_down(
                     describe_transport_error(self.url, exc)
                     if isinstance(exc, httpx.TransportError) and not self.connected
@@ -302,7 +351,10 @@ class ServerMonitor:
             except Exception as exc:
                 log.exception("event stream failed")
                 self._stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
+            if loop.time() - began >= HEALTHY_FOR:
+                backoff = 0.5  # it had stayed up: start again from a short wait
             await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
+            # a stream accepted and closed at once keeps backing off (no reconnect storm)
             backoff = min(backoff * 2, 15.0 if not self.fatal else 60.0)
 
     def _stream_down(self, exc: OcwatchError) -> None:
@@ -333,6 +385,7 @@ class ServerMonitor:
     def _on_data(self, data: str) -> None:
         now = self.clock()
         self.last_event_at = now
+        self._stall_checked = False
         parsed = self.parser.parse(data, now)
         if parsed.gap:
             self.request_snapshot()

@@ -20,6 +20,9 @@ class Settings:
     """Seconds to coalesce events that call for a snapshot into one."""
     snapshot_min_gap: float = 2.0
     """Seconds at most to wait after a snapshot before the next (4x its duration, capped)."""
+    stall_after: float = 15.0
+    """Seconds of stream silence (one missed 10 s heartbeat, plus slack) before it reads stalled
+    (and a snapshot is taken: the rows may be behind)."""
     heartbeat_timeout: float = 25.0
     """Seconds of stream silence (two missed 10 s heartbeats, plus slack) before it is dead."""
     request_timeout: float = 10.0
@@ -27,6 +30,8 @@ class Settings:
     request_deadline: float = 60.0
     """Seconds for one whole HTTP request, its answer read to the end (a server that trickles
     a byte at a time cannot hold a snapshot longer)."""
+    max_event: int = 16 * 2**20
+    """Bytes one event of the stream may have at most (an unterminated line is cut there)."""
     message_concurrency: int = 8
     """Parallel `GET /session/{id}/message` requests during a snapshot."""
     journal_limit: int = 5000

@@ -115,12 +115,13 @@ class ServerInfo:
     skipped_events: int = 0
     unknown_events: int = 0
     loading: tuple[int, int] | None = None  # first snapshot: (last messages fetched, to fetch)
+    stream: str = "none"  # connected | stalled (a heartbeat missed) | lost | none (yet)
     malformed: int = 0  # records of the last snapshot that could not be read (skipped)
     malformed_examples: tuple[str, ...] = ()  # which ("session ses_x", the first few)
 
     def to_json(self) -> dict[str, Any]:
         return {"url": self.url, "version": self.version, "reachable": self.reachable,
-                "error": self.error, "malformed": self.malformed,
+                "error": self.error, "stream": self.stream, "malformed": self.malformed,
                 "malformed_examples": list(self.malformed_examples)}
 
 

@@ -12,6 +12,7 @@ from .live_static import LiveStatic
 # health -> (glyph, word, theme variable)
 HEALTH = {
     "connected": ("●", "connected", "$state-idle"),
+    "stalled": ("◐", "stalled", "$state-retry"),
     "reconnecting": ("↻", "reconnecting", "$state-retry"),
     "unreachable": ("✗", "unreachable", "$state-error"),
     "connecting": ("…", "connecting", "$foreground-muted"),
@@ -19,9 +20,12 @@ HEALTH = {
 
 
 def health(server: ServerInfo) -> str:
-    """How a server's connection reads: connected, reconnecting, unreachable or connecting."""
+    """How a server's connection reads: connected, stalled (a heartbeat missed), reconnecting,
+    unreachable or connecting."""
     if server.reachable:
-        return "connected" if server.connected else "reconnecting"
+        if not server.connected:
+            return "reconnecting"
+        return "stalled" if server.stream == "stalled" else "connected"
     if server.error or server.snapshot_at is not None:
         return "unreachable"
     return "connecting"
