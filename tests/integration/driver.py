@@ -623,6 +623,17 @@ class AllStates:
     def ids(self) -> dict[str, str]:
         return {name: getattr(self, name) for name in self.STATES}
 
+    def still_retrying(self, d: Driver, timeout: float = 90.0) -> str:
+        """The retrying session, started again when the server gave up on the old one (it
+        retries a 503 for a minute or two, then fails the run: a long test session outlives
+        it)."""
+        st = d.status_of(self.retry)
+        if not st or st.get("type") not in ("retry", "busy"):
+            self.retry = d.run("unavailable", directory=self.directory,
+                               title="state retry")["id"]
+            d.wait_status(self.retry, "retry", timeout=timeout)
+        return self.retry
+
     def hang_key(self, what: str) -> str:
         return f"{self.key}-{what}"
 

@@ -40,10 +40,13 @@ def status_json(url: str, password: str | None = None) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_states: AllStates):
+def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_states: AllStates,
+                                              oc: Driver):
+    all_states.still_retrying(oc)
     data = status_json(oc_server.url)
     assert data["servers"] == [{"url": oc_server.url, "version": "1.18.33", "reachable": True,
-                                "error": None, "malformed": 0, "malformed_examples": []}]
+                                "error": None, "stream": "none", "malformed": 0,
+                                "malformed_examples": []}]
     rows = {r["id"]: r for r in data["sessions"]}
     st = all_states
 
@@ -82,7 +85,8 @@ def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_sta
         assert r["server"] == oc_server.url and r["since"] and r["updated"]
 
 
-def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStates):
+def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStates, oc: Driver):
+    all_states.still_retrying(oc)
     proc = ocwatch("status", "--server", oc_server.url)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
