@@ -28,7 +28,8 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
     config, warnings = load_config()
     opts = resolve(config, urls=urls, grace=grace, theme=theme, bell=bell, osc9=osc9,
                    desktop=desktop, auth=auth, notices=warnings)
-    fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings)
+    fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
+                  auths=opts.auths)
     app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
                      notices=opts.notices)
     app.run()

@@ -173,15 +173,17 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         print(f"ocwatch: {literal(notice)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
     if cmd == "status":
-        return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json)
+        return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json,
+                          auths=opts.auths)
     if cmd == "wait":
         return run_wait(args.session_ids, opts.urls, auth=auth, settings=settings,
-                        timeout=args.timeout, as_json=args.json, any_=args.any_)
+                        timeout=args.timeout, as_json=args.json, any_=args.any_,
+                        auths=opts.auths)
     if cmd == "watch":
         from .watch import run_watch
 
         return run_watch(opts.urls, auth=auth, settings=settings, sessions=args.session,
-                         as_json=args.json)
+                         as_json=args.json, auths=opts.auths)
     if cmd == "abort":
         return actions.run_abort(args.session_id, opts.urls[0], auth=auth)
     if cmd == "reply":
@@ -213,11 +215,12 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
     return show
 
 
-def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool) -> int:
+def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool,
+               auths: dict[str, Auth | None] | None = None) -> int:
     """Print the View once. Exit 0, or 2 when any server could not be read."""
     from ..core.fleet import Fleet
 
-    fleet = Fleet(urls, auth=auth, settings=settings)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
     progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() else None
     try:
         view = asyncio.run(fleet.snapshot_once(progress))

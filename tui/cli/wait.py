@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -75,6 +75,7 @@ async def wait_many(
     timeout: float | None,
     any_: bool = False,
     on_ready: Callable[[], None] | None = None,
+    auths: Mapping[str, Auth | None] | None = None,
 ) -> list[Outcome]:
     """Follow every server until each session settles (`any_`: until the first does).
 
@@ -82,7 +83,7 @@ async def wait_many(
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
     still open at the end get EXIT_TIMEOUT; a server unreachable for longer than
     UNREACHABLE_PATIENCE gives EXIT_USAGE to the sessions it holds (or might hold)."""
-    fleet = Fleet(urls, auth=auth, settings=settings)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
     outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
@@ -201,9 +202,10 @@ async def wait_for(
 def run_wait(
     session_ids: Sequence[str], urls: Sequence[str], *, auth: Auth | None, settings: Settings,
     timeout: float | None, as_json: bool, any_: bool = False,
+    auths: Mapping[str, Auth | None] | None = None,
 ) -> int:
     outs = asyncio.run(wait_many(session_ids, urls, auth=auth, settings=settings,
-                                 timeout=timeout, any_=any_))
+                                 timeout=timeout, any_=any_, auths=auths))
     if len(outs) == 1:
         out = outs[0]
         return report(out.code if out.code is not None else EXIT_USAGE, out.row, out.message,

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TextIO
 
 from ..core import text
@@ -77,6 +77,7 @@ async def watch(
     err: TextIO | None = None,
     stop: asyncio.Event | None = None,
     on_line: Callable[[str], None] | None = None,
+    auths: Mapping[str, Auth | None] | None = None,
 ) -> int:
     """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
 
@@ -87,7 +88,7 @@ async def watch(
     err = err or sys.stderr
     stop = stop or asyncio.Event()
     wanted = set(sessions)
-    fleet = Fleet(urls, auth=auth, settings=settings)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     try:
@@ -143,7 +144,8 @@ async def _first(*aws: Any) -> None:
 
 
 def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
-              sessions: Collection[str], as_json: bool) -> int:
+              sessions: Collection[str], as_json: bool,
+              auths: Mapping[str, Auth | None] | None = None) -> int:
     """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
     a reader that closes the pipe ends it quietly."""
 
@@ -154,7 +156,7 @@ def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         return await watch(urls, auth=auth, settings=settings, sessions=sessions,
-                           as_json=as_json, stop=stop)
+                           as_json=as_json, stop=stop, auths=auths)
 
     try:
         return asyncio.run(main())

@@ -7,6 +7,7 @@ to be JSON before it is trusted.
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 from collections.abc import Iterable
 from typing import Any
@@ -131,9 +132,13 @@ class Client:
         self.max_body = max_body
         self._user = auth.username if auth else None
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
+        # with credentials, proxies from the environment are not trusted (a Basic header would
+        # reach the proxy) unless $OCWATCH_TRUST_ENV=1 asks for them
+        trust_env = auth is None or os.environ.get("OCWATCH_TRUST_ENV") == "1"
         self._http = httpx.AsyncClient(
             base_url=self.url,
             auth=httpx.BasicAuth(auth.username, auth.password) if auth else None,
+            trust_env=trust_env,
             timeout=httpx.Timeout(timeout),
             transport=transport,
             headers={"accept": "application/json"},

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -42,13 +43,33 @@ class AlertConfig(BaseModel):
     """Alerts per minute at most, over all sessions (the rest are counted, not sent)."""
 
 
+class ServerEntry(BaseModel):
+    """One server of the config's `servers` list, with credentials of its own."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str
+    """The server's URL."""
+    name: str | None = None
+    """A short name for it (shown where the URL would be too long)."""
+    password_env: str | None = None
+    """The environment variable holding this server's password."""
+    password_file: str | None = None
+    """A file holding this server's password."""
+    username: str | None = None
+    """The user name (default $OPENCODE_SERVER_USERNAME, else `opencode`)."""
+
+
 class Config(BaseModel):
     """Everything the config file may set. Flags win over the environment, which wins over it."""
 
     model_config = ConfigDict(extra="forbid")
 
-    servers: list[str] = Field(default_factory=list)
-    """Server URLs to watch (default: $OPENCODE_SERVER_URL or http://127.0.0.1:4096)."""
+    servers: list[str | ServerEntry] = Field(default_factory=list)
+    """Servers to watch: URLs, or tables with their own credentials (default:
+    $OPENCODE_SERVER_URL or http://127.0.0.1:4096). $OPENCODE_SERVER_PASSWORD (or
+    `password_file`) is the first server's password only; another server gets a password only
+    from its own `password_env` or `password_file`."""
     theme: str | None = None
     """Dashboard theme: ocwatch-dark, ocwatch-light, ocwatch-contrast, or a user theme's name."""
     grace: float = Field(default=3.0, ge=0)
@@ -139,6 +160,7 @@ class Options:
     alerts: AlertConfig
     auth: Auth | None
     notices: list[str] = field(default_factory=list)
+    auths: dict[str, Auth | None] = field(default_factory=dict)  # per server (normalized URL)
 
 
 def resolve_options(
@@ -162,7 +184,9 @@ def resolve_options(
     (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
-    chosen = list(urls or config.servers or default_server_urls(env))
+    entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
+    chosen = list(urls or [e if isinstance(e, str) else e.url for e in config.servers]
+                  or default_server_urls(env))
     settings = config.settings()
     if grace is not None:
         settings = Settings(grace=grace, resync_interval=settings.resync_interval)
@@ -182,4 +206,56 @@ def resolve_options(
             why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
             out.append(f"config password_file {config.password_file}: cannot read it "
                        f"({why}); connecting without a password")
-    return Options(chosen, settings, theme or config.theme, alerts, auth, out)
+    auths: dict[str, Auth | None] = {}
+    for i, url in enumerate(chosen):
+        key = _url_key(url)
+        entry = entries.get(key)
+        own = _entry_auth(entry, env, out) if entry is not None else None
+        if own is None and entry is not None and (entry.password_env or entry.password_file):
+            auths[key] = None  # its own credentials could not be read: none, not another's
+        else:
+            auths[key] = own if own is not None else (auth if i == 0 else None)
+        if auths[key] is not None and _cleartext(url):
+            out.append(f"{url}: the password goes over plain http to a host that is not this "
+                       "machine; use https (or a tunnel)")
+    return Options(chosen, settings, theme or config.theme, alerts, auth, out, auths)
+
+
+def _url_key(url: str) -> str:
+    """A URL as the monitors name servers (normalized), or as given when it is not valid."""
+    from .client import OcwatchError, normalize_url
+
+    try:
+        return normalize_url(url)
+    except OcwatchError:
+        return url
+
+
+def _cleartext(url: str) -> bool:
+    """Whether a request to `url` travels unencrypted beyond this machine."""
+    parts = urlsplit(_url_key(url))
+    host = (parts.hostname or "").lower()
+    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    return parts.scheme == "http" and not loopback
+
+
+def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> Auth | None:
+    """A server entry's own credentials ($password_env, else password_file), or None."""
+    user = entry.username or env.get("OPENCODE_SERVER_USERNAME") or "opencode"
+    if entry.password_env:
+        password = env.get(entry.password_env)
+        if password:
+            return Auth(user, password)
+        out.append(f"server {entry.url}: ${entry.password_env} is not set")
+    if entry.password_file:
+        try:
+            with open(os.path.expanduser(entry.password_file), encoding="utf-8") as fh:
+                password = fh.read().strip()
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+            out.append(f"server {entry.url}: password_file {entry.password_file}: cannot read "
+                       f"it ({why})")
+            return None
+        if password:
+            return Auth(user, password)
+    return None

@@ -9,10 +9,11 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import httpx
 
+from .client import normalize_url
 from .monitor import Notify, ServerMonitor
 from .settings import Auth, Settings
 from .view import Changes, Transition, TransitionFeed, View
@@ -30,12 +31,19 @@ class Fleet:
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         history_limit: int = 50,
+        auths: Mapping[str, Auth | None] | None = None,
     ) -> None:
+        """`auth` is the first server's credentials only (a password is never sent to a
+        server it was not given for); `auths` (normalized URL -> credentials) sets each
+        server's, overriding that."""
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
-        for url in urls:
-            mon = ServerMonitor(url, auth=auth, settings=self.settings, clock=clock,
+        for i, url in enumerate(urls):
+            key = normalize_url(url)
+            own = auths[key] if auths is not None and key in auths else (
+                auth if i == 0 else None)
+            mon = ServerMonitor(url, auth=own, settings=self.settings, clock=clock,
                                 transport=transport)
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())

@@ -1,0 +1,63 @@
+"""Each server gets only its own credentials; none travels to a proxy or in clear unsaid."""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+
+from tests.fakes import FakeAPI, wire_session
+from tui.core.client import Client
+from tui.core.config import Config, ServerEntry, resolve_options
+from tui.core.fleet import Fleet
+from tui.core.settings import Auth
+
+PW = Auth("opencode", "env-secret")
+
+
+async def test_the_environment_password_goes_to_the_first_server_only():
+    seen: dict[str, set[str]] = {}
+    api = FakeAPI(sessions=[wire_session("ses_1")])
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        seen.setdefault(request.url.host, set()).add(request.headers.get("authorization", ""))
+        return api.handle(request)
+
+    fleet = Fleet(["http://one:4096", "http://two:4096"], auth=PW,
+                  transport=httpx.MockTransport(handle))
+    await fleet.snapshot_once()
+    assert seen["one"] == {httpx.BasicAuth("opencode", "env-secret")._auth_header}
+    assert seen["two"] == {""}
+
+
+def test_a_server_entry_names_its_own_password():
+    config = Config(servers=["http://127.0.0.1:4096",
+                             ServerEntry(url="http://127.0.0.1:5000", password_env="B_PW"),
+                             ServerEntry(url="http://127.0.0.1:6000", password_env="UNSET_PW")])
+    opts = resolve_options(config, auth=PW, env={"B_PW": "b-secret"})
+    assert opts.urls == ["http://127.0.0.1:4096", "http://127.0.0.1:5000",
+                         "http://127.0.0.1:6000"]
+    assert opts.auths == {"http://127.0.0.1:4096": PW,
+                          "http://127.0.0.1:5000": Auth("opencode", "b-secret"),
+                          "http://127.0.0.1:6000": None}
+    assert any("$UNSET_PW is not set" in n for n in opts.notices)
+    assert "b-secret" not in repr(opts) and "env-secret" not in repr(opts)
+
+
+def test_a_password_over_plain_http_beyond_loopback_is_warned_of():
+    opts = resolve_options(Config(), urls=["http://buildbox:4096"], auth=PW, env={})
+    assert any("plain http" in n for n in opts.notices)
+    quiet = resolve_options(Config(), urls=["http://127.0.0.1:4096", "https://buildbox:4096"],
+                            auth=PW, env={})
+    assert not any("plain http" in n for n in quiet.notices)
+
+
+def test_proxies_from_the_environment_are_not_trusted_with_credentials(monkeypatch):
+    monkeypatch.delenv("OCWATCH_TRUST_ENV", raising=False)
+
+    async def check() -> tuple[bool, bool]:
+        async with Client("http://127.0.0.1:4096", PW) as with_pw, \
+                Client("http://127.0.0.1:4096") as without:
+            return with_pw.http.trust_env, without.http.trust_env
+
+    assert asyncio.run(check()) == (False, True)
