@@ -50,8 +50,6 @@ class ServerEntry(BaseModel):
 
     url: str
     """The server's URL."""
-    name: str | None = None
-    """A short name for it (shown where the URL would be too long)."""
     password_env: str | None = None
     """The environment variable holding this server's password."""
     password_file: str | None = None
