@@ -278,3 +278,27 @@ async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     assert await mon._take_snapshot()
     assert {r.reason for r in mon.rows(clock.t).values()} == {"completed"}
     assert mon.drift_count == 1 and "4 sessions changed unseen" in mon.drift_examples[-1]
+
+
+async def test_a_lost_busy_event_is_asked_again_not_called_unknown():
+    """The prompt arrives, its busy event is lost: past the grace period the row does not
+    turn `unknown` on the word of a snapshot older than the prompt; a new snapshot says busy."""
+    clock = Clock()
+    done = wire_msg("ses_1", created=T0 - 99, completed=T0 - 90)
+    api = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": [done]})
+    mon = monitor(api, clock)
+    assert await mon._take_snapshot()
+    assert state(mon) == ("idle", "completed", False, True)
+    clock.t += 1
+    prompt = wire_msg("ses_1", created=clock.t, role="user", mid="msg_2")
+    mon._on_data(frame("message.updated", {"sessionID": "ses_1", "info": prompt["info"]}))
+    clock.t += 10
+    mon._want_snapshot.clear()
+    row = mon.rows(clock.t)[(SERVER, "ses_1")]
+    assert (row.state, row.reason, row.settled, row.settling) == (
+        "idle", "completed", False, "confirming")
+    assert mon._want_snapshot.is_set()
+    api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
+    api.messages = {"ses_1": [done, prompt]}
+    assert await mon._take_snapshot()
+    assert state(mon) == ("busy", None, False, True)

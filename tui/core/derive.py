@@ -393,6 +393,9 @@ def _derive(
         seen_status = get_status_fact(sid)
         claim = snap_claim if seen_status is None else (
             seen_status.at if seen_status.status is not None else None)
+        # when the server last said it does not run: its idle event, else the snapshot
+        quiet = (snap_started if snap_claim is None else None) if seen_status is None else (
+            seen_status.at if seen_status.status is None else None)
         if get_retrying is not None and st is not None and st.type == "busy" and (
                 info is None or (info.role == "assistant" and not info.time.completed
                                  and msg is not None and not msg.parts)):
@@ -403,7 +406,7 @@ def _derive(
         state, reason, stale, evidence, settled, since_hint, ended, settling = _decide(
             sid, s, st, sid in active, msg, info, pending, busy,
             err_fact.error if err_fact is not None else None, get_status_at(sid), claim,
-            ask_at, now, grace, facts, deadline,
+            quiet, ask_at, now, grace, facts, deadline,
         )
         updated = s.time.updated / 1000.0
         if info is not None:
@@ -504,6 +507,7 @@ def _decide(
     stream_error: MessageError | None,
     status_at: float | None,
     claim_at: float | None,
+    quiet_at: float | None,
     ask_at: dict[str, float],
     now: float,
     grace: float,
@@ -512,7 +516,7 @@ def _decide(
 ) -> Decision:
     """One session's Decision. `info` is `msg.info` (read once by the caller); `status_at` when
     the stream last changed its status; `claim_at` when the server last said it runs (that
-    event, or the snapshot that listed it)."""
+    event, or the snapshot that listed it); `quiet_at` when it last said it does not."""
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
         return _input(s.id, st, pending, ask_at, now)
@@ -544,8 +548,9 @@ def _decide(
             return _idle_error(stream_error, "session.error event", status_at)
         return "idle", None, False, ("no messages yet",), True, ms(s.time.created), None, None
     if info.role == "assistant":
-        return _not_running(sid, msg, info, stream_error, status_at, now, grace, facts, deadline)
-    return _unanswered(info, stream_error, status_at, now, grace, deadline)
+        return _not_running(sid, msg, info, stream_error, status_at, quiet_at, now, grace, facts,
+                            deadline)
+    return _unanswered(info, stream_error, status_at, quiet_at, now, grace, deadline)
 
 
 def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],
@@ -581,6 +586,7 @@ def _not_running(
     info: MessageInfo,
     stream_error: MessageError | None,
     status_at: float | None,
+    quiet_at: float | None,
     now: float,
     grace: float,
     facts: Facts,
@@ -618,6 +624,13 @@ def _not_running(
         return "unknown", None, False, (
             "server reports not busy; " + what + " (waiting for the final message)",
         ), False, run_start(info, now), None, "finishing"
+    if quiet_at is None or quiet_at < (last_activity or 0.0):
+        # only what the server said before this run's last activity calls it not running (a
+        # busy event may have been lost): ask it again before calling the run cut off
+        deadline.by(now)  # depends on the snapshot's time: never reused across one
+        return "unknown", None, False, (
+            "server reports not busy, but said so before the run's last activity; " + what
+            + " (asking the server again)",), False, run_start(info, now), None, "confirming"
     return "unknown", "interrupted", False, (
         "server reports not busy (absent from the status map)", what,
         "the run was cut off (server restart or crash?)"), True, last_activity, None, None
@@ -627,6 +640,7 @@ def _unanswered(
     info: MessageInfo,
     stream_error: MessageError | None,
     status_at: float | None,
+    quiet_at: float | None,
     now: float,
     grace: float,
     deadline: Deadline,
@@ -644,6 +658,12 @@ def _unanswered(
         return "unknown", None, False, (
             f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
             "busy (the run is starting)",), False, ms(sent), None, "starting"
+    if quiet_at is None or quiet_at < created:
+        # the server's "not busy" predates the prompt: its busy may have been lost
+        deadline.by(now)
+        return "unknown", None, False, (
+            f"prompt sent at {clock_text(created)}; the server said not busy before it "
+            "(asking the server again)",), False, ms(sent), None, "confirming"
     deadline.tick(now, created)
     return "unknown", None, False, (
         f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
