@@ -25,6 +25,7 @@ class FaultProxy:
         self.stall = False
         self.swallowed = 0
         self._streams: set[asyncio.StreamWriter] = set()
+        self._server: asyncio.Server | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
         self.url = ""
@@ -36,8 +37,22 @@ class FaultProxy:
         return self
 
     def stop(self) -> None:
+        """Close the listener and every connection, then end the loop's thread."""
+        async def shut() -> None:
+            if self._server is not None:
+                self._server.close()
+            for w in list(self._streams):
+                w.transport.abort()
+            me = asyncio.current_task()
+            tasks = [t for t in asyncio.all_tasks() if t is not me]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shut(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+        self._loop.close()
 
     def cut_streams(self) -> None:
         def cut() -> None:
@@ -47,7 +62,7 @@ class FaultProxy:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
-        server = self._loop.run_until_complete(
+        self._server = server = self._loop.run_until_complete(
             asyncio.start_server(self._client, "127.0.0.1", 0))
         self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         self._ready.set()
@@ -80,22 +95,54 @@ class FaultProxy:
                              .encode() + payload)
                 await writer.drain()
                 return
-            up_r, up_w = await asyncio.open_connection(self.up_host, self.up_port)
-            up_w.write(("\r\n".join([*kept, "Connection: close", "", ""])).encode("latin-1") + body)
-            await up_w.drain()
-            if path == "/global/event":
-                self._streams.add(writer)
-                await self._pipe_events(up_r, writer)
-            else:
-                while chunk := await up_r.read(65536):
-                    writer.write(chunk)
-                    await writer.drain()
-            up_w.close()
+            request = ("\r\n".join([*kept, "Connection: close", "", ""])).encode("latin-1") + body
+            for attempt in range(3):  # the server may reset a fresh connection: try it again
+                up_r, up_w = await asyncio.open_connection(self.up_host, self.up_port)
+                try:
+                    up_w.write(request)
+                    await up_w.drain()
+                    if path == "/global/event":
+                        self._streams.add(writer)
+                        await self._pipe_events(up_r, writer)
+                        break
+                    head = await up_r.readuntil(b"\r\n\r\n")
+                except (ConnectionResetError, asyncio.IncompleteReadError):
+                    up_w.close()
+                    if attempt == 2:
+                        raise
+                    continue
+                await self._pipe_one(up_r, writer, head)
+                up_w.close()
+                break
         except (OSError, asyncio.IncompleteReadError, ValueError):
-            pass
+            pass  # the client sees the connection end, as with a real broken proxy
         finally:
             self._streams.discard(writer)
             writer.close()
+
+    @staticmethod
+    async def _pipe_one(up: asyncio.StreamReader, out: asyncio.StreamWriter,
+                        head: bytes) -> None:
+        """One response, to its end (the server may keep the connection open after it), told
+        to the client as the connection's last (one request per connection here)."""
+        lines = [h for h in head.split(b"\r\n")[:-2]
+                 if not h.lower().startswith((b"connection:", b"keep-alive:"))]
+        out.write(b"\r\n".join([*lines, b"connection: close", b"", b""]))
+        low = head.lower()
+        if b"transfer-encoding: chunked" in low:
+            while True:
+                size_line = await up.readuntil(b"\r\n")
+                size = int(size_line.split(b";")[0], 16)
+                out.write(size_line + await up.readexactly(size + 2))
+                if size == 0:
+                    break
+        else:
+            length = 0
+            for h in low.split(b"\r\n"):
+                if h.startswith(b"content-length:"):
+                    length = int(h.split(b":", 1)[1])
+            out.write(await up.readexactly(length))
+        await out.drain()
 
     async def _pipe_events(self, up: asyncio.StreamReader, out: asyncio.StreamWriter) -> None:
         head = await up.readuntil(b"\r\n\r\n")
