@@ -1,0 +1,133 @@
+"""Soak: sessions cycling on a real `opencode serve` 1.18.33 while the event stream is cut every
+minute; `ocwatch watch --json` follows it through the fault-injecting proxy of the tests.
+
+    python benchmarks/soak.py [--minutes 20] [--sessions 50] [--cut-every 60]
+
+Reports: runs the server completed, and for how many of them watch printed both `busy` and
+`idle completed` (a missed transition is one it did not); any other state printed; watch's RSS
+after warm-up and at the end, and its CPU. Bounded: it stops by itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from tests.integration.driver import Driver  # noqa: E402
+from tests.integration.fault_proxy import FaultProxy  # noqa: E402
+from tests.integration.oc_server import OpenCodeServer, find_opencode_bin  # noqa: E402
+from tests.integration.scripted_model import ScriptedModel  # noqa: E402
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def cpu_s(pid: int) -> float:
+    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--minutes", type=float, default=20)
+    ap.add_argument("--sessions", type=int, default=50)
+    ap.add_argument("--cut-every", type=float, default=60)
+    a = ap.parse_args()
+    binary = find_opencode_bin()
+    if binary is None:
+        sys.exit("opencode binary not found (run the README's test command first)")
+    model = ScriptedModel().start()
+    srv = OpenCodeServer(binary, Path(tempfile.mkdtemp(prefix="ocwatch-soak-")), model.url).start()
+    proxy = FaultProxy(srv.url).start()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OCWATCH_"))}
+    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-soak-no-config")
+    env["PYTHONPATH"] = str(ROOT)
+    lines: list[dict] = []
+    try:
+        with Driver(srv.url, default_directory=str(srv.project)) as d:
+            sids = [d.create_session(title=f"soak {i}")["id"] for i in range(a.sessions)]
+            watch = subprocess.Popen(
+                [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", proxy.url],
+                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+
+            def read() -> None:
+                assert watch.stdout is not None
+                for line in watch.stdout:
+                    lines.append(json.loads(line))
+
+            threading.Thread(target=read, daemon=True).start()
+            time.sleep(5)
+            runs: Counter[str] = Counter()
+            started: set[str] = set()  # seen busy since its last prompt
+            start = time.monotonic()
+            end = start + a.minutes * 60
+            next_cut = start + a.cut_every
+            warm: tuple[float, float] | None = None
+            cuts = 0
+            while time.monotonic() < end:
+                status = d.status_map(str(srv.project))
+                for sid in sids:
+                    if sid in status:
+                        started.add(sid)
+                    elif sid in started or not runs[sid]:
+                        # idle again after its run (or never run): one prompt, one run (a
+                        # prompt sent before the run shows busy would be queued into it)
+                        started.discard(sid)
+                        d.prompt(sid, f"soak run {runs[sid]}", "slow", "2")
+                        runs[sid] += 1
+                if warm is None and time.monotonic() - start > 30:
+                    warm = (rss_mb(watch.pid), cpu_s(watch.pid))
+                if time.monotonic() >= next_cut:
+                    proxy.cut_streams()
+                    cuts += 1
+                    next_cut += a.cut_every
+                time.sleep(1.0)
+            for sid in sids:  # let the last runs finish
+                d.wait_completed_idle(sid, timeout=60)
+            time.sleep(3)
+            rss_end, cpu_end = rss_mb(watch.pid), cpu_s(watch.pid)
+            watch.send_signal(signal.SIGINT)
+            code = watch.wait(15)
+    finally:
+        proxy.stop()
+        srv.stop()
+        model.stop()
+    per: dict[str, Counter[str]] = {}
+    for x in lines:
+        to = x["to"]
+        word = "deleted" if to is None else to["state"] + (f"/{to['reason']}" if to["reason"]
+                                                           else "")
+        per.setdefault(x["session_id"], Counter())[word] += 1
+    total = sum(runs.values())
+    seen = sum(min(per.get(s, Counter())["busy"], per.get(s, Counter())["idle/completed"], n)
+               for s, n in runs.items())
+    other = Counter(w for c in per.values() for w, n in c.items() for _ in range(n)
+                    if w not in ("busy", "idle/completed", "idle"))
+    assert warm is not None
+    print(f"{a.minutes:g} min, {a.sessions} sessions, stream cut {cuts} times: {total} runs; "
+          f"watch printed busy and idle completed for {seen} of them "
+          f"({total - seen} missed); other states printed: {dict(other) or 'none'}")
+    print(f"watch RSS {warm[0]:.1f} MB after warm-up -> {rss_end:.1f} MB at the end "
+          f"({100 * (rss_end - warm[0]) / warm[0]:+.1f} %); CPU {cpu_end - warm[1]:.1f} s over "
+          f"{a.minutes * 60 - 30:.0f} s ({100 * (cpu_end - warm[1]) / (a.minutes * 60 - 30):.1f} "
+          f"% of a core); exit {code} on SIGINT")
+
+
+if __name__ == "__main__":
+    main()
