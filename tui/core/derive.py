@@ -290,9 +290,7 @@ def _derive(
 
     # status: snapshot map, overridden by status events observed after it
     status: dict[str, SessionStatus] = dict(snapshot.status)
-    status_at: dict[str, float] = {}
     for sid, fact in facts.status.items():
-        status_at[sid] = fact.at
         if fact.status is None:
             status.pop(sid, None)
         else:
@@ -336,7 +334,7 @@ def _derive(
 
     # per-server lookups, bound once: the loop below runs once per session
     get_family = families.get
-    get_msg, get_status, get_status_at = snapshot.messages.get, status.get, status_at.get
+    get_msg, get_status = snapshot.messages.get, status.get
     get_snap_status, snap_active = snapshot.status.get, snapshot.active
     get_status_fact, snap_started = facts.status.get, snapshot.started_at
     get_retrying = facts.retrying.get if facts.retrying else None
@@ -390,9 +388,11 @@ def _derive(
         info = msg.info if msg is not None else None
         err_fact = get_error(sid) if get_error is not None else None
         st = get_status(sid)
+        # the stream's last status fact: when it changed, and whether it said the session runs
         seen_status = get_status_fact(sid)
+        status_at = seen_status.at if seen_status is not None else None
         claim = snap_claim if seen_status is None else (
-            seen_status.at if seen_status.status is not None else None)
+            status_at if seen_status.status is not None else None)
         # when the server last said it does not run: its idle event, else the snapshot
         quiet = (snap_started if snap_claim is None else None) if seen_status is None else (
             seen_status.at if seen_status.status is None else None)
@@ -405,7 +405,7 @@ def _derive(
                     f"{last_retry.message or 'retrying'} (next attempt under way)"))
         state, reason, stale, evidence, settled, since_hint, ended, settling = _decide(
             sid, s, st, sid in active, msg, info, pending, busy,
-            err_fact.error if err_fact is not None else None, get_status_at(sid), claim,
+            err_fact.error if err_fact is not None else None, status_at, claim,
             quiet, ask_at, now, grace, facts, deadline,
         )
         updated = s.time.updated / 1000.0
