@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import statistics
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -25,8 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.driver import Driver  # noqa: E402
-from tests.integration.oc_server import OpenCodeServer, find_opencode_bin  # noqa: E402
-from tests.integration.scripted_model import ScriptedModel  # noqa: E402
+from tests.integration.oc_server import scripted_server  # noqa: E402
 from tui.cli.wait import wait_for  # noqa: E402
 from tui.core.client import Client  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
@@ -70,13 +68,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--runs", type=int, default=5)
     args = ap.parse_args()
-    binary = find_opencode_bin()
-    if binary is None:
-        sys.exit("opencode binary not found (run the README's test command first)")
-    model = ScriptedModel().start()
-    root = Path(tempfile.mkdtemp(prefix="ocwatch-bench-"))
-    srv = OpenCodeServer(binary, root, model.url).start()
-    try:
+    with scripted_server() as srv:
         with Driver(srv.url, default_directory=str(srv.project)) as d:
             lat = [wait_latency(d, srv.url) for _ in range(args.runs)]
             print(f"wait latency after time.completed, {args.runs} runs: "
@@ -92,9 +84,6 @@ def main() -> None:
         first, second, t1, t2, n = asyncio.run(resync_cost(srv.url))
         print(f"snapshot of {n} sessions: first {first} requests ({t1:.2f}s), "
               f"resync with nothing changed {second} requests ({t2:.2f}s)")
-    finally:
-        srv.stop()
-        model.stop()
 
 
 if __name__ == "__main__":

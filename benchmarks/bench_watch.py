@@ -21,7 +21,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -31,9 +30,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.cli_env import cli_env  # noqa: E402
 from tests.integration.driver import Driver, wait_until  # noqa: E402
-from tests.integration.oc_server import OpenCodeServer, find_opencode_bin  # noqa: E402
-from tests.integration.scripted_model import ScriptedModel  # noqa: E402
+from tests.integration.oc_server import scripted_server  # noqa: E402
 
 CORE = """
 import asyncio, sys, time
@@ -51,11 +50,7 @@ asyncio.run(main())
 
 
 def env() -> dict[str, str]:
-    out = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-    out["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-bench-no-config")
-    out["PYTHONPATH"] = str(ROOT)
-    return out
+    return {**cli_env(), "PYTHONPATH": str(ROOT)}
 
 
 class Watch:
@@ -104,13 +99,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--idle", type=float, default=60.0)
     args = ap.parse_args()
-    binary = find_opencode_bin()
-    if binary is None:
-        sys.exit("opencode binary not found (run the README's test command first)")
-    model = ScriptedModel().start()
-    root = Path(tempfile.mkdtemp(prefix="ocwatch-bench-"))
-    srv = OpenCodeServer(binary, root, model.url).start()
-    try:
+    with scripted_server() as srv:
         with Driver(srv.url, default_directory=str(srv.project)) as d:
             d.create_session(title="first")
             watch = Watch(srv.url)
@@ -140,9 +129,6 @@ def main() -> None:
               f"{w1 - w0:.2f} CPU s ({100 * (w1 - w0) / args.idle:.1f} % of a core), dashboard "
               f"core {c1 - c0:.2f} CPU s ({100 * (c1 - c0) / args.idle:.1f} %); watch exited "
               f"{code} on SIGINT")
-    finally:
-        srv.stop()
-        model.stop()
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections import Counter
@@ -25,10 +24,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from tests.cli_env import cli_env  # noqa: E402
 from tests.integration.driver import Driver  # noqa: E402
 from tests.integration.fault_proxy import FaultProxy  # noqa: E402
-from tests.integration.oc_server import OpenCodeServer, find_opencode_bin  # noqa: E402
-from tests.integration.scripted_model import ScriptedModel  # noqa: E402
+from tests.integration.oc_server import scripted_server  # noqa: E402
 
 
 def rss_mb(pid: int) -> float:
@@ -49,65 +48,53 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=50)
     ap.add_argument("--cut-every", type=float, default=60)
     a = ap.parse_args()
-    binary = find_opencode_bin()
-    if binary is None:
-        sys.exit("opencode binary not found (run the README's test command first)")
-    model = ScriptedModel().start()
-    srv = OpenCodeServer(binary, Path(tempfile.mkdtemp(prefix="ocwatch-soak-")), model.url).start()
-    proxy = FaultProxy(srv.url).start()
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_", "OCWATCH_"))}
-    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-soak-no-config")
-    env["PYTHONPATH"] = str(ROOT)
+    env = {**cli_env(), "PYTHONPATH": str(ROOT)}
     lines: list[dict] = []
-    try:
-        with Driver(srv.url, default_directory=str(srv.project)) as d:
-            sids = [d.create_session(title=f"soak {i}")["id"] for i in range(a.sessions)]
-            watch = subprocess.Popen(
-                [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", proxy.url],
-                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+    with scripted_server("ocwatch-soak-") as srv, FaultProxy(srv.url) as proxy, \
+            Driver(srv.url, default_directory=str(srv.project)) as d:
+        sids = [d.create_session(title=f"soak {i}")["id"] for i in range(a.sessions)]
+        watch = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", proxy.url],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
 
-            def read() -> None:
-                assert watch.stdout is not None
-                for line in watch.stdout:
-                    lines.append(json.loads(line))
+        def read() -> None:
+            assert watch.stdout is not None
+            for line in watch.stdout:
+                lines.append(json.loads(line))
 
-            threading.Thread(target=read, daemon=True).start()
-            time.sleep(5)
-            runs: Counter[str] = Counter()
-            started: set[str] = set()  # seen busy since its last prompt
-            start = time.monotonic()
-            end = start + a.minutes * 60
-            next_cut = start + a.cut_every
-            warm: tuple[float, float] | None = None
-            cuts = 0
-            while time.monotonic() < end:
-                status = d.status_map(str(srv.project))
-                for sid in sids:
-                    if sid in status:
-                        started.add(sid)
-                    elif sid in started or not runs[sid]:
-                        # idle again after its run (or never run): one prompt, one run (a
-                        # prompt sent before the run shows busy would be queued into it)
-                        started.discard(sid)
-                        d.prompt(sid, f"soak run {runs[sid]}", "slow", "2")
-                        runs[sid] += 1
-                if warm is None and time.monotonic() - start > 30:
-                    warm = (rss_mb(watch.pid), cpu_s(watch.pid))
-                if time.monotonic() >= next_cut:
-                    proxy.cut_streams()
-                    cuts += 1
-                    next_cut += a.cut_every
-                time.sleep(1.0)
-            for sid in sids:  # let the last runs finish
-                d.wait_completed_idle(sid, timeout=60)
-            time.sleep(3)
-            rss_end, cpu_end = rss_mb(watch.pid), cpu_s(watch.pid)
-            watch.send_signal(signal.SIGINT)
-            code = watch.wait(15)
-    finally:
-        proxy.stop()
-        srv.stop()
-        model.stop()
+        threading.Thread(target=read, daemon=True).start()
+        time.sleep(5)
+        runs: Counter[str] = Counter()
+        started: set[str] = set()  # seen busy since its last prompt
+        start = time.monotonic()
+        end = start + a.minutes * 60
+        next_cut = start + a.cut_every
+        warm: tuple[float, float] | None = None
+        cuts = 0
+        while time.monotonic() < end:
+            status = d.status_map(str(srv.project))
+            for sid in sids:
+                if sid in status:
+                    started.add(sid)
+                elif sid in started or not runs[sid]:
+                    # idle again after its run (or never run): one prompt, one run (a
+                    # prompt sent before the run shows busy would be queued into it)
+                    started.discard(sid)
+                    d.prompt(sid, f"soak run {runs[sid]}", "slow", "2")
+                    runs[sid] += 1
+            if warm is None and time.monotonic() - start > 30:
+                warm = (rss_mb(watch.pid), cpu_s(watch.pid))
+            if time.monotonic() >= next_cut:
+                proxy.cut_streams()
+                cuts += 1
+                next_cut += a.cut_every
+            time.sleep(1.0)
+        for sid in sids:  # let the last runs finish
+            d.wait_completed_idle(sid, timeout=60)
+        time.sleep(3)
+        rss_end, cpu_end = rss_mb(watch.pid), cpu_s(watch.pid)
+        watch.send_signal(signal.SIGINT)
+        code = watch.wait(15)
     per: dict[str, Counter[str]] = {}
     for x in lines:
         to = x["to"]

@@ -36,6 +36,12 @@ class FaultProxy:
         self._ready.wait(10)
         return self
 
+    def __enter__(self) -> FaultProxy:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
     def stop(self) -> None:
         """Close the listener and every connection, then end the loop's thread."""
         async def shut() -> None:

@@ -24,6 +24,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -268,3 +269,27 @@ class OpenCodeServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def scripted_server(prefix: str = "ocwatch-bench-") -> Iterator[OpenCodeServer]:
+    """A real `opencode serve` on a scripted model, in a fresh folder, for scripts that run by
+    hand (the benchmarks); stopped, with its model, on the way out. Exits with a clear message
+    when the pinned binary is not installed."""
+    import sys
+    import tempfile
+
+    from .scripted_model import ScriptedModel
+
+    binary = find_opencode_bin()
+    if binary is None:
+        sys.exit("opencode binary not found (run the README's test command first)")
+    model = ScriptedModel().start()
+    try:
+        srv = OpenCodeServer(binary, Path(tempfile.mkdtemp(prefix=prefix)), model.url).start()
+        try:
+            yield srv
+        finally:
+            srv.stop()
+    finally:
+        model.stop()

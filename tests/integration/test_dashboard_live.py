@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import tempfile
 
+from tests.cli_env import cli_env
 from tui.app import create_app
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
@@ -18,9 +17,7 @@ from .oc_server import OpenCodeServer
 
 
 def status_json(url: str) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    env = cli_env()
     proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
                            url], capture_output=True, text=True, timeout=120, env=env)
     assert proc.returncode == 0, proc.stderr

@@ -4,13 +4,13 @@ ocwatch shows the fault, never a wrong settled state, and converges to the serve
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 
 import pytest
+
+from tests.cli_env import cli_env
 
 from .driver import Driver, wait_until
 from .fault_proxy import FaultProxy
@@ -20,15 +20,12 @@ from .test_lifecycles import BUSY, DONE, IDLE, Watcher
 
 @pytest.fixture
 def proxy(oc_server: OpenCodeServer) -> Iterator[FaultProxy]:
-    p = FaultProxy(oc_server.url).start()
-    yield p
-    p.stop()
+    with FaultProxy(oc_server.url) as p:
+        yield p
 
 
 def status_json(url: str) -> tuple[int, dict, str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    env = cli_env()
     proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
                            url], capture_output=True, text=True, timeout=120, env=env)
     assert "Traceback" not in proc.stderr, proc.stderr

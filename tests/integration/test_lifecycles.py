@@ -11,11 +11,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -23,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.cli_env import cli_env
 from tui.core.fleet import Fleet
 from tui.core.settings import Settings
 
@@ -123,9 +122,7 @@ class WatchProcess:
     """`ocwatch watch --json` as a user runs it, its lines read as they come."""
 
     def __init__(self, url: str) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-        env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+        env = cli_env()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", url],
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)

@@ -7,13 +7,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from typing import Any
 
 import pytest
 
+from tests.cli_env import cli_env
 from tui.cli.wait import wait_for
 from tui.core.settings import Settings
 
@@ -25,11 +25,7 @@ from .scripted_model import ScriptedModel
 def ocwatch(
     *args: str, password: str | None = None, timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
-    if password is not None:
-        env["OPENCODE_SERVER_PASSWORD"] = password
+    env = cli_env(password)
     return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout, env=env)
 
@@ -136,8 +132,7 @@ def test_output_into_a_pipe_closed_early_keeps_the_exit_code(oc_server: OpenCode
     """`ocwatch status | head -1`: no traceback, and the command's own exit code. The pipe's
     reader is gone before ocwatch writes, so every write fails (a few KB would otherwise fit in
     the pipe's buffer and never fail)."""
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    env = cli_env()
     for args, code in ((["status"], 0), (["status", "--json"], 0),
                        (["wait", all_states.failed, "--json"], 1)):
         read, write = os.pipe()

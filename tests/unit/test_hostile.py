@@ -8,15 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from tests.cli_env import cli_env
 from tests.hostile import Answer, HostileServer, gzip_bomb, json_answer, raw_json, session
 from tui.core import text
 from tui.core.alerts import Alert, osc9
@@ -31,9 +30,7 @@ def hostile() -> Iterator[HostileServer]:
 
 
 def ocwatch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
-    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    env = cli_env()
     env["PYTHONIOENCODING"] = "utf-8"
     return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
                           text=True, encoding="utf-8", errors="strict", timeout=timeout,

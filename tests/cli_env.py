@@ -1,0 +1,18 @@
+"""The environment ocwatch runs in when a test (or a benchmark) starts it as a user would."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def cli_env(password: str | None = None) -> dict[str, str]:
+    """This process's environment without the developer's own OpenCode credentials and ocwatch
+    settings, with a config folder that holds no config file; `password` as
+    $OPENCODE_SERVER_PASSWORD when given."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))}
+    env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    if password is not None:
+        env["OPENCODE_SERVER_PASSWORD"] = password
+    return env
