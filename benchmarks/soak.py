@@ -25,7 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tests.cli_env import cli_env  # noqa: E402
-from tests.integration.driver import Driver  # noqa: E402
+from tests.integration.driver import Driver, wait_until  # noqa: E402
 from tests.integration.fault_proxy import FaultProxy  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
 
@@ -89,8 +89,10 @@ def main() -> None:
                 cuts += 1
                 next_cut += a.cut_every
             time.sleep(1.0)
-        for sid in sids:  # let the last runs finish
-            d.wait_completed_idle(sid, timeout=60)
+        # let the last runs finish: a prompt sent just now may not read busy yet, and its
+        # session's previous reply is complete, so wait for the status map to empty instead
+        time.sleep(1.5)
+        wait_until(lambda: not d.status_map(str(srv.project)), 60, what="the last runs")
         time.sleep(3)
         rss_end, cpu_end = rss_mb(watch.pid), cpu_s(watch.pid)
         watch.send_signal(signal.SIGINT)
