@@ -61,3 +61,16 @@ def test_proxies_from_the_environment_are_not_trusted_with_credentials(monkeypat
             return with_pw.http.trust_env, without.http.trust_env
 
     assert asyncio.run(check()) == (False, True)
+
+
+def test_a_server_entry_reads_its_own_password_file(tmp_path):
+    good = tmp_path / "pw"
+    good.write_text("file-secret\n")
+    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", password_file=str(good),
+                                         username="ci"),
+                             ServerEntry(url="http://127.0.0.1:6000",
+                                         password_file=str(tmp_path / "missing"))])
+    opts = resolve_options(config, env={})
+    assert opts.auths == {"http://127.0.0.1:5000": Auth("ci", "file-secret"),
+                          "http://127.0.0.1:6000": None}
+    assert any("password_file" in n and "cannot read it" in n for n in opts.notices)

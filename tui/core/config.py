@@ -195,15 +195,9 @@ def resolve_options(
     })
     env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
     if auth is None and not env_password and config.password_file:
-        try:
-            auth = Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE":
-                                  os.path.expanduser(config.password_file),
-                                  "OPENCODE_SERVER_USERNAME":
-                                  env.get("OPENCODE_SERVER_USERNAME", "")})
-        except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
-            why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-            out.append(f"config password_file {config.password_file}: cannot read it "
-                       f"({why}); connecting without a password")
+        auth = _file_auth(config.password_file, env.get("OPENCODE_SERVER_USERNAME", ""), out,
+                          f"config password_file {config.password_file}",
+                          "; connecting without a password")
     auths: dict[str, Auth | None] = {}
     for i, url in enumerate(chosen):
         key = _url_key(url)
@@ -246,14 +240,18 @@ def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> A
             return Auth(user, password)
         out.append(f"server {entry.url}: ${entry.password_env} is not set")
     if entry.password_file:
-        try:
-            with open(os.path.expanduser(entry.password_file), encoding="utf-8") as fh:
-                password = fh.read().strip()
-        except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
-            out.append(f"server {entry.url}: password_file {entry.password_file}: cannot read "
-                       f"it ({why})")
-            return None
-        if password:
-            return Auth(user, password)
+        return _file_auth(entry.password_file, user, out,
+                          f"server {entry.url}: password_file {entry.password_file}")
     return None
+
+
+def _file_auth(path: str, user: str, out: list[str], what: str, then: str = "") -> Auth | None:
+    """Credentials from a password file (`~` expanded; Auth.from_env reads it), or None; a file
+    that cannot be read is said in `out` as `what: cannot read it (why)` + `then`."""
+    try:
+        return Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE": os.path.expanduser(path),
+                              "OPENCODE_SERVER_USERNAME": user})
+    except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
+        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        out.append(f"{what}: cannot read it ({why}){then}")
+        return None
