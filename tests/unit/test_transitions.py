@@ -53,6 +53,14 @@ class FlakyAPI(FakeAPI):
         return super().handle(request)
 
 
+def running(kind: type[FakeAPI], n: int) -> FakeAPI:
+    """A server with `n` sessions `ses_0`... each in a run (busy, its reply streaming)."""
+    sessions = [wire_session(f"ses_{i}") for i in range(n)]
+    return kind(sessions=sessions,
+                status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
+                messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions})
+
+
 def monitor(api: FakeAPI, clock: Clock) -> ServerMonitor:
     mon = ServerMonitor(SERVER, settings=S, clock=clock, transport=api.transport())
     mon.connected = True  # the event stream is up; events are fed with _on_data
@@ -126,10 +134,7 @@ async def test_a_route_that_fails_keeps_the_rows_while_the_stream_is_live():
 
 async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     clock = Clock()
-    sessions = [wire_session(f"ses_{i}") for i in range(5)]
-    api = FlakyAPI(sessions=sessions,
-                   status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
-                   messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions})
+    api = running(FlakyAPI, 5)
     mon = monitor(api, clock)
     feed = TransitionFeed()
     assert await mon._take_snapshot()
@@ -262,10 +267,8 @@ async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     from tui.core.client import OcwatchError
 
     clock = Clock()
-    sessions = [wire_session(f"ses_{i}") for i in range(4)]
-    api = FakeAPI(sessions=sessions,
-                  status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
-                  messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions})
+    api = running(FakeAPI, 4)
+    sessions = api.sessions
     mon = monitor(api, clock)
     assert await mon._take_snapshot()
     mon.rows(clock.t)
