@@ -105,14 +105,14 @@ async def wait_many(
             changed.clear()
             view = fleet.current()
             now = time.time()
-            down = [m for m in fleet.monitors if m.snapshot is None or not m.link().reachable]
+            down = [m for m in fleet.monitors if not m.reachable]
             for sid, out in outcomes.items():
                 if out.code is not None:
                     continue
                 found = view.find(sid)
                 row = found[0] if found else None
                 mon = fleet.monitor(row.server) if row is not None else None
-                if row is not None and mon is not None and mon.link().reachable:
+                if row is not None and mon is not None and mon.reachable:
                     out.row, out.message = row, None
                     out.code = exit_code_for(row)
                     continue
@@ -120,16 +120,18 @@ async def wait_many(
                     out.row = row
                 if not down:
                     out.code = EXIT_USAGE
-                    out.message = f"unknown session {sid} on {', '.join(fleet_urls(fleet))}"
+                    urls = ", ".join(m.url for m in fleet.monitors)
+                    out.message = f"unknown session {sid} on {urls}"
                     continue
                 # on (or maybe on) a server that cannot be read now: wait for it, a while
                 holders = [mon] if mon is not None else down
                 since = min((m.error_since or now) for m in holders)
                 out.message = "; ".join(m.error or f"{m.url}: unreachable" for m in holders)
-                if now - since > UNREACHABLE_PATIENCE or all(m.snapshot is None for m in holders):
+                gave_up = now - since > UNREACHABLE_PATIENCE
+                if gave_up or all(m.snapshot is None for m in holders):
                     out.code = EXIT_USAGE
-                    out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)" \
-                        if now - since > UNREACHABLE_PATIENCE else ""
+                    if gave_up:
+                        out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
             settled = [o for o in outcomes.values() if o.code is not None]
             if len(settled) == len(outcomes) or (any_ and settled):
                 return list(outcomes.values())
@@ -171,10 +173,6 @@ async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | N
     return len(pending)
 
 
-def fleet_urls(fleet: Fleet) -> list[str]:
-    return [m.url for m in fleet.monitors]
-
-
 def _close(outcomes: dict[str, Outcome], code: int, message: str) -> list[Outcome]:
     """Give every open outcome `code` and `message`; return them all."""
     for out in outcomes.values():
@@ -213,16 +211,11 @@ def run_wait(
     return report_many(outs, any_, as_json)
 
 
-def overall(outs: Sequence[Outcome], any_: bool) -> int:
-    """`--any`: the code of the first session that settled (the worst, if several did at
-    once); `--all`: the worst code of all."""
-    codes = [o.code for o in outs if o.code is not None]
-    return worst(codes)
-
-
 def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
     """Print several sessions' results; returns the overall exit code."""
-    code = overall(outs, any_)
+    # --all: the worst of all; --any: of those that settled (the first, or the worst of the
+    # first ones when several settled at once)
+    code = worst(o.code for o in outs if o.code is not None)
     with pipe_safe():
         if as_json:
             print(text.dumps({
