@@ -16,19 +16,18 @@ import json
 import re
 from typing import Any
 
-#: C0 and C1 controls (tab and newline included: one record is one line), DEL, bidi embeddings,
-#: overrides, isolates and marks, zero-width and invisible formatting characters, BOM, lone
-#: surrogates, the interlinear annotation and object replacement controls.
+#: DEL and C1 controls, bidi embeddings, overrides, isolates and marks, zero-width and invisible
+#: formatting characters, BOM, lone surrogates, the interlinear annotation and object
+#: replacement controls.
 _INVISIBLE = (
-    "\x00-\x1f\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
+    "\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
     "\ufff9-\ufffb\ud800-\udfff"
 )
-UNSAFE = re.compile(f"[{_INVISIBLE}]")
-#: The same without C0 controls, which json.dumps escapes inside strings itself (and whose raw
-#: newlines outside strings are its indentation)
-_JSON_UNSAFE = re.compile(
-    "[\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb"
-    "\ud800-\udfff]")
+#: Those and the C0 controls (tab and newline included: one record is one line)
+UNSAFE = re.compile(f"[\x00-\x1f{_INVISIBLE}]")
+#: Without C0 controls, which json.dumps escapes inside strings itself (and whose raw newlines
+#: outside strings are its indentation)
+_JSON_UNSAFE = re.compile(f"[{_INVISIBLE}]")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: A JSON text that may hold a surrogate escape: only those are walked again
 _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
