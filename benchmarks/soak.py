@@ -42,11 +42,36 @@ def cpu_s(pid: int) -> float:
     return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def explain(runs: Counter[str], per: dict[str, Counter[str]], lines: list[dict],
+            history: dict[str, list[dict]], cut_at: list[float]) -> None:
+    """Print, for each session whose runs watch did not all show, when each of its runs ran on
+    the server (prompt created, reply completed) beside the cut times and watch's lines."""
+    def t(ms: float) -> str:
+        return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{int(ms) % 1000:03d}"
+    print("cuts:", ", ".join(t(c * 1000) for c in cut_at))
+    for sid, n in runs.items():
+        c = per.get(sid, Counter())
+        if min(c["busy"], c["idle/completed"]) >= n:
+            continue
+        print(f"{sid}: {n} runs, watch printed {dict(c)}")
+        for m in history[sid]:
+            info = m["info"]
+            tm = info.get("time", {})
+            print(f"  {info['role']:9} created {t(tm['created'])}"
+                  + (f" completed {t(tm['completed'])}" if tm.get("completed") else ""))
+        for x in lines:
+            if x["session_id"] == sid:
+                print(f"  watch {x['at']} {x['from']} -> {x['to']}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--minutes", type=float, default=20)
     ap.add_argument("--sessions", type=int, default=50)
     ap.add_argument("--cut-every", type=float, default=60)
+    ap.add_argument("--explain", action="store_true",
+                    help="for each session with a missed run: its runs' server times, the cuts, "
+                         "and what watch printed")
     a = ap.parse_args()
     env = {**cli_env(), "PYTHONPATH": str(ROOT)}
     lines: list[dict] = []
@@ -71,6 +96,7 @@ def main() -> None:
         next_cut = start + a.cut_every
         warm: tuple[float, float] | None = None
         cuts = 0
+        cut_at: list[float] = []
         while time.monotonic() < end:
             status = d.status_map(str(srv.project))
             for sid in sids:
@@ -86,6 +112,7 @@ def main() -> None:
                 warm = (rss_mb(watch.pid), cpu_s(watch.pid))
             if time.monotonic() >= next_cut:
                 proxy.cut_streams()
+                cut_at.append(time.time())
                 cuts += 1
                 next_cut += a.cut_every
             time.sleep(1.0)
@@ -97,6 +124,7 @@ def main() -> None:
         rss_end, cpu_end = rss_mb(watch.pid), cpu_s(watch.pid)
         watch.send_signal(signal.SIGINT)
         code = watch.wait(15)
+        history = {sid: d.messages(sid) for sid in sids} if a.explain else {}
     per: dict[str, Counter[str]] = {}
     for x in lines:
         to = x["to"]
@@ -109,6 +137,8 @@ def main() -> None:
     other = Counter(w for c in per.values() for w, n in c.items() for _ in range(n)
                     if w not in ("busy", "idle/completed", "idle"))
     assert warm is not None
+    if a.explain:
+        explain(runs, per, lines, history, cut_at)
     print(f"{a.minutes:g} min, {a.sessions} sessions, stream cut {cuts} times: {total} runs; "
           f"watch printed busy and idle completed for {seen} of them "
           f"({total - seen} missed); other states printed: {dict(other) or 'none'}")

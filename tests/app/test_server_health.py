@@ -19,3 +19,19 @@ def test_a_silent_stream_reads_stalled_in_the_header():
     assert line.startswith("◐ stalled") and "last event 20s ago" in line
     assert health(ServerInfo("http://x", reachable=True, connected=False, snapshot_at=T,
                              stream="lost")) == "reconnecting"
+
+
+def test_the_servers_view_says_how_the_stream_was_last_lost_after_it_is_back():
+    """A fault that passed is still said: how many reconnects, when and why the stream was last
+    lost (its text shown literally), while the stream is connected again."""
+    from tui.app.screens.servers import server_fields
+
+    back = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T,
+                      stream="connected", last_event_at=T, reconnects=2,
+                      stream_drop=(T - 5, "http://x: event larger than 16 MiB [b]x[/b]; refused"))
+    text = server_fields(back, [], T)["event stream"].plain
+    assert "2 reconnects · last lost" in text
+    assert "event larger than 16 MiB [b]x[/b]; refused" in text and "http://x:" not in text
+    never = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T,
+                       stream="connected", last_event_at=T)
+    assert "reconnect" not in server_fields(never, [], T)["event stream"].plain

@@ -5,7 +5,12 @@ needs no HTTP parser beyond the request head). Faults, switched at any time from
 - `fail[path] = status`: answer that status (JSON error body) instead of forwarding;
 - `swallow`: event types whose `data:` frames on `/global/event` are dropped;
 - `cut_streams()`: cut every open event stream in the middle of a frame;
-- `stall = True`: open event streams stop passing anything on (no heartbeats either).
+- `stall = True`: open event streams stop passing anything on (no heartbeats either);
+- `answer[path] = bytes`: send these raw bytes as the whole response (see `redirect`, `html`,
+  `empty`, `truncated_json`, `gzip_bomb`) instead of forwarding;
+- `trickle[path] = seconds`: forward the response one byte per `seconds`;
+- `inject(bytes)`: write raw bytes into every open event stream now (see `GARBLED`,
+  `TRUNCATED`, `huge_line`).
 """
 
 from __future__ import annotations
@@ -13,7 +18,56 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import zlib
 from typing import Any
+
+#: Event-stream frames no server should send: not JSON, JSON cut short, bytes that are not UTF-8,
+#: an unknown type and a known type with properties of the wrong shape.
+GARBLED = (b"data: {not json at all\n\n"
+           b"data: \xff\xfe\x00\x9b31m\n\n"
+           b'data: {"directory": "/x", "payload": {"type": "no.such.event", "properties": {}}}\n\n'
+           b'data: {"directory": "/x", "payload": {"type": "session.status", '
+           b'"properties": {"sessionID": 7, "status": "busy"}}}\n\n')
+#: A frame cut in the middle, then the next frame: the reader must not glue them into one.
+TRUNCATED = b'data: {"directory": "/x", "payload": {"type": "session.st\n\n'
+
+
+def response(status: str, body: bytes, *headers: str) -> bytes:
+    """A whole raw HTTP/1.1 response that closes the connection."""
+    head = [f"HTTP/1.1 {status}", *headers, f"content-length: {len(body)}", "connection: close"]
+    return ("\r\n".join(head) + "\r\n\r\n").encode() + body
+
+
+def redirect(status: int, location: str) -> bytes:
+    return response(f"{status} Redirect", b"", f"location: {location}")
+
+
+def html() -> bytes:
+    """What a reverse proxy's login page (or the server's web UI) answers."""
+    return response("200 OK", b"<!doctype html><html><body>Sign in</body></html>",
+                    "content-type: text/html; charset=utf-8")
+
+
+def empty() -> bytes:
+    return response("200 OK", b"", "content-type: application/json")
+
+
+def truncated_json() -> bytes:
+    return response("200 OK", b'[{"id": "per_1", "sessionID": "ses_',
+                    "content-type: application/json")
+
+
+def gzip_bomb(mib: int = 256) -> bytes:
+    """A small gzip body that expands to `mib` MiB of zeros (256 MiB is about 260 KB)."""
+    z = zlib.compressobj(9, zlib.DEFLATED, 31)
+    block = bytes(2**20)
+    body = b"".join(z.compress(block) for _ in range(mib)) + z.flush()
+    return response("200 OK", body, "content-type: application/json", "content-encoding: gzip")
+
+
+def huge_line(mib: int = 20) -> bytes:
+    """One `data:` line of `mib` MiB, longer than ocwatch reads (16 MiB), then its end."""
+    return b"data: " + b"x" * (mib * 2**20) + b"\n\n"
 
 
 class FaultProxy:
@@ -23,8 +77,13 @@ class FaultProxy:
         self.fail: dict[str, int] = {}
         self.swallow: set[str] = set()
         self.stall = False
+        self.answer: dict[str, bytes] = {}
+        self.trickle: dict[str, float] = {}
         self.swallowed = 0
         self._streams: set[asyncio.StreamWriter] = set()
+        self._chunked: dict[asyncio.StreamWriter, bool] = {}
+        self._mid_frame: set[asyncio.StreamWriter] = set()  # a frame begun, not yet ended
+        self._pending: dict[asyncio.StreamWriter, list[bytes]] = {}  # injected, to send after it
         self._server: asyncio.Server | None = None
         self._loop = asyncio.new_event_loop()
         self._ready = threading.Event()
@@ -60,6 +119,22 @@ class FaultProxy:
         self._thread.join(5)
         self._loop.close()
 
+    def inject(self, data: bytes) -> None:
+        """Write `data` into every open event stream, between two of the server's frames."""
+        def send() -> None:
+            for w in list(self._streams):
+                if w in self._mid_frame:
+                    self._pending.setdefault(w, []).append(data)
+                else:
+                    self._write(w, data)
+        self._loop.call_soon_threadsafe(send)
+
+    def _write(self, out: asyncio.StreamWriter, data: bytes) -> None:
+        if out.transport.is_closing():
+            return
+        out.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" if self._chunked.get(out)
+                  else data)
+
     def cut_streams(self) -> None:
         def cut() -> None:
             for w in list(self._streams):
@@ -92,6 +167,10 @@ class FaultProxy:
                     continue
                 kept.append(h)
             body = await reader.readexactly(length) if length else b""
+            if path in self.answer:
+                writer.write(self.answer[path])
+                await writer.drain()
+                return
             if path in self.fail:
                 status = self.fail[path]
                 payload = json.dumps({"name": "InjectedFault", "data": {
@@ -117,14 +196,34 @@ class FaultProxy:
                     if attempt == 2:
                         raise
                     continue
-                await self._pipe_one(up_r, writer, head)
+                if path in self.trickle:
+                    await self._trickle(up_r, writer, head, self.trickle[path])
+                else:
+                    await self._pipe_one(up_r, writer, head)
                 up_w.close()
                 break
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass  # the client sees the connection end, as with a real broken proxy
         finally:
             self._streams.discard(writer)
+            self._chunked.pop(writer, None)
+            self._mid_frame.discard(writer)
+            self._pending.pop(writer, None)
             writer.close()
+
+    @staticmethod
+    async def _trickle(up: asyncio.StreamReader, out: asyncio.StreamWriter, head: bytes,
+                       every: float) -> None:
+        """The response, head included, one byte per `every` seconds (told as the connection's
+        last; the client gives up long before the end, which is the point)."""
+        lines = [h for h in head.split(b"\r\n")[:-2]
+                 if not h.lower().startswith((b"connection:", b"keep-alive:"))]
+        data = b"\r\n".join([*lines, b"connection: close", b"", b""])
+        while data:
+            out.write(data[:1])
+            await out.drain()
+            await asyncio.sleep(every)
+            data = data[1:] or await up.read(1)
 
     @staticmethod
     async def _pipe_one(up: asyncio.StreamReader, out: asyncio.StreamWriter,
@@ -154,8 +253,11 @@ class FaultProxy:
         head = await up.readuntil(b"\r\n\r\n")
         out.write(head)
         chunked = b"transfer-encoding: chunked" in head.lower()
+        self._chunked[out] = chunked
         drop_blank = False
         async for line in self._lines(up, chunked):
+            if out.transport.is_closing():
+                return
             if self.stall:
                 continue
             if line.startswith(b"data:"):
@@ -171,8 +273,13 @@ class FaultProxy:
             elif drop_blank and not line.strip():
                 drop_blank = False
                 continue
-            # pass it on un-chunked: the proxy answers with `connection: close` semantics
-            out.write(f"{len(line):x}\r\n".encode() + line + b"\r\n" if chunked else line)
+            self._write(out, line)
+            if line.strip():
+                self._mid_frame.add(out)
+            else:
+                self._mid_frame.discard(out)
+                for data in self._pending.pop(out, []):
+                    self._write(out, data)
             await out.drain()
 
     @staticmethod

@@ -4,14 +4,18 @@ ocwatch shows the fault, never a wrong settled state, and converges to the serve
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from tests.cli_env import cli_env
 
+from . import fault_proxy as fp
 from .driver import Driver, wait_until
 from .fault_proxy import FaultProxy
 from .oc_server import OpenCodeServer
@@ -24,8 +28,8 @@ def proxy(oc_server: OpenCodeServer) -> Iterator[FaultProxy]:
         yield p
 
 
-def status_json(url: str) -> tuple[int, dict, str]:
-    env = cli_env()
+def status_json(url: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
+    env = env or cli_env()
     proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
                            url], capture_output=True, text=True, timeout=120, env=env)
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -82,3 +86,78 @@ def test_a_failing_route_is_an_error_never_a_wrong_answer(proxy: FaultProxy, sta
     proxy.fail.clear()
     code, data, err = status_json(proxy.url)
     assert code == 0 and data["servers"][0]["reachable"], err
+
+
+def child_peak_rss_mb() -> float:
+    """The largest peak RSS of the child processes waited for so far."""
+    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+
+
+def test_bad_answers_are_errors_never_a_wrong_answer(oc: Driver, proxy: FaultProxy):
+    """A session waits for a permission; each bad answer on the route that says so (or on the
+    session list) makes `status` fail with a message naming it — never `busy`, never "no
+    sessions", never exit 0 — and ocwatch reads the truth again once the route is well."""
+    sid = oc.run("permission", "echo fault-bad-answers")["id"]
+    oc.wait_permission(sid)
+    cases = [
+        ("/permission", fp.redirect(302, "/login"), "redirected (HTTP 302) to '/login'"),
+        ("/question", fp.redirect(307, "https://sso.example/"), "redirected (HTTP 307)"),
+        ("/experimental/session", fp.redirect(302, "/login"), "redirected (HTTP 302)"),
+        ("/session/status", fp.html(), "got HTML"),
+        ("/question", fp.empty(), "no body"),
+        ("/permission", fp.truncated_json(), "unparseable"),
+        ("/session/status", fp.gzip_bomb(256), "larger than 64 MiB"),
+    ]
+    for path, answer, said in cases:
+        proxy.answer = {path: answer}
+        code, data, err = status_json(proxy.url)
+        assert code == 2, (path, said, code, err)
+        assert said.lower() in err.lower(), (path, said, err)
+        assert not any(r["state"] == "busy" and r["id"] == sid for r in data.get("sessions", []))
+    assert child_peak_rss_mb() < 400, "the gzip bomb was inflated"
+    proxy.answer = {}
+    code, data, err = status_json(proxy.url)
+    row = next(r for r in data["sessions"] if r["id"] == sid)
+    assert code == 0 and row["state"] == "input", (code, row, err)
+    oc.abort(sid)
+
+
+def test_a_trickling_server_cannot_hold_status(proxy: FaultProxy, tmp_path: Path):
+    """One byte every 2 s on the status route: `status` gives up at its deadline (set to 5 s in
+    the config), says so and exits 2."""
+    (tmp_path / "ocwatch").mkdir()
+    (tmp_path / "ocwatch" / "config.toml").write_text("request_deadline = 5\n")
+    env = {**cli_env(), "XDG_CONFIG_HOME": str(tmp_path)}
+    proxy.trickle["/session/status"] = 2.0
+    start = time.monotonic()
+    code, _, err = status_json(proxy.url, env)
+    took = time.monotonic() - start
+    assert code == 2 and "within 5s" in err, err
+    assert took < 30, took
+
+
+def test_a_hostile_stream_is_counted_and_survived(oc: Driver, proxy: FaultProxy):
+    """Garbled, truncated and unknown frames, and one 20 MiB line, injected into the live stream
+    around a real run: the frames are counted as skipped, the huge line ends that connection with
+    a clear error (not 20 MiB of memory), and the run still reads idle -> busy -> completed."""
+    watcher = Watcher(proxy.url).start()
+    try:
+        sid = oc.create_session(title="fault: hostile stream")["id"]
+        watcher.wait_last(sid, IDLE)
+        oc.prompt(sid, "x", "slow", "4")
+        wait_until(lambda: watcher.last(sid) == BUSY, 30, what="busy")
+        proxy.inject(fp.GARBLED + fp.TRUNCATED)
+        # not JSON, not UTF-8, a sessionID of the wrong type, the frame cut short: skipped;
+        # the unknown type: counted as unknown
+        wait_until(lambda: watcher.server().skipped_events >= 4, 30, what="skipped frames")
+        assert watcher.server().unknown_events >= 1
+        proxy.inject(fp.huge_line(20))
+        wait_until(lambda: "larger than 16 MiB" in (watcher.server().stream_drop or (0, ""))[1],
+                   30, what="the cap's error")
+        watcher.wait_last(sid, DONE, timeout=90)
+        got = watcher.lifecycle(sid)
+        assert got["emitted"] == [IDLE, BUSY, DONE] and got["shown"] == got["emitted"], got
+        wait_until(lambda: watcher.server().stream == "connected", 60, what="a new stream")
+        assert watcher.rss_mb() < 250
+    finally:
+        watcher.stop()

@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ import pytest
 from tests.cli_env import cli_env
 from tui.core.fleet import Fleet
 from tui.core.settings import Settings
+from tui.core.view import ServerInfo
 
 from .driver import Driver, wait_until
 from .oc_server import OpenCodeServer
@@ -57,6 +59,7 @@ class Watcher:
         self.emitted: dict[str, list[State | None]] = {}  # transitions' `to`
         self.since: dict[str, float | None] = {}
         self.derives = 0
+        self._server: ServerInfo | None = None
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=lambda: asyncio.run(self._run()), daemon=True)
@@ -81,6 +84,7 @@ class Watcher:
                 view = fleet.current()
                 with self._lock:
                     self.derives += 1
+                    self._server = view.servers[0]
                     for row in view.rows.values():
                         st = (row.state, row.reason, row.stale)
                         self.shown.setdefault(row.id, []).append(st)
@@ -110,6 +114,20 @@ class Watcher:
     def wait_last(self, sid: str, state: State, timeout: float = 60) -> None:
         wait_until(lambda: self.last(sid) == state, timeout,
                    what=f"{sid} settled as {state} (now {self.last(sid)})")
+
+    def server(self) -> ServerInfo:
+        """The server's line of the last View (link, stream, error, counts)."""
+        with self._lock:
+            assert self._server is not None
+            return self._server
+
+    @staticmethod
+    def rss_mb() -> float:
+        """This process's resident memory (the watcher runs in it)."""
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+        return 0.0
 
     def lifecycle(self, sid: str) -> dict[str, list[Any]]:
         with self._lock:

@@ -62,6 +62,19 @@ def test_malformed_json_is_counted_and_skipped():
     assert p.skipped == 5
 
 
+def test_an_event_whose_session_or_status_has_the_wrong_shape_is_counted_and_skipped():
+    """Not passed on to be dropped unseen by the fold: counted where the servers view shows."""
+    p = EventParser()
+    assert p.parse(frame("session.status", {"sessionID": 7, "status": {"type": "busy"}}), 0) \
+        .event is None
+    assert p.parse(frame("session.idle", {"sessionID": ["s1"]}), 0).event is None
+    assert p.parse(frame("session.status", {"sessionID": "s1", "status": "busy"}), 0) \
+        .event is None
+    assert p.skipped == 3
+    assert p.parse(frame("session.status", {"sessionID": "s1", "status": {"type": "busy"}}), 0) \
+        .event is not None
+
+
 def test_unknown_types_are_counted_noise_is_not():
     p = EventParser()
     assert p.parse(frame("message.part.delta", {"delta": "tok"}), 0).event is None

@@ -226,3 +226,52 @@ def test_a_silent_stream_reads_stalled_and_asks_for_a_snapshot():
     assert mon._want_snapshot.is_set()
     mon.connected = False
     assert mon.info().stream == "lost"
+
+
+async def test_a_stream_that_stayed_up_reconnects_at_once(monkeypatch):
+    """Every moment without a stream loses events for good: after a stream that had stayed
+    healthy is cut, the next connect waits at most 0.1 s of jitter, not a backoff step."""
+    import tui.core.monitor as monitor_mod
+
+    delays: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay, *a, **kw):
+        delays.append(delay)
+        return await real_sleep(0 if delay > 0.05 else delay, *a, **kw)
+
+    monkeypatch.setattr(monitor_mod, "HEALTHY_FOR", 0.0)  # every stream counts as healthy
+    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: b)
+    monkeypatch.setattr(monitor_mod.asyncio, "sleep", sleep)
+    api = StreamingAPI([[frame("server.connected")] for _ in range(5)],
+                       sessions=[wire_session("ses_1")])
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: api.connects >= 5)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert 0.1 in delays and not [d for d in delays if 0.1 < d < FAST.resync_interval], delays
+
+
+def test_a_run_that_ended_while_events_were_missed_is_drift():
+    """Busy before the outage and busy after it, but since a later prompt: a run ended and the
+    next began unseen. That is said as drift (the transitions cannot show what nobody saw)."""
+    from tests.builders import T0
+    from tui.core.view import SessionRow
+
+    def row(since: float) -> SessionRow:
+        return SessionRow(server="http://x", id="ses_1", title="", directory="/p/a",
+                          parent_id=None, state="busy", reason=None, stale=False, evidence=(),
+                          pending=(), since=since, updated=since, cost=None, tokens=None)
+
+    mon = ServerMonitor("http://x", settings=FAST, transport=FakeAPI().transport())
+    key = ("http://x", "ses_1")
+    mon._count_drift({key: row(T0)}, {key: row(T0)}, outage=T0 + 5)
+    assert mon.drift_count == 0  # the same run
+    mon._count_drift({key: row(T0)}, {key: row(T0 + 8)})
+    assert mon.drift_count == 0  # no outage: the events saw it (the journal derived it)
+    mon._count_drift({key: row(T0)}, {key: row(T0 + 8)}, outage=T0 + 5)
+    assert mon.drift_count == 1
+    assert "a run ended and the next began while events were missed" in mon.drift_examples[-1]

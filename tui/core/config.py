@@ -8,6 +8,7 @@ problem) and ignored, never fatal. Passwords are not read from it: they come fro
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -74,12 +75,16 @@ class Config(BaseModel):
     """Seconds a finished run may still read busy before it is flagged stale."""
     resync_interval: float = Field(default=30.0, gt=0)
     """Seconds between full resync snapshots."""
+    request_deadline: float = Field(default=60.0, ge=1)
+    """Seconds one HTTP request may take in all, its answer read to the end (a server that
+    trickles its answer cannot hold a snapshot, `status` or `wait` longer)."""
     password_file: str | None = None
     """A file holding the server password (the password itself never goes in this file)."""
     alerts: AlertConfig = Field(default_factory=AlertConfig)
 
     def settings(self) -> Settings:
-        return Settings(grace=self.grace, resync_interval=self.resync_interval)
+        return Settings(grace=self.grace, resync_interval=self.resync_interval,
+                        request_deadline=self.request_deadline)
 
 
 def config_path(env: dict[str, str] | None = None) -> Path:
@@ -187,7 +192,7 @@ def resolve_options(
                   or default_server_urls(env))
     settings = config.settings()
     if grace is not None:
-        settings = Settings(grace=grace, resync_interval=settings.resync_interval)
+        settings = dataclasses.replace(settings, grace=grace)
     alerts = config.alerts.model_copy(update={
         "bell": config.alerts.bell or bell,
         "osc9": config.alerts.osc9 or osc9,

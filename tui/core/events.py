@@ -139,6 +139,12 @@ class EventParser:
         if etype in CONTROL:
             return Parsed(event=Event(etype, props, directory, received), control=etype)
         if etype in RELEVANT:
+            # the two checks every fold relies on, made here where a bad one can be counted
+            sid = props.get("sessionID")
+            if sid is not None and not isinstance(sid, str):
+                return self._skip(f"a {etype} event whose sessionID is not a string")
+            if etype == "session.status" and not isinstance(props.get("status"), dict):
+                return self._skip("a session.status event whose status is not an object")
             return Parsed(event=Event(etype, props, directory, received))
         if etype in NOISE or etype.startswith(("session.next.", "tui.", "lsp.", "pty.")):
             return Parsed()

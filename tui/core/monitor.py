@@ -95,6 +95,8 @@ class ServerMonitor:
         self.drift_examples: deque[str] = deque(maxlen=5)
         self.fatal = False  # e.g. authentication failed: retrying will not help without a fix
         self.stream_error: str | None = None
+        self.stream_connects = 0  # event streams opened (each one after the first: a reconnect)
+        self.stream_drop: tuple[float, str] | None = None  # the last one's end: when, and why
         self._want_snapshot = asyncio.Event()
         self._snapshot_done = asyncio.Event()
         self._rows: dict[tuple[str, str], SessionRow] = {}
@@ -155,6 +157,8 @@ class ServerMonitor:
             stream=self.stream_health(self.clock()),
             malformed=self.snapshot.skipped if self.snapshot else 0,
             malformed_examples=self.snapshot.malformed if self.snapshot else (),
+            reconnects=max(0, self.stream_connects - 1),
+            stream_drop=self.stream_drop,
         )
 
     def stream_health(self, now: float) -> str:
@@ -298,6 +302,11 @@ class ServerMonitor:
             if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
                 changed.append(
                     f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
+            elif (outage is not None and row.state in ("busy", "retry") and old.since
+                  and row.since and row.since > old.since):
+                # busy again, but since a later prompt: a run ended and the next began unseen
+                changed.append(f"{key[1]}: a run ended and the next began while events were "
+                               f"missed ({_word(row)} since {clock_text(row.since)})")
         if not changed:
             return
         if outage is not None:  # one gap in the events, however many sessions it hid
@@ -322,6 +331,7 @@ class ServerMonitor:
                     headers={"accept": "text/event-stream", "cache-control": "no-store"},
                 ) as response:
                     self._check_stream_response(response)
+                    self.stream_connects += 1
                     self.connected = True
                     self._connected_at = self.clock()
                     self.stream_error = None
@@ -352,7 +362,12 @@ class ServerMonitor:
                 log.exception("event stream failed")
                 self._stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
             if loop.time() - began >= HEALTHY_FOR:
-                backoff = 0.5  # it had stayed up: start again from a short wait
+                # it had stayed up: reconnect at once (a little jitter, so that many monitors
+                # of one restarted server do not all come back in the same millisecond), as
+                # every moment without a stream is one whose events are lost for good
+                backoff = 0.5
+                await asyncio.sleep(random.uniform(0, 0.1))
+                continue
             await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
             # a stream accepted and closed at once keeps backing off (no reconnect storm)
             backoff = min(backoff * 2, 15.0 if not self.fatal else 60.0)
@@ -364,6 +379,7 @@ class ServerMonitor:
         self.connected = False
         self.stream_error = exc.message
         if was:
+            self.stream_drop = (self.clock(), exc.message)
             log.info("stream down: %s", exc.message)
         # the stream being down does not make the snapshot wrong; a failing snapshot does.
         # but an unreachable server is: probe it through a snapshot.

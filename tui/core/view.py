@@ -118,6 +118,8 @@ class ServerInfo:
     stream: str = "none"  # connected | stalled (a heartbeat missed) | lost | none (yet)
     malformed: int = 0  # records of the last snapshot that could not be read (skipped)
     malformed_examples: tuple[str, ...] = ()  # which ("session ses_x", the first few)
+    reconnects: int = 0  # event streams opened after the first
+    stream_drop: tuple[float, str] | None = None  # the last connected stream's end: when, why
 
     def to_json(self) -> dict[str, Any]:
         return {"url": self.url, "version": self.version, "reachable": self.reachable,

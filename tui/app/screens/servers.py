@@ -32,6 +32,11 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
     if server.last_event_at is not None:
         stream += [(" · last event ", "$foreground-muted"), fmt.age(server.last_event_at, now),
                    f" ({fmt.clock_time(server.last_event_at, now)})"]
+    if server.stream_drop is not None:  # a fault that passed is still worth saying
+        at, why = server.stream_drop
+        stream += ["\n", (f"{server.reconnects} reconnect{'s' if server.reconnects != 1 else ''}"
+                          f" · last lost {fmt.clock_time(at, now)}: ", "$foreground-muted"),
+                   fmt.literal(fmt.server_error(server.url, why))]
     out["event stream"] = Content.assemble(*stream)
     if server.loading is not None:
         out["snapshot"] = Content(f"loading: {loaded(server.loading)} sessions read")
