@@ -275,3 +275,28 @@ def test_a_run_that_ended_while_events_were_missed_is_drift():
     mon._count_drift({key: row(T0)}, {key: row(T0 + 8)}, outage=T0 + 5)
     assert mon.drift_count == 1
     assert "a run ended and the next began while events were missed" in mon.drift_examples[-1]
+
+
+async def test_a_reconnect_takes_its_snapshot_without_waiting_out_the_spacing(monkeypatch):
+    """Snapshots are spaced by 4x what the last one took (a flood of events must not turn into
+    a flood of snapshots); a reconnect's is not held back: events of the gap are lost for good,
+    and a run that ends and restarts meanwhile would go unseen."""
+    import types
+
+    import tui.core.monitor as monitor_mod
+
+    ticks = iter(range(0, 10**9, 1000))  # every snapshot "takes" 1000 s: spacing = the cap
+    monkeypatch.setattr(monitor_mod, "time", types.SimpleNamespace(
+        monotonic=lambda: float(next(ticks)), time=monitor_mod.time.time))
+    monkeypatch.setattr(monitor_mod, "HEALTHY_FOR", 0.0)
+    api = StreamingAPI([[frame("server.connected")], [frame("server.connected")]],
+                       sessions=[wire_session("ses_1")])
+    slow = Settings(snapshot_debounce=0.01, resync_interval=3600, heartbeat_timeout=5.0,
+                    snapshot_min_gap=3600)
+    mon = ServerMonitor("http://x", settings=slow, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: api.connects >= 2 and mon.snapshots_taken >= 2)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -7,6 +7,7 @@ It owns the event stream, the journal and the current snapshot, and never derive
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import random
 import time
@@ -98,6 +99,7 @@ class ServerMonitor:
         self.stream_connects = 0  # event streams opened (each one after the first: a reconnect)
         self.stream_drop: tuple[float, str] | None = None  # the last one's end: when, and why
         self._want_snapshot = asyncio.Event()
+        self._urgent = asyncio.Event()
         self._snapshot_done = asyncio.Event()
         self._rows: dict[tuple[str, str], SessionRow] = {}
         self._down_since: float | None = None  # rows last derived while unreachable, since
@@ -171,8 +173,12 @@ class ServerMonitor:
         return "lost" if self._connected_at else "none"
 
     # -- running ---------------------------------------------------------------------------------
-    def request_snapshot(self) -> None:
+    def request_snapshot(self, urgent: bool = False) -> None:
+        """Ask for a snapshot (debounced, coalesced). `urgent`: not held back by the spacing
+        after the last one (a reconnect: the events of the gap are lost for good)."""
         self._want_snapshot.set()
+        if urgent:
+            self._urgent.set()
 
     async def first_snapshot(self) -> None:
         """Wait until the first snapshot attempt finished (successfully or not)."""
@@ -207,6 +213,7 @@ class ServerMonitor:
             await self._want_snapshot.wait()
             await asyncio.sleep(self.settings.snapshot_debounce)
             self._want_snapshot.clear()
+            self._urgent.clear()
             began = time.monotonic()
             ok = await self._take_snapshot()
             self._notify()
@@ -215,7 +222,9 @@ class ServerMonitor:
                 # Snapshots are a safety net, not the live path (the journal is): under a flood
                 # of idle events, space them by a multiple of what the last one cost.
                 took = time.monotonic() - began
-                await asyncio.sleep(min(self.settings.snapshot_min_gap, 4 * took))
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(min(self.settings.snapshot_min_gap, 4 * took)):
+                        await self._urgent.wait()
             else:
                 await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
                 backoff = min(backoff * 2, 15.0)
@@ -336,7 +345,8 @@ class ServerMonitor:
                     self._connected_at = self.clock()
                     self.stream_error = None
                     self.parser.reset_sequences()
-                    self.request_snapshot()  # no replay: whatever happened meanwhile is lost
+                    # no replay: whatever happened meanwhile is lost; read it now
+                    self.request_snapshot(urgent=True)
                     self._notify()
                     silence = self.settings.heartbeat_timeout
                     # two missed heartbeats: the stream is dead even if the socket is not
