@@ -1,5 +1,22 @@
-"""The Textual dashboard: a consumer of the View (no state logic of its own)."""
+"""The Textual dashboard: a consumer of the View (no state logic of its own).
 
-from .app import OcwatchApp, create_app
+The root is lazy (PEP 562): importing one module of the app (`tui.app.format`, a screen) does
+not load every screen, and `OcwatchApp` / `create_app` are imported on first use.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .app import OcwatchApp, create_app
 
 __all__ = ["OcwatchApp", "create_app"]
+
+
+def __getattr__(name: str) -> Any:
+    if name in __all__:
+        from . import app
+
+        return getattr(app, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
