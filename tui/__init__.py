@@ -1,3 +1,8 @@
 """ocwatch: a truthful monitor for OpenCode server sessions."""
 
-__version__ = "0.1.0"
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("ocwatch")  # one source: pyproject.toml
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"

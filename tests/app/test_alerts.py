@@ -91,11 +91,19 @@ async def test_no_alert_without_a_flag_or_config() -> None:
 
 
 async def test_headless_write_is_harmless() -> None:
+    """Headless (tests, a pipe), an alert's escape sequence is dropped: nothing reaches the
+    driver, and the screen is what it was."""
     app, _ = make_app(alerts=LOUD)
     async with app.run_test() as pilot:
         await pilot.pause()
-        app.write_terminal("\x1b]9;x\x07")  # headless: dropped, the screen is untouched
+        assert app._driver is not None
+        sent: list[str] = []
+        app._driver.write = sent.append  # type: ignore[method-assign]
+        before = app.export_screenshot()
+        app.write_terminal("\x1b]9;x\x07")
         app.bell()
+        await pilot.pause()
+        assert sent == [] and app.export_screenshot() == before
 
 
 def test_app_sinks_follow_the_config() -> None:

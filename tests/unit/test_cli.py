@@ -161,3 +161,14 @@ def test_wait_says_the_last_state_when_it_times_out(capsys):
     assert report(124, row, "timed out after 0s", as_json=False) == 124
     out, err = capsys.readouterr()
     assert out.startswith("s1: busy") and "timed out after 0s" in err
+
+
+def test_version_comes_from_the_package_metadata(capsys):
+    from importlib.metadata import version
+
+    from tui.cli.main import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"ocwatch {version('ocwatch')}"

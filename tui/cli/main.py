@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TextIO
 
+from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
@@ -63,7 +64,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "the dashboard. The password comes from $OPENCODE_SERVER_PASSWORD (or the file "
                     "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
     )
-    parser.add_argument("--version", action="version", version="ocwatch 0.1.0")
+    parser.add_argument("--version", action="version", version=f"ocwatch {__version__}")
     parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
                         help="seconds a finished run may still read busy before it is flagged "
                              "stale (default 3)")
