@@ -85,3 +85,16 @@ async def test_switching_theme_recolours_rows_and_textual_themes_still_work() ->
         app.theme = "textual-light"  # no $state-* of its own: defaults fill in
         await pilot.pause()
         assert app.theme_variables["state-input"]
+
+
+def test_every_colour_the_presentation_table_uses_is_a_theme_setting():
+    """One vocabulary: each theme variable format.STATE_LOOK / REASON_LOOK / STALE_LOOK colours
+    with is a `[states]` key a theme file may set, and every shipped theme sets it."""
+    from tui.app.format import THEME_VARIABLES
+    from tui.app.themes import STATE_NAMES, StateColors, builtin_themes
+
+    assert {f"state-{n}" for n in StateColors.model_fields} == set(THEME_VARIABLES)
+    assert set(STATE_NAMES) == set(StateColors.model_fields)
+    for theme in builtin_themes():
+        missing = [v for v in THEME_VARIABLES if v not in theme.variables]
+        assert not missing, (theme.name, missing)

@@ -7,31 +7,60 @@ from __future__ import annotations
 
 import time
 import unicodedata
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 
 from rich.cells import cell_len, set_cell_size
 
-from tui.core.view import SessionRow
+from tui.core.view import REASONS, STATES, Reason, SessionRow, State
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
 
-# One glyph per state (idle and unknown vary with their reason), so nothing depends on colour.
-STATE_GLYPH = {"busy": "●", "retry": "↻", "input": "?", "idle": "○", "unknown": "◌"}
-REASON_GLYPH = {"completed": "✓", "aborted": "⊘", "error": "✗", "interrupted": "◌"}
-STALE_GLYPH = "⚠"
-STALE_WORD = "STALE"
 
-# The theme variable (without `$`) that colours each (state, reason).
-STATE_VARIABLE = {
-    "busy": "state-busy",
-    "retry": "state-retry",
-    "input": "state-input",
-    "idle": "state-idle",
-    "unknown": "state-unknown",
+@dataclass(frozen=True, slots=True)
+class Look:
+    """How a state, an idle reason or the stale flag is shown, on every screen: a glyph (so
+    nothing depends on colour alone), a word, the theme variable that colours it (without `$`),
+    and what it means (the help's legend)."""
+
+    glyph: str
+    word: str
+    variable: str
+    meaning: str
+
+
+#: The one presentation table: each state, in the View's order (view.STATES)...
+STATE_LOOK: dict[State, Look] = {
+    "busy": Look("●", "busy", "state-busy", "running (the server says busy)"),
+    "retry": Look("↻", "retry", "state-retry", "the provider failed; retrying"),
+    "input": Look("?", "input", "state-input", "waiting for you: a permission or a question"),
+    "idle": Look("○", "idle", "state-idle", "idle, nothing ran yet"),
+    "unknown": Look("◌", "unknown", "state-unknown",
+                    "the facts contradict idle (e.g. interrupted)"),
 }
-STATE_FILTERS = ("all", "busy", "retry", "input", "idle", "unknown", "stale")
+#: ...each reason an idle or unknown row gives (its glyph replaces the state's)...
+REASON_LOOK: dict[Reason, Look] = {
+    "completed": Look("✓", "idle", "state-idle", "idle, the run completed"),
+    "aborted": Look("⊘", "idle", "state-idle", "idle, the run was aborted"),
+    "error": Look("✗", "idle", "state-error", "idle, the run failed (an error)"),
+    "interrupted": Look("◌", "unknown", "state-unknown",
+                        "the run was cut off (server restart or crash?)"),
+}
+#: ...and the stale flag of a busy row whose run visibly ended.
+STALE_LOOK = Look("⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended")
+assert tuple(STATE_LOOK) == STATES and tuple(REASON_LOOK) == REASONS  # one vocabulary
+
+STATE_GLYPH = {state: look.glyph for state, look in STATE_LOOK.items()}
+REASON_GLYPH = {reason: look.glyph for reason, look in REASON_LOOK.items()}
+STALE_GLYPH = STALE_LOOK.glyph
+STALE_WORD = STALE_LOOK.word
+#: Every theme variable a state is coloured with (`$state-busy`, ... `$state-error`, ...).
+THEME_VARIABLES = tuple(dict.fromkeys(
+    look.variable for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)))
+STATE_FILTERS = ("all", *STATE_LOOK, "stale")
 """The state filters offered by the dashboard, in key order (`1`..`7`)."""
+
 
 def state_glyph(row: SessionRow) -> str:
     """The glyph for a row: the state's, or the reason's for idle and unknown rows."""
@@ -48,8 +77,9 @@ def state_label(row: SessionRow) -> str:
 def state_variable(row: SessionRow) -> str:
     """The theme variable colouring this row's state (errors get `state-error`)."""
     if row.state == "idle" and row.reason == "error":
-        return "state-error"
-    return STATE_VARIABLE.get(row.state, "state-unknown")
+        return REASON_LOOK["error"].variable
+    look = STATE_LOOK.get(row.state)
+    return look.variable if look is not None else STATE_LOOK["unknown"].variable
 
 
 def matches_state(row: SessionRow, state_filter: str) -> bool:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 
 from tui.core.client import OcwatchError
-from tui.core.view import Pending, SessionRow
+from tui.core.view import RUNNING, Pending, SessionRow
 
 from .actions import Actions
 from .screens.confirm import ConfirmScreen
@@ -27,7 +27,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ocwatch.app")
 Key = tuple[str, str]
-ABORTABLE = ("busy", "retry", "input")
 NO_ACTIONS = "Actions need a live server: this dashboard shows fixed Views."
 
 
@@ -117,7 +116,7 @@ class Responder:
         row = self._row(key)
         if row is None:
             return
-        if row.state not in ABORTABLE and not row.stale:
+        if row.state not in RUNNING and not row.stale:
             self.app.notify(f"{literal(row.title) or row.id} is {row.state}: there is no run "
                             "to abort.", timeout=4, markup=False)
             return

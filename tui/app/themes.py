@@ -30,9 +30,12 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
 
+from .format import THEME_VARIABLES
+
 DEFAULT_THEME = "ocwatch-dark"
-STATE_NAMES = ("busy", "retry", "input", "idle", "error", "unknown", "stale")
-"""Each becomes the theme variable `$state-<name>`."""
+STATE_NAMES = tuple(v.removeprefix("state-") for v in THEME_VARIABLES)
+"""The state colours a theme sets (`[states]`): each becomes the theme variable
+`$state-<name>` (format.THEME_VARIABLES, from the presentation table)."""
 
 
 def _check_color(value: str | None) -> str | None:

@@ -32,7 +32,7 @@ def literal(text: str) -> str:
 
 
 def state_word(row: SessionRow) -> str:
-    word = row.state
+    word: str = row.state
     if row.reason:
         word += f" ({row.reason})"
     if row.stale:

@@ -26,12 +26,13 @@ from .models import (
 )
 from .settings import Settings
 from .snapshot import Snapshot
-from .view import Pending, SessionRow
+from .view import Pending, Reason, SessionRow, Settling, State
 
 #: Finishes that do not end a run: the model asked for tools and another step follows.
 NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
-SERVER_REASONS = {"completed": "completed", "aborted": "aborted", "error": "error",
-                  "interrupted": "interrupted", "failed": "error", "cancelled": "aborted"}
+SERVER_REASONS: dict[str, Reason] = {
+    "completed": "completed", "aborted": "aborted", "error": "error",
+    "interrupted": "interrupted", "failed": "error", "cancelled": "aborted"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -483,8 +484,8 @@ def _unreachable(link: Link, state: str, reason: str | None) -> str:
 #: began by the server's facts (None: no fact dates it); `ended` is, for a stale row, how the
 #: messages show the run ended although the server still reports busy; `settling` says, for an
 #: unsettled decision, what the facts wait for (view.SETTLING)
-Decision = tuple[str, str | None, bool, tuple[str, ...], bool, float | None, str | None,
-                 str | None]
+Decision = tuple[State, Reason | None, bool, tuple[str, ...], bool, float | None, Reason | None,
+                 Settling | None]
 
 
 def run_start(info: MessageInfo, now: float) -> float | None:
@@ -533,7 +534,7 @@ def _decide(
         if st.reason:
             reason = SERVER_REASONS.get(st.reason)
             if reason is not None:
-                state = "unknown" if reason == "interrupted" else "idle"
+                state: State = "unknown" if reason == "interrupted" else "idle"
                 dated = None
                 if info is not None:
                     dated = ms(info.time.completed) or ms(info.time.created)
@@ -693,7 +694,7 @@ def _refusal(msg: Message) -> Part | None:
     return None
 
 
-def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[str, str] | None:
+def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[Reason, str] | None:
     """How an assistant message ended a run: (reason, evidence), or None if it did not end one.
     `info` is `msg.info` (an assistant's), `done` its completion time in seconds (or None).
 

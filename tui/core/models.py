@@ -14,7 +14,7 @@ instead of 137 ms and hold 4.8 MB instead of 23 MB; last messages 89 ms instead 
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, Self, TypeVar, dataclass_transform
+from typing import Annotated, Any, Self, TypeVar, dataclass_transform
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic.dataclasses import dataclass
@@ -285,8 +285,6 @@ class Health(Wire):
     version: str | None = None
 
 
-StateName = Literal["busy", "retry", "input", "idle", "unknown"]
-ReasonName = Literal["completed", "aborted", "error", "interrupted"]
 
 
 #: OpenCode ids (`msg_`, `per_`, `que_`, `evt_`: ascending) carry their creation time: 12 hex

@@ -8,14 +8,20 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal, get_args
 
-STATES = ("busy", "retry", "input", "idle", "unknown")
-REASONS = ("completed", "aborted", "error", "interrupted")
+#: A session's state (DESIGN.md), and an idle (or unknown) row's reason: the one vocabulary.
+State = Literal["busy", "retry", "input", "idle", "unknown"]
+Reason = Literal["completed", "aborted", "error", "interrupted"]
 #: Why a row is not settled: a prompt the server accepted but does not report busy for yet; an
 #: idle reported before the run's final message is saved; a finished run that only events (sent
 #: before it ended) call busy, until a snapshot confirms or denies it; a server not reachable.
-SETTLING = ("starting", "finishing", "confirming", "unreachable")
+Settling = Literal["starting", "finishing", "confirming", "unreachable"]
+STATES: tuple[State, ...] = get_args(State)
+REASONS: tuple[Reason, ...] = get_args(Reason)
+SETTLING: tuple[Settling, ...] = get_args(Settling)
+#: States in which a run goes on (and can be aborted): the stale flag aside.
+RUNNING: tuple[State, ...] = ("busy", "retry", "input")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,8 +53,8 @@ class SessionRow:
     title: str
     directory: str
     parent_id: str | None
-    state: str  # one of STATES
-    reason: str | None  # one of REASONS or None
+    state: State
+    reason: Reason | None
     stale: bool
     evidence: tuple[str, ...]
     pending: tuple[Pending, ...]
@@ -63,9 +69,9 @@ class SessionRow:
     retry_message: str | None = None
     retry_next: float | None = None
     children: tuple[str, ...] = ()
-    ended: str | None = None  # for a stale row: how the messages show the run ended
+    ended: Reason | None = None  # for a stale row: how the messages show the run ended
     # (completed / aborted / error), although the server still reports busy
-    settling: str | None = None  # while not settled, what the facts wait for (SETTLING); the
+    settling: Settling | None = None  # while not settled, what the facts wait for (SETTLING); the
     # row then keeps its last settled state, reason and stale flag (docs/STATES.md)
 
     @property
@@ -227,7 +233,7 @@ _RANK = {"input": 0, "retry": 2, "unknown": 3, "busy": 4, "idle": 7}
 
 def count_states(rows: Iterable[SessionRow]) -> dict[str, int]:
     """Rows per state (every state present, zero or not), and how many are stale."""
-    out = {s: 0 for s in STATES}
+    out: dict[str, int] = {s: 0 for s in STATES}
     out["stale"] = 0
     for r in rows:
         out[r.state] += 1

@@ -25,19 +25,17 @@ DETAIL_EXTRA = (
     ("tab, enter", "Open a sub-agent from the Sub-agents list"),
 )
 
+def _legend_line(look: fmt.Look, style: str = "") -> tuple[str, str, str]:
+    return (f"{look.glyph} {look.word}", style or f"${look.variable}", look.meaning)
+
+
+#: What each glyph means: the presentation table's states and reasons, in the order a user
+#: meets them, then the stale flag and the unread mark.
 LEGEND = (
-    (fmt.STATE_GLYPH["busy"] + " busy", "$state-busy", "running (the server says busy)"),
-    (fmt.STATE_GLYPH["retry"] + " retry", "$state-retry", "the provider failed; retrying"),
-    (fmt.STATE_GLYPH["input"] + " input", "$state-input",
-     "waiting for you: a permission or a question"),
-    (fmt.REASON_GLYPH["completed"] + " idle", "$state-idle", "idle, the run completed"),
-    (fmt.REASON_GLYPH["aborted"] + " idle", "$state-idle", "idle, the run was aborted"),
-    (fmt.REASON_GLYPH["error"] + " idle", "$state-error", "idle, the run failed (an error)"),
-    (fmt.STATE_GLYPH["idle"] + " idle", "$state-idle", "idle, nothing ran yet"),
-    (fmt.STATE_GLYPH["unknown"] + " unknown", "$state-unknown",
-     "the facts contradict idle (e.g. interrupted)"),
-    (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse",
-     "the server says busy, but the run visibly ended"),
+    *(_legend_line(fmt.STATE_LOOK[s]) for s in ("busy", "retry", "input")),
+    *(_legend_line(fmt.REASON_LOOK[r]) for r in ("completed", "aborted", "error")),
+    *(_legend_line(fmt.STATE_LOOK[s]) for s in ("idle", "unknown")),
+    _legend_line(fmt.STALE_LOOK, f"${fmt.STALE_LOOK.variable} bold reverse"),
     ("• title", "$accent bold", "unread: the row changed while you looked elsewhere"),
 )
 

@@ -9,13 +9,10 @@ from tui.core.view import View
 from .. import format as fmt
 from .live_static import LiveStatic
 
+#: The counts, one per state and the stale flag: (name, glyph, style), from the presentation table.
 COUNTED = (
-    ("busy", fmt.STATE_GLYPH["busy"], "$state-busy"),
-    ("retry", fmt.STATE_GLYPH["retry"], "$state-retry"),
-    ("input", fmt.STATE_GLYPH["input"], "$state-input"),
-    ("idle", fmt.STATE_GLYPH["idle"], "$state-idle"),
-    ("unknown", fmt.STATE_GLYPH["unknown"], "$state-unknown"),
-    ("stale", fmt.STALE_GLYPH, "$state-stale"),
+    *((state, look.glyph, f"${look.variable}") for state, look in fmt.STATE_LOOK.items()),
+    ("stale", fmt.STALE_LOOK.glyph, f"${fmt.STALE_LOOK.variable}"),
 )
 LOUD = ("input", "stale")  # counts that need someone: reversed when non-zero
 
