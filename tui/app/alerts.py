@@ -1,9 +1,10 @@
 """Attention in the dashboard: alerts on transitions, and "unread" marks on rows that changed
 while the user looked elsewhere.
 
-Both read the difference between two consecutive Views (`view.transitions`), never a status map
-of their own. Alerts go through the core `Alerter` (one per real transition, rate limited); the
-sinks here ring the bell through the app, write OSC 9 through its driver, and run notify-send.
+Both read the difference between two consecutive Views (`view.transitions`), as the source
+computed it once for that View (`ViewSource.last_changes`), never a status map of their own.
+Alerts go through the core `Alerter` (one per real transition, rate limited); the sinks here
+ring the bell through the app, write OSC 9 through its driver, and run notify-send.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from collections.abc import Callable
 
 from tui.core.alerts import Alert, Alerter, osc9, terminal_sinks
 from tui.core.config import AlertConfig
-from tui.core.view import TransitionFeed, View
+from tui.core.view import Changes
 
 Key = tuple[str, str]
 Sink = Callable[[Alert], None]
@@ -41,21 +42,19 @@ class Attention:
         self.config = config
         self.alerter = Alerter(config, sinks, clock)
         self.unread: set[Key] = set()
-        self._feed = TransitionFeed()
 
     @property
     def alerting(self) -> bool:
         """Whether any sink is configured."""
         return bool(self.alerter.sinks)
 
-    def apply(self, after: View, looking_at: Callable[[Key], bool]) -> bool:
-        """Take in a new View; True when the unread marks changed.
-
-        Reads its settled transitions (view.transitions) and new requests of rows waiting for
-        input. A row that appears (first sight, a server reconnecting) is not a change; a row
-        that changed while `looking_at(key)` was false is marked; a row that left loses its
-        mark."""
-        found = self._feed.feed(after)
+    def apply(self, found: Changes | None, looking_at: Callable[[Key], bool]) -> bool:
+        """Take in a new View's changes (its settled transitions, view.transitions, and the new
+        requests of rows waiting for input); True when the unread marks changed. A row that
+        appears (first sight, a server reconnecting) is not a change; a row that changed while
+        `looking_at(key)` was false is marked; a row that left loses its mark."""
+        if found is None:
+            return False
         changes = found.transitions + found.asks
         if not changes:
             return False

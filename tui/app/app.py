@@ -212,7 +212,7 @@ class OcwatchApp(App[None]):
         before = self.view
         self.view, self.now = view, now
         if view is not before:
-            self.attention.apply(view, self.looking_at)
+            self.attention.apply(self.source.last_changes, self.looking_at)
             self.responder.forget_closed()
         self.view_changed.publish(view)
         if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
