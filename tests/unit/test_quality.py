@@ -22,3 +22,9 @@ def test_ruff_is_clean():
 def test_mypy_is_clean():
     proc = run("mypy", "tui")
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_mypy_strict_is_clean_on_the_core():
+    """The headless core is held to `mypy --strict` (the app and CLI to the project's config)."""
+    proc = run("mypy", "--strict", "tui/core")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
