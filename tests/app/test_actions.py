@@ -280,8 +280,9 @@ async def test_the_row_changes_only_when_the_source_does() -> None:
 async def test_the_asking_sub_agent_and_a_request_answered_elsewhere() -> None:
     fake = FakeActions()
     child_asks = Pending("permission", "per_child", "ses_child1", "permission bash: ls",
-                         {"permission": "bash", "patterns": ["ls"], "always": ["ls *"],
-                          "metadata": {"command": "ls"}})
+                         views.permission_request("per_child", "ses_child1", permission="bash",
+                                                  patterns=["ls"], always=["ls *"],
+                                                  metadata={"command": "ls"}))
     view = views.with_row(views.every_state(), (A, "ses_parent"), state="input",
                           pending=(child_asks,))
     app, source = make_app(view, actions=fake)
@@ -370,5 +371,5 @@ def test_permission_fields_show_a_command_only_when_there_is_one() -> None:
     assert "--- api/v1.py" in text and "… 30 more lines" in text
     bash = permission_fields(views.PERMISSION).plain
     assert "command     rm -rf build/" in bash and "always      rm *" in bash
-    bare = permission_fields(Pending("permission", "per_x", "s", "?", {})).plain
+    bare = permission_fields(Pending("permission", "per_x", "s", "?")).plain
     assert bare == "tool        ?"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from tui.core.models import PermissionRequest, QuestionRequest
 from tui.core.view import Pending, ServerInfo, SessionRow, Transition, View
 
 NOW = 1_736_942_400.0  # 2025-01-15 12:00:00 UTC
@@ -31,34 +32,44 @@ def row(id: str, title: str, state: str, *, server: str = A, directory: str = SH
                       updated=NOW + updated, cost=cost, tokens=tokens, **extra)
 
 
+def permission_request(rid: str, sid: str, **wire: Any) -> PermissionRequest:
+    """A permission request as the server sends it (the wire fields, then parsed)."""
+    return PermissionRequest.parse({"id": rid, "sessionID": sid, **wire})
+
+
+def question_request(rid: str, sid: str, **wire: Any) -> QuestionRequest:
+    return QuestionRequest.parse({"id": rid, "sessionID": sid, **wire})
+
+
 PERMISSION = Pending(
     kind="permission", id="per_7Hq2", session_id="ses_perm", summary="bash: rm -rf build/",
-    detail={"permission": "bash", "patterns": ["rm -rf build/*"],
-            "metadata": {"command": "rm -rf build/", "description": "Remove build output"},
-            "always": ["rm *"], "tool": {"messageID": "msg_1", "callID": "call_1"}})
+    request=permission_request(
+        "per_7Hq2", "ses_perm", permission="bash", patterns=["rm -rf build/*"],
+        metadata={"command": "rm -rf build/", "description": "Remove build output"},
+        always=["rm *"], tool={"messageID": "msg_1", "callID": "call_1"}))
 QUESTION = Pending(
     kind="question", id="que_3Kx9", session_id="ses_question", summary="Which database?",
-    detail={"questions": [{
+    request=question_request("que_3Kx9", "ses_question", **{"questions": [{
         "question": "Which database should the service use?", "header": "Database",
         "options": [{"label": "PostgreSQL", "description": "relational, the team knows it"},
                     {"label": "SQLite", "description": "no server, one file"}],
-        "multiple": False, "custom": True}]})
+        "multiple": False, "custom": True}]}))
 
 EDIT = Pending(
     kind="permission", id="per_9Zt1", session_id="ses_child1",
     summary="permission edit: /home/dev/src/blog/api/v1.py",
-    detail={"permission": "edit", "patterns": ["api/v1.py"], "always": ["*"],
-            "metadata": {"filepath": "/home/dev/src/blog/api/v1.py",
-                         "diff": "--- api/v1.py\n+++ api/v1.py\n" + "".join(
-                             f"-    ROUTE_{i} = '/v1/r{i}'\n+    ROUTE_{i} = '/v2/r{i}'\n"
-                             for i in range(20))},
-            "command": "/home/dev/src/blog/api/v1.py"})
+    request=permission_request(
+        "per_9Zt1", "ses_child1", permission="edit", patterns=["api/v1.py"], always=["*"],
+        metadata={"filepath": "/home/dev/src/blog/api/v1.py",
+                  "diff": "--- api/v1.py\n+++ api/v1.py\n" + "".join(
+                      f"-    ROUTE_{i} = '/v1/r{i}'\n+    ROUTE_{i} = '/v2/r{i}'\n"
+                      for i in range(20))}))
 """An edit permission asked by a sub-agent, with a diff longer than any dialog."""
 
 SEVERAL = Pending(
     kind="question", id="que_8Rm4", session_id="ses_question",
     summary="question: Which checks should run? (+2 more)",
-    detail={"questions": [
+    request=question_request("que_8Rm4", "ses_question", questions=[
         {"question": "Which checks should run?", "header": "Checks", "multiple": True,
          "custom": True,
          "options": [{"label": "lint", "description": "ruff"},
@@ -69,7 +80,7 @@ SEVERAL = Pending(
                      {"label": "release", "description": "the next release"}]},
         {"question": "Ship it?", "header": "", "multiple": False, "custom": False,
          "options": [{"label": "yes", "description": ""}, {"label": "no", "description": ""}]},
-    ]})
+    ]))
 """A request of three questions: several answers, one of two, one without a typed answer."""
 
 STALE_EVIDENCE = (

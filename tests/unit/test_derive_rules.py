@@ -53,7 +53,7 @@ def test_open_question_is_input_with_what_is_asked():
     assert r.state == "input"
     assert r.pending[0].kind == "question"
     assert "Which database?" in r.pending[0].summary
-    assert r.pending[0].detail["questions"][0]["options"][0]["label"] == "Postgres"
+    assert r.pending[0].request.questions[0].options[0].label == "Postgres"
 
 
 def test_child_request_rolls_up_to_every_ancestor():

@@ -129,26 +129,18 @@ def _pending_of(
     req: PermissionRequest | QuestionRequest,
 ) -> Pending:
     if isinstance(req, PermissionRequest):
-        meta = req.metadata or {}
-        cmd = meta.get("command") or meta.get("description") or meta.get("filepath")
+        cmd = req.command
         pats = ", ".join(req.patterns)
         summary = f"permission {req.permission or '?'}"
         if cmd:
             summary += f": {cmd}"
         elif pats:
             summary += f": {pats}"
-        detail = {"permission": req.permission, "patterns": list(req.patterns),
-                  "metadata": dict(meta), "always": list(req.always),
-                  "command": cmd}
-        return Pending("permission", req.id, req.session_id, summary, detail)
+        return Pending("permission", req.id, req.session_id, summary, req)
     qs = req.questions
     first = qs[0].question if qs else ""
     summary = f"question: {first}" + (f" (+{len(qs) - 1} more)" if len(qs) > 1 else "")
-    detail = {"questions": [
-        {"question": q.question, "header": q.header, "multiple": q.multiple, "custom": q.custom,
-         "options": [{"label": o.label, "description": o.description} for o in q.options]}
-        for q in qs]}
-    return Pending("question", req.id, req.session_id, summary, detail)
+    return Pending("question", req.id, req.session_id, summary, req)
 
 
 #: A reusable row: (journal mark, requests, busy descendants, Session, row, valid until, the

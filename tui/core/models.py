@@ -254,6 +254,13 @@ class PermissionRequest(Wire):
     always: tuple[str, ...] = ()
     tool: ToolRef | None = None
 
+    @property
+    def command(self) -> Any:
+        """What it would run or touch, in a word: the command, else its description, else the
+        file (None when the metadata says none)."""
+        meta = self.metadata or {}
+        return meta.get("command") or meta.get("description") or meta.get("filepath")
+
 
 @wire
 class QuestionOption(Wire):

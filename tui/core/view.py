@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, get_args
 
+from .models import PermissionRequest, QuestionRequest
+
 #: A session's state (DESIGN.md), and an idle (or unknown) row's reason: the one vocabulary.
 State = Literal["busy", "retry", "input", "idle", "unknown"]
 Reason = Literal["completed", "aborted", "error", "interrupted"]
@@ -26,13 +28,15 @@ RUNNING: tuple[State, ...] = ("busy", "retry", "input")
 
 @dataclass(frozen=True, slots=True)
 class Pending:
-    """An open permission or question, on the session itself or rolled up from a descendant."""
+    """An open permission or question, on the session itself or rolled up from a descendant:
+    its one-line summary and the request as the server sent it."""
 
     kind: str  # "permission" | "question"
     id: str
     session_id: str
     summary: str
-    detail: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    request: PermissionRequest | QuestionRequest | None = field(
+        default=None, compare=False, hash=False)
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "session_id": self.session_id,

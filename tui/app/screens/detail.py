@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui.core.models import PermissionRequest, QuestionRequest
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
@@ -100,8 +101,8 @@ def _get(detail: Mapping[str, Any], *names: str) -> Any:
 
 
 def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
-    """One permission or question, from `Pending.detail` (tolerant of missing fields)."""
-    detail: Mapping[str, Any] = item.detail or {}
+    """One permission or question, from the request the server sent (`Pending.request`)."""
+    req = item.request
     glyph_style = "$state-input bold"
     parts: list[Part] = [(f"? {item.kind}", glyph_style), "  ",
                          (_lit(item.id), "$foreground-muted")]
@@ -111,13 +112,12 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
     if item.summary:
         parts += ["  ", _label("summary"), _lit(item.summary), "\n"]
     if item.kind == "permission":
-        name = _get(detail, "permission", "type")
+        perm = req if isinstance(req, PermissionRequest) else None
+        name = perm.permission if perm is not None else None
         if name:
             parts += ["  ", _label("tool"), (_lit(name), "bold"), "\n"]
-        metadata = detail.get("metadata") or {}
-        if not isinstance(metadata, Mapping):
-            metadata = {}
-        command = _get(metadata, "command", "cmd") or _get(detail, "command")
+        metadata: Mapping[str, Any] = perm.metadata if perm is not None else {}
+        command = _get(metadata, "command", "cmd") or (perm.command if perm is not None else None)
         if command:
             parts += ["  ", _label("command"), (_lit(command), "bold"), "\n"]
         blocks: list[Part] = []
@@ -129,36 +129,29 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
                     blocks += ["  ", _label(_lit(k)), "\n", *block(v, "    ")]
                 else:
                     parts += ["  ", _label(_lit(k)), _lit(v), "\n"]
-        patterns = _get(detail, "patterns", "pattern")
+        patterns = perm.patterns if perm is not None else ()
         if patterns:
-            if isinstance(patterns, str):
-                patterns = [patterns]
             parts += ["  ", _label("patterns"), ", ".join(_lit(p) for p in patterns), "\n"]
         parts += blocks
         parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
                   (" here, or ", "$foreground-muted"),
                   (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"), "\n"]
     else:
-        questions = detail.get("questions") or []
-        for n, q in enumerate(questions if isinstance(questions, (list, tuple)) else [], 1):
-            if not isinstance(q, Mapping):
-                continue
-            header = _get(q, "header")
+        questions = req.questions if isinstance(req, QuestionRequest) else ()
+        for n, q in enumerate(questions, 1):
             parts += ["  ", (f"Q{n} ", "bold")]
-            if header:
-                parts += [(f"{_lit(header)}: ", "$foreground-muted")]
-            parts += [(_lit(q.get("question", "")), "bold"), "\n"]
-            for opt in q.get("options") or []:
-                if not isinstance(opt, Mapping):
-                    continue
-                parts += ["     ○ ", _lit(opt.get("label", ""))]
-                if opt.get("description"):
-                    parts += [(f" — {_lit(opt['description'])}", "$foreground-muted")]
+            if q.header:
+                parts += [(f"{_lit(q.header)}: ", "$foreground-muted")]
+            parts += [(_lit(q.question), "bold"), "\n"]
+            for opt in q.options:
+                parts += ["     ○ ", _lit(opt.label)]
+                if opt.description:
+                    parts += [(f" — {_lit(opt.description)}", "$foreground-muted")]
                 parts.append("\n")
             extras = []
-            if q.get("multiple"):
+            if q.multiple:
                 extras.append("several answers allowed")
-            if q.get("custom", True):
+            if q.custom:
                 extras.append("a typed answer is allowed")
             if extras:
                 parts += ["     ", ("; ".join(extras), "$foreground-muted italic"), "\n"]

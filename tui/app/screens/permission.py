@@ -12,6 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
+from tui.core.models import PermissionRequest
 from tui.core.view import Pending
 
 from .dialog import Part, RequestDialog, asked_by, block, label, literal, multiline
@@ -43,10 +44,10 @@ def _block(name: str, text: str) -> list[Part]:
 def permission_fields(pending: Pending) -> Content:
     """Tool, command, other metadata, patterns and the `always` patterns (tolerant of missing
     fields). Only a real command is shown as one; a diff is shown as a block."""
-    detail: Mapping[str, Any] = pending.detail or {}
-    metadata = detail.get("metadata")
-    metadata = metadata if isinstance(metadata, Mapping) else {}
-    parts: list[Part] = [label("tool"), (literal(detail.get("permission") or "?"), "bold")]
+    req = pending.request if isinstance(pending.request, PermissionRequest) else None
+    metadata: Mapping[str, Any] = req.metadata if req is not None else {}
+    parts: list[Part] = [label("tool"),
+                         (literal((req.permission if req is not None else "") or "?"), "bold")]
     command = metadata.get("command") or metadata.get("cmd")
     if command:
         parts += ["\n", label("command"), (literal(command), "bold")]
@@ -59,10 +60,10 @@ def permission_fields(pending: Pending) -> Content:
             blocks += _block(literal(key), value)
         else:
             parts += ["\n", label(literal(key)), literal(value)]
-    patterns = _items(detail.get("patterns"))
+    patterns = _items(list(req.patterns) if req is not None else None)
     if patterns:
         parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
-    always = _items(detail.get("always"))
+    always = _items(list(req.always) if req is not None else None)
     if always:
         parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
                   ("  (what “always” allows from now on)", "$foreground-muted")]

@@ -3,7 +3,7 @@ request says), a typed answer where allowed; submit or reject."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
@@ -18,6 +18,7 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
+from tui.core.models import QuestionRequest
 from tui.core.view import Pending, SessionRow
 
 from .dialog import Part, RequestDialog, asked_by, literal
@@ -39,7 +40,7 @@ class QuestionReply:
 
 @dataclass(frozen=True)
 class Asked:
-    """One question of the request, read tolerantly from `Pending.detail`."""
+    """One question of the request (`Pending.request`), as the dialog shows it."""
 
     question: str
     header: str
@@ -50,18 +51,13 @@ class Asked:
 
 
 def questions_of(pending: Pending) -> list[Asked]:
-    raw = (pending.detail or {}).get("questions") or []
-    out = []
-    for q in raw if isinstance(raw, (list, tuple)) else []:
-        if not isinstance(q, Mapping):
-            continue
-        options = [o for o in q.get("options") or [] if isinstance(o, Mapping)]
-        out.append(Asked(
-            question=str(q.get("question") or ""), header=str(q.get("header") or ""),
-            labels=tuple(str(o.get("label", "")) for o in options),
-            descriptions=tuple(str(o.get("description") or "") for o in options),
-            multiple=bool(q.get("multiple")), custom=bool(q.get("custom", True))))
-    return out
+    req = pending.request
+    if not isinstance(req, QuestionRequest):
+        return []
+    return [Asked(question=q.question, header=q.header,
+                  labels=tuple(o.label for o in q.options),
+                  descriptions=tuple(o.description for o in q.options),
+                  multiple=q.multiple, custom=q.custom) for q in req.questions]
 
 
 def option_prompt(label: str, description: str) -> Content:
