@@ -289,8 +289,29 @@ async def test_a_reconnect_takes_its_snapshot_without_waiting_out_the_spacing(mo
     monkeypatch.setattr(monitor_mod, "time", types.SimpleNamespace(
         monotonic=lambda: float(next(ticks)), time=monitor_mod.time.time))
     monkeypatch.setattr(monitor_mod, "HEALTHY_FOR", 0.0)
-    api = StreamingAPI([[frame("server.connected")], [frame("server.connected")]],
-                       sessions=[wire_session("ses_1")])
+    mon: ServerMonitor | None = None
+
+    class CutAfterTheFirstSnapshot(StreamingAPI):
+        """The first stream ends once the first snapshot is in (so its reconnect comes after
+        that snapshot, never folded into it); the second stays open."""
+
+        def handle(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path != "/global/event":
+                return super().handle(request)
+            self.connects += 1
+            first = self.connects == 1
+
+            async def body():
+                yield frame("server.connected")
+                while first and (mon is None or mon.snapshots_taken < 1):
+                    await asyncio.sleep(0.01)
+                if not first:
+                    await asyncio.sleep(3600)
+
+            return httpx.Response(200, headers={"content-type": "text/event-stream"},
+                                  content=body())
+
+    api = CutAfterTheFirstSnapshot([], sessions=[wire_session("ses_1")])
     slow = Settings(snapshot_debounce=0.01, resync_interval=3600, heartbeat_timeout=5.0,
                     snapshot_min_gap=3600)
     mon = ServerMonitor("http://x", settings=slow, transport=api.transport())

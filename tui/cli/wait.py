@@ -13,7 +13,7 @@ from typing import Any
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
-from ..core.view import SessionRow
+from ..core.view import ServerInfo, SessionRow
 from .output import literal, pipe_safe
 
 EXIT_COMPLETED = 0
@@ -92,27 +92,27 @@ async def wait_many(
     first_look = None if timeout is None else (timeout or settings.request_timeout)
     try:
         pending = await first_looks(fleet, task, first_look)
-        looked = [m for m in fleet.monitors if m.snapshot is not None]
-        if not looked:
+        servers = fleet.current().servers  # what the monitors published, as every reader sees
+        if not any(s.snapshot_at is not None for s in servers):
             if pending:
                 return _close(outcomes, EXIT_TIMEOUT,
                               f"timed out after {first_look:g}s (no snapshot yet)")
-            errors = "; ".join(m.error or f"{m.url}: unreachable" for m in fleet.monitors)
-            return _close(outcomes, EXIT_USAGE, errors)
+            return _close(outcomes, EXIT_USAGE, "; ".join(_why(s) for s in servers))
         if on_ready is not None:
             on_ready()
         while True:
             changed.clear()
             view = fleet.current()
             now = time.time()
-            down = [m for m in fleet.monitors if not m.reachable]
+            by_url = {s.url: s for s in view.servers}
+            down = [s for s in view.servers if not s.reachable]
             for sid, out in outcomes.items():
                 if out.code is not None:
                     continue
                 found = view.find(sid)
                 row = found[0] if found else None
-                mon = fleet.monitor(row.server) if row is not None else None
-                if row is not None and mon is not None and mon.reachable:
+                info = by_url.get(row.server) if row is not None else None
+                if row is not None and info is not None and info.reachable:
                     out.row, out.message = row, None
                     out.code = exit_code_for(row)
                     continue
@@ -120,15 +120,15 @@ async def wait_many(
                     out.row = row
                 if not down:
                     out.code = EXIT_USAGE
-                    urls = ", ".join(m.url for m in fleet.monitors)
+                    urls = ", ".join(s.url for s in view.servers)
                     out.message = f"unknown session {sid} on {urls}"
                     continue
                 # on (or maybe on) a server that cannot be read now: wait for it, a while
-                holders = [mon] if mon is not None else down
-                since = min((m.error_since or now) for m in holders)
-                out.message = "; ".join(m.error or f"{m.url}: unreachable" for m in holders)
+                holders = [info] if info is not None else down
+                since = min((s.error_since or now) for s in holders)
+                out.message = "; ".join(_why(s) for s in holders)
                 gave_up = now - since > UNREACHABLE_PATIENCE
-                if gave_up or all(m.snapshot is None for m in holders):
+                if gave_up or all(s.snapshot_at is None for s in holders):
                     out.code = EXIT_USAGE
                     if gave_up:
                         out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
@@ -171,6 +171,11 @@ async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | N
         for f in pending:
             f.cancel()
     return len(pending)
+
+
+def _why(server: ServerInfo) -> str:
+    """Why a server cannot be read, as its monitor said it."""
+    return server.error or f"{server.url}: unreachable"
 
 
 def _close(outcomes: dict[str, Outcome], code: int, message: str) -> list[Outcome]:

@@ -148,6 +148,7 @@ class ServerMonitor:
             version=self.snapshot.version if self.snapshot else None,
             reachable=self.reachable,
             error=self.error,
+            error_since=self.error_since,
             connected=self.connected,
             last_event_at=self.last_event_at,
             snapshot_at=self.snapshot.started_at if self.snapshot else None,

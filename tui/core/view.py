@@ -117,6 +117,7 @@ class ServerInfo:
     version: str | None = None
     reachable: bool = False
     error: str | None = None
+    error_since: float | None = None  # when the current error began
     connected: bool = False  # event stream up
     last_event_at: float | None = None
     snapshot_at: float | None = None
