@@ -321,3 +321,27 @@ async def test_a_reconnect_takes_its_snapshot_without_waiting_out_the_spacing(mo
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+async def test_a_401_on_the_event_stream_says_what_a_401_anywhere_says():
+    """One message for a refused password, whichever route met it: with a user given, that the
+    server refused it (not the no-password hint)."""
+    from tui.core.settings import Auth
+
+    class Refusing(StreamingAPI):
+        def handle(self, request: httpx.Request) -> httpx.Response:
+            if request.url.path == "/global/event":
+                return httpx.Response(401, headers={"www-authenticate": "Basic"})
+            return super().handle(request)
+
+    api = Refusing([], sessions=[wire_session("ses_1")])
+    mon = ServerMonitor("http://x", auth=Auth("opencode", "wrong"), settings=FAST,
+                        transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: mon.stream_error is not None)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    assert mon.stream_error == mon.client.auth_failed().message
+    assert "refused user 'opencode'" in mon.stream_error

@@ -205,18 +205,22 @@ class Client:
                                   "(decompressed); refused")
         return bytes(out)
 
+    def auth_failed(self) -> AuthFailed:
+        """What a 401 from this server means, for any route (the event stream's too)."""
+        if self._user is None:
+            return AuthFailed(
+                f"{self.url}: authentication failed (HTTP 401): the server wants a password; "
+                "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME if not "
+                "'opencode')")
+        return AuthFailed(
+            f"{self.url}: authentication failed (HTTP 401): the server refused user "
+            f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)")
+
     def _check(self, resp: httpx.Response, content: bytes, method: str, path: str,
                expect_json: bool) -> Any:
         where = f"{self.url} {method} {path}"
         if resp.status_code == 401:
-            if self._user is None:
-                raise AuthFailed(
-                    f"{self.url}: authentication failed (HTTP 401): the server wants a password; "
-                    "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME if not "
-                    "'opencode')")
-            raise AuthFailed(
-                f"{self.url}: authentication failed (HTTP 401): the server refused user "
-                f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)")
+            raise self.auth_failed()
         if resp.status_code == 404:
             tag, msg = _error_fields(content)
             raise NotFound(f"{where}: not found{': ' + msg if msg else ''}", tag)

@@ -399,8 +399,7 @@ class ServerMonitor:
 
     def _check_stream_response(self, resp: httpx.Response) -> None:
         if resp.status_code == 401:
-            raise AuthFailed(
-                f"{self.url}: authentication failed (HTTP 401); set OPENCODE_SERVER_PASSWORD")
+            raise self.client.auth_failed()
         if resp.status_code >= 400:
             raise BadResponse(f"{self.url}: event stream answered HTTP {resp.status_code}")
         ctype = resp.headers.get("content-type", "")
