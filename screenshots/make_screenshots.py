@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from tui.app import create_app  # noqa: E402
+from tui.app.actions import FleetActions  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 from tui.demo.server import DemoServer  # noqa: E402
@@ -42,7 +43,8 @@ async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int]
         await server.start()
     try:
         fleet = Fleet([server.url], settings=Settings(), clock=clock)
-        app = create_app(fleet, theme=theme, server_urls=[server.url], clock=clock)
+        app = create_app(fleet, theme=theme, server_urls=[server.url], clock=clock,
+                         actions=FleetActions(fleet))
         async with app.run_test(size=size) as pilot:
             for _ in range(200):  # until the first snapshot is on screen
                 await pilot.pause(0.05)

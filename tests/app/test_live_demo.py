@@ -8,6 +8,7 @@ from collections.abc import Callable
 import pytest
 
 from tui.app import create_app
+from tui.app.actions import FleetActions
 from tui.app.widgets.session_table import SessionTable
 from tui.core.fleet import Fleet
 
@@ -16,7 +17,8 @@ demo_server = pytest.importorskip("tui.demo.server")
 
 async def test_demo_state_change_reaches_the_table() -> None:
     async with demo_server.DemoServer(speed=20.0, heartbeat=1.0) as server:
-        app = create_app(Fleet([server.url]), server_urls=[server.url])
+        fleet = Fleet([server.url])
+        app = create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
         async with app.run_test(size=(160, 48)) as pilot:
             table = app.main_screen.query_one(SessionTable)
 

@@ -13,6 +13,7 @@ from textual.pilot import Pilot
 from textual.widgets import RadioSet
 
 from tui.app import OcwatchApp, create_app
+from tui.app.actions import FleetActions
 from tui.app.screens.confirm import ConfirmScreen
 from tui.app.screens.permission import PermissionScreen
 from tui.app.screens.question import QuestionScreen
@@ -28,7 +29,8 @@ DEADLINE = 90.0
 
 
 def dashboard(server: OpenCodeServer) -> OcwatchApp:
-    return create_app(Fleet([server.url]), server_urls=[server.url])
+    fleet = Fleet([server.url])
+    return create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
 
 
 def row_of(app: OcwatchApp, sid: str) -> SessionRow | None:

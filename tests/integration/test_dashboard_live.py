@@ -9,6 +9,7 @@ import sys
 
 from tests.cli_env import cli_env
 from tui.app import create_app
+from tui.app.actions import FleetActions
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
 
@@ -28,7 +29,8 @@ async def test_the_table_shows_the_states_status_json_reports(oc_server: OpenCod
                                                               all_states: AllStates):
     want = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}
     ids = set(all_states.ids().values())
-    app = create_app(Fleet([oc_server.url]), server_urls=[oc_server.url])
+    fleet = Fleet([oc_server.url])
+    app = create_app(fleet, server_urls=[oc_server.url], actions=FleetActions(fleet))
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.main_screen.table
         loop = asyncio.get_running_loop()

@@ -1,9 +1,10 @@
 """What the dashboard can do to a server: abort a run, reply to a permission, answer a question.
 
-The app talks to an `Actions` object so tests can pass a fake. `FleetActions` uses the live
-Fleet's own clients (and asks the monitor for a snapshot once the server accepted, so the row
-changes as soon as the server confirms); `ClientActions` opens a client per action for other
-sources. Both raise `OcwatchError` (with a one-line `.message`) when the server refuses.
+The app talks to an `Actions` object, passed in by whoever builds it (tests pass a fake; a
+dashboard on fixed Views passes none). `FleetActions` acts through the live Fleet (`Fleet.act`:
+its own clients, and a snapshot once the server accepted, so the row changes as soon as the
+server confirms); `ClientActions` opens a client per action. Both raise `OcwatchError` (with a
+one-line `.message`) when the server refuses.
 """
 
 from __future__ import annotations
@@ -15,7 +16,6 @@ from tui.core import actions as core
 from tui.core.client import Client
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth
-from tui.core.source import ViewSource
 
 T = TypeVar("T")
 
@@ -67,12 +67,7 @@ class FleetActions(_ThroughClient):
         self.fleet = fleet
 
     async def _on(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
-        monitor = self.fleet.monitor(server)
-        if monitor is None:
-            raise core.ActionError(f"{server} is not one of the watched servers")
-        result = await act(monitor.client)
-        monitor.request_snapshot()  # the row changes when the server confirms, not before
-        return result
+        return await self.fleet.act(server, act)
 
 
 class ClientActions(_ThroughClient):
@@ -84,15 +79,3 @@ class ClientActions(_ThroughClient):
     async def _on(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
         async with Client(server, self.auth) as client:
             return await act(client)
-
-
-def default_actions(source: ViewSource, auth: Auth | None = None) -> Actions | None:
-    """The Fleet's actions for a Fleet, none for a StaticSource (fixed Views, no server),
-    a client per action for any other source."""
-    from tui.core.source import StaticSource
-
-    if isinstance(source, Fleet):
-        return FleetActions(source)
-    if isinstance(source, StaticSource):
-        return None
-    return ClientActions(auth)

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -32,7 +32,7 @@ from tui.core.source import ViewSource
 from tui.core.view import View
 
 from . import format as fmt
-from .actions import Actions, default_actions
+from .actions import Actions
 from .alerts import Attention, app_sinks
 from .heap import HeapKeeper
 from .respond import Responder
@@ -333,7 +333,7 @@ def create_app(
     server_urls: Sequence[str] | None = None,
     clock: Callable[[], float] = time.time,
     user_theme_dir: Path | None = None,
-    actions: Actions | Literal["default"] | None = "default",
+    actions: Actions | None = None,
     alerts: AlertConfig | None = None,
     notices: Sequence[str] = (),
 ) -> OcwatchApp:
@@ -344,13 +344,12 @@ def create_app(
     (default: `$OPENCODE_SERVER_URL` or http://127.0.0.1:4096).
     `clock`: the wall clock (epoch seconds), injectable so tests are deterministic.
     `user_theme_dir`: where user themes live (default `$XDG_CONFIG_HOME/ocwatch/themes`).
-    `actions`: how abort / reply / answer reach the servers (default: through the Fleet's
-    clients; none for a StaticSource, which says "actions need a live server").
+    `actions`: how abort / reply / answer reach the servers (`FleetActions(fleet)` for a live
+    Fleet; None: the dashboard says actions need a live server).
     `alerts`: which alerts fire and how (default: none; bell, OSC 9, notify-send are opt-in).
     `notices`: config warnings to show when the app starts.
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
-    chosen = default_actions(source) if isinstance(actions, str) else actions
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
-                      user_theme_dir=user_theme_dir, actions=chosen,
+                      user_theme_dir=user_theme_dir, actions=actions,
                       alerts=alerts, notices=notices)

@@ -14,6 +14,7 @@ from tui.core.config import resolve_options as resolve
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 
+from .actions import FleetActions
 from .app import create_app
 
 
@@ -31,7 +32,7 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
                   auths=opts.auths)
     app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
-                     notices=opts.notices)
+                     notices=opts.notices, actions=FleetActions(fleet))
     app.run()
     return app.return_code or 0
 
@@ -51,7 +52,8 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
         async with DemoServer(speed=speed) as server:
             fleet = Fleet([server.url], settings=settings or opts.settings)
             app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
-                             alerts=opts.alerts, notices=opts.notices)
+                             alerts=opts.alerts, notices=opts.notices,
+                             actions=FleetActions(fleet))
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "

@@ -9,14 +9,18 @@ from __future__ import annotations
 import asyncio
 import time
 from collections import deque
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
 
 import httpx
 
-from .client import normalize_url
+from .actions import ActionError
+from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
 from .settings import Auth, Settings
 from .view import Changes, Transition, TransitionFeed, View
+
+T = TypeVar("T")
 
 
 class Fleet:
@@ -71,6 +75,16 @@ class Fleet:
                 continue
             self._history.setdefault(tr.key, deque(maxlen=self._history_limit)).append(tr)
         return view
+
+    async def act(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
+        """Do `act` through the watched server's own client; once the server accepted it, ask
+        that server for a snapshot (the row changes when the server confirms, not before)."""
+        monitor = self.monitor(server)
+        if monitor is None:
+            raise ActionError(f"{server} is not one of the watched servers")
+        result = await act(monitor.client)
+        monitor.request_snapshot()
+        return result
 
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return list(self._history.get(key, ()))
