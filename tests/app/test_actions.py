@@ -91,8 +91,9 @@ async def test_abort_of_an_idle_session_says_why_not() -> None:
 
 # -- permission ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("key", "reply"), [("o", "once"), ("a", "always"), ("r", "reject")])
-async def test_permission_keys(key: str, reply: str) -> None:
+@pytest.mark.parametrize(("keys", "reply"), [(("o",), "once"), (("a", "enter"), "always"),
+                                              (("r", "enter"), "reject")])
+async def test_permission_keys(keys: tuple[str, ...], reply: str) -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -102,10 +103,51 @@ async def test_permission_keys(key: str, reply: str) -> None:
         shown = str(screen.query_one("#permission-fields", Static).render())
         for text in ("bash", "rm -rf build/", "rm -rf build/*", "rm *", "Remove build output"):
             assert text in shown
-        await pilot.press(key)
+        await pilot.press(*keys)
         await settle(pilot, app)
         assert fake.calls == [("reply", A, "per_7Hq2", reply, None)]
         assert app.screen is app.main_screen
+
+
+@pytest.mark.parametrize("keys", [("r",), ("a",), ("a", "a"), ("r", "r"), ("a", "r"),
+                                  ("r", "a", "r"), ("a", "escape", "a")])
+async def test_no_repeated_or_neighbouring_key_from_the_table_answers(keys: tuple[str, ...]):
+    """`r` opens the dialog (the table's Respond), `a` is the table's Abort: pressed again, or
+    one after the other, they only show what always / reject would do; nothing is sent until
+    enter on Confirm. esc goes back to the dialog, a second esc closes it."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        await pilot.press(*keys)
+        await pilot.pause()
+        assert fake.calls == [] and app.screen is screen
+        note = str(screen.query_one("#permission-confirm", Static).render())
+        if screen.armed == "always":
+            assert "Allow always" in note and "rm *" in note and "enter confirms" in note
+        elif screen.armed == "reject":
+            assert "the run stops" in note and "enter confirms" in note
+        await pilot.press("escape")
+        await pilot.pause()
+        assert screen.armed is None and app.screen is screen  # back to the dialog
+        await pilot.press("escape")
+        await settle(pilot, app)
+        assert fake.calls == [] and app.screen is app.main_screen
+
+
+async def test_a_click_on_always_only_shows_it_and_confirm_sends_it() -> None:
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        await pilot.click("#always")  # a click arms too: it shows, it does not send
+        await pilot.pause()
+        assert fake.calls == []
+        await pilot.click("#confirm")
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", "always", None)]
 
 
 async def test_permission_reject_with_a_message() -> None:
@@ -296,7 +338,7 @@ async def test_the_asking_sub_agent_and_a_request_answered_elsewhere() -> None:
         assert not gone.display
         source.set(views.with_row(view, (A, "ses_parent"), state="busy", pending=()))
         await until(pilot, lambda: gone.display)
-        await pilot.press("a")
+        await pilot.press("a", "enter")
         await settle(pilot, app)
         assert fake.calls == [("reply", A, "per_child", "always", None)]
 

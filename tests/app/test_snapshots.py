@@ -106,6 +106,14 @@ def test_permission_dialog(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
 
 
+@pytest.mark.parametrize(("keys", "size"), [(("r", "a"), NARROW), (("r", "r"), (100, 32))],
+                         ids=["always-80x24", "reject-100x32"])
+def test_permission_dialog_shows_a_broad_answer_before_it_is_sent(snap_compare, keys, size):
+    """`r a` / `r r` from the table: what always / reject would do, and Confirm focused."""
+    app, _ = make_app(actions=FakeActions())
+    assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", *keys))
+
+
 def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
     """The diff scrolls; the buttons stay in view."""
     app, _ = make_app(views.sub_agent_edit(), actions=FakeActions())

@@ -70,26 +70,50 @@ def permission_fields(pending: Pending) -> Content:
     return Content.assemble(*parts, *blocks).rstrip()
 
 
+def consequence(reply: str, pending: Pending) -> Content:
+    """What a broad answer does, said before it is confirmed, then the keys."""
+    req = pending.request if isinstance(pending.request, PermissionRequest) else None
+    parts: list[Part]
+    if reply == "always":
+        parts = [("Allow always: ", "bold"), "the agent runs this now and, from now on, "]
+        if req is not None and req.always:
+            parts += ["whatever matches ", (", ".join(literal(p) for p in req.always), "bold"),
+                      ", without asking again."]
+        else:
+            parts += ["the same, without asking again."]
+    else:
+        parts = [("Reject: ", "bold"), "the tool is refused and the run stops. (",
+                 ("m", "bold"), " rejects with a message instead: the run goes on.)"]
+    parts.append(("\nenter confirms · esc goes back", "$foreground-muted"))
+    return Content.assemble(*parts)
+
+
 class PermissionScreen(RequestDialog[PermissionReply | None]):
-    """Once (`o`), always (`a`), reject (`r`), reject with a message (`m`); esc cancels.
+    """Once (`o`); always (`a`) and reject (`r`) each need a second step (enter on Confirm),
+    so no repeated or neighbouring keystroke from the table answers (`r` opens this dialog,
+    `a` aborts there): `r r` or `r a` only shows what the answer would do. Reject with a
+    message (`m`); esc goes back, then cancels.
 
     The message field stays hidden until asked for (`m`): a text field in view invites typing,
-    and with the focus on the buttons the first `o` or `a` of a message would allow the tool.
-    Once the field is open, every key types into it; enter rejects with the message, esc closes
-    the field again."""
+    and with the focus on the buttons the first `o` of a message would allow the tool. Once the
+    field is open, every key types into it; enter rejects with the message, esc closes the
+    field again."""
 
     BINDINGS = [
         Binding("o", "reply('once')", "Allow once"),
-        Binding("a", "reply('always')", "Allow always"),
-        Binding("r", "reply('reject')", "Reject (the run stops)"),
+        Binding("a", "arm('always')", "Allow always… (then enter)"),
+        Binding("r", "arm('reject')", "Reject… (then enter; the run stops)"),
         Binding("m", "write_message", "Reject with a message (the run goes on)"),
-        Binding("escape", "cancel", "Cancel (or close the message field)"),
+        Binding("escape", "cancel", "Go back (or cancel)"),
     ]
+
+    armed: str | None = None
+    """The broad answer shown and waiting for its confirmation (`always`, `reject`), if any."""
 
     def compose(self) -> ComposeResult:
         with Vertical(id="permission", classes="dialog") as box:
             box.border_title = "Permission asked"
-            box.border_subtitle = "o once · a always · r reject · m message · esc cancel"
+            box.border_subtitle = "o once · a always… · r reject… · m message · esc cancel"
             yield self.gone_banner()
             with VerticalScroll(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
@@ -101,15 +125,19 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             ), classes="dialog-note message")
             yield Input(placeholder="e.g. use rsync instead", id="permission-message",
                         classes="message")
+            yield Static("", id="permission-confirm", classes="dialog-note confirm")
             with Horizontal(classes="dialog-buttons"):
-                yield Button("Once (o)", variant="success", id="once")
-                yield Button("Always (a)", variant="primary", id="always")
-                yield Button("Reject (r)", variant="error", id="reject")
-                yield Button("Message… (m)", variant="error", id="message")
-                yield Button("Cancel (esc)", id="cancel")
+                yield Button("Once (o)", variant="success", id="once", classes="answer")
+                yield Button("Always… (a)", variant="primary", id="always", classes="answer")
+                yield Button("Reject… (r)", variant="error", id="reject", classes="answer")
+                yield Button("Message… (m)", variant="error", id="message", classes="answer")
+                yield Button("Cancel (esc)", id="cancel", classes="answer")
+                yield Button("Confirm (enter)", variant="warning", id="confirm",
+                             classes="confirm")
+                yield Button("Back (esc)", id="back", classes="confirm")
 
     def on_mount(self) -> None:
-        for part in self.query(".message"):
+        for part in self.query(".message, .confirm"):
             part.display = False
         # a stray enter or space must not allow anything: the focus starts on Cancel
         self.query_one("#cancel", Button).focus()
@@ -127,7 +155,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         """While the message field is open, letters are text, never o/a/r/m (the buttons still
         work)."""
         typing = self.is_mounted and self.message_box.display
-        return not (typing and action in ("reply", "write_message"))
+        return not (typing and action in ("reply", "arm", "write_message"))
 
     @property
     def message_box(self) -> Input:
@@ -144,10 +172,18 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             return
         if event.button.id == "cancel":
             self.dismiss(None)
+        elif event.button.id == "back":
+            self.action_cancel()
         elif event.button.id == "message":
             self.action_write_message()
-        elif event.button.id in ("once", "always", "reject"):
-            self.action_reply(event.button.id)
+        elif event.button.id == "once":
+            self.action_reply("once")
+        elif event.button.id == "confirm" and self.armed is not None:
+            self.action_reply(self.armed)
+        elif event.button.id == "reject" and self.message_box.display:
+            self.action_reply("reject")  # with the message written: that is the second step
+        elif event.button.id in ("always", "reject"):
+            self.action_arm(event.button.id)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -159,15 +195,44 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
 
     def action_write_message(self) -> None:
         """Open the message field (a rejection with feedback: the run goes on)."""
+        self._disarm()
         self._message_open(True)
         self.message_box.focus()
+
+    def action_arm(self, reply: str) -> None:
+        """Show what `always` or `reject` does and move the focus to Confirm: the answer goes
+        only with enter there (or a click), a different key from the one that armed it."""
+        self.armed = reply
+        self.query_one("#permission-confirm", Static).update(consequence(reply, self.pending))
+        confirm = self.query_one("#confirm", Button)
+        confirm.label = "Allow always (enter)" if reply == "always" else "Reject (enter)"
+        confirm.variant = "primary" if reply == "always" else "error"
+        for part in self.query(".answer"):
+            part.display = False
+        for part in self.query(".confirm"):
+            part.display = True
+        confirm.focus()
+        self.call_after_refresh(self.fit_body)
+
+    def _disarm(self) -> None:
+        self.armed = None
+        for part in self.query(".confirm"):
+            part.display = False
+        for part in self.query(".answer"):
+            part.display = True
 
     def action_reply(self, reply: str) -> None:
         """Send the reply (the message goes only with reject)."""
         self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
 
     def action_cancel(self) -> None:
-        """Close the message field if it is open, else close without replying."""
+        """Go back from a broad answer shown for confirmation, or close the message field if
+        it is open, else close without replying."""
+        if self.armed is not None:
+            self._disarm()
+            self.query_one("#cancel", Button).focus()
+            self.call_after_refresh(self.fit_body)
+            return
         box = self.message_box
         if box.display:
             box.value = ""
