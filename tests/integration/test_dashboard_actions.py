@@ -96,7 +96,7 @@ async def test_rejected_permissions_end_as_the_server_decides(
     app = dashboard(oc_server)
     async with app.run_test(size=SIZE) as pilot:
         row = await until_row(pilot, app, plain, asking("permission"), "the first permission")
-        await press_on(pilot, app, row, "r", "r")
+        await press_on(pilot, app, row, "r", "r", "enter")  # reject: shown, then confirmed
         row = await until_row(pilot, app, told, asking("permission"), "the second permission")
         await press_on(pilot, app, row, "r")
         assert isinstance(app.screen, PermissionScreen)
