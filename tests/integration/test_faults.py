@@ -4,9 +4,10 @@ ocwatch shows the fault, never a wrong settled state, and converges to the serve
 from __future__ import annotations
 
 import json
-import resource
+import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,11 +30,30 @@ def proxy(oc_server: OpenCodeServer) -> Iterator[FaultProxy]:
 
 
 def status_json(url: str, env: dict[str, str] | None = None) -> tuple[int, dict, str]:
-    env = env or cli_env()
-    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
-                           url], capture_output=True, text=True, timeout=120, env=env)
-    assert "Traceback" not in proc.stderr, proc.stderr
-    return proc.returncode, json.loads(proc.stdout) if proc.stdout.strip() else {}, proc.stderr
+    code, data, err, _ = status_json_rss(url, env)
+    return code, data, err
+
+
+def status_json_rss(url: str, env: dict[str, str] | None = None) -> tuple[int, dict, str, float]:
+    """`ocwatch status --json` as a user runs it: (exit code, JSON, stderr, its own peak RSS in
+    MB, from wait4 on that one process, not the max over every child this test run reaped)."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        proc = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "status", "--json",
+                                 "--server", url], stdout=out, stderr=err, env=env or cli_env())
+        deadline = time.monotonic() + 120
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            assert time.monotonic() < deadline, "status did not end"
+            time.sleep(0.05)
+        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        out.seek(0)
+        err.seek(0)
+        stdout, stderr = out.read().decode(), err.read().decode()
+    assert "Traceback" not in stderr, stderr
+    data = json.loads(stdout) if stdout.strip() else {}
+    return proc.returncode, data, stderr, usage.ru_maxrss / 1024
 
 
 def test_lost_status_events_give_no_false_state(oc: Driver, proxy: FaultProxy):
@@ -88,11 +108,6 @@ def test_a_failing_route_is_an_error_never_a_wrong_answer(proxy: FaultProxy, sta
     assert code == 0 and data["servers"][0]["reachable"], err
 
 
-def child_peak_rss_mb() -> float:
-    """The largest peak RSS of the child processes waited for so far."""
-    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-
-
 def test_bad_answers_are_errors_never_a_wrong_answer(oc: Driver, proxy: FaultProxy):
     """A session waits for a permission; each bad answer on the route that says so (or on the
     session list) makes `status` fail with a message naming it — never `busy`, never "no
@@ -106,15 +121,15 @@ def test_bad_answers_are_errors_never_a_wrong_answer(oc: Driver, proxy: FaultPro
         ("/session/status", fp.html(), "got HTML"),
         ("/question", fp.empty(), "no body"),
         ("/permission", fp.truncated_json(), "unparseable"),
-        ("/session/status", fp.gzip_bomb(256), "larger than 64 MiB"),
+        ("/session/status", fp.gzip_bomb(1024), "larger than 64 MiB"),  # 1 MB, 1 GiB inflated
     ]
     for path, answer, said in cases:
         proxy.answer = {path: answer}
-        code, data, err = status_json(proxy.url)
+        code, data, err, peak_mb = status_json_rss(proxy.url)
         assert code == 2, (path, said, code, err)
         assert said.lower() in err.lower(), (path, said, err)
         assert not any(r["state"] == "busy" and r["id"] == sid for r in data.get("sessions", []))
-    assert child_peak_rss_mb() < 400, "the gzip bomb was inflated"
+        assert peak_mb < 400, (path, said, f"{peak_mb:.0f} MB: the answer was inflated")
     proxy.answer = {}
     code, data, err = status_json(proxy.url)
     row = next(r for r in data["sessions"] if r["id"] == sid)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import math
 import os
@@ -244,5 +245,27 @@ def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_jso
     return EXIT_USAGE if bad or partial else 0
 
 
+def entry() -> None:  # pragma: no cover - the process's own exit
+    """The `ocwatch` program: run the command, flush what it printed, and exit at once.
+
+    The answer is out by then (and a dashboard has restored the terminal), so the interpreter's
+    teardown (freeing every module, pydantic's schemas among them: ~100 ms) is skipped: a
+    script that waits on `ocwatch wait` learns the exit code as soon as it is known."""
+    try:
+        code = main()
+    except SystemExit as stop:  # argparse: --help, --version, a usage error
+        code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 2)
+        if isinstance(stop.code, str):
+            print(stop.code, file=sys.stderr)
+    except KeyboardInterrupt:
+        code = 130
+    for stream in (sys.stdout, sys.stderr):
+        # a reader that closed the pipe: nothing more to say
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    entry()
