@@ -38,6 +38,16 @@ class Pending:
     request: PermissionRequest | QuestionRequest | None = field(
         default=None, compare=False, hash=False)
 
+    @property
+    def permission(self) -> PermissionRequest | None:
+        """The request, when it is a permission."""
+        return self.request if isinstance(self.request, PermissionRequest) else None
+
+    @property
+    def question(self) -> QuestionRequest | None:
+        """The request, when it is a question."""
+        return self.request if isinstance(self.request, QuestionRequest) else None
+
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "id": self.id, "session_id": self.session_id,
                 "summary": self.summary}

@@ -12,7 +12,6 @@ from textual.content import Content
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from tui.core.models import PermissionRequest, QuestionRequest
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
@@ -102,7 +101,6 @@ def _get(detail: Mapping[str, Any], *names: str) -> Any:
 
 def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
     """One permission or question, from the request the server sent (`Pending.request`)."""
-    req = item.request
     glyph_style = "$state-input bold"
     parts: list[Part] = [(f"? {item.kind}", glyph_style), "  ",
                          (_lit(item.id), "$foreground-muted")]
@@ -112,7 +110,7 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
     if item.summary:
         parts += ["  ", _label("summary"), _lit(item.summary), "\n"]
     if item.kind == "permission":
-        perm = req if isinstance(req, PermissionRequest) else None
+        perm = item.permission
         name = perm.permission if perm is not None else None
         if name:
             parts += ["  ", _label("tool"), (_lit(name), "bold"), "\n"]
@@ -137,7 +135,7 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
                   (" here, or ", "$foreground-muted"),
                   (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"), "\n"]
     else:
-        questions = req.questions if isinstance(req, QuestionRequest) else ()
+        questions = item.question.questions if item.question is not None else ()
         for n, q in enumerate(questions, 1):
             parts += ["  ", (f"Q{n} ", "bold")]
             if q.header:

@@ -12,7 +12,6 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
-from tui.core.models import PermissionRequest
 from tui.core.view import Pending
 
 from .dialog import Part, RequestDialog, asked_by, block, label, literal, multiline
@@ -26,16 +25,6 @@ class PermissionReply:
     message: str | None = None
 
 
-def _items(value: Any) -> list[str]:
-    if value in (None, "", [], ()):
-        return []
-    if isinstance(value, str):
-        return [value]
-    if isinstance(value, (list, tuple)):
-        return [literal(v) for v in value]
-    return [literal(value)]
-
-
 def _block(name: str, text: str) -> list[Part]:
     """A multi-line value (a diff) under its name, indented, at most BLOCK_LINES lines."""
     return ["\n", label(name), "\n", *block(text, "  ")]
@@ -44,7 +33,7 @@ def _block(name: str, text: str) -> list[Part]:
 def permission_fields(pending: Pending) -> Content:
     """Tool, command, other metadata, patterns and the `always` patterns (tolerant of missing
     fields). Only a real command is shown as one; a diff is shown as a block."""
-    req = pending.request if isinstance(pending.request, PermissionRequest) else None
+    req = pending.permission
     metadata: Mapping[str, Any] = req.metadata if req is not None else {}
     parts: list[Part] = [label("tool"),
                          (literal((req.permission if req is not None else "") or "?"), "bold")]
@@ -60,10 +49,10 @@ def permission_fields(pending: Pending) -> Content:
             blocks += _block(literal(key), value)
         else:
             parts += ["\n", label(literal(key)), literal(value)]
-    patterns = _items(list(req.patterns) if req is not None else None)
+    patterns = req.patterns if req is not None else ()
     if patterns:
         parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
-    always = _items(list(req.always) if req is not None else None)
+    always = req.always if req is not None else ()
     if always:
         parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
                   ("  (what “always” allows from now on)", "$foreground-muted")]
@@ -72,7 +61,7 @@ def permission_fields(pending: Pending) -> Content:
 
 def consequence(reply: str, pending: Pending) -> Content:
     """What a broad answer does, said before it is confirmed, then the keys."""
-    req = pending.request if isinstance(pending.request, PermissionRequest) else None
+    req = pending.permission
     parts: list[Part]
     if reply == "always":
         parts = [("Allow always: ", "bold"), "the agent runs this now and, from now on, "]

@@ -18,7 +18,6 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
-from tui.core.models import QuestionRequest
 from tui.core.view import Pending, SessionRow
 
 from .dialog import Part, RequestDialog, asked_by, literal
@@ -51,8 +50,8 @@ class Asked:
 
 
 def questions_of(pending: Pending) -> list[Asked]:
-    req = pending.request
-    if not isinstance(req, QuestionRequest):
+    req = pending.question
+    if req is None:
         return []
     return [Asked(question=q.question, header=q.header,
                   labels=tuple(o.label for o in q.options),
