@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import subprocess
 import sys
@@ -28,18 +27,7 @@ from tests.cli_env import cli_env  # noqa: E402
 from tests.integration.driver import Driver, wait_until  # noqa: E402
 from tests.integration.fault_proxy import FaultProxy  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def cpu_s(pid: int) -> float:
-    f = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+from tests.procstat import cpu_s, rss_mb  # noqa: E402
 
 
 def explain(runs: Counter[str], per: dict[str, Counter[str]], lines: list[dict],

@@ -17,7 +17,6 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -120,14 +119,6 @@ class Watcher:
         with self._lock:
             assert self._server is not None
             return self._server
-
-    @staticmethod
-    def rss_mb() -> float:
-        """This process's resident memory (the watcher runs in it)."""
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-        return 0.0
 
     def lifecycle(self, sid: str) -> dict[str, list[Any]]:
         with self._lock:
