@@ -80,7 +80,7 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run, "run_dashboard", fake)
     assert main(["--bell", "--notify", "--grace", "2", "--theme", "ocwatch-light"]) == 0
     assert got == {"urls": None, "auth": None, "grace": 2.0, "theme": "ocwatch-light",
-                   "bell": True, "osc9": False, "desktop": True}
+                   "bell": True, "osc9": False, "desktop": True, "metrics": None}
     got.clear()
     assert main(["-s", "http://a:1", "--osc9"]) == 0
     assert got["urls"] == ["http://a:1"] and got["osc9"] is True and got["bell"] is False
@@ -89,3 +89,5 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run, "run_demo", lambda **kw: demo.update(kw) or 0)
     assert main(["--theme", "ocwatch-light", "demo", "--bell"]) == 0
     assert demo["theme"] == "ocwatch-light" and demo["bell"] is True
+    assert main(["demo", "--metrics", ":9464"]) == 0
+    assert demo["metrics"] == ":9464"

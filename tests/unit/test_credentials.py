@@ -74,3 +74,46 @@ def test_a_server_entry_reads_its_own_password_file(tmp_path):
     assert opts.auths == {"http://127.0.0.1:5000": Auth("ci", "file-secret"),
                           "http://127.0.0.1:6000": None}
     assert any("password_file" in n and "cannot read it" in n for n in opts.notices)
+
+
+def test_a_named_server_is_picked_by_name_with_its_own_credentials():
+    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", name="prod",
+                                         password_env="PROD_PW"),
+                             ServerEntry(url="http://127.0.0.1:6000", name="ci")])
+    opts = resolve_options(config, urls=["prod"], auth=PW, env={"PROD_PW": "p-secret"})
+    assert opts.urls == ["http://127.0.0.1:5000"]
+    assert opts.auth_for(opts.urls[0]) == Auth("opencode", "p-secret")
+    assert opts.names == {"http://127.0.0.1:5000": "prod"}
+    every = resolve_options(config, auth=PW, env={"PROD_PW": "p-secret"})
+    assert every.names == {"http://127.0.0.1:5000": "prod", "http://127.0.0.1:6000": "ci"}
+    # the first server's environment password never goes to a server with an entry of its own
+    assert every.auth_for("http://127.0.0.1:6000") is None
+
+
+def test_two_servers_of_one_name_are_said_and_the_second_goes_by_its_url():
+    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", name="dup"),
+                             ServerEntry(url="http://127.0.0.1:6000", name="dup")])
+    opts = resolve_options(config, env={})
+    assert opts.names == {"http://127.0.0.1:5000": "dup"}
+    assert any("two servers are named 'dup'" in n for n in opts.notices)
+
+
+def test_a_name_that_is_not_a_label_is_refused_by_the_config():
+    import pydantic
+    import pytest
+
+    for bad in ("", "has space", "new\nline", "x" * 65):
+        with pytest.raises(pydantic.ValidationError):
+            ServerEntry(url="http://127.0.0.1:1", name=bad)
+
+
+async def test_the_name_reaches_the_view_and_status_json():
+    api = FakeAPI(sessions=[wire_session("ses_1")])
+    fleet = Fleet(["http://one:4096"], transport=httpx.MockTransport(api.handle),
+                  names={"http://one:4096": "alpha"})
+    view = await fleet.snapshot_once()
+    assert view.servers[0].label == "alpha"
+    assert view.to_json()["servers"][0]["name"] == "alpha"
+    plain = await Fleet(["http://one:4096"],
+                        transport=httpx.MockTransport(api.handle)).snapshot_once()
+    assert plain.to_json()["servers"][0]["name"] == "http://one:4096"

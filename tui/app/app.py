@@ -29,7 +29,7 @@ from textual.signal import Signal
 from tui.core.config import AlertConfig
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
-from tui.core.view import View
+from tui.core.view import Changes, View
 
 from . import format as fmt
 from .actions import Actions
@@ -77,8 +77,11 @@ class OcwatchApp(App[None]):
         actions: Actions | None = None,
         alerts: AlertConfig | None = None,
         notices: Sequence[str] = (),
+        observers: Sequence[Callable[[View, Changes | None], None]] = (),
     ) -> None:
         super().__init__()
+        self.observers = list(observers)
+        """Called with each new View and its changes (e.g. the metrics of `--metrics`)."""
         self.source = source
         self.clock = clock
         self.server_urls = list(server_urls)
@@ -214,6 +217,8 @@ class OcwatchApp(App[None]):
         if view is not before:
             self.attention.apply(self.source.last_changes, self.looking_at)
             self.responder.forget_closed()
+            for observe in self.observers:
+                observe(view, self.source.last_changes)
         self.view_changed.publish(view)
         if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
             self.heap.loaded(self.call_after_refresh)
@@ -336,6 +341,7 @@ def create_app(
     actions: Actions | None = None,
     alerts: AlertConfig | None = None,
     notices: Sequence[str] = (),
+    observers: Sequence[Callable[[View, Changes | None], None]] = (),
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -348,8 +354,9 @@ def create_app(
     Fleet; None: the dashboard says actions need a live server).
     `alerts`: which alerts fire and how (default: none; bell, OSC 9, notify-send are opt-in).
     `notices`: config warnings to show when the app starts.
+    `observers`: called with each new View and its changes (the metrics of `--metrics`).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
-                      alerts=alerts, notices=notices)
+                      alerts=alerts, notices=notices, observers=observers)

@@ -7,21 +7,45 @@ inside `load_config`). Config problems are shown in the dashboard as warnings, n
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 
 from tui.core.config import load_config
 from tui.core.config import resolve_options as resolve
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
+from tui.core.view import Changes, View
 
 from .actions import FleetActions
 from .app import create_app
+
+Observer = Callable[[View, Changes | None], None]
+
+
+@contextlib.contextmanager
+def metrics_served(listen: str | None) -> Iterator[list[Observer]]:
+    """With `--metrics HOST:PORT`: the exporter served while the dashboard runs (its observer
+    is yielded); without: nothing. OcwatchError when it cannot listen (before the app starts)."""
+    if listen is None:
+        yield []
+        return
+    from tui import __version__
+    from tui.export.metrics import Metrics
+    from tui.export.serve import start_exporter
+
+    metrics = Metrics(version=__version__)
+    server, _thread = start_exporter(metrics, listen)
+    try:
+        yield [metrics.publish]
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
                   settings: Settings | None = None, theme: str | None = None,
                   grace: float | None = None, bell: bool = False, osc9: bool = False,
-                  desktop: bool = False) -> int:
+                  desktop: bool = False, metrics: str | None = None) -> int:
     """Run the dashboard until the user quits; the exit code.
 
     `urls` None: the servers come from the config (or the default). `settings`, when given,
@@ -30,16 +54,17 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
     opts = resolve(config, urls=urls, grace=grace, theme=theme, bell=bell, osc9=osc9,
                    desktop=desktop, auth=auth, notices=warnings)
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
-                  auths=opts.auths)
-    app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
-                     notices=opts.notices, actions=FleetActions(fleet))
-    app.run()
+                  auths=opts.auths, names=opts.names)
+    with metrics_served(metrics) as observers:
+        app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
+                         notices=opts.notices, actions=FleetActions(fleet), observers=observers)
+        app.run()
     return app.return_code or 0
 
 
 def run_demo(*, theme: str | None = None, speed: float = 1.0,
              settings: Settings | None = None, grace: float | None = None, bell: bool = False,
-             osc9: bool = False, desktop: bool = False) -> int:
+             osc9: bool = False, desktop: bool = False, metrics: str | None = None) -> int:
     """Start the built-in simulated server on a loopback port and run the dashboard on it
     (theme and alerts from the config file and flags; the config's servers are not used)."""
     from tui.demo.server import DemoServer
@@ -50,10 +75,11 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
 
     async def main() -> int:
         async with DemoServer(speed=speed) as server:
-            fleet = Fleet([server.url], settings=settings or opts.settings)
+            fleet = Fleet([server.url], settings=settings or opts.settings,
+                          names={server.url: "demo"})
             app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
                              alerts=opts.alerts, notices=opts.notices,
-                             actions=FleetActions(fleet))
+                             actions=FleetActions(fleet), observers=observers)
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "
@@ -61,4 +87,5 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
             await app.run_async()
             return app.return_code or 0
 
-    return asyncio.run(main())
+    with metrics_served(metrics) as observers:
+        return asyncio.run(main())

@@ -1,4 +1,5 @@
-"""The `ocwatch` command line: dashboard, demo, status, wait, watch, abort, reply, answer."""
+"""The `ocwatch` command line: dashboard, demo, status, wait, watch, metrics, abort, reply,
+answer."""
 
 from __future__ import annotations
 
@@ -21,6 +22,8 @@ from ..core.view import loaded
 from . import actions
 from .output import literal, pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
+
+DEFAULT_LISTEN = "127.0.0.1:9464"
 
 if TYPE_CHECKING:
     from ..core.fleet import Fleet
@@ -58,6 +61,11 @@ def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
                    help="send alerts with notify-send where it exists")
 
 
+def _metrics_arg(p: argparse.ArgumentParser, default: object) -> None:
+    p.add_argument("--metrics", metavar="HOST:PORT", default=default,
+                   help="also serve Prometheus metrics on HOST:PORT (as `ocwatch metrics`)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocwatch",
@@ -74,11 +82,13 @@ def build_parser() -> argparse.ArgumentParser:
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
                              "http://127.0.0.1:4096)")
     parser.add_argument("--theme", help="dashboard theme name")
+    _metrics_arg(parser, None)
     _alert_args(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="dashboard against a built-in simulated server")
     demo.add_argument("--theme", default=argparse.SUPPRESS, help="dashboard theme name")
+    _metrics_arg(demo, argparse.SUPPRESS)
     _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
 
@@ -98,6 +108,15 @@ def build_parser() -> argparse.ArgumentParser:
     w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
                    help="exit 124 if the session has not settled by then (0: look once)")
     w.add_argument("--json", action="store_true", help="print the final row as JSON")
+
+    m = sub.add_parser("metrics", help="serve Prometheus metrics of every session, headless")
+    _server_arg(m, many=True)
+    m.add_argument("--listen", metavar="HOST:PORT", default=DEFAULT_LISTEN,
+                   help=f"where to serve /metrics (default {DEFAULT_LISTEN}; :PORT: every "
+                        "interface)")
+    m.add_argument("--session-info", action="store_true",
+                   help="also serve ocwatch_session_info, one series per session with its id "
+                        "and title as labels (unbounded: for small fleets)")
 
     wt = sub.add_parser("watch", help="print one line per settled state change, until Ctrl-C")
     _server_arg(wt, many=True)
@@ -161,12 +180,13 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         from ..app.run import run_dashboard
 
         return run_dashboard(args.server, auth=auth, grace=args.grace, theme=args.theme,
-                             bell=args.bell, osc9=args.osc9, desktop=args.notify)
+                             bell=args.bell, osc9=args.osc9, desktop=args.notify,
+                             metrics=args.metrics)
     if cmd == "demo":
         from ..app.run import run_demo
 
         return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
-                        osc9=args.osc9, desktop=args.notify)
+                        osc9=args.osc9, desktop=args.notify, metrics=args.metrics)
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
     opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,
@@ -176,24 +196,29 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     auth, settings = opts.auth, opts.settings
     if cmd == "status":
         return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json,
-                          auths=opts.auths)
+                          auths=opts.auths, names=opts.names)
     if cmd == "wait":
         return run_wait(args.session_ids, opts.urls, auth=auth, settings=settings,
                         timeout=args.timeout, as_json=args.json, any_=args.any_,
-                        auths=opts.auths)
+                        auths=opts.auths, names=opts.names)
     if cmd == "watch":
         from .watch import run_watch
 
         return run_watch(opts.urls, auth=auth, settings=settings, sessions=args.session,
-                         as_json=args.json, auths=opts.auths)
+                         as_json=args.json, auths=opts.auths, names=opts.names)
+    if cmd == "metrics":
+        from .metrics import run_metrics
+
+        return run_metrics(opts.urls, listen=args.listen, auth=auth, settings=settings,
+                           auths=opts.auths, names=opts.names, session_info=args.session_info)
     if cmd == "abort":
-        return actions.run_abort(args.session_id, opts.urls[0], auth=auth)
+        return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))
     if cmd == "reply":
         return actions.run_reply(args.request_id, args.reply, args.message,
-                                 opts.urls[0], auth=auth)
+                                 opts.urls[0], auth=opts.auth_for(opts.urls[0]))
     if cmd == "answer":
         return actions.run_answer(args.request_id, args.option, args.text, args.reject,
-                                  opts.urls[0], auth=auth)
+                                  opts.urls[0], auth=opts.auth_for(opts.urls[0]))
     raise AssertionError(cmd)
 
 
@@ -218,11 +243,12 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
 
 
 def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool,
-               auths: dict[str, Auth | None] | None = None) -> int:
+               auths: dict[str, Auth | None] | None = None,
+               names: dict[str, str] | None = None) -> int:
     """Print the View once. Exit 0, or 2 when any server could not be read."""
     from ..core.fleet import Fleet
 
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
     progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() else None
     try:
         view = asyncio.run(fleet.snapshot_once(progress))

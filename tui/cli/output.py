@@ -72,7 +72,8 @@ def render_table(view: View, now: float | None = None) -> str:
     for s in view.servers:
         # an unreachable server's error goes to stderr once (run_status), not here as well
         health = "reachable" if s.reachable else "UNREACHABLE"
-        lines.append(literal(f"server {s.url}  version {s.version or '?'}  {health}"))
+        named = f"{s.name} ({s.url})" if s.name else s.url
+        lines.append(literal(f"server {named}  version {s.version or '?'}  {health}"))
     rows = list(view.rows.values())
     if not rows:
         if all(s.reachable for s in view.servers):

@@ -76,6 +76,7 @@ async def wait_many(
     any_: bool = False,
     on_ready: Callable[[], None] | None = None,
     auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> list[Outcome]:
     """Follow every server until each session settles (`any_`: until the first does).
 
@@ -83,7 +84,7 @@ async def wait_many(
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
     still open at the end get EXIT_TIMEOUT; a server unreachable for longer than
     UNREACHABLE_PATIENCE gives EXIT_USAGE to the sessions it holds (or might hold)."""
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
     outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
@@ -206,9 +207,11 @@ def run_wait(
     session_ids: Sequence[str], urls: Sequence[str], *, auth: Auth | None, settings: Settings,
     timeout: float | None, as_json: bool, any_: bool = False,
     auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> int:
     outs = asyncio.run(wait_many(session_ids, urls, auth=auth, settings=settings,
-                                 timeout=timeout, any_=any_, auths=auths))
+                                 timeout=timeout, any_=any_, auths=auths,
+                                 names=names))
     if len(outs) == 1:
         out = outs[0]
         return report(out.code if out.code is not None else EXIT_USAGE, out.row, out.message,

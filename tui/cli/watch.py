@@ -78,6 +78,7 @@ async def watch(
     stop: asyncio.Event | None = None,
     on_line: Callable[[str], None] | None = None,
     auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
 ) -> int:
     """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
 
@@ -88,7 +89,7 @@ async def watch(
     err = err or sys.stderr
     stop = stop or asyncio.Event()
     wanted = set(sessions)
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     try:
@@ -145,7 +146,8 @@ async def _first(*aws: Any) -> None:
 
 def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
               sessions: Collection[str], as_json: bool,
-              auths: Mapping[str, Auth | None] | None = None) -> int:
+              auths: Mapping[str, Auth | None] | None = None,
+              names: Mapping[str, str] | None = None) -> int:
     """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
     a reader that closes the pipe ends it quietly."""
 
@@ -156,7 +158,8 @@ def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
         return await watch(urls, auth=auth, settings=settings, sessions=sessions,
-                           as_json=as_json, stop=stop, auths=auths)
+                           as_json=as_json, stop=stop, auths=auths,
+                           names=names)
 
     try:
         return asyncio.run(main())

@@ -45,12 +45,16 @@ class AlertConfig(BaseModel):
 
 
 class ServerEntry(BaseModel):
-    """One server of the config's `servers` list, with credentials of its own."""
+    """One server of the config's `servers` list, with a name and credentials of its own."""
 
     model_config = ConfigDict(extra="forbid")
 
     url: str
     """The server's URL."""
+    name: str | None = Field(default=None, min_length=1, max_length=64,
+                             pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+    """What the server is called: in the dashboard, `status --json`, metric labels (`server`)
+    and alerts; `--server NAME` picks it (default: its URL). Letters, digits and `_.:@-`."""
     password_env: str | None = None
     """The environment variable holding this server's password."""
     password_file: str | None = None
@@ -164,6 +168,11 @@ class Options:
     auth: Auth | None
     notices: list[str] = field(default_factory=list)
     auths: dict[str, Auth | None] = field(default_factory=dict)  # per server (normalized URL)
+    names: dict[str, str] = field(default_factory=dict)  # per server (normalized URL): its name
+
+    def auth_for(self, url: str) -> Auth | None:
+        """The credentials of one of the chosen servers (None: it gets none)."""
+        return self.auths.get(_url_key(url))
 
 
 def resolve_options(
@@ -181,15 +190,27 @@ def resolve_options(
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
 
-    Servers: `--server`, else the config's (file or `$OCWATCH_SERVERS`), else
-    `$OPENCODE_SERVER_URL`, else the default. Alert flags only switch sinks on. The config's
-    `password_file` is read only when the environment gives no password
-    (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
+    Servers: `--server` (a URL, or the name of a server of the config), else the config's
+    (file or `$OCWATCH_SERVERS`), else `$OPENCODE_SERVER_URL`, else the default. Alert flags
+    only switch sinks on. The config's `password_file` is read only when the environment gives
+    no password (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
-    chosen = list(urls or [e if isinstance(e, str) else e.url for e in config.servers]
-                  or default_server_urls(env))
+    by_name: dict[str, ServerEntry] = {}
+    for e in entries.values():
+        if e.name is None:
+            continue
+        if e.name in by_name:
+            out.append(f"config: two servers are named {e.name!r}; the second is called by "
+                       "its URL")
+            continue
+        by_name[e.name] = e
+    chosen = [by_name[u].url if u in by_name else u for u in urls or ()] or list(
+        [e if isinstance(e, str) else e.url for e in config.servers]
+        or default_server_urls(env))
+    names = {key: e.name for key, e in entries.items()
+             if e.name is not None and by_name.get(e.name) is e}
     settings = config.settings()
     if grace is not None:
         settings = dataclasses.replace(settings, grace=grace)
@@ -215,7 +236,8 @@ def resolve_options(
         if auths[key] is not None and _cleartext(url):
             out.append(f"{url}: the password goes over plain http to a host that is not this "
                        "machine; use https (or a tunnel)")
-    return Options(chosen, settings, theme or config.theme, alerts, auth, out, auths)
+    return Options(chosen, settings, theme or config.theme, alerts, auth, out, auths,
+                   {key: names[key] for key in auths if key in names})
 
 
 def _url_key(url: str) -> str:

@@ -36,10 +36,11 @@ class Fleet:
         transport: httpx.AsyncBaseTransport | None = None,
         history_limit: int = 50,
         auths: Mapping[str, Auth | None] | None = None,
+        names: Mapping[str, str] | None = None,
     ) -> None:
         """`auth` is the first server's credentials only (a password is never sent to a
         server it was not given for); `auths` (normalized URL -> credentials) sets each
-        server's, overriding that."""
+        server's, overriding that; `names` (normalized URL -> name) what each is called."""
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
@@ -48,7 +49,7 @@ class Fleet:
             own = auths[key] if auths is not None and key in auths else (
                 auth if i == 0 else None)
             mon = ServerMonitor(url, auth=own, settings=self.settings, clock=clock,
-                                transport=transport)
+                                transport=transport, name=(names or {}).get(key, ""))
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
         self._feed = TransitionFeed()

@@ -75,8 +75,10 @@ class ServerMonitor:
         settings: Settings | None = None,
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
+        name: str = "",
     ) -> None:
         self.settings = settings or Settings()
+        self.name = name  # the config's name for it ("": none, called by its URL)
         self.client = Client(url, auth, timeout=self.settings.request_timeout, transport=transport,
                              deadline=self.settings.request_deadline)
         self.url = self.client.url
@@ -145,6 +147,7 @@ class ServerMonitor:
     def info(self) -> ServerInfo:
         return ServerInfo(
             url=self.url,
+            name=self.name,
             version=self.snapshot.version if self.snapshot else None,
             reachable=self.reachable,
             error=self.error,
@@ -161,6 +164,7 @@ class ServerMonitor:
             malformed=self.snapshot.skipped if self.snapshot else 0,
             malformed_examples=self.snapshot.malformed if self.snapshot else (),
             reconnects=max(0, self.stream_connects - 1),
+            snapshots=self.snapshots_taken,
             stream_drop=self.stream_drop,
         )
 

@@ -126,6 +126,7 @@ class ServerInfo:
     url: str
     version: str | None = None
     reachable: bool = False
+    name: str = ""  # what the config calls it (metric labels, alerts); "" : its URL
     error: str | None = None
     error_since: float | None = None  # when the current error began
     connected: bool = False  # event stream up
@@ -140,10 +141,17 @@ class ServerInfo:
     malformed: int = 0  # records of the last snapshot that could not be read (skipped)
     malformed_examples: tuple[str, ...] = ()  # which ("session ses_x", the first few)
     reconnects: int = 0  # event streams opened after the first
+    snapshots: int = 0  # snapshots taken (successfully) since the monitor started
     stream_drop: tuple[float, str] | None = None  # the last connected stream's end: when, why
 
+    @property
+    def label(self) -> str:
+        """The server's name, else its URL."""
+        return self.name or self.url
+
     def to_json(self) -> dict[str, Any]:
-        return {"url": self.url, "version": self.version, "reachable": self.reachable,
+        return {"url": self.url, "name": self.label, "version": self.version,
+                "reachable": self.reachable,
                 "error": self.error, "stream": self.stream, "malformed": self.malformed,
                 "malformed_examples": list(self.malformed_examples)}
 

@@ -27,7 +27,8 @@ FIELDS = ("url", "event stream", "snapshot", "sessions", "events skipped", "drif
 def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dict[str, Content]:
     """What the servers view shows of one server, field by field (values shown literally; no
     "error" when there is none)."""
-    out: dict[str, Content] = {"url": Content(fmt.literal(server.url))}
+    out: dict[str, Content] = {"url": Content(fmt.literal(
+        f"{server.name} · {server.url}" if server.name else server.url))}
     stream: list[Part] = ["connected" if server.connected else "not connected"]
     if server.last_event_at is not None:
         stream += [(" · last event ", "$foreground-muted"), fmt.age(server.last_event_at, now),

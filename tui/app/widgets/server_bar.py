@@ -45,7 +45,7 @@ def server_line(server: ServerInfo, now: float) -> Content:
     parts: list[str | tuple[str, str]] = [
         (f"{glyph} {word:<12}", f"{style} bold"),
         " ",
-        (fmt.literal(fmt.server_label(server.url)), "bold"),
+        (fmt.literal(server.name or fmt.server_label(server.url)), "bold"),
     ]
     if server.version:
         parts += ["  ", (f"v{fmt.literal(server.version)}", "$foreground-muted")]
