@@ -176,3 +176,19 @@ async def test_unread_while_in_details_or_away_and_cleared_by_opening() -> None:
         rows.pop(PERM)
         source.set(View(source.current().generated_at + 1, source.current().servers, rows))
         await until(pilot, lambda: PERM not in app.unread)
+
+
+def test_unfocused_only_holds_terminal_alerts_while_the_terminal_has_the_focus() -> None:
+    written: list[str] = []
+    focused = [True]
+    config = AlertConfig(bell=True, osc777=True, unfocused_only=True)
+    sinks = app_sinks(config, lambda: written.append("BEL"), written.append,
+                      focused=lambda: focused[0], inside_tmux=False)
+    alert = Alert("input", (A, "ses_perm"), ("per_1",), "deploy", "permission bash: ls")
+    for sink in sinks:
+        sink(alert)
+    assert written == []
+    focused[0] = False
+    for sink in sinks:
+        sink(alert)
+    assert written[0] == "BEL" and written[1].startswith("\x1b]777;notify;ocwatch input: deploy")

@@ -80,7 +80,14 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run, "run_dashboard", fake)
     assert main(["--bell", "--notify", "--grace", "2", "--theme", "ocwatch-light"]) == 0
     assert got == {"urls": None, "auth": None, "grace": 2.0, "theme": "ocwatch-light",
-                   "bell": True, "osc9": False, "desktop": True, "metrics": None}
+                   "bell": True, "osc9": False, "desktop": True, "metrics": None,
+                   "alert_flags": {"bell": True, "osc9": False, "desktop": True,
+                                   "osc777": False, "osc99": False, "unfocused_only": False}}
+    got.clear()
+    assert main(["--notify-cmd", "notify me", "--webhook", "https://ntfy.sh/t", "--osc99"]) == 0
+    assert got["alert_flags"] == {"bell": False, "osc9": False, "desktop": False,
+                                  "osc777": False, "osc99": True, "unfocused_only": False,
+                                  "notify_cmd": "notify me", "webhook": "https://ntfy.sh/t"}
     got.clear()
     assert main(["-s", "http://a:1", "--osc9"]) == 0
     assert got["urls"] == ["http://a:1"] and got["osc9"] is True and got["bell"] is False

@@ -90,7 +90,7 @@ def test_the_dashboard_is_well_formed_and_queries_served_metrics() -> None:
         assert panel["id"] not in ids
         ids.add(panel["id"])
         pos = panel["gridPos"]
-        assert 0 <= pos["x"] and pos["x"] + pos["w"] <= 24 and pos["h"] >= 1
+        assert pos["x"] >= 0 and pos["x"] + pos["w"] <= 24 and pos["h"] >= 1
         for x in range(pos["x"], pos["x"] + pos["w"]):  # no two panels overlap
             for y in range(pos["y"], pos["y"] + pos["h"]):
                 assert (x, y) not in cells, panel["title"]

@@ -9,10 +9,11 @@ ring the bell through the app, write OSC 9 through its driver, and run notify-se
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 
-from tui.core.alerts import Alert, Alerter, osc9, terminal_sinks
+from tui.core.alerts import Alert, Alerter, sequences, terminal_sinks, writer
 from tui.core.config import AlertConfig
 from tui.core.view import Changes
 
@@ -21,17 +22,26 @@ Sink = Callable[[Alert], None]
 
 
 def app_sinks(config: AlertConfig, bell: Callable[[], None],
-              write: Callable[[str], None]) -> list[Sink]:
-    """The configured sinks: `bell()` rings, `write(sequence)` reaches the terminal (OSC 9),
-    notify-send runs where it exists."""
+              write: Callable[[str], None], focused: Callable[[], bool] = lambda: False,
+              inside_tmux: bool | None = None) -> list[Sink]:
+    """The configured sinks: `bell()` rings, `write(sequence)` reaches the terminal (OSC 9,
+    777, 99; through tmux when inside it), notify-send runs where it exists. With
+    `unfocused_only`, none of them fires while `focused()`."""
     sinks: list[Sink] = []
     if config.bell:
         sinks.append(lambda _alert: bell())
-    if config.osc9:
-        sinks.append(lambda alert: write(osc9(alert)))
+    tmux = bool(os.environ.get("TMUX")) if inside_tmux is None else inside_tmux
+    sinks += [writer(make, write) for make in sequences(config, tmux)]
     if config.desktop:
-        sinks += terminal_sinks(config.model_copy(update={"bell": False, "osc9": False}), write)
-    return sinks
+        sinks += terminal_sinks(config.model_copy(update={
+            "bell": False, "osc9": False, "osc777": False, "osc99": False}), write)
+    if not config.unfocused_only:
+        return sinks
+
+    def when_unfocused(sink: Sink) -> Sink:
+        return lambda alert: None if focused() else sink(alert)
+
+    return [when_unfocused(s) for s in sinks]
 
 
 class Attention:
@@ -39,6 +49,7 @@ class Attention:
 
     def __init__(self, config: AlertConfig, sinks: list[Sink],
                  clock: Callable[[], float] = time.monotonic) -> None:
+        """`sinks`: the terminal's (app_sinks) and any off-terminal delivery (a Deliverer)."""
         self.config = config
         self.alerter = Alerter(config, sinks, clock)
         self.unread: set[Key] = set()

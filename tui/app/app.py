@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from textual import work
 from textual.app import App, SystemCommand
@@ -30,6 +30,9 @@ from tui.core.config import AlertConfig
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
 from tui.core.view import Changes, View
+
+if TYPE_CHECKING:
+    from tui.export.deliver import Deliverer
 
 from . import format as fmt
 from .actions import Actions
@@ -78,8 +81,14 @@ class OcwatchApp(App[None]):
         alerts: AlertConfig | None = None,
         notices: Sequence[str] = (),
         observers: Sequence[Callable[[View, Changes | None], None]] = (),
+        deliverer: Deliverer | None = None,
     ) -> None:
         super().__init__()
+        self.deliverer = deliverer
+        """Delivers alerts off the terminal (--notify-cmd, --webhook) on a worker of its own."""
+        if deliverer is not None:
+            deliverer.report = lambda text: self.notify(
+                text, title="Alerts", severity="warning", timeout=15, markup=False)
         self.observers = list(observers)
         """Called with each new View and its changes (e.g. the metrics of `--metrics`)."""
         self.source = source
@@ -98,8 +107,9 @@ class OcwatchApp(App[None]):
         self.responder = Responder(self, actions)
         self.heap = HeapKeeper()
         config = alerts or AlertConfig()
-        self.attention = Attention(config, app_sinks(config, lambda: self.bell(),
-                                                     lambda data: self.write_terminal(data)))
+        sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
+                          focused=lambda: self.app_focus)
+        self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
         loaded = load_themes(user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
         self.ocwatch_themes: list[str] = []
@@ -171,6 +181,8 @@ class OcwatchApp(App[None]):
         self.pull()
         self.set_interval(PULL_INTERVAL, self._tick)
         self._run_source()
+        if self.deliverer is not None:
+            self.run_worker(self.deliverer.run(), name="alert deliveries", exit_on_error=False)
 
     def on_unmount(self) -> None:
         self.heap.release()
@@ -342,6 +354,7 @@ def create_app(
     alerts: AlertConfig | None = None,
     notices: Sequence[str] = (),
     observers: Sequence[Callable[[View, Changes | None], None]] = (),
+    deliverer: Deliverer | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -355,8 +368,10 @@ def create_app(
     `alerts`: which alerts fire and how (default: none; bell, OSC 9, notify-send are opt-in).
     `notices`: config warnings to show when the app starts.
     `observers`: called with each new View and its changes (the metrics of `--metrics`).
+    `deliverer`: off-terminal alert deliveries (--notify-cmd, --webhook), run by the app.
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
-                      alerts=alerts, notices=notices, observers=observers)
+                      alerts=alerts, notices=notices, observers=observers,
+                      deliverer=deliverer)

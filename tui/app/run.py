@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING
 
-from tui.core.config import load_config
+from tui.core.config import Options, load_config
 from tui.core.config import resolve_options as resolve
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
@@ -18,6 +19,9 @@ from tui.core.view import Changes, View
 
 from .actions import FleetActions
 from .app import create_app
+
+if TYPE_CHECKING:
+    from tui.export.deliver import Deliverer
 
 Observer = Callable[[View, Changes | None], None]
 
@@ -42,36 +46,48 @@ def metrics_served(listen: str | None) -> Iterator[list[Observer]]:
         server.server_close()
 
 
+def off_terminal(opts: Options, fleet: Fleet) -> Deliverer | None:
+    """--notify-cmd and --webhook deliveries (the app sets where failures are reported)."""
+    if not (opts.alerts.notify_cmd or opts.alerts.webhook):
+        return None
+    from tui.export.deliver import deliverer_for
+
+    return deliverer_for(opts.alerts, fleet, lambda _text: None)
+
+
 def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
                   settings: Settings | None = None, theme: str | None = None,
                   grace: float | None = None, bell: bool = False, osc9: bool = False,
-                  desktop: bool = False, metrics: str | None = None) -> int:
+                  desktop: bool = False, metrics: str | None = None,
+                  alert_flags: Mapping[str, object] | None = None) -> int:
     """Run the dashboard until the user quits; the exit code.
 
     `urls` None: the servers come from the config (or the default). `settings`, when given,
     replaces the config's grace and resync interval."""
     config, warnings = load_config()
     opts = resolve(config, urls=urls, grace=grace, theme=theme, bell=bell, osc9=osc9,
-                   desktop=desktop, auth=auth, notices=warnings)
+                   desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags)
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
                   auths=opts.auths, names=opts.names)
     with metrics_served(metrics) as observers:
         app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
-                         notices=opts.notices, actions=FleetActions(fleet), observers=observers)
+                         notices=opts.notices, actions=FleetActions(fleet), observers=observers,
+                         deliverer=off_terminal(opts, fleet))
         app.run()
     return app.return_code or 0
 
 
 def run_demo(*, theme: str | None = None, speed: float = 1.0,
              settings: Settings | None = None, grace: float | None = None, bell: bool = False,
-             osc9: bool = False, desktop: bool = False, metrics: str | None = None) -> int:
+             osc9: bool = False, desktop: bool = False, metrics: str | None = None,
+             alert_flags: Mapping[str, object] | None = None) -> int:
     """Start the built-in simulated server on a loopback port and run the dashboard on it
     (theme and alerts from the config file and flags; the config's servers are not used)."""
     from tui.demo.server import DemoServer
 
     config, warnings = load_config()
     opts = resolve(config, grace=grace, theme=theme, bell=bell, osc9=osc9, desktop=desktop,
-                   notices=warnings)
+                   notices=warnings, alert_flags=alert_flags)
 
     async def main() -> int:
         async with DemoServer(speed=speed) as server:
@@ -79,7 +95,8 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
                           names={server.url: "demo"})
             app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
                              alerts=opts.alerts, notices=opts.notices,
-                             actions=FleetActions(fleet), observers=observers)
+                             actions=FleetActions(fleet), observers=observers,
+                             deliverer=off_terminal(opts, fleet))
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "

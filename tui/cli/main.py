@@ -59,6 +59,37 @@ def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
                    help="send alerts as OSC 9 desktop notifications through the terminal")
     p.add_argument("--notify", action="store_true", default=default,
                    help="send alerts with notify-send where it exists")
+    p.add_argument("--osc777", action="store_true", default=default,
+                   help="send alerts as OSC 777 notifications (foot, Ghostty, urxvt, VTE)")
+    p.add_argument("--osc99", action="store_true", default=default,
+                   help="send alerts as kitty's OSC 99 notifications")
+    p.add_argument("--unfocused-only", action="store_true", default=default,
+                   help="terminal and desktop alerts only while the terminal is not focused")
+    _offterminal_args(p, None if default is False else default)
+
+
+def _offterminal_args(p: argparse.ArgumentParser, default: object) -> None:
+    """Alerts that reach a person off the terminal, each opt-in (or in the config file)."""
+    p.add_argument("--notify-cmd", metavar="CMD", default=default,
+                   help="run CMD (no shell) per alert, the alert as JSON on stdin and in "
+                        "OCWATCH_ALERT_* variables")
+    p.add_argument("--webhook", metavar="URL", default=default,
+                   help="POST each alert as JSON to URL (ntfy's format for an ntfy topic); a "
+                        "bearer token from $OCWATCH_WEBHOOK_TOKEN")
+    p.add_argument("--webhook-format", choices=["auto", "json", "ntfy"], default=default,
+                   help="the webhook's body (default auto: ntfy for ntfy hosts, else json)")
+
+
+#: Flags that set alert settings (AlertConfig fields), by argparse's name for them
+ALERT_FLAGS = {"bell": "bell", "osc9": "osc9", "notify": "desktop", "osc777": "osc777",
+               "osc99": "osc99", "unfocused_only": "unfocused_only", "notify_cmd": "notify_cmd",
+               "webhook": "webhook", "webhook_format": "webhook_format"}
+
+
+def alert_flags(args: argparse.Namespace) -> dict[str, object]:
+    """The alert settings the command line gives (those the command has)."""
+    return {key: getattr(args, flag) for flag, key in ALERT_FLAGS.items()
+            if getattr(args, flag, None) is not None}
 
 
 def _metrics_arg(p: argparse.ArgumentParser, default: object) -> None:
@@ -117,6 +148,7 @@ def build_parser() -> argparse.ArgumentParser:
     m.add_argument("--session-info", action="store_true",
                    help="also serve ocwatch_session_info, one series per session with its id "
                         "and title as labels (unbounded: for small fleets)")
+    _offterminal_args(m, None)
 
     wt = sub.add_parser("watch", help="print one line per settled state change, until Ctrl-C")
     _server_arg(wt, many=True)
@@ -181,16 +213,17 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
 
         return run_dashboard(args.server, auth=auth, grace=args.grace, theme=args.theme,
                              bell=args.bell, osc9=args.osc9, desktop=args.notify,
-                             metrics=args.metrics)
+                             metrics=args.metrics, alert_flags=alert_flags(args))
     if cmd == "demo":
         from ..app.run import run_demo
 
         return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
-                        osc9=args.osc9, desktop=args.notify, metrics=args.metrics)
+                        osc9=args.osc9, desktop=args.notify, metrics=args.metrics,
+                        alert_flags=alert_flags(args))
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
     opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,
-                           notices=warnings)
+                           notices=warnings, alert_flags=alert_flags(args))
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
@@ -210,7 +243,8 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         from .metrics import run_metrics
 
         return run_metrics(opts.urls, listen=args.listen, auth=auth, settings=settings,
-                           auths=opts.auths, names=opts.names, session_info=args.session_info)
+                           auths=opts.auths, names=opts.names, session_info=args.session_info,
+                           alerts=opts.alerts)
     if cmd == "abort":
         return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))
     if cmd == "reply":

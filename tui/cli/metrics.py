@@ -10,10 +10,13 @@ import asyncio
 import contextlib
 import signal
 import sys
+import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import TextIO
 
 from .. import __version__
+from ..core.alerts import Alerter
+from ..core.config import AlertConfig
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import Changes, View
@@ -47,17 +50,35 @@ def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings
                 auths: Mapping[str, Auth | None] | None = None,
                 names: Mapping[str, str] | None = None, session_info: bool = False,
                 observers: Sequence[Callable[[View, Changes | None], None]] = (),
-                err: TextIO | None = None) -> int:
-    """Serve /metrics on `listen` for these servers until SIGINT/SIGTERM."""
+                alerts: AlertConfig | None = None, err: TextIO | None = None) -> int:
+    """Serve /metrics on `listen` for these servers until SIGINT/SIGTERM; with `--notify-cmd`
+    or `--webhook`, deliver the alerts too (the same dedupe and rate limits as the
+    dashboard's)."""
+    from ..export.deliver import deliverer_for
     from ..export.metrics import Metrics
     from ..export.serve import follow, served_url, start_exporter
 
     err = err or sys.stderr
-    metrics = Metrics(session_info=session_info, version=__version__)
-    server, _thread = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+
+    def report(text: str) -> None:
+        print(f"ocwatch metrics: {literal(text)}", file=err, flush=True)
+
+    deliverer = deliverer_for(alerts, fleet, report) if alerts is not None else None
+    metrics = Metrics(session_info=session_info, version=__version__,
+                      extra=[deliverer.metrics] if deliverer is not None else [])
+    server, _thread = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
     shown = ", ".join(literal(m.name or m.url) for m in fleet.monitors)
     print(f"ocwatch metrics: serving {served_url(server)} for {shown}", file=err, flush=True)
+    watchers = [metrics.publish, server_log(err), *observers]
+    if deliverer is not None and alerts is not None:
+        alerter = Alerter(alerts, [deliverer], time.monotonic)
+
+        def alert(_view: View, changes: Changes | None) -> None:
+            if changes is not None:
+                alerter.feed(changes.transitions + changes.asks)
+
+        watchers.append(alert)
 
     async def main() -> None:
         stop = asyncio.Event()
@@ -65,7 +86,16 @@ def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings
         for sig in (signal.SIGINT, signal.SIGTERM):
             with contextlib.suppress(NotImplementedError, RuntimeError):
                 loop.add_signal_handler(sig, stop.set)
-        await follow(fleet, [metrics.publish, server_log(err), *observers], stop=stop)
+        delivering = asyncio.create_task(deliverer.run()) if deliverer is not None else None
+        try:
+            await follow(fleet, watchers, stop=stop)
+        finally:
+            if delivering is not None:
+                with contextlib.suppress(TimeoutError):  # what is queued gets a last chance
+                    await asyncio.wait_for(deliverer.drained(), 5) if deliverer else None
+                delivering.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await delivering
 
     try:
         asyncio.run(main())

@@ -8,6 +8,7 @@ limits; the sinks write.
 from __future__ import annotations
 
 import contextlib
+import os
 import shutil
 import subprocess
 from collections import deque
@@ -26,6 +27,8 @@ class Alert:
     signature: tuple[object, ...]  # what makes this episode distinct (e.g. the request ids)
     title: str
     text: str
+    asked: tuple[str, ...] = ()  # for input: what each open request asks
+    directory: str = ""  # the session's project folder
 
 
 def _kind(row: SessionRow) -> str | None:
@@ -66,7 +69,8 @@ def alerts_for(changes: Iterable[Transition]) -> list[Alert]:
         else:
             text = f"{kind}" + (f": {row.error}" if row.error and kind != "completed" else "")
             sig = (row.since,)
-        out.append(Alert(kind, row.key, sig, title, text))
+        asked = tuple(p.summary for p in row.pending) if kind == "input" else ()
+        out.append(Alert(kind, row.key, sig, title, text, asked, row.directory))
     return out
 
 
@@ -124,14 +128,52 @@ def osc9(alert: Alert) -> str:
     return f"\x1b]9;{text}\x07"
 
 
+def osc777(alert: Alert) -> str:
+    """OSC 777 `notify` (urxvt, foot, Ghostty, WezTerm, VTE terminals): a title and a body."""
+    title = plain(f"ocwatch {alert.kind}: {alert.title}", 100).replace(";", " ")
+    body = plain(alert.text, 200).replace(";", " ")
+    return f"\x1b]777;notify;{title};{body}\x07"
+
+
+def osc99(alert: Alert) -> str:
+    """kitty's OSC 99 desktop notification: the title, then the body (one notification)."""
+    title = plain(f"ocwatch {alert.kind}: {alert.title}", 100)
+    body = plain(alert.text, 200)
+    return (f"\x1b]99;i=ocwatch:d=0:p=title;{title}\x1b\\"
+            f"\x1b]99;i=ocwatch:d=1:p=body;{body}\x1b\\")
+
+
+def tmux_passthrough(sequence: str) -> str:
+    """A sequence wrapped so tmux hands it to the outer terminal (tmux >= 3.3 needs
+    `set -g allow-passthrough on`)."""
+    return "\x1bPtmux;" + sequence.replace("\x1b", "\x1b\x1b") + "\x1b\\"
+
+
+def sequences(config: AlertConfig, inside_tmux: bool) -> list[Callable[[Alert], str]]:
+    """The terminal notifications configured (OSC 9, 777, 99), wrapped for tmux inside it."""
+    makers: tuple[tuple[bool, Callable[[Alert], str]], ...] = (
+        (config.osc9, osc9), (config.osc777, osc777), (config.osc99, osc99))
+    chosen = [make for on, make in makers if on]
+    if not inside_tmux:
+        return chosen
+    return [_through_tmux(make) for make in chosen]
+
+
+def _through_tmux(make: Callable[[Alert], str]) -> Callable[[Alert], str]:
+    return lambda alert: tmux_passthrough(make(alert))
+
+
+def writer(make: Callable[[Alert], str], write: Callable[[str], None]) -> Callable[[Alert], None]:
+    return lambda alert: write(make(alert))
+
+
 def terminal_sinks(config: AlertConfig, write: Callable[[str], None]) -> list[
         Callable[[Alert], None]]:
     """Sinks that write to the terminal (bell, OSC 9) and run notify-send, as configured."""
     sinks: list[Callable[[Alert], None]] = []
     if config.bell:
         sinks.append(lambda a: write("\a"))
-    if config.osc9:
-        sinks.append(lambda a: write(osc9(a)))
+    sinks += [writer(make, write) for make in sequences(config, bool(os.environ.get("TMUX")))]
     if config.desktop:
         exe = shutil.which("notify-send")
         if exe is not None:

@@ -34,8 +34,23 @@ class AlertConfig(BaseModel):
     """Ring the terminal bell."""
     osc9: bool = False
     """Send an OSC 9 desktop notification through the terminal (iTerm2, WezTerm, kitty, ...)."""
+    osc777: bool = False
+    """Send an OSC 777 notification through the terminal (foot, Ghostty, urxvt, VTE, ...)."""
+    osc99: bool = False
+    """Send kitty's OSC 99 notification through the terminal."""
     desktop: bool = False
     """Run `notify-send` where it exists."""
+    unfocused_only: bool = False
+    """Terminal and desktop alerts only while the terminal does not have the focus (the
+    terminal must report focus; off-terminal alerts are always sent)."""
+    notify_cmd: str | list[str] | None = None
+    """A program to run per alert, without a shell: the alert as JSON on stdin and in
+    OCWATCH_ALERT_* variables (a string is split like a shell would, nothing expanded)."""
+    webhook: str | None = None
+    """A URL to POST each alert to as JSON (an ntfy topic URL gets ntfy's format); a bearer
+    token comes from $OCWATCH_WEBHOOK_TOKEN."""
+    webhook_format: Literal["auto", "json", "ntfy"] = "auto"
+    """`auto`: ntfy for ntfy.sh and ntfy.* hosts, else json."""
     on: list[AlertKind] = Field(default_factory=lambda: list(DEFAULT_ALERTS))
     """Transitions that alert: input, completed, error, aborted, stale, unknown."""
     min_interval: float = Field(default=10.0, ge=0)
@@ -187,13 +202,16 @@ def resolve_options(
     auth: Auth | None = None,
     env: Mapping[str, str] | None = None,
     notices: Sequence[str] = (),
+    alert_flags: Mapping[str, Any] | None = None,
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
 
     Servers: `--server` (a URL, or the name of a server of the config), else the config's
     (file or `$OCWATCH_SERVERS`), else `$OPENCODE_SERVER_URL`, else the default. Alert flags
-    only switch sinks on. The config's `password_file` is read only when the environment gives
-    no password (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
+    (`bell`, `osc9`, `desktop`, and any AlertConfig field in `alert_flags`) only switch sinks
+    on; a flag's value (`notify_cmd`, `webhook`, ...) replaces the config's. The config's
+    `password_file` is read only when the environment gives no password
+    (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
@@ -214,11 +232,17 @@ def resolve_options(
     settings = config.settings()
     if grace is not None:
         settings = dataclasses.replace(settings, grace=grace)
-    alerts = config.alerts.model_copy(update={
-        "bell": config.alerts.bell or bell,
-        "osc9": config.alerts.osc9 or osc9,
-        "desktop": config.alerts.desktop or desktop,
-    })
+    flags: dict[str, Any] = {"bell": bell, "osc9": osc9, "desktop": desktop,
+                             **(alert_flags or {})}
+    update: dict[str, Any] = {}
+    for key, value in flags.items():
+        if key not in AlertConfig.model_fields:
+            raise TypeError(f"not an alert setting: {key}")
+        if isinstance(value, bool):
+            update[key] = bool(getattr(config.alerts, key)) or value
+        elif value is not None:
+            update[key] = value
+    alerts = AlertConfig.model_validate({**config.alerts.model_dump(), **update})
     env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
     if auth is None and not env_password and config.password_file:
         auth = _file_auth(config.password_file, env.get("OPENCODE_SERVER_USERNAME", ""), out,

@@ -77,14 +77,17 @@ class Fleet:
             self._history.setdefault(tr.key, deque(maxlen=self._history_limit)).append(tr)
         return view
 
-    async def act(self, server: str, act: Callable[[Client], Awaitable[T]]) -> T:
+    async def act(self, server: str, act: Callable[[Client], Awaitable[T]], *,
+                  resync: bool = True) -> T:
         """Do `act` through the watched server's own client; once the server accepted it, ask
-        that server for a snapshot (the row changes when the server confirms, not before)."""
+        that server for a snapshot (the row changes when the server confirms, not before;
+        `resync` False: a read, nothing to confirm)."""
         monitor = self.monitor(server)
         if monitor is None:
             raise ActionError(f"{server} is not one of the watched servers")
         result = await act(monitor.client)
-        monitor.request_snapshot()
+        if resync:
+            monitor.request_snapshot()
         return result
 
     def history(self, key: tuple[str, str]) -> list[Transition]:
