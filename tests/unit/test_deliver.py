@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import threading
 import time
@@ -281,3 +282,21 @@ def test_osc777_osc99_and_tmux_passthrough() -> None:
         "\x1b]9;oc", "\x1b]777;"]
     assert all(m(alert).startswith("\x1bPtmux;") for m in sequences(config, inside_tmux=True))
 
+
+
+async def test_the_shipped_example_script_shows_the_alert_with_notify_send(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    got = tmp_path / "args"
+    fake = tmp_path / "bin" / "notify-send"
+    fake.parent.mkdir()
+    fake.write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" > {got}\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
+    script = Path(__file__).resolve().parents[2] / "deploy" / "notify" / "notify-send.sh"
+    reports: list[str] = []
+    await deliver(Deliverer([CommandSink([str(script)])], reports.append,
+                            server_name=lambda url: "prod"), input_alert())
+    assert reports == []
+    assert got.read_text().splitlines() == [
+        "--app-name=ocwatch", "-u", "critical", "ocwatch input: deploy (prod)",
+        "permission bash: npm test"]
