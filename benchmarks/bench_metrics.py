@@ -16,8 +16,8 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import asyncio
+import dataclasses
 import statistics
 import sys
 import time

@@ -222,3 +222,37 @@ def test_a_port_in_use_is_one_clear_line() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+async def test_a_server_that_never_answers_holds_no_other_server() -> None:
+    import asyncio
+
+    from tests.fakes import FakeAPI, wire_session
+    from tui.core.fleet import Fleet
+    from tui.export.serve import follow
+
+    good = FakeAPI(sessions=[wire_session("ses_good")])
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.host == "stuck":
+            await asyncio.sleep(3600)  # accepts, never answers
+        return good.handle(request)
+
+    fleet = Fleet(["http://stuck:4096", "http://good:4096"],
+                  transport=httpx.MockTransport(handle), names={"http://good:4096": "good"})
+    metrics = Metrics()
+    stop = asyncio.Event()
+    seen = asyncio.Event()
+
+    def observe(view: View, _changes: object) -> None:
+        if any(k[1] == "ses_good" for k in view.rows):
+            seen.set()
+            stop.set()
+
+    runner = asyncio.create_task(follow(fleet, [metrics.publish, observe], stop=stop))
+    await asyncio.wait_for(seen.wait(), 10)
+    await asyncio.wait_for(runner, 10)
+    got = scrape(metrics)
+    assert value(got, "ocwatch_server_up", server="good") == 1
+    assert value(got, "ocwatch_server_up", server="http://stuck:4096") == 0
+    assert value(got, "ocwatch_sessions", server="good", state="idle", reason="") == 1

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 from tui.core.config import Options, load_config
@@ -21,13 +21,16 @@ from .actions import FleetActions
 from .app import create_app
 
 if TYPE_CHECKING:
+    from prometheus_client.metrics_core import Metric
+
     from tui.export.deliver import Deliverer
 
 Observer = Callable[[View, Changes | None], None]
 
 
 @contextlib.contextmanager
-def metrics_served(listen: str | None) -> Iterator[list[Observer]]:
+def metrics_served(listen: str | None, extra: Sequence[Callable[[], Iterable[Metric]]] = (),
+                   ) -> Iterator[list[Observer]]:
     """With `--metrics HOST:PORT`: the exporter served while the dashboard runs (its observer
     is yielded); without: nothing. OcwatchError when it cannot listen (before the app starts)."""
     if listen is None:
@@ -37,7 +40,7 @@ def metrics_served(listen: str | None) -> Iterator[list[Observer]]:
     from tui.export.metrics import Metrics
     from tui.export.serve import start_exporter
 
-    metrics = Metrics(version=__version__)
+    metrics = Metrics(version=__version__, extra=extra)
     server, _thread = start_exporter(metrics, listen)
     try:
         yield [metrics.publish]
@@ -69,10 +72,11 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
                    desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags)
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
                   auths=opts.auths, names=opts.names)
-    with metrics_served(metrics) as observers:
+    deliverer = off_terminal(opts, fleet)
+    with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
         app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
                          notices=opts.notices, actions=FleetActions(fleet), observers=observers,
-                         deliverer=off_terminal(opts, fleet))
+                         deliverer=deliverer)
         app.run()
     return app.return_code or 0
 

@@ -59,6 +59,8 @@ class CellRenderer:
         self.title_width = MIN_TITLE
         self.unread: frozenset[tuple[str, str]] = frozenset()
         """Rows that changed while the user looked elsewhere (a mark before the title)."""
+        self.server_names: dict[str, str] = {}
+        """What the config calls each server (URL -> name): the folder column's server tag."""
 
     def inputs(self, row: SessionRow, line: TreeLine, multi: bool) -> tuple[object, ...]:
         """For every column of COLUMNS, what its cell is rendered from: equal inputs, equal
@@ -98,7 +100,7 @@ class CellRenderer:
         if column == "folder":
             folder = fmt.short_folder(row.directory)
             if multi:
-                folder = f"{_server_tag(row.server)} {folder}"
+                folder = f"{self.server_names.get(row.server) or _server_tag(row.server)} {folder}"
             width = 12 if self.wide else 10
             return Text(fmt.truncate(fmt.literal(folder), width), no_wrap=True,
                         style=self.style(dim))

@@ -342,6 +342,7 @@ class SessionTable(DataTable[Text]):
                                    collapsed=self.collapsed, match=match,
                                    match_key=(self.state_filter, self.text_filter))
         multi = len({k[0] for k in view.rows}) > 1
+        self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
         # Same row object, same line, same clock second: the cells cannot have changed.
         context = (self._now, multi)
         same_context = context == self._shown_for
