@@ -192,3 +192,45 @@ def test_unfocused_only_holds_terminal_alerts_while_the_terminal_has_the_focus()
     for sink in sinks:
         sink(alert)
     assert written[0] == "BEL" and written[1].startswith("\x1b]777;notify;ocwatch input: deploy")
+
+
+async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None:
+    """--webhook to a receiver that accepts and never answers: the alert is queued and tried
+    on a worker; keys keep answering at once, and the failure is said once, as a notification."""
+    import socket
+    import time
+
+    from tui.export.deliver import Deliverer, WebhookSink
+
+    hole = socket.socket()
+    hole.bind(("127.0.0.1", 0))
+    hole.listen(16)  # accepts connections (the kernel does) and never reads or answers
+    try:
+        sink = WebhookSink(f"http://127.0.0.1:{hole.getsockname()[1]}/hook", timeout=2.0)
+        deliverer = Deliverer([sink], lambda _text: None)
+        app, source = make_app(alerts=AlertConfig(on=["error"], min_interval=0),
+                               deliverer=deliverer)
+        notes: list[tuple[str, object]] = []
+        app.notify = lambda message, **kw: notes.append(  # type: ignore[method-assign]
+            (message, kw.get("title")))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await pilot.pause(0.2)
+            for n in range(5):  # five failures while the receiver hangs
+                source.set(later(source.current(), 1, ses_busy={
+                    "state": "idle" if n % 2 == 0 else "busy",
+                    "reason": "error" if n % 2 == 0 else None}))
+                await pilot.pause(0.05)
+            slowest = 0.0
+            for _ in range(10):
+                before = app.main_screen.table.cursor_row
+                started = time.monotonic()
+                await pilot.press("down" if before < 3 else "up")
+                slowest = max(slowest, time.monotonic() - started)
+                assert app.main_screen.table.cursor_row != before
+            assert slowest < 0.5
+            await until(pilot, lambda: deliverer.counts.get(("webhook", "failed"), 0) >= 1,
+                        timeout=10)
+            said = [text for text, title in notes if title == "Alerts"]
+            assert len(said) == 1 and "no answer within 2s" in said[0]
+    finally:
+        hole.close()
