@@ -40,7 +40,8 @@ def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_sta
                                               oc: Driver):
     all_states.still_retrying(oc)
     data = status_json(oc_server.url)
-    assert data["servers"] == [{"url": oc_server.url, "version": "1.18.33", "reachable": True,
+    assert data["servers"] == [{"url": oc_server.url, "name": oc_server.url,
+                                "version": "1.18.33", "reachable": True,
                                 "error": None, "stream": "none", "malformed": 0,
                                 "malformed_examples": []}]
     rows = {r["id"]: r for r in data["sessions"]}
