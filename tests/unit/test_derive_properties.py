@@ -246,7 +246,7 @@ async def test_no_session_absent_from_the_snapshot_survives_it(evs, present, now
     mon = ServerMonitor(SERVER, settings=S, transport=api.transport(), clock=lambda: now)
     for e in evs:  # what the stream delivered before the snapshot's fetch began
         frame = {"directory": "/p/a", "payload": {"type": e.type, "properties": e.properties}}
-        mon._on_data(json.dumps(frame))
+        mon.on_data(json.dumps(frame))
     await mon.snapshot_once()
     await mon.client.aclose()
     assert mon.snapshot is not None and mon.error is None

@@ -138,7 +138,7 @@ async def test_drift_counts_what_events_said_and_the_snapshot_contradicts():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {}})
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport(), clock=lambda: 1e9)
     await mon.snapshot_once()
-    mon._on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}})
+    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}})
                  .decode()[len("data: "):].strip())
     assert mon.rows(1e9)[("http://x", "ses_1")].state == "busy"  # what the View showed
     await mon.snapshot_once()  # the server never reports it busy: the event was wrong

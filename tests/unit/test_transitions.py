@@ -63,7 +63,7 @@ def running(kind: type[FakeAPI], n: int) -> FakeAPI:
 
 def monitor(api: FakeAPI, clock: Clock) -> ServerMonitor:
     mon = ServerMonitor(SERVER, settings=S, clock=clock, transport=api.transport())
-    mon.connected = True  # the event stream is up; events are fed with _on_data
+    mon.connected = True  # the event stream is up; events are fed with on_data
     return mon
 
 
@@ -77,18 +77,18 @@ async def test_a_lost_idle_event_is_a_drift_not_a_stale_run():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
                   messages={"ses_1": [wire_msg("ses_1", created=T0 - 10)]})
     mon = monitor(api, clock)
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert state(mon) == ("busy", None, False, True)
     # the run ends; its idle events are lost: only the final message arrives
     clock.t = T0 + 1
     done = wire_msg("ses_1", created=T0 - 10, completed=T0 + 1)
     api.status, api.messages = {}, {"ses_1": [done]}
-    mon._on_data(frame("message.updated", {"sessionID": "ses_1", "info": done["info"]}))
+    mon.on_data(frame("message.updated", {"sessionID": "ses_1", "info": done["info"]}))
     clock.t = T0 + 10  # long past the grace period: old news says busy, nothing says stale
     row = mon.rows(clock.t)[(SERVER, "ses_1")]
     assert (row.state, row.stale, row.settled, row.settling) == ("busy", False, False, "confirming")
     assert mon._want_snapshot.is_set()  # it asks the server
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert state(mon) == ("idle", "completed", False, True)
     assert mon.drift_count == 1
     assert "no idle event came" in mon.drift_examples[-1]
@@ -100,7 +100,7 @@ async def test_busy_after_the_run_ended_is_stale_once_the_server_says_so():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
                   messages={"ses_1": [done]})
     mon = monitor(api, clock)
-    assert await mon._take_snapshot()  # taken 8 s after the run ended: the server says busy
+    assert await mon.take_snapshot()  # taken 8 s after the run ended: the server says busy
     row = mon.rows(clock.t)[(SERVER, "ses_1")]
     assert (row.state, row.stale, row.settled, row.ended) == ("busy", True, True, "completed")
     assert any("after the run ended" in e for e in row.evidence)
@@ -114,12 +114,12 @@ async def test_a_route_that_fails_keeps_the_rows_while_the_stream_is_live():
                              "ses_2": [wire_msg("ses_2", created=T0 - 99, completed=T0 - 90)]})
     mon = monitor(api, clock)
     feed = TransitionFeed()
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     first = feed.feed(View(clock.t, (mon.info(),), mon.rows(clock.t)))
     assert len(first.transitions) == 2  # first sight
     api.failing = {"/session/status"}
     clock.t += 30
-    assert not await mon._take_snapshot()
+    assert not await mon.take_snapshot()
     view = View(clock.t, (mon.info(),), mon.rows(clock.t))
     assert state(mon, "ses_1") == ("busy", None, False, True)
     assert state(mon, "ses_2") == ("idle", "completed", False, True)
@@ -127,7 +127,7 @@ async def test_a_route_that_fails_keeps_the_rows_while_the_stream_is_live():
     assert feed.feed(view).transitions == []
     api.failing = set()
     clock.t += 1
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert feed.feed(View(clock.t, (mon.info(),), mon.rows(clock.t))).transitions == []
     assert mon.drift_count == 0 and mon.info().error is None
 
@@ -137,11 +137,11 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     api = running(FlakyAPI, 5)
     mon = monitor(api, clock)
     feed = TransitionFeed()
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     feed.feed(View(clock.t, (), mon.rows(clock.t)))
     mon.connected, api.failing = False, {"*"}
     clock.t += 5
-    assert not await mon._take_snapshot()
+    assert not await mon.take_snapshot()
     down = mon.rows(clock.t)
     assert {(r.state, r.settled, r.settling) for r in down.values()} == {
         ("unknown", False, "unreachable")}
@@ -150,7 +150,7 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     api.failing, api.status = set(), {}
     mon.connected = True
     clock.t += 60
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     after = feed.feed(View(clock.t, (), mon.rows(clock.t)))
     assert {(t.before.state, t.after.state, t.after.reason) for t in after.transitions} == {
         ("busy", "unknown", "interrupted")}
@@ -164,7 +164,7 @@ async def test_a_prompt_to_an_idle_session_goes_straight_to_busy():
     api = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": [done]})
     mon = monitor(api, clock)
     feed = TransitionFeed()
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     seen = []
 
     def look() -> None:
@@ -174,15 +174,15 @@ async def test_a_prompt_to_an_idle_session_goes_straight_to_busy():
     look()
     clock.t += 1
     prompt = wire_msg("ses_1", created=clock.t, role="user", mid="msg_2")
-    mon._on_data(frame("message.updated", {"sessionID": "ses_1", "info": prompt["info"]}))
+    mon.on_data(frame("message.updated", {"sessionID": "ses_1", "info": prompt["info"]}))
     look()
     assert state(mon)[:2] == ("idle", "completed")  # kept while it starts
     # a snapshot taken now (the server lists it busy a moment later) is no drift either
     api.messages = {"ses_1": [done, prompt]}
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     look()
     clock.t += 0.05
-    mon._on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}))
+    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}))
     look()
     assert seen == [("idle", "completed"), ("busy", None)]
     assert mon.drift_count == 0
@@ -246,20 +246,20 @@ async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
                   messages={"ses_1": [msg]})
     mon = monitor(api, clock)
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
 
     def status(body: dict) -> None:
-        mon._on_data(frame("session.status", {"sessionID": "ses_1", "status": body}))
+        mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": body}))
 
     status({"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000})
     assert state(mon)[0] == "retry"
     clock.t += 2
     status({"type": "busy"})
     assert state(mon)[0] == "retry"
-    assert await mon._take_snapshot()  # the server's map reads busy right now
+    assert await mon.take_snapshot()  # the server's map reads busy right now
     assert state(mon)[0] == "retry"
     part = {"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "step-start"}
-    mon._on_data(frame("message.part.updated", {"sessionID": "ses_1", "part": part}))
+    mon.on_data(frame("message.part.updated", {"sessionID": "ses_1", "part": part}))
     assert state(mon)[0] == "busy"
 
 
@@ -270,15 +270,15 @@ async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     api = running(FakeAPI, 4)
     sessions = api.sessions
     mon = monitor(api, clock)
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     mon.rows(clock.t)
-    mon._stream_down(OcwatchError("event stream lost"))
+    mon.stream_down(OcwatchError("event stream lost"))
     clock.t += 5
     mon.connected, mon._connected_at = True, clock.t  # reconnected; meanwhile all runs ended
     api.status = {}
     api.messages = {s["id"]: [wire_msg(s["id"], created=T0 - 10, completed=T0 + 1)]
                     for s in sessions}
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert {r.reason for r in mon.rows(clock.t).values()} == {"completed"}
     assert mon.drift_count == 1 and "4 sessions changed unseen" in mon.drift_examples[-1]
 
@@ -290,11 +290,11 @@ async def test_a_lost_busy_event_is_asked_again_not_called_unknown():
     done = wire_msg("ses_1", created=T0 - 99, completed=T0 - 90)
     api = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": [done]})
     mon = monitor(api, clock)
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert state(mon) == ("idle", "completed", False, True)
     clock.t += 1
     prompt = wire_msg("ses_1", created=clock.t, role="user", mid="msg_2")
-    mon._on_data(frame("message.updated", {"sessionID": "ses_1", "info": prompt["info"]}))
+    mon.on_data(frame("message.updated", {"sessionID": "ses_1", "info": prompt["info"]}))
     clock.t += 10
     mon._want_snapshot.clear()
     row = mon.rows(clock.t)[(SERVER, "ses_1")]
@@ -303,5 +303,5 @@ async def test_a_lost_busy_event_is_asked_again_not_called_unknown():
     assert mon._want_snapshot.is_set()
     api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
     api.messages = {"ses_1": [done, prompt]}
-    assert await mon._take_snapshot()
+    assert await mon.take_snapshot()
     assert state(mon) == ("busy", None, False, True)

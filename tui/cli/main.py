@@ -11,6 +11,7 @@ import math
 import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from .. import __version__
@@ -18,7 +19,7 @@ from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
 from ..core.settings import Auth, Settings
-from ..core.view import loaded
+from ..core.view import View, loaded
 from . import actions
 from .output import literal, pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
@@ -126,6 +127,11 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="print every session's state")
     _server_arg(st, many=True)
     st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument("--replay", metavar="FILE", type=Path,
+                    help="the View of a recording (ocwatch record) instead of a live server")
+    st.add_argument("--at", metavar="TIME",
+                    help="with --replay: the View at TIME (ISO 8601, epoch seconds, or +SECONDS "
+                         "after the start; default: the end)")
 
     w = sub.add_parser("wait", help="block until sessions settle; the exit code tells how")
     w.add_argument("session_ids", metavar="SESSION_ID", nargs="+")
@@ -155,6 +161,15 @@ def build_parser() -> argparse.ArgumentParser:
     wt.add_argument("--session", action="append", metavar="ID", default=[],
                     help="only this session (repeatable)")
     wt.add_argument("--json", action="store_true", help="NDJSON: one object per transition")
+    wt.add_argument("--replay", metavar="FILE", type=Path,
+                    help="the transitions of a recording (ocwatch record), at full speed")
+
+    rec = sub.add_parser("record", help="record every raw event and snapshot answer to a file")
+    rec.add_argument("file", metavar="FILE", type=Path,
+                     help="NDJSON (gzip when it ends in .gz); a new file, never overwritten")
+    _server_arg(rec, many=True)
+    rec.add_argument("--max-size", metavar="SIZE", default=None,
+                     help="stop (cleanly) once the file reaches SIZE (e.g. 500M, 2G)")
 
     a = sub.add_parser("abort", help="abort a session's run")
     a.add_argument("session_id", metavar="SESSION_ID")
@@ -227,6 +242,28 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
+    if cmd == "status" and args.replay is not None:
+        from .record import run_status_replay
+
+        return run_status_replay(args.replay, args.at, args.json)
+    if cmd == "status" and args.at is not None:
+        print("ocwatch: --at goes with --replay FILE", file=sys.stderr)
+        return EXIT_USAGE
+    if cmd == "watch" and args.replay is not None:
+        from .record import run_watch_replay
+
+        return run_watch_replay(args.replay, args.session, args.json)
+    if cmd == "record":
+        from ..record.writer import parse_size
+        from .record import run_record
+
+        try:
+            limit = parse_size(args.max_size) if args.max_size is not None else None
+        except ValueError as exc:
+            print(f"ocwatch: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        return run_record(args.file, opts.urls, auth=auth, settings=settings, auths=opts.auths,
+                          names=opts.names, max_size=limit)
     if cmd == "status":
         return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json,
                           auths=opts.auths, names=opts.names)
@@ -289,6 +326,12 @@ def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_jso
     finally:
         if progress is not None:
             sys.stderr.write("\r\x1b[K")
+    return print_view(view, as_json)
+
+
+def print_view(view: View, as_json: bool) -> int:
+    """Print a View as `status` does; 0, or 2 when a server could not be read (said on stderr,
+    with the records skipped as malformed)."""
     with pipe_safe():
         if as_json:
             print(text.dumps(view.to_json(), indent=2))

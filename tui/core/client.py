@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import time
 from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, urlsplit
@@ -18,6 +19,7 @@ import httpx
 from . import text
 from .models import Session
 from .settings import Auth
+from .tap import KEPT_HEADERS, SNAPSHOT, Tap
 
 #: The largest answer read, decompressed (a snapshot's biggest is a page of 1,000 sessions or one
 #: last message with its tool output: a few MB)
@@ -132,6 +134,8 @@ class Client:
         self.max_body = max_body
         self._user = auth.username if auth else None
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
+        self.tap: Tap | None = None  # a recording: told every answer (tui.core.tap)
+        self.clock = time.time  # the receive times a tap is given
         # with credentials, proxies from the environment are not trusted (a Basic header would
         # reach the proxy) unless $OCWATCH_TRUST_ENV=1 asks for them
         trust_env = auth is None or os.environ.get("OCWATCH_TRUST_ENV") == "1"
@@ -180,6 +184,7 @@ class Client:
                 resp = await self._http.send(req, stream=True)
                 try:
                     if 300 <= resp.status_code < 400:
+                        self._tapped(req, resp, b"")
                         to = resp.headers.get("location") or "nowhere"
                         raise Redirected(
                             f"{where}: redirected (HTTP {resp.status_code}) to "
@@ -188,12 +193,20 @@ class Client:
                     content = await self._read(resp, where)
                 finally:
                     await resp.aclose()
+                self._tapped(req, resp, content)
         except TimeoutError:
             raise Unreachable(f"{where}: no complete answer within {self.deadline:g}s "
                               "(the server is too slow or stalled)") from None
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
         return self._check(resp, content, method, path, expect_json), resp.headers
+
+    def _tapped(self, req: httpx.Request, resp: httpx.Response, content: bytes) -> None:
+        if self.tap is None:
+            return
+        kept = {k: v for k in KEPT_HEADERS if (v := resp.headers.get(k)) is not None}
+        self.tap.http(self.url, self.clock(), SNAPSHOT.get(), req.method, req.url.path,
+                      req.url.query.decode("ascii", "replace"), resp.status_code, kept, content)
 
     async def _read(self, resp: httpx.Response, where: str) -> bytes:
         """The decoded answer, refused past `max_body` bytes."""

@@ -57,6 +57,14 @@ class Fleet:
         self._history: dict[tuple[str, str], deque[Transition]] = {}
         self._history_limit = history_limit
 
+    @classmethod
+    def of(cls, monitors: Sequence[ServerMonitor], settings: Settings,
+           clock: Callable[[], float]) -> Fleet:
+        """A Fleet over monitors made elsewhere (a replay's, on its recorded clock)."""
+        fleet = cls([], settings=settings, clock=clock)
+        fleet.monitors = list(monitors)
+        return fleet
+
     def monitor(self, server: str) -> ServerMonitor | None:
         for m in self.monitors:
             if m.url == server:

@@ -13,6 +13,7 @@ import random
 import time
 from collections import deque
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 
 import httpx
 
@@ -22,6 +23,7 @@ from .events import EventParser
 from .journal import Journal
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Snapshot, fetch_snapshot
+from .tap import SNAPSHOT, Tap
 from .view import ServerInfo, SessionRow
 
 log = logging.getLogger("ocwatch.monitor")
@@ -30,6 +32,17 @@ Notify = Callable[[], None]
 
 #: Seconds a stream must stay up before its reconnect backoff starts again from the shortest.
 HEALTHY_FOR = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotStart:
+    """Where a snapshot began: its number, the journal's position, the sessions the journal had
+    touched (their messages are fetched again), and when."""
+
+    number: int
+    seq: int
+    touched: frozenset[str]
+    started: float
 
 
 async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
@@ -83,6 +96,9 @@ class ServerMonitor:
                              deadline=self.settings.request_deadline)
         self.url = self.client.url
         self.clock = clock
+        self.client.clock = clock
+        self._tap: Tap | None = None
+        self._snapshot_no = 0
         self.journal = Journal(self.settings.journal_limit)
         self.parser = EventParser()
         self.cache = MessageCache()
@@ -110,6 +126,15 @@ class ServerMonitor:
         self._stall_checked = False  # a snapshot was asked for the current silence
         self._memo = DeriveMemo()
         self._notify: Notify = lambda: None
+
+    @property
+    def tap(self) -> Tap | None:
+        """A recording's tap (tui.core.tap): told every answer, frame and stream change."""
+        return self._tap
+
+    @tap.setter
+    def tap(self, tap: Tap | None) -> None:
+        self._tap = self.client.tap = tap
 
     # -- reading ---------------------------------------------------------------------------------
     @property
@@ -205,7 +230,7 @@ class ServerMonitor:
         """Take one snapshot now (no stream): what `status` does. `notify` as for run()."""
         if notify is not None:
             self._notify = notify
-        await self._take_snapshot()
+        await self.take_snapshot()
 
     async def _resync_loop(self) -> None:
         while True:
@@ -220,7 +245,7 @@ class ServerMonitor:
             self._want_snapshot.clear()
             self._urgent.clear()
             began = time.monotonic()
-            ok = await self._take_snapshot()
+            ok = await self.take_snapshot()
             self._notify()
             if ok:
                 backoff = 0.5
@@ -235,25 +260,39 @@ class ServerMonitor:
                 backoff = min(backoff * 2, 15.0)
                 self.request_snapshot()  # until one succeeds: the rows rest on the last one
 
-    async def _take_snapshot(self) -> bool:
-        seq = self.journal.seq
-        touched = set(self.journal.facts().touched)
+    def begin_snapshot(self) -> SnapshotStart:
+        """What a snapshot starts from: the journal's position and the sessions it touched."""
+        self._snapshot_no += 1
+        begun = SnapshotStart(self._snapshot_no, self.journal.seq,
+                              frozenset(self.journal.facts().touched), self.clock())
+        if self._tap is not None:
+            self._tap.snapshot(self.url, begun.started, begun.number, True)
+        return begun
+
+    async def take_snapshot(self, begun: SnapshotStart | None = None) -> bool:
+        """Fetch a snapshot and make it the current one (begun: by `begin_snapshot`, which a
+        replay calls when the recording says it began)."""
+        begun = begun or self.begin_snapshot()
+        seq = begun.seq
+        token = SNAPSHOT.set(begun.number)
         try:
             snap = await fetch_snapshot(
-                self.client, self.cache, clock=self.clock, journal_seq=seq,
-                touched=touched,
+                self.client, self.cache, clock=lambda: begun.started, journal_seq=seq,
+                touched=begun.touched,
                 concurrency=self.settings.message_concurrency, progress=self._loading)
         except OcwatchError as exc:
-            self._fail(exc)
-            self._snapshot_done.set()
+            self.snapshot_failed(begun, exc)
             return False
         except Exception as exc:  # never let a surprise kill the monitor
             log.exception("snapshot failed")
-            self._fail(BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
-            self._snapshot_done.set()
+            self.snapshot_failed(begun, BadResponse(
+                f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
             return False
         finally:
+            SNAPSHOT.reset(token)
             self.loading = None
+        if self._tap is not None:
+            self._tap.snapshot(self.url, self.clock(), begun.number, False)
         old, now = self.snapshot, self.clock()
         outage = self._down_since or self._gap_since
         before: dict[tuple[str, str], SessionRow] = {}
@@ -276,6 +315,14 @@ class ServerMonitor:
             self._count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
+
+    def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
+        """A snapshot could not be taken: the last one stays, the error is shown."""
+        if self._tap is not None:
+            self._tap.snapshot(self.url, self.clock(), begun.number, False, exc.message,
+                               type(exc).__name__)
+        self._fail(exc)
+        self._snapshot_done.set()
 
     def _loading(self, done: int, total: int) -> None:
         """A snapshot's last messages arriving. Before the first snapshot the table is empty:
@@ -345,37 +392,30 @@ class ServerMonitor:
                     headers={"accept": "text/event-stream", "cache-control": "no-store"},
                 ) as response:
                     self._check_stream_response(response)
-                    self.stream_connects += 1
-                    self.connected = True
-                    self._connected_at = self.clock()
-                    self.stream_error = None
-                    self.parser.reset_sequences()
-                    # no replay: whatever happened meanwhile is lost; read it now
-                    self.request_snapshot(urgent=True)
-                    self._notify()
+                    self.stream_opened()
                     silence = self.settings.heartbeat_timeout
                     # two missed heartbeats: the stream is dead even if the socket is not
                     async with asyncio.timeout(silence) as watchdog:
                         async for data in sse_data(response, self.url, self.settings.max_event):
                             watchdog.reschedule(loop.time() + silence)
-                            self._on_data(data)
+                            self.on_data(data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
-                self._stream_down(OcwatchError(
+                self.stream_down(OcwatchError(
                     f"{self.url}: event stream silent for {self.settings.heartbeat_timeout:g}s "
                     "(missed heartbeats); reconnecting"))
             except OcwatchError as exc:
-                self._stream_down(exc)
+                self.stream_down(exc)
             except httpx.HTTPError as exc:
-                self._stream_down(
+                self.stream_down(
                     describe_transport_error(self.url, exc)
                     if isinstance(exc, httpx.TransportError) and not self.connected
                     else OcwatchError(f"{self.url}: event stream lost ({type(exc).__name__})"))
             except Exception as exc:
                 log.exception("event stream failed")
-                self._stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
+                self.stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
             if loop.time() - began >= HEALTHY_FOR:
                 # it had stayed up: reconnect at once (a little jitter, so that many monitors
                 # of one restarted server do not all come back in the same millisecond), as
@@ -387,7 +427,22 @@ class ServerMonitor:
             # a stream accepted and closed at once keeps backing off (no reconnect storm)
             backoff = min(backoff * 2, 15.0 if not self.fatal else 60.0)
 
-    def _stream_down(self, exc: OcwatchError) -> None:
+    def stream_opened(self) -> None:
+        """The event stream is up (a new connection)."""
+        self.stream_connects += 1
+        self.connected = True
+        self._connected_at = self.clock()
+        self.stream_error = None
+        self.parser.reset_sequences()
+        if self._tap is not None:
+            self._tap.stream(self.url, self._connected_at, True, None)
+        # no replay: whatever happened meanwhile is lost; read it now
+        self.request_snapshot(urgent=True)
+        self._notify()
+
+    def stream_down(self, exc: OcwatchError) -> None:
+        if self._tap is not None:
+            self._tap.stream(self.url, self.clock(), False, exc.message)
         was = self.connected
         if was and self._gap_since is None:
             self._gap_since = self.clock()
@@ -412,8 +467,10 @@ class ServerMonitor:
                 f"{self.url}: /global/event answered {ctype or 'no content type'}, not an event "
                 "stream (is this an OpenCode server?)")
 
-    def _on_data(self, data: str) -> None:
+    def on_data(self, data: str) -> None:
         now = self.clock()
+        if self._tap is not None:
+            self._tap.frame(self.url, now, data)
         self.last_event_at = now
         self._stall_checked = False
         parsed = self.parser.parse(data, now)

@@ -1,0 +1,256 @@
+"""Recordings: what a monitor saw is written (answers, frames, stream changes, snapshots) and a
+replay of the file rebuilds the same Views; nothing secret is written; a file that cannot be
+replayed exactly is refused with the line that is wrong."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import gzip
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes import FakeAPI, wire_session
+from tests.unit.test_transitions import Clock, frame, wire_msg
+from tui.cli.main import main
+from tui.cli.record import parse_time
+from tui.core.client import OcwatchError
+from tui.core.fleet import Fleet
+from tui.core.settings import Auth, Settings
+from tui.core.view import View
+from tui.record.format import RecordingError, read
+from tui.record.replay import Replay, replay_to
+from tui.record.writer import Recorder, parse_size
+
+T0 = 1_800_000_000.0
+SERVER = "http://test:4096"
+S = Settings(grace=3.0)
+
+
+def rows_json(view: View) -> list[dict[str, Any]]:
+    return view.to_json()["sessions"]
+
+
+async def record_a_run(path: Path, *, password: str | None = None,
+                       max_size: int | None = None) -> tuple[Fleet, Clock, list[View]]:
+    """A server with a session that runs and fails while the stream is up, and another that
+    asks a permission; recorded while a consumer pulls Views (returned, as the live ones)."""
+    clock = Clock(T0)
+    api = FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2")],
+                  messages={"ses_1": [wire_msg("ses_1", created=T0 - 100, completed=T0 - 90)]},
+                  password=password)
+    auth = Auth("opencode", password) if password else None
+    fleet = Fleet([SERVER], auth=auth, settings=S, clock=clock,
+                  transport=httpx.MockTransport(api.handle), names={SERVER: "prod"})
+    mon = fleet.monitors[0]
+    recorder = Recorder(path, [(SERVER, "prod")], S, version="test", max_size=max_size,
+                        clock=clock)
+    mon.tap = recorder
+    views = []
+    assert await mon.take_snapshot()
+    mon.stream_opened()
+    views.append(fleet.current())
+    clock.t = T0 + 1  # a prompt: busy
+    api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
+    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}))
+    views.append(fleet.current())
+    clock.t = T0 + 2  # it fails: error, idle, then the message that says so
+    failed = wire_msg("ses_1", created=T0 + 1, completed=T0 + 2)
+    failed["info"]["error"] = {"name": "APIError", "data": {"message": "bad request"}}
+    api.status, api.messages["ses_1"] = {}, [failed]
+    mon.on_data(frame("session.error", {"sessionID": "ses_1", "error": failed["info"]["error"]}))
+    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "idle"}}))
+    mon.on_data(frame("message.updated", {"sessionID": "ses_1", "info": failed["info"]}))
+    mon.on_data("this is not json")  # a garbled frame: counted, replayed as counted
+    views.append(fleet.current())
+    clock.t = T0 + 3  # the other asks a permission; a snapshot reads it
+    ask = {"id": "per_1", "sessionID": "ses_2", "permission": "bash", "patterns": ["npm test"],
+           "metadata": {}, "always": [], "tool": {"messageID": "m", "callID": "c"}}
+    api.permissions = {"/p/a": [ask]}
+    api.status = {"/p/a": {"ses_2": {"type": "busy"}}}
+    assert await mon.take_snapshot()
+    views.append(fleet.current())
+    clock.t = T0 + 4
+    mon.stream_down(OcwatchError(f"{SERVER}: event stream closed by the server"))
+    views.append(fleet.current())
+    clock.t = T0 + 10
+    views.append(fleet.current())
+    mon.tap = None
+    recorder.close()
+    return fleet, clock, views
+
+
+async def test_a_replay_rebuilds_the_views_of_the_live_run(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    _fleet, _clock, live = await record_a_run(path)
+    replay = Replay(path)
+    got = []
+    for want in live:  # the replay pulled at the same moments as the live consumer
+        await replay.advance(want.generated_at)
+        got.append(replay.view())
+    assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
+    assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
+    assert got[-1].servers[0].skipped_events == 1  # the garbled frame, counted again
+    assert got[-1].servers[0].name == "prod"
+    final = {r["id"]: (r["state"], r["reason"]) for r in rows_json(got[-1])}
+    assert final == {"ses_1": ("idle", "error"), "ses_2": ("input", None)}
+    assert replay.ended == "stopped"
+
+
+async def test_the_same_file_gives_the_same_views_and_transitions(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    await record_a_run(path)
+    runs = []
+    for _ in range(2):
+        seen: list[Any] = []
+        replay = Replay(path)
+        await replay.follow(lambda v, c, seen=seen: seen.append(
+            (v.generated_at, rows_json(v),
+             [(t.key, t.before and t.before.state, t.after and t.after.state)
+              for t in (c.transitions if c else ())])))
+        runs.append(seen)
+    assert runs[0] == runs[1]
+    steps = [tr for _at, _rows, trs in runs[0] for tr in trs]
+    assert ((SERVER, "ses_1"), "busy", "idle") in steps
+    assert ((SERVER, "ses_2"), "idle", "input") in steps
+
+
+async def test_status_at_a_moment_of_the_recording(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    await record_a_run(path)
+    _r, during = await replay_to(path, T0 + 1.5)
+    assert {r["id"]: r["state"] for r in rows_json(during)}["ses_1"] == "busy"
+    _r, end = await replay_to(path)
+    assert {r["id"]: r["state"] for r in rows_json(end)}["ses_1"] == "idle"
+
+
+async def test_no_password_reaches_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    secret = "s3cr3t-pw-0f-the-server"
+    await record_a_run(path, password=secret)
+    written = path.read_bytes()
+    assert written.count(b'"k":"http"') > 5  # answers were recorded
+    for trace in (secret, base64.b64encode(f"opencode:{secret}".encode()).decode(),
+                  "authorization", "Basic "):
+        assert trace.encode() not in written
+
+
+async def test_a_gzipped_recording_replays_the_same(tmp_path: Path) -> None:
+    plain, packed = tmp_path / "a.ndjson", tmp_path / "a.ndjson.gz"
+    await record_a_run(plain)
+    await record_a_run(packed)
+    with gzip.open(packed, "rt") as f:
+        assert json.loads(f.readline())["format"] == "ocwatch-recording"
+    _r, a = await replay_to(plain)
+    _r, b = await replay_to(packed)
+    assert rows_json(a) == rows_json(b)
+
+
+async def test_max_size_stops_the_recording_cleanly(tmp_path: Path) -> None:
+    path = tmp_path / "small.ndjson"
+    await record_a_run(path, max_size=4096)
+    lines = path.read_text().splitlines()
+    end = json.loads(lines[-1])
+    assert end["k"] == "end" and "--max-size" in end["why"]
+    assert path.stat().st_size < 4096 + max(len(line) for line in lines) + 200
+    _r, view = await replay_to(path)  # what is there replays
+    assert view.servers
+
+
+async def test_the_file_is_new_and_only_its_owner_reads_it(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    await record_a_run(path)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    with pytest.raises(FileExistsError):
+        Recorder(path, [(SERVER, "")], S, version="test")
+
+
+def header(**over: Any) -> str:
+    data = {"format": "ocwatch-recording", "version": 1, "created": T0, "ocwatch": "x",
+            "servers": [{"url": SERVER, "name": ""}], "settings": {}}
+    return json.dumps({**data, **over}) + "\n"
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    (header(version=2), ":1: recording format version 2 is not one this ocwatch reads"),
+    ("{}\n", ":1: not an ocwatch recording"),
+    ("PK\x03\x04 zip\n", ":1: not an ocwatch recording"),
+    (header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}\nnot json\n', ":3: not a JSON object"),
+    (header() + '{"t": 1, "s": 0, "k": "telepathy"}\n', ":2: unknown record kind 'telepathy'"),
+    (header() + '{"t": 1, "s": 5, "k": "frame", "d": "x"}\n', ":2: a frame record of no server"),
+    (header() + '{"s": 0, "k": "frame", "d": "x"}\n', ":2: a frame record without its time"),
+    (header() + '{"t": 1, "s": 0, "k": "http", "m": "GET"}\n', ":2: an http record without"),
+    (header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}', ":2: the last line is cut short"),
+])
+async def test_a_file_that_cannot_be_replayed_is_refused_naming_the_line(
+        tmp_path: Path, text: str, said: str) -> None:
+    path = tmp_path / "bad.ndjson"
+    path.write_text(text)
+    with pytest.raises(RecordingError) as got:
+        await replay_to(path)
+    assert said in got.value.message and str(path) in got.value.message
+
+
+async def test_a_cut_gzip_file_is_refused(tmp_path: Path) -> None:
+    good = tmp_path / "a.ndjson.gz"
+    await record_a_run(good)
+    cut = tmp_path / "cut.ndjson.gz"
+    cut.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    with pytest.raises(RecordingError) as got:
+        await replay_to(cut)
+    assert "cut short" in got.value.message or "ends early" in got.value.message
+
+
+def test_the_cli_says_a_bad_file_in_one_line(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "bad.ndjson"
+    path.write_text(header(version=9))
+    assert main(["status", "--json", "--replay", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "version 9" in err
+    assert main(["status", "--replay", str(tmp_path / "missing.ndjson")]) == 2
+    assert "No such file" in capsys.readouterr().err
+
+
+def test_status_and_watch_replay_from_the_command_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "run.ndjson"
+    asyncio.run(record_a_run(path))
+    capsys.readouterr()
+    assert main(["status", "--json", "--replay", str(path), "--at", "+1.5"]) == 0
+    during = json.loads(capsys.readouterr().out)
+    assert {r["id"]: r["state"] for r in during["sessions"]}["ses_1"] == "busy"
+    assert during["servers"][0]["name"] == "prod"
+    assert main(["watch", "--json", "--replay", str(path)]) == 0
+    lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
+    ses_1 = [(x["from"] and x["from"]["state"], x["to"]["state"]) for x in lines
+             if x["session_id"] == "ses_1"]
+    assert ses_1 == [(None, "idle"), ("idle", "busy"), ("busy", "idle")]
+    assert main(["status", "--at", "+1"]) == 2  # --at without --replay
+
+
+def test_times_and_sizes() -> None:
+    assert parse_time("+30", T0) == T0 + 30
+    assert parse_time("1800000000.5") == 1800000000.5
+    assert parse_time("2027-01-15T08:00:00Z") == T0
+    assert parse_size("500M") == 500 * 2**20 and parse_size("2g") == 2 * 2**30
+    assert parse_size("64KiB") == 64 * 2**10
+    for bad in ("lots", "1k"):
+        with pytest.raises(ValueError, match="--max-size"):
+            parse_size(bad)
+
+
+def test_a_recording_names_its_format_first(tmp_path: Path) -> None:
+    path = tmp_path / "x.ndjson"
+    Recorder(path, [(SERVER, "prod")], S, version="9.9").close()
+    head, records = read(path)
+    assert head.servers == ((SERVER, "prod"),) and head.ocwatch == "9.9"
+    assert head.settings["grace"] == 3.0
+    assert [r.kind for r in records] == ["end"]
+    os.remove(path)

@@ -1,0 +1,132 @@
+"""`ocwatch record`, and the replays of a recording for scripts: `status --replay` and
+`watch --replay` (the dashboard's replay is `ocwatch replay`, in tui.app.replay)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TextIO
+
+from .. import __version__
+from ..core import text
+from ..core.client import OcwatchError
+from ..core.fleet import Fleet
+from ..core.settings import Auth, Settings
+from ..core.view import Changes, View
+from .output import literal
+
+
+def parse_time(value: str, start: float | None = None) -> float:
+    """A moment of a recording: ISO 8601 (`2026-12-01T16:40:00Z`), epoch seconds, or `+SECONDS`
+    after its start (`start`). OcwatchError when it is none of these."""
+    value = value.strip()
+    try:
+        if value.startswith("+"):
+            if start is None:
+                raise ValueError
+            return start + float(value[1:])
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise OcwatchError(f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
+                           "seconds, or +SECONDS after the recording's start") from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()  # a local time, as the user reads clocks
+    return moment.timestamp()
+
+
+def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: Settings,
+               auths: Mapping[str, Auth | None] | None = None,
+               names: Mapping[str, str] | None = None, max_size: int | None = None,
+               err: TextIO | None = None) -> int:
+    """Record until SIGINT/SIGTERM (or `max_size`): exit 0, the file ended cleanly."""
+    from ..export.serve import follow
+    from ..record.writer import Recorder
+
+    err = err or sys.stderr
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+    stop = asyncio.Event()
+    try:
+        recorder = Recorder(path, [(m.url, m.name) for m in fleet.monitors], settings,
+                            version=__version__, max_size=max_size,
+                            on_full=lambda _why: stop.set())
+    except FileExistsError:
+        raise OcwatchError(f"{path}: the file exists; remove it or name another") from None
+    except OSError as exc:
+        raise OcwatchError(f"{path}: cannot write it ({exc.strerror or exc})") from None
+    for m in fleet.monitors:
+        m.tap = recorder
+    shown = ", ".join(literal(m.name or m.url) for m in fleet.monitors)
+    print(f"ocwatch record: recording {shown} to {literal(str(path))} (Ctrl-C stops)",
+          file=err, flush=True)
+    said: set[str] = set()
+
+    def say_errors(view: View, _changes: Changes | None) -> None:
+        for s in view.servers:  # what could not be read is said, once per error
+            if s.error and s.error not in said:
+                said.add(s.error)
+                print(f"ocwatch record: {literal(s.error)}", file=err, flush=True)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, stop.set)
+        await follow(fleet, [say_errors], stop=stop)
+
+    try:
+        asyncio.run(main())
+    finally:
+        for m in fleet.monitors:
+            m.tap = None
+        recorder.close()
+    if recorder.stopped:
+        print(f"ocwatch record: {recorder.stopped}", file=err)
+    print(f"ocwatch record: {recorder.records:,} records, {recorder.size():,} bytes in "
+          f"{literal(str(path))}", file=err)
+    return 0
+
+
+def run_status_replay(path: Path, at: str | None, as_json: bool) -> int:
+    """`status --replay FILE [--at TIME]`: the View as it was (exit as `status` would have)."""
+    from ..record.format import read
+    from ..record.replay import replay_to
+    from .main import print_view
+
+    header, _ = read(path)
+    moment = parse_time(at, header.created) if at is not None else None
+    _replay, view = asyncio.run(replay_to(path, moment))
+    return print_view(view, as_json)
+
+
+def run_watch_replay(path: Path, sessions: Collection[str], as_json: bool,
+                     out: TextIO | None = None) -> int:
+    """`watch --replay FILE`: the transitions as they were, at their recorded times."""
+    from ..record.replay import Replay
+    from .output import pipe_safe
+    from .watch import transition_json, transition_text
+
+    out = out or sys.stdout
+    replay = Replay(path)
+    wanted = set(sessions)
+    with_server = len(replay.header.servers) > 1
+
+    def observe(_view: View, changes: Changes | None) -> None:
+        for tr in changes.transitions if changes is not None else ():
+            if wanted and tr.key[1] not in wanted:
+                continue
+            out.write((text.dumps(transition_json(tr)) if as_json
+                       else transition_text(tr, with_server)) + "\n")
+
+    with pipe_safe():
+        asyncio.run(replay.follow(observe))
+        out.flush()
+    return 0

@@ -1,0 +1,1 @@
+"""Recordings: what the monitors saw, written (`writer`) and replayed exactly (`replay`)."""

@@ -1,0 +1,163 @@
+"""The recording format (docs/RECORDING.md): NDJSON, one object per line, gzip when the name
+ends in `.gz`. The first line names the format and its version; every other line is a record
+of what one server said, with its receive time. Reading checks every line and refuses a file it
+cannot replay exactly, naming the line."""
+
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from ..core.client import OcwatchError
+
+FORMAT = "ocwatch-recording"
+VERSION = 1
+KINDS = ("http", "frame", "stream", "snap", "end")
+
+
+class RecordingError(OcwatchError):
+    """A recording that cannot be read (exit code 2)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """The first line: what was recorded, when, by which ocwatch, with which settings."""
+
+    created: float
+    ocwatch: str
+    servers: tuple[tuple[str, str], ...]  # (url, name) of each server, by index
+    settings: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"format": FORMAT, "version": VERSION, "created": self.created,
+                "ocwatch": self.ocwatch,
+                "servers": [{"url": u, "name": n} for u, n in self.servers],
+                "settings": self.settings}
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One line after the header. `t` is the receive time (epoch seconds), `server` an index
+    into the header's servers (-1 for `end`), `kind` one of KINDS, `data` the line as read."""
+
+    line: int
+    t: float
+    server: int
+    kind: str
+    data: dict[str, Any]
+
+
+def open_text(path: Path, mode: str) -> IO[str]:
+    """The file as text, through gzip when its name ends in `.gz`."""
+    if path.suffix == ".gz":
+        binary = gzip.GzipFile(path, mode.replace("t", "") + "b")
+        return io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
+    return path.open(mode, encoding="utf-8", newline="\n")
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
+    "http": {"m": (str,), "p": (str,), "q": (str,), "st": (int,), "h": (dict,)},
+    "frame": {"d": (str,)},
+    "stream": {"up": (bool,)},
+    "snap": {"n": (int,), "begin": (bool,)},
+    "end": {},
+}
+
+
+def read(path: Path) -> tuple[Header, Iterator[Record]]:
+    """The header, and the records one by one (each checked as it is read). Raises
+    RecordingError naming the file and the line."""
+    try:
+        handle = open_text(path, "rt")
+        first = handle.readline()
+    except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+        raise RecordingError(f"{path}: cannot read it ({_why(exc)})") from None
+    header = _header(path, first)
+    return header, _records(path, handle, len(header.servers))
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    if isinstance(exc, EOFError):
+        return "the compressed file ends early (cut short?)"
+    if isinstance(exc, UnicodeDecodeError):
+        return "it is not UTF-8 text"
+    return str(exc) or type(exc).__name__
+
+
+def _header(path: Path, first: str) -> Header:
+    try:
+        data = json.loads(first)
+    except ValueError:
+        data = None
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raise RecordingError(f"{path}:1: not an ocwatch recording (the first line must name "
+                             f"the format {FORMAT!r})")
+    if data.get("version") != VERSION:
+        raise RecordingError(f"{path}:1: recording format version {data.get('version')!r} is "
+                             f"not one this ocwatch reads (it reads version {VERSION})")
+    servers = data.get("servers")
+    if not isinstance(servers, list) or not all(
+            isinstance(s, dict) and isinstance(s.get("url"), str) for s in servers) or not (
+            _number(data.get("created"))):
+        raise RecordingError(f"{path}:1: the header lacks its servers or creation time")
+    got = data.get("settings")
+    settings: dict[str, Any] = got if isinstance(got, dict) else {}
+    return Header(float(data["created"]), str(data.get("ocwatch", "?")),
+                  tuple((s["url"], str(s.get("name") or "")) for s in servers), settings)
+
+
+def _records(path: Path, handle: IO[str], servers: int) -> Iterator[Record]:
+    number = 1
+    with handle:
+        while True:
+            try:
+                line = handle.readline()
+            except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+                raise RecordingError(f"{path}:{number + 1}: cannot read it ({_why(exc)})") from None
+            if not line:
+                return
+            number += 1
+            if not line.endswith("\n"):
+                raise RecordingError(f"{path}:{number}: the last line is cut short (the "
+                                     "recording did not end cleanly)")
+            yield _record(path, number, line, servers)
+
+
+def _a(kind: object) -> str:
+    return f"{'an' if kind in ('http', 'end') else 'a'} {kind}"
+
+
+def _record(path: Path, number: int, line: str, servers: int) -> Record:
+    where = f"{path}:{number}"
+    try:
+        data = json.loads(line)
+    except ValueError:
+        raise RecordingError(f"{where}: not a JSON object (a corrupt line)") from None
+    if not isinstance(data, dict):
+        raise RecordingError(f"{where}: not a JSON object (a corrupt line)")
+    kind, t, server = data.get("k"), data.get("t"), data.get("s", -1)
+    if kind not in KINDS:
+        raise RecordingError(f"{where}: unknown record kind {kind!r}")
+    if not _number(t):
+        raise RecordingError(f"{where}: {_a(kind)} record without its time")
+    if kind != "end" and not (isinstance(server, int) and 0 <= server < servers):
+        raise RecordingError(f"{where}: {_a(kind)} record of no server of the header")
+    for name, types in _FIELDS[kind].items():
+        if not isinstance(data.get(name), types):
+            raise RecordingError(f"{where}: {_a(kind)} record without a valid {name!r}")
+    if kind == "http" and not isinstance(data.get("b", ""), str):
+        raise RecordingError(f"{where}: an http record whose body is not text")
+    assert isinstance(t, int | float) and isinstance(kind, str)
+    return Record(number, float(t), int(server), kind, data)

@@ -1,0 +1,212 @@
+"""Replaying a recording: the same monitors, parser, journal, snapshot code and derive as a live
+run, fed from the file instead of the network, on the recorded clock.
+
+Each record goes where its live counterpart went: a frame to `ServerMonitor.on_data`, a stream
+change to `stream_opened` / `stream_down`, a snapshot's begin to `begin_snapshot` and its end to
+`take_snapshot`, whose requests a transport answers with the responses recorded for that very
+snapshot. So the same file gives the same Views: derive reads only the recorded inputs and the
+recorded clock.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from ..core.client import (
+    AuthFailed,
+    BadResponse,
+    NotFound,
+    OcwatchError,
+    Redirected,
+    Unreachable,
+)
+from ..core.fleet import Fleet
+from ..core.monitor import ServerMonitor, SnapshotStart
+from ..core.settings import Settings
+from ..core.view import Changes, Transition, View
+from .format import Header, Record, RecordingError, read
+
+#: How often a replay derives a View without news, in recorded time (as the dashboard pulls)
+TICK = 1.0
+_ERRORS: dict[str, type[OcwatchError]] = {
+    c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)}
+
+
+def settings_of(header: Header) -> Settings:
+    """The recorded settings (what derive decided with), known fields only."""
+    known = {f.name for f in dataclasses.fields(Settings)}
+    return Settings(**{k: v for k, v in header.settings.items() if k in known})
+
+
+class _Answers(httpx.AsyncBaseTransport):
+    """Answers a snapshot's requests with the responses recorded for it."""
+
+    def __init__(self) -> None:
+        self.pending: dict[tuple[str, str, str], list[Record]] = {}
+        self.missing: list[str] = []
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        key = (request.method, request.url.path, request.url.query.decode("ascii", "replace"))
+        queue = self.pending.get(key)
+        if not queue:
+            self.missing.append(f"{key[0]} {key[1]}?{key[2]}")
+            raise httpx.ConnectError("not in the recording", request=request)
+        rec = queue.pop(0).data
+        body = base64.b64decode(rec["b64"]) if "b64" in rec else rec.get("b", "").encode()
+        return httpx.Response(rec["st"], headers=rec["h"], content=body, request=request)
+
+
+class Replay:
+    """The fleet of a recording, advanced record by record on the recorded clock."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header, self._records = read(path)
+        self.settings = settings_of(self.header)
+        self.now = self.header.created
+        self.start = self.header.created
+        self._answers = [_Answers() for _ in self.header.servers]
+        urls = [url for url, _ in self.header.servers]
+        names = {url: name for url, name in self.header.servers if name}
+        monitors = [ServerMonitor(url, settings=self.settings, clock=self.clock,
+                                  transport=answers, name=names.get(url, ""))
+                    for url, answers in zip(urls, self._answers, strict=True)]
+        self.fleet = Fleet.of(monitors, self.settings, self.clock)
+        self._begun: dict[tuple[int, int], SnapshotStart] = {}
+        self._groups: dict[tuple[int, int], list[Record]] = {}
+        self.records = 0  # applied so far
+        self.events = 0  # frames among them
+        self.ended: str | None = None  # the `end` record's why, once reached
+        self._next: Record | None = None
+        self._exhausted = False
+
+    def clock(self) -> float:
+        return self.now
+
+    def peek(self) -> Record | None:
+        """The next record, not applied yet (None: the file is done)."""
+        if self._next is None and not self._exhausted:
+            self._next = next(self._records, None)
+            self._exhausted = self._next is None
+        return self._next
+
+    async def step(self) -> Record | None:
+        """Apply the next record (the clock moves to its time); None when there is none."""
+        rec = self.peek()
+        if rec is None:
+            return None
+        self._next = None
+        self.now = max(self.now, rec.t)
+        await self._apply(rec)
+        self.records += 1
+        return rec
+
+    async def advance(self, until: float) -> int:
+        """Apply every record up to `until` (recorded time); the clock ends there."""
+        n = 0
+        while (rec := self.peek()) is not None and rec.t <= until:
+            await self.step()
+            n += 1
+        self.now = max(self.now, until)
+        return n
+
+    async def _apply(self, rec: Record) -> None:
+        data = rec.data
+        if rec.kind == "end":
+            self.ended = str(data.get("why") or "ended")
+            return
+        monitor = self.fleet.monitors[rec.server]
+        if rec.kind == "frame":
+            self.events += 1
+            monitor.on_data(data["d"])
+        elif rec.kind == "http":
+            if isinstance(data.get("n"), int):  # a snapshot's (an action's: not replayed)
+                self._groups.setdefault((rec.server, data["n"]), []).append(rec)
+        elif rec.kind == "stream":
+            if data["up"]:
+                monitor.stream_opened()
+            else:
+                monitor.stream_down(OcwatchError(str(data.get("why") or "stream lost")))
+        elif rec.kind == "snap":
+            key = (rec.server, data["n"])
+            if data["begin"]:
+                self._begun[key] = monitor.begin_snapshot()
+                return
+            begun = self._begun.pop(key, None)
+            responses = self._groups.pop(key, [])
+            if begun is None:  # the recording started while this snapshot was being taken
+                return
+            failed = data.get("failed")
+            if isinstance(failed, str):
+                kind = _ERRORS.get(str(data.get("error")), OcwatchError)  # AuthFailed: fatal
+                monitor.snapshot_failed(begun, kind(failed))
+                return
+            answers = self._answers[rec.server]
+            answers.pending = {}
+            for r in responses:
+                key3 = (r.data["m"], r.data["p"], r.data["q"])
+                answers.pending.setdefault(key3, []).append(r)
+            await monitor.take_snapshot(begun)
+            if answers.missing:
+                raise RecordingError(
+                    f"{self.path}:{rec.line}: the snapshot asked for what was not recorded "
+                    f"({answers.missing[0]}); was the file made by another ocwatch version?")
+
+    # -- what consumers read ---------------------------------------------------------------------
+    def view(self) -> View:
+        """The View at the recorded clock (pulls it: transitions and timelines move on)."""
+        return self.fleet.current(self.now)
+
+    @property
+    def last_changes(self) -> Changes | None:
+        return self.fleet.last_changes
+
+    def history(self, key: tuple[str, str]) -> list[Transition]:
+        return self.fleet.history(key)
+
+    async def follow(self, observe: Callable[[View, Changes | None], Any], *,
+                     until: float | None = None, tick: float = TICK,
+                     spacing: float = 0.05) -> None:
+        """Replay the file (up to `until`, recorded time; None: to its end) at full speed,
+        handing the observer a View as a live consumer would have pulled one: after news (at
+        most one per `spacing` of recorded time) and at least once per `tick`."""
+        observe(self.view(), self.last_changes)
+        last_pull = self.now
+        news: float | None = None  # when the first record not yet pulled was applied
+        while True:
+            rec = self.peek()
+            if rec is not None and until is not None and rec.t > until:
+                rec = None
+            if news is not None and (rec is None or rec.t >= news + spacing):
+                observe(self.view(), self.last_changes)  # pulled soon after the news
+                last_pull, news = self.now, None
+                continue
+            if rec is None:
+                break
+            if news is None and rec.t > last_pull + tick:  # quiet: the View as time passes
+                await self.advance(last_pull + tick)
+                observe(self.view(), self.last_changes)
+                last_pull = self.now
+                continue
+            await self.step()
+            news = self.now if news is None else news
+        while until is not None and self.now + tick < until:  # time passing after the news
+            await self.advance(self.now + tick)
+            observe(self.view(), self.last_changes)
+        if until is not None:
+            await self.advance(until)
+        observe(self.view(), self.last_changes)
+
+
+async def replay_to(path: Path, at: float | None = None) -> tuple[Replay, View]:
+    """Replay the file up to `at` (recorded epoch seconds; None: its end), pulling as a live
+    consumer would; the View there."""
+    replay = Replay(path)
+    await replay.follow(lambda _v, _c: None, until=at)
+    return replay, replay.view()

@@ -1,0 +1,124 @@
+"""Writing a recording: a Tap (tui.core.tap) that appends one line per answer, frame, stream
+change and snapshot, bounded by a size, gzip'd when the name ends in `.gz`.
+
+What is written is what the server said and nothing of what was sent: no header of any request
+(so no password, cookie or token), no URL user info (a server URL cannot carry one)."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import IO, Any
+
+from ..core.settings import Settings
+from .format import Header, open_text
+
+#: Seconds between two flushes to disk (a crash loses at most this much)
+FLUSH_EVERY = 1.0
+
+
+def parse_size(text: str) -> int:
+    """`500M`, `2G`, `100k`, `1048576`: bytes (ValueError: one line saying what is wrong)."""
+    units = {"": 1, "k": 2**10, "m": 2**20, "g": 2**30}
+    raw = text.strip().lower().removesuffix("b").removesuffix("i")
+    number, unit = (raw[:-1], raw[-1]) if raw and raw[-1] in "kmg" else (raw, "")
+    try:
+        value = float(number) * units[unit]
+    except ValueError:
+        raise ValueError(f"--max-size {text!r}: expected a size such as 500M or 2G") from None
+    if value < 4096:
+        raise ValueError(f"--max-size {text!r}: at least 4k")
+    return int(value)
+
+
+class Recorder:
+    """Writes one server fleet's recording. Attach it as each monitor's `tap`; `close()` ends
+    the file with an `end` record. Past `max_size` bytes on disk it stops writing (an `end`
+    record says why) and calls `on_full`."""
+
+    def __init__(self, path: Path, servers: Sequence[tuple[str, str]], settings: Settings, *,
+                 version: str, max_size: int | None = None,
+                 on_full: Callable[[str], None] | None = None,
+                 clock: Callable[[], float] = time.time) -> None:
+        self.path = path
+        self.index = {url: i for i, (url, _name) in enumerate(servers)}
+        self.max_size = max_size
+        self.on_full = on_full
+        self.clock = clock
+        self.records = 0
+        self.closed = False
+        self.stopped: str | None = None  # why it stopped early
+        # a new file only, readable by its owner alone: it holds the sessions' text
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        self._file: IO[str] = open_text(path, "wt")
+        self._raw: IO[Any] | None = getattr(getattr(self._file, "buffer", None), "fileobj", None)
+        self._bytes = 0  # written to a plain file (a .gz says its own size: _raw.tell())
+        self._flushed = clock()
+        header = Header(clock(), version, tuple(servers), asdict(settings))
+        self._write(header.to_json())
+
+    # -- Tap -------------------------------------------------------------------------------------
+    def http(self, server: str, t: float, snapshot: int | None, method: str, path: str,
+             query: str, status: int, headers: dict[str, str], body: bytes) -> None:
+        rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "http", "n": snapshot,
+                               "m": method, "p": path, "q": query, "st": status, "h": headers}
+        try:
+            rec["b"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            rec["b64"] = base64.b64encode(body).decode("ascii")
+        self._write(rec)
+
+    def frame(self, server: str, t: float, data: str) -> None:
+        self._write({"t": t, "s": self.index[server], "k": "frame", "d": data})
+
+    def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
+        self._write({"t": t, "s": self.index[server], "k": "stream", "up": up, "why": why})
+
+    def snapshot(self, server: str, t: float, number: int, begin: bool,
+                 failed: str | None = None, error: str | None = None) -> None:
+        rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "snap", "n": number,
+                               "begin": begin}
+        if failed is not None:
+            rec["failed"], rec["error"] = failed, error
+        self._write(rec)
+
+    # -- the file --------------------------------------------------------------------------------
+    def size(self) -> int:
+        """Bytes on disk so far (compressed, for a .gz: what has reached the file)."""
+        if self._raw is not None:
+            return int(self._raw.tell())
+        return self._bytes
+
+    def _write(self, rec: dict[str, Any]) -> None:
+        if self.closed:
+            return
+        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
+        self._file.write(line)
+        if self._raw is None:
+            self._bytes += len(line.encode("utf-8"))
+        self.records += 1
+        now = self.clock()
+        if now - self._flushed >= FLUSH_EVERY:
+            self._flushed = now
+            self._file.flush()
+        if self.max_size is not None and self.size() >= self.max_size:
+            self.stopped = (f"the recording reached --max-size ({self.max_size:,} bytes); "
+                            "it stopped there")
+            self.close(self.stopped)
+            if self.on_full is not None:
+                self.on_full(self.stopped)
+
+    def close(self, why: str = "stopped") -> None:
+        """End the file (an `end` record), once."""
+        if self.closed:
+            return
+        self._file.write(json.dumps({"t": self.clock(), "k": "end", "why": why},
+                                    separators=(",", ":")) + "\n")
+        self.records += 1
+        self.closed = True
+        self._file.close()
