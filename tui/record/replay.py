@@ -34,6 +34,9 @@ from .format import Header, Record, RecordingError, read
 
 #: How often a replay derives a View without news, in recorded time (as the dashboard pulls)
 TICK = 1.0
+#: Records closer together than this (recorded seconds) came in one read: a live consumer
+#: derived once after all of them, and so does a replay
+BATCH = 0.002
 _ERRORS: dict[str, type[OcwatchError]] = {
     c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)}
 
@@ -172,10 +175,11 @@ class Replay:
 
     async def follow(self, observe: Callable[[View, Changes | None], Any], *,
                      until: float | None = None, tick: float = TICK,
-                     spacing: float = 0.05) -> None:
+                     spacing: float = BATCH) -> None:
         """Replay the file (up to `until`, recorded time; None: to its end) at full speed,
-        handing the observer a View as a live consumer would have pulled one: after news (at
-        most one per `spacing` of recorded time) and at least once per `tick`."""
+        handing the observer a View as a live consumer would have pulled one: after each batch
+        of news (records closer than `spacing` to the first of them: frames that came in one
+        read) and at least once per `tick`."""
         observe(self.view(), self.last_changes)
         last_pull = self.now
         news: float | None = None  # when the first record not yet pulled was applied

@@ -90,6 +90,8 @@ class Recorder:
     # -- the file --------------------------------------------------------------------------------
     def size(self) -> int:
         """Bytes on disk so far (compressed, for a .gz: what has reached the file)."""
+        if self.closed:
+            return self.path.stat().st_size
         if self._raw is not None:
             return int(self._raw.tell())
         return self._bytes

@@ -1,0 +1,174 @@
+"""Record real runs of every kind on a real `opencode serve`, then replay the file: the final
+View and every session's transitions equal what the live monitors said (`status --json` live at
+the end against `status --json --replay`, `watch --json` live against `watch --json --replay`),
+and a recording made with a password holds no trace of it."""
+
+from __future__ import annotations
+
+import base64
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.cli_env import cli_env
+
+from .driver import Driver, wait_until
+from .oc_server import OpenCodeServer
+from .scripted_model import ScriptedModel
+from .test_lifecycles import WatchProcess, _flaky_then_slow
+
+
+def ocwatch(*args: str, password: str | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
+                          text=True, timeout=180, env=cli_env(password))
+
+
+def start_recording(path: Path, url: str, password: str | None = None) -> subprocess.Popen[str]:
+    proc = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "record", str(path), "-s", url],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env=cli_env(password))
+    return proc
+
+
+def stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
+    proc.send_signal(signal.SIGINT)
+    try:
+        code = proc.wait(20)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        code = proc.wait()
+    assert proc.stderr is not None
+    return code, proc.stderr.read()
+
+
+def states(status: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
+    return {r["id"]: (r["state"], r["reason"], r["stale"], tuple(p["id"] for p in r["pending"]),
+                      r["parent_id"], r["title"]) for r in status["sessions"]}
+
+
+FRESH = ("idle", None, False)
+
+
+def lifecycles(lines: list[dict[str, Any]], sids: set[str]) -> dict[str, list[Any]]:
+    """Each session's transitions, (from, to). A session the server creates and prompts at
+    once (a sub-agent's) may be first seen idle or already busy, by sampling: its first sight
+    idle, when followed by busy, is dropped."""
+    out: dict[str, list[Any]] = {}
+    for x in lines:
+        if x["session_id"] in sids:
+            out.setdefault(x["session_id"], []).append(
+                (x["from"] and tuple(x["from"].values()), x["to"] and tuple(x["to"].values())))
+    for sid, seq in out.items():
+        if len(seq) > 1 and seq[0] == (None, FRESH) and seq[1][0] == FRESH:
+            out[sid] = [(None, seq[1][1]), *seq[2:]]
+    return out
+
+
+def test_real_runs_of_every_kind_replay_as_the_live_monitors_saw_them(
+        private_server: OpenCodeServer, scripted_model: ScriptedModel, tmp_path: Path) -> None:
+    url = private_server.url
+    path = tmp_path / "real.ndjson.gz"
+    recorder = start_recording(path, url)
+    live = WatchProcess(url)
+    _flaky_then_slow(scripted_model)
+    try:
+        with Driver(url, default_directory=str(private_server.project)) as d:
+            sentinel = d.create_session(title="recording sentinel")["id"]
+            wait_until(lambda: live.of(sentinel), 60, what="watch following the server")
+            sids: dict[str, str] = {}
+
+            def settled(sid: str, state: str, reason: str | None = None,
+                        timeout: float = 90) -> None:
+                wait_until(lambda: any(x["to"] and x["to"]["state"] == state
+                                       and x["to"]["reason"] == reason for x in live.of(sid)),
+                           timeout, what=f"{sid} {state} {reason} (got {live.of(sid)})")
+
+            def run(kind: str, scenario: str, arg: str | None = None,
+                    text: str = "") -> str:
+                """A session seen idle by the live watch first, then prompted (so that both
+                monitors see it idle before it runs: first sight is a matter of sampling)."""
+                sid = sids[kind] = d.create_session(title=f"rec {kind}")["id"]
+                wait_until(lambda: live.of(sid), 30, what=f"watch seeing {kind}")
+                d.prompt(sid, text or f"Please do the {scenario} thing", scenario, arg)
+                return sid
+
+            run("completed", "text")
+            run("failed", "fail")
+            run("permission", "permission", "echo rec-once")
+            req = d.wait_permission(sids["permission"])
+            settled(sids["permission"], "input")
+            d.reply_permission(req["id"], "once", directory=d.dir_of(sids["permission"]))
+            run("question", "question")
+            qreq = d.wait_question(sids["question"])
+            settled(sids["question"], "input")
+            d.reply_question(qreq["id"], [["Blue"]], directory=d.dir_of(sids["question"]))
+            run("aborted", "hang", "rec-abort")
+            settled(sids["aborted"], "busy")
+            d.abort(sids["aborted"])
+            settled(sids["aborted"], "idle", "aborted")
+            scripted_model.release("rec-abort")
+            run("retry", "flakyslow", text="recording retry")
+            run("parent", "task", "slow/1")
+            sids["child"] = d.wait_child(sids["parent"])["id"]
+            for kind in ("completed", "permission", "question", "retry", "parent", "child"):
+                settled(sids[kind], "idle", "completed")
+            settled(sids["failed"], "idle", "error")
+            time.sleep(4)  # past the grace period: nothing is settling any more
+            live_status = ocwatch("status", "--json", "-s", url)
+            assert live_status.returncode == 0, live_status.stderr
+    finally:
+        code, err = live.stop()
+        rec_code, rec_err = stop(recorder)
+    assert code == 0, err
+    assert rec_code == 0, rec_err
+    assert "records," in rec_err
+
+    replayed = ocwatch("status", "--json", "--replay", str(path))
+    assert replayed.returncode == 0, replayed.stderr
+    want = states(json.loads(live_status.stdout))
+    got = states(json.loads(replayed.stdout))
+    ours = set(sids.values()) | {sentinel}
+    assert {k: got.get(k) for k in ours} == {k: want[k] for k in ours}
+    assert got == want  # nothing else either
+
+    watched = ocwatch("watch", "--json", "--replay", str(path))
+    assert watched.returncode == 0, watched.stderr
+    replay_lines = [json.loads(x) for x in watched.stdout.splitlines()]
+    assert lifecycles(replay_lines, ours) == lifecycles(live.lines, ours)
+    done = ("idle", "completed", False)
+    assert [(x["from"] and x["from"]["state"], x["to"]["state"]) for x in replay_lines
+            if x["session_id"] == sids["permission"]] == [
+        (None, "idle"), ("idle", "busy"), ("busy", "input"), ("input", "busy"), ("busy", "idle")]
+    assert lifecycles(replay_lines, {sids["permission"]})[sids["permission"]] == [
+        (None, ("busy", None, False)),
+        (("busy", None, False), ("input", None, False)),
+        (("input", None, False), ("busy", None, False)), (("busy", None, False), done)]
+
+
+def test_a_recording_made_with_a_password_holds_no_trace_of_it(
+        oc_server_auth: OpenCodeServer, oc_password: str, oc_auth: Driver,
+        tmp_path: Path) -> None:
+    path = tmp_path / "locked.ndjson"
+    recorder = start_recording(path, oc_server_auth.url, password=oc_password)
+    try:
+        wait_until(lambda: path.exists() and b'"begin":false' in path.read_bytes(), 60,
+                   what="the recorder's first snapshot")
+        sid = oc_auth.run("text", title="recorded with a password")["id"]
+        oc_auth.wait_assistant_completed(sid)
+        wait_until(lambda: sid.encode() in path.read_bytes() and b"session.idle" in
+                   path.read_bytes(), 60, what="the run in the recording")
+    finally:
+        code, err = stop(recorder)
+    assert code == 0, err
+    written = path.read_bytes()
+    for trace in (oc_password, base64.b64encode(f"opencode:{oc_password}".encode()).decode(),
+                  base64.b64encode(oc_password.encode()).decode()):
+        assert trace.encode() not in written
+    replayed = ocwatch("status", "--json", "--replay", str(path))
+    assert replayed.returncode == 0, replayed.stderr
+    row = next(r for r in json.loads(replayed.stdout)["sessions"] if r["id"] == sid)
+    assert (row["state"], row["reason"]) == ("idle", "completed")
