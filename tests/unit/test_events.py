@@ -110,3 +110,27 @@ def test_blank_data_is_ignored():
     p = EventParser()
     assert p.parse("", 0).event is None and p.parse("  ", 0).event is None
     assert p.skipped == 0
+
+
+def test_streamed_token_frames_are_skipped_unparsed_and_nothing_else_is():
+    from tui.core.events import EventParser
+
+    parser = EventParser()
+    compact = ('{"directory":"/p/a","payload":{"id":"evt_1","type":"message.part.delta",'
+               '"properties":{"sessionID":"ses_1","delta":"tok"}}}')
+    spaced = ('{"directory": "/p/a", "payload": {"type": "message.part.delta", '
+              '"properties": {}}}')
+    broken_delta = compact[:-5]  # cut: skipped unparsed as well (nothing in it is read)
+    for data in (compact, spaced, broken_delta):
+        got = parser.parse(data, 1.0)
+        assert got.event is None and not got.gap
+    assert parser.skipped == 0 and parser.unknown == 0
+    # the words inside a text are escaped: the frame is read as what it is
+    quoting = ('{"payload":{"type":"message.part.updated","properties":{"sessionID":"ses_1",'
+               '"part":{"id":"p","sessionID":"ses_1","messageID":"m","type":"text",'
+               '"text":"\\"type\\":\\"message.part.delta\\""}}}}')
+    got = parser.parse(quoting, 1.0)
+    assert got.event is not None and got.event.type == "message.part.updated"
+    # a malformed frame of another type is still counted
+    assert parser.parse('{"payload":{"type":"session.status",', 1.0).event is None
+    assert parser.skipped == 1

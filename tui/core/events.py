@@ -91,6 +91,10 @@ class Parsed:
     control: str | None = None  # type of a control event (connected, heartbeat, disposed)
 
 
+_DELTA = '"message.part.delta"'
+_NOTHING = Parsed()
+
+
 @dataclass
 class EventParser:
     """Stateful parser for one connection: counts skips and unknown types, watches sync seq."""
@@ -114,6 +118,14 @@ class EventParser:
         """Parse one SSE `data` payload. Never raises."""
         if not data or data.isspace():
             return Parsed()
+        # a streamed-token frame (most of a busy stream) is known by its type, the first
+        # `"type":` of the frame (a quote inside a string is escaped, so this is a key), and
+        # skipped unparsed: nothing in it is read
+        at = data.find('"type":')
+        if at >= 0:
+            at += 8 if data[at + 7:at + 8] == " " else 7
+            if data.startswith(_DELTA, at):
+                return _NOTHING
         try:
             frame = text.loads(data)
         except (ValueError, RecursionError):

@@ -89,11 +89,14 @@ class ServerMonitor:
         clock: Callable[[], float] = time.time,
         transport: httpx.AsyncBaseTransport | None = None,
         name: str = "",
+        client: Client | None = None,
     ) -> None:
+        """`client`: one made elsewhere (a replay's, answering from a recording)."""
         self.settings = settings or Settings()
         self.name = name  # the config's name for it ("": none, called by its URL)
-        self.client = Client(url, auth, timeout=self.settings.request_timeout, transport=transport,
-                             deadline=self.settings.request_deadline)
+        self.client = client or Client(url, auth, timeout=self.settings.request_timeout,
+                                       transport=transport,
+                                       deadline=self.settings.request_deadline)
         self.url = self.client.url
         self.clock = clock
         self.client.clock = clock

@@ -37,7 +37,7 @@ def loads(text: str | bytes) -> Any:
     """Parse server JSON: non-finite numbers become None, lone surrogates U+FFFD."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8", errors="replace")
-    data = json.loads(text, parse_constant=_no_constant)
+    data = _DECODER.decode(text)
     if _SURROGATE_ESCAPE.search(text):
         data = _fix(data)
     return data
@@ -45,6 +45,10 @@ def loads(text: str | bytes) -> Any:
 
 def _no_constant(_name: str) -> None:
     return None
+
+
+#: One decoder for every parse (json.loads with an argument builds a new one each call)
+_DECODER = json.JSONDecoder(parse_constant=_no_constant)
 
 
 def _fix(value: Any) -> Any:

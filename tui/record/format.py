@@ -16,6 +16,7 @@ from typing import IO, Any
 
 from ..core.client import OcwatchError
 
+_DECODE = json.JSONDecoder().decode
 FORMAT = "ocwatch-recording"
 VERSION = 1
 KINDS = ("http", "frame", "stream", "snap", "end")
@@ -120,16 +121,17 @@ def _header(path: Path, first: str) -> Header:
 
 def _records(path: Path, handle: IO[str], servers: int) -> Iterator[Record]:
     number = 1
+    lines = iter(handle)
     with handle:
         while True:
             try:
-                line = handle.readline()
+                line = next(lines, "")
             except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
                 raise RecordingError(f"{path}:{number + 1}: cannot read it ({_why(exc)})") from None
             if not line:
                 return
             number += 1
-            if not line.endswith("\n"):
+            if line[-1] != "\n":
                 raise RecordingError(f"{path}:{number}: the last line is cut short (the "
                                      "recording did not end cleanly)")
             yield _record(path, number, line, servers)
@@ -140,11 +142,16 @@ def _a(kind: object) -> str:
 
 
 def _record(path: Path, number: int, line: str, servers: int) -> Record:
-    where = f"{path}:{number}"
     try:
-        data = json.loads(line)
+        data = _DECODE(line)
     except ValueError:
-        raise RecordingError(f"{where}: not a JSON object (a corrupt line)") from None
+        raise RecordingError(f"{path}:{number}: not a JSON object (a corrupt line)") from None
+    # the common case first, checked in one expression: an event frame
+    if (type(data) is dict and data.get("k") == "frame" and type(data.get("d")) is str
+            and type(t := data.get("t")) is float and type(s := data.get("s")) is int
+            and 0 <= s < servers):
+        return Record(number, t, s, "frame", data)
+    where = f"{path}:{number}"
     if not isinstance(data, dict):
         raise RecordingError(f"{where}: not a JSON object (a corrupt line)")
     kind, t, server = data.get("k"), data.get("t"), data.get("s", -1)

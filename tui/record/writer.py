@@ -7,19 +7,23 @@ What is written is what the server said and nothing of what was sent: no header 
 from __future__ import annotations
 
 import base64
+import gzip
+import io
 import json
 import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 from ..core.settings import Settings
-from .format import Header, open_text
+from .format import Header
 
 #: Seconds between two flushes to disk (a crash loses at most this much)
 FLUSH_EVERY = 1.0
+#: One encoder for every line (json.dumps with arguments builds a new one each call)
+_ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
 
 def parse_size(text: str) -> int:
@@ -55,9 +59,15 @@ class Recorder:
         self.stopped: str | None = None  # why it stopped early
         # a new file only, readable by its owner alone: it holds the sessions' text
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        self._file: IO[str] = open_text(path, "wt")
-        self._raw: IO[Any] | None = getattr(getattr(self._file, "buffer", None), "fileobj", None)
-        self._bytes = 0  # written to a plain file (a .gz says its own size: _raw.tell())
+        self._disk: IO[bytes] = path.open("wb")
+        # gzip at level 1: a recording is written while the monitor runs, so cheap beats small
+        self._gzip: gzip.GzipFile | None = None
+        self._file: IO[bytes] = self._disk
+        if path.suffix == ".gz":  # buffered in front: GzipFile's own write is costly per call
+            self._gzip = gzip.GzipFile(fileobj=self._disk, mode="wb", compresslevel=1)
+            self._file = cast(IO[bytes], io.BufferedWriter(
+                cast(io.RawIOBase, self._gzip), buffer_size=1 << 16))
+        self._bytes = 0  # written to a plain file (a .gz's size is what reached the disk)
         self._flushed = clock()
         header = Header(clock(), version, tuple(servers), asdict(settings))
         self._write(header.to_json())
@@ -74,7 +84,8 @@ class Recorder:
         self._write(rec)
 
     def frame(self, server: str, t: float, data: str) -> None:
-        self._write({"t": t, "s": self.index[server], "k": "frame", "d": data})
+        # the commonest record, written without a dict (the same line json.dumps would make)
+        self._line(f'{{"t":{t!r},"s":{self.index[server]},"k":"frame","d":{_ENCODE(data)}}}\n')
 
     def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
         self._write({"t": t, "s": self.index[server], "k": "stream", "up": up, "why": why})
@@ -92,17 +103,19 @@ class Recorder:
         """Bytes on disk so far (compressed, for a .gz: what has reached the file)."""
         if self.closed:
             return self.path.stat().st_size
-        if self._raw is not None:
-            return int(self._raw.tell())
+        if self._file is not self._disk:
+            return self._disk.tell()
         return self._bytes
 
     def _write(self, rec: dict[str, Any]) -> None:
+        self._line(_ENCODE(rec) + "\n")
+
+    def _line(self, line: str) -> None:
         if self.closed:
             return
-        line = json.dumps(rec, ensure_ascii=False, separators=(",", ":")) + "\n"
-        self._file.write(line)
-        if self._raw is None:
-            self._bytes += len(line.encode("utf-8"))
+        raw = line.encode("utf-8")
+        self._file.write(raw)
+        self._bytes += len(raw)
         self.records += 1
         now = self.clock()
         if now - self._flushed >= FLUSH_EVERY:
@@ -119,8 +132,10 @@ class Recorder:
         """End the file (an `end` record), once."""
         if self.closed:
             return
-        self._file.write(json.dumps({"t": self.clock(), "k": "end", "why": why},
-                                    separators=(",", ":")) + "\n")
+        self._file.write((_ENCODE({"t": self.clock(), "k": "end", "why": why}) + "\n").encode())
         self.records += 1
         self.closed = True
-        self._file.close()
+        self._file.close()  # the gzip stream, then the file under it
+        if self._gzip is not None:
+            self._gzip.close()
+            self._disk.close()
