@@ -254,3 +254,100 @@ def test_a_recording_names_its_format_first(tmp_path: Path) -> None:
     assert head.settings["grace"] == 3.0
     assert [r.kind for r in records] == ["end"]
     os.remove(path)
+
+
+def synthetic(path: Path, events: int, seconds: float) -> None:
+    """A recording of a snapshot of 50 sessions, then `events` frames over `seconds`: token
+    noise, part updates and busy/idle status changes, as a busy server sends them."""
+    rec = Recorder(path, [(SERVER, "")], S, version="test", clock=lambda: T0)
+    rec.snapshot(SERVER, T0, 1, True)
+    sessions = [wire_session(f"ses_{i:03d}") for i in range(50)]
+    rec.http(SERVER, T0, 1, "GET", "/global/health", "", 200,
+             {"content-type": "application/json"}, b'{"healthy":true,"version":"x"}')
+    rec.http(SERVER, T0, 1, "GET", "/experimental/session", "limit=1000", 200,
+             {"content-type": "application/json"}, json.dumps(sessions).encode())
+    for route in ("/session/status", "/permission", "/question"):
+        rec.http(SERVER, T0, 1, "GET", route, "directory=%2Fp%2Fa", 200,
+                 {"content-type": "application/json"}, b"{}" if "status" in route else b"[]")
+    rec.http(SERVER, T0, 1, "GET", "/project", "", 200, {"content-type": "application/json"},
+             b"[]")
+    rec.http(SERVER, T0, 1, "GET", "/api/session/active", "", 404,
+             {"content-type": "application/json"}, b"{}")
+    for s in sessions:
+        rec.http(SERVER, T0, 1, "GET", f"/session/{s['id']}/message",
+                 "limit=1&directory=%2Fp%2Fa", 200, {"content-type": "application/json"}, b"[]")
+    rec.snapshot(SERVER, T0, 1, False)
+    rec.stream(SERVER, T0, True, None)
+    for i in range(events):
+        t = T0 + seconds * i / events
+        sid = f"ses_{i % 50:03d}"
+        if i % 10 == 0:
+            kind = "busy" if (i // 500) % 2 == 0 else "idle"
+            data = frame("session.status", {"sessionID": sid, "status": {"type": kind}})
+        else:
+            data = json.dumps({"directory": "/p/a", "payload": {
+                "type": "message.part.delta", "properties": {"sessionID": sid,
+                                                             "delta": "tok"}}})
+        rec.frame(SERVER, t, data)
+    rec.close()
+
+
+async def test_a_replay_at_100x_of_100k_events_finishes_and_ends_as_replayed(
+        tmp_path: Path) -> None:
+    import time
+
+    from tui.record.replay import ReplaySource
+
+    path = tmp_path / "big.ndjson.gz"
+    synthetic(path, 100_000, 50.0)
+    source = ReplaySource(path, speed=100)
+    notified = 0
+
+    def notify() -> None:
+        nonlocal notified
+        notified += 1
+
+    started = time.monotonic()
+    runner = asyncio.create_task(source.run(notify))
+    while not source.finished:
+        assert time.monotonic() - started < 120, "the replay did not finish"
+        await asyncio.sleep(0.05)
+    runner.cancel()
+    assert source.replay.events == 100_000 and notified > 100
+    _r, want = await replay_to(path)
+    assert rows_json(source.current()) == rows_json(want)
+    assert "ended" in source.status()
+
+
+async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:
+    from tui.record.replay import ReplaySource
+
+    path = tmp_path / "run.ndjson"
+    await record_a_run(path)
+    source = ReplaySource(path, speed=1.0)
+    runner = asyncio.create_task(source.run(lambda: None))
+    await asyncio.sleep(0.05)
+    source.toggle_pause()
+    assert "paused" in source.status()
+    before = source.replay.records
+    source.step_once()
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if source.replay.records == before + 1:
+            break
+    assert source.replay.records == before + 1  # one record, and still paused
+    source.faster(3)
+    assert source.speed == 10.0
+    source.seek(+9)  # to the end of the run (its ten seconds)
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if source.clock() >= T0 + 9:
+            break
+    assert {r["id"]: r["state"] for r in rows_json(source.current())}["ses_1"] == "idle"
+    source.seek(-9)  # back: replayed from the start, exactly
+    for _ in range(200):
+        await asyncio.sleep(0.01)
+        if source.clock() < T0 + 1:
+            break
+    assert source.clock() == pytest.approx(T0, abs=0.5)
+    runner.cancel()

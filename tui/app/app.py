@@ -33,6 +33,7 @@ from tui.core.view import Changes, View
 
 if TYPE_CHECKING:
     from tui.export.deliver import Deliverer
+    from tui.record.replay import ReplaySource
 
 from . import format as fmt
 from .actions import Actions
@@ -82,8 +83,11 @@ class OcwatchApp(App[None]):
         notices: Sequence[str] = (),
         observers: Sequence[Callable[[View, Changes | None], None]] = (),
         deliverer: Deliverer | None = None,
+        replay: ReplaySource | None = None,
     ) -> None:
         super().__init__()
+        self.replay = replay
+        """A recording's controls when the source is a replay (`ocwatch replay`)."""
         self.deliverer = deliverer
         """Delivers alerts off the terminal (--notify-cmd, --webhook) on a worker of its own."""
         if deliverer is not None:
@@ -105,6 +109,9 @@ class OcwatchApp(App[None]):
         self.notices = list(notices)
         """Config problems, shown as warnings when the app starts (never fatal)."""
         self.responder = Responder(self, actions)
+        if replay is not None:
+            self.responder.no_actions = ("This is a replay of a recording: abort, reply and "
+                                         "answer are off.")
         self.heap = HeapKeeper()
         config = alerts or AlertConfig()
         sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
@@ -171,7 +178,34 @@ class OcwatchApp(App[None]):
             yield SystemCommand("Abort the selected session", "Stop its run, after a "
                                 "confirmation (a)", partial(self.responder.abort, key))
 
+    #: The keys of a replay (`ocwatch replay`), bound only then
+    REPLAY_KEYS = (("p", "replay_pause", "Pause/play"), ("full_stop", "replay_step", "Step"),
+                   ("plus", "replay_speed(1)", "Faster"), ("minus", "replay_speed(-1)", "Slower"),
+                   ("greater_than_sign", "replay_seek(30)", "+30s"),
+                   ("less_than_sign", "replay_seek(-30)", "-30s"))
+
+    def action_replay_pause(self) -> None:
+        if self.replay is not None:
+            self.replay.toggle_pause()
+            self.mark_dirty()
+
+    def action_replay_step(self) -> None:
+        if self.replay is not None:
+            self.replay.step_once()
+
+    def action_replay_speed(self, by: int) -> None:
+        if self.replay is not None:
+            self.replay.faster(by)
+            self.mark_dirty()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        if self.replay is not None:
+            self.replay.seek(seconds)
+
     def on_mount(self) -> None:
+        if self.replay is not None:
+            for key, action, label in self.REPLAY_KEYS:
+                self.bind(key, action, description=label)
         if self.startup_message:
             self.notify(self.startup_message, timeout=10, markup=False)
         for warning in self.theme_warnings:
@@ -313,7 +347,11 @@ class OcwatchApp(App[None]):
     def help_groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Every key, grouped by where it works (read from the bindings)."""
         palette = [(self.COMMAND_PALETTE_BINDING, "Command palette (filters, themes, sort, …)")]
-        return [
+        replay = [(f"Replay (from the table; {self.replay.path.name})", [
+            (key.replace("full_stop", ".").replace("plus", "+").replace("minus", "-")
+             .replace("greater_than_sign", ">").replace("less_than_sign", "<"), label)
+            for key, _action, label in self.REPLAY_KEYS])] if self.replay is not None else []
+        return [*replay,
             ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
             ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
             ("Servers", binding_rows(ServersScreen.BINDINGS)),
@@ -355,6 +393,7 @@ def create_app(
     notices: Sequence[str] = (),
     observers: Sequence[Callable[[View, Changes | None], None]] = (),
     deliverer: Deliverer | None = None,
+    replay: ReplaySource | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -369,9 +408,10 @@ def create_app(
     `notices`: config warnings to show when the app starts.
     `observers`: called with each new View and its changes (the metrics of `--metrics`).
     `deliverer`: off-terminal alert deliveries (--notify-cmd, --webhook), run by the app.
+    `replay`: the source's controls when it is a recording's replay (keys p . + - > <).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
                       alerts=alerts, notices=notices, observers=observers,
-                      deliverer=deliverer)
+                      deliverer=deliverer, replay=replay)

@@ -36,6 +36,8 @@ class Responder:
     def __init__(self, app: OcwatchApp, actions: Actions | None) -> None:
         self.app = app
         self.actions = actions
+        self.no_actions = NO_ACTIONS
+        """What the user is told when there are no actions (a replay says why)."""
         self.sending: set[str] = set()
         """Request ids (and `abort:` session ids) whose action is on its way."""
         self.sent: set[str] = set()
@@ -62,7 +64,7 @@ class Responder:
 
     def _ready(self) -> Actions | None:
         if self.actions is None:
-            self.app.notify(NO_ACTIONS, severity="warning", timeout=5)
+            self.app.notify(self.no_actions, severity="warning", timeout=5)
         return self.actions
 
     # -- respond ------------------------------------------------------------------------------

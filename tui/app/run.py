@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tui.core.config import Options, load_config
@@ -110,3 +111,22 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
 
     with metrics_served(metrics) as observers:
         return asyncio.run(main())
+
+
+def run_replay(path: Path, *, speed: float = 1.0, start: str | None = None,
+               theme: str | None = None) -> int:
+    """`ocwatch replay FILE`: the dashboard driven by a recording, no server, actions off."""
+    from tui.cli.record import parse_time
+    from tui.record.format import read
+    from tui.record.replay import ReplaySource
+
+    header, _ = read(path)  # a bad file is said before the screen is taken
+    at = parse_time(start, header.created) if start is not None else None
+    config, warnings = load_config()
+    source = ReplaySource(path, speed=speed, start=at)
+    app = create_app(source, theme=theme or config.theme,
+                     server_urls=[url for url, _ in header.servers], clock=source.clock,
+                     notices=warnings, replay=source)
+    app.title = f"ocwatch replay: {path.name}"
+    app.run()
+    return app.return_code or 0

@@ -164,6 +164,14 @@ def build_parser() -> argparse.ArgumentParser:
     wt.add_argument("--replay", metavar="FILE", type=Path,
                     help="the transitions of a recording (ocwatch record), at full speed")
 
+    rp = sub.add_parser("replay", help="the dashboard driven by a recording (no server)")
+    rp.add_argument("file", metavar="FILE", type=Path, help="a recording (ocwatch record)")
+    rp.add_argument("--speed", type=float, default=1.0,
+                    help="times the recorded pace (default 1; p pauses, + and - change it)")
+    rp.add_argument("--from", dest="start", metavar="TIME",
+                    help="start at TIME (ISO 8601, epoch seconds, or +SECONDS after the start)")
+    rp.add_argument("--theme", default=argparse.SUPPRESS, help="dashboard theme name")
+
     rec = sub.add_parser("record", help="record every raw event and snapshot answer to a file")
     rec.add_argument("file", metavar="FILE", type=Path,
                      help="NDJSON (gzip when it ends in .gz); a new file, never overwritten")
@@ -235,6 +243,13 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
                         osc9=args.osc9, desktop=args.notify, metrics=args.metrics,
                         alert_flags=alert_flags(args))
+    if cmd == "replay":
+        from ..app.run import run_replay
+
+        if not (args.speed > 0 and math.isfinite(args.speed)):
+            print("ocwatch: --speed must be a number above 0", file=sys.stderr)
+            return EXIT_USAGE
+        return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
     opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,

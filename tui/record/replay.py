@@ -10,7 +10,9 @@ recorded clock.
 
 from __future__ import annotations
 
+import asyncio
 import base64
+import contextlib
 import dataclasses
 from collections.abc import Callable
 from pathlib import Path
@@ -230,3 +232,116 @@ async def replay_to(path: Path, at: float | None = None) -> tuple[Replay, View]:
     replay = Replay(path)
     await replay.follow(lambda _v, _c: None, until=at)
     return replay, replay.view()
+
+
+class ReplaySource:
+    """A ViewSource (tui.core.source) driven by a recording on its recorded clock: the
+    dashboard's `ocwatch replay`. It plays at `speed` times the recorded pace and can pause,
+    step one record, change speed and seek (backwards by replaying from the start, which is
+    exact and fast)."""
+
+    SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 1000.0)
+
+    def __init__(self, path: Path, *, speed: float = 1.0, start: float | None = None) -> None:
+        self.path = path
+        self.replay = Replay(path)
+        self.speed = speed
+        self.paused = False
+        self.start_at = start
+        self.last_changes: Changes | None = None
+        self.first = self.replay.start
+        self._wake = asyncio.Event()
+        self._notify: Callable[[], None] = lambda: None
+        self._seek_to: float | None = None
+        self._steps = 0
+
+    # -- ViewSource -----------------------------------------------------------------------------
+    def clock(self) -> float:
+        """The recorded clock (what the dashboard shows times against)."""
+        return self.replay.now
+
+    def current(self, now: float | None = None) -> View:
+        view = self.replay.view()
+        self.last_changes = self.replay.last_changes
+        return view
+
+    def history(self, key: tuple[str, str]) -> list[Transition]:
+        return self.replay.history(key)
+
+    async def run(self, notify: Callable[[], None]) -> None:
+        self._notify = notify
+        if self.start_at is not None:
+            await self.replay.follow(lambda _v, _c: None, until=self.start_at)
+        notify()
+        loop = asyncio.get_running_loop()
+        while True:
+            if self._seek_to is not None:
+                await self._seek()
+                notify()
+            rec = self.replay.peek()
+            if self.paused or rec is None:  # wait for a key (or a seek)
+                self._wake.clear()
+                if self._steps:
+                    self._steps -= 1
+                    if rec is not None:
+                        await self.replay.step()
+                        notify()
+                    continue
+                await self._wake.wait()
+                continue
+            if rec.t > self.replay.now:  # let recorded time pass, at `speed`
+                began = loop.time()
+                wait = min((rec.t - self.replay.now) / self.speed, 0.1)
+                self._wake.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), wait)
+                self.replay.now = min(rec.t, self.replay.now
+                                      + (loop.time() - began) * self.speed)
+                notify()
+                continue
+            await self.replay.step()
+            notify()
+
+    # -- controls -------------------------------------------------------------------------------
+    def toggle_pause(self) -> None:
+        self.paused = not self.paused
+        self._wake.set()
+
+    def step_once(self) -> None:
+        """Apply the next record (pauses first)."""
+        self.paused = True
+        self._steps += 1
+        self._wake.set()
+
+    def faster(self, by: int = 1) -> None:
+        """The next speed up (`by` 1) or down (`by` -1) of SPEEDS."""
+        at = min(range(len(self.SPEEDS)), key=lambda i: abs(self.SPEEDS[i] - self.speed))
+        self.speed = self.SPEEDS[max(0, min(len(self.SPEEDS) - 1, at + by))]
+        self._wake.set()
+
+    def seek(self, delta: float) -> None:
+        """Move `delta` recorded seconds (back: replayed from the start up to there)."""
+        self._seek_to = max(self.first, (self._seek_to or self.replay.now) + delta)
+        self._wake.set()
+
+    async def _seek(self) -> None:
+        target, self._seek_to = self._seek_to, None
+        assert target is not None
+        if target < self.replay.now:
+            self.replay = Replay(self.path)
+        await self.replay.follow(lambda _v, _c: None, until=target)
+
+    @property
+    def finished(self) -> bool:
+        return self.replay.peek() is None
+
+    def status(self) -> str:
+        """`replay of FILE · 16:59:32 (+12s of 24s) · 2x · paused`."""
+        from datetime import datetime
+
+        now = self.replay.now
+        clock = datetime.fromtimestamp(now).strftime("%Y-%m-%d %H:%M:%S")
+        state = "paused" if self.paused else ("ended" if self.finished else "playing")
+        speed = f"{self.speed:g}x"
+        return (f"replay of {self.path.name} · {clock} (+{now - self.first:.0f}s) · {speed} · "
+                f"{state} · {self.replay.events:,} events")

@@ -79,6 +79,7 @@ class MainScreen(ViewScreen):
     ]
 
     def compose(self) -> ComposeResult:
+        yield Static(id="replay")
         yield ServerBar(id="servers")
         yield Summary(id="summary")
         yield FilterStatus(id="filter-status")
@@ -94,12 +95,18 @@ class MainScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
+        if self.ocwatch.replay is not None:
+            self.query_one("#replay", Static).display = True
         self.follow_view()
 
     def show_view(self) -> None:
         """Display the app's latest View."""
         app = self.ocwatch
         view, now = app.view, app.now
+        if app.replay is not None:
+            self.query_one("#replay", Static).update(Content.styled(
+                " " + fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · "
+                "</> seek)", "bold"))
         self.query_one(ServerBar).show(view, now, app.server_urls)
         self.query_one(Summary).show(view)
         if view is not None:
