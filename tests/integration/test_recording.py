@@ -172,3 +172,29 @@ def test_a_recording_made_with_a_password_holds_no_trace_of_it(
     assert replayed.returncode == 0, replayed.stderr
     row = next(r for r in json.loads(replayed.stdout)["sessions"] if r["id"] == sid)
     assert (row["state"], row["reason"]) == ("idle", "completed")
+
+
+def test_a_report_of_a_failed_session_on_the_real_server(
+        oc_server: OpenCodeServer, oc: Driver, tmp_path: Path) -> None:
+    sid = oc.run("fail", title="report me", text="the secret plan is Tuesday")["id"]
+    oc.wait_assistant_completed(sid, finish=None)
+    proc = ocwatch("report", sid, "-s", oc_server.url, "--for", "1")
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout)
+    assert got["session"]["id"] == sid
+    assert (got["session"]["state"], got["session"]["reason"]) == ("idle", "error")
+    assert got["server"]["version"] == "1.18.33"
+    assert any(m["info"].get("error", {}).get("name") == "APIError" for m in got["messages"])
+    assert "the secret plan is Tuesday" in proc.stdout
+    hidden = ocwatch("report", sid, "-s", oc_server.url, "--for", "1", "--redact")
+    assert hidden.returncode == 0, hidden.stderr
+    assert "the secret plan is Tuesday" not in hidden.stdout
+    assert json.loads(hidden.stdout)["session"]["state"] == "idle"
+    capture = tmp_path / "capture.ndjson.gz"
+    wrote = ocwatch("report", sid, "-s", oc_server.url, "--for", "1", "-o", str(capture))
+    assert wrote.returncode == 0, wrote.stderr
+    replayed = ocwatch("status", "--json", "--replay", str(capture))
+    row = next(r for r in json.loads(replayed.stdout)["sessions"] if r["id"] == sid)
+    assert (row["state"], row["reason"]) == ("idle", "error")
+    missing = ocwatch("report", "ses_nope", "-s", oc_server.url, "--for", "0")
+    assert missing.returncode == 2 and "ses_nope is on none" in missing.stderr

@@ -164,6 +164,17 @@ def build_parser() -> argparse.ArgumentParser:
     wt.add_argument("--replay", metavar="FILE", type=Path,
                     help="the transitions of a recording (ocwatch record), at full speed")
 
+    rep = sub.add_parser("report", help="a bug-report bundle for one session (JSON)")
+    rep.add_argument("session_id", metavar="SESSION_ID")
+    _server_arg(rep, many=True)
+    rep.add_argument("-o", "--output", metavar="FILE", type=Path,
+                     help="write it to FILE (a new file); FILE.ndjson[.gz]: the capture as a "
+                          "recording that `ocwatch replay` opens")
+    rep.add_argument("--redact", action="store_true",
+                     help="replace the text of messages, events and requests by its length")
+    rep.add_argument("--for", dest="seconds", type=seconds, default=3.0, metavar="SECONDS",
+                     help="how long to watch the server first (default 3)")
+
     rp = sub.add_parser("replay", help="the dashboard driven by a recording (no server)")
     rp.add_argument("file", metavar="FILE", type=Path, help="a recording (ocwatch record)")
     rp.add_argument("--speed", type=float, default=1.0,
@@ -268,6 +279,12 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         from .record import run_watch_replay
 
         return run_watch_replay(args.replay, args.session, args.json)
+    if cmd == "report":
+        from .report import run_report
+
+        return run_report(args.session_id, opts.urls, auth=auth, settings=settings,
+                          auths=opts.auths, names=opts.names, seconds=args.seconds,
+                          output=args.output, redacted=args.redact)
     if cmd == "record":
         from ..record.writer import parse_size
         from .record import run_record

@@ -1,0 +1,82 @@
+"""`ocwatch report`: one session's bundle, whole, and with --redact no message text in it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.fakes import FakeAPI, wire_session
+from tui.cli.main import main
+from tui.cli.report import capture, redact
+from tui.core.client import OcwatchError
+from tui.core.settings import Settings
+
+SECRET = "the launch codes are 0000"
+
+
+def api() -> FakeAPI:
+    msg = {"info": {"id": "msg_1", "sessionID": "ses_1", "role": "assistant",
+                    "time": {"created": 1_000_000, "completed": 1_000_500}, "finish": "stop"},
+           "parts": [{"id": "p1", "sessionID": "ses_1", "messageID": "msg_1", "type": "text",
+                      "text": SECRET},
+                     {"id": "p2", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
+                      "tool": "bash", "callID": "c",
+                      "state": {"status": "completed", "input": {"command": SECRET},
+                                "output": SECRET}}]}
+    ask = {"id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": [SECRET],
+           "metadata": {}, "always": [], "tool": {"messageID": "msg_1", "callID": "c"}}
+    return FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2", parent="ses_1")],
+                   messages={"ses_1": [msg]}, permissions={"/p/a": [ask]},
+                   status={"/p/a": {"ses_1": {"type": "busy"}}})
+
+
+async def bundle(tmp_path: Path, redacted: bool, sid: str = "ses_1") -> dict:
+    fake = api()
+    return await capture(sid, ["http://fake:4096"], auth=None, settings=Settings(),
+                         auths=None, names={"http://fake:4096": "fake"}, seconds=0.2,
+                         recording=tmp_path / "c.ndjson", redacted=redacted,
+                         transport=httpx.MockTransport(fake.handle))
+
+
+async def test_the_bundle_has_what_a_bug_report_needs(tmp_path: Path) -> None:
+    got = await bundle(tmp_path, redacted=False)
+    assert got["format"] == "ocwatch-report" and got["version"] == 1
+    assert got["server"]["name"] == "fake" and got["server"]["version"] == "fake"
+    assert got["session"]["id"] == "ses_1" and got["session"]["state"] == "input"
+    assert got["session"]["evidence"]
+    assert [c["id"] for c in got["children"]] == ["ses_2"]
+    assert got["messages"][0]["parts"][0]["text"] == SECRET
+    assert got["server_entries"]["status"]["entry"] == {"type": "busy"}
+    assert got["server_entries"]["permissions"][0]["entry"]["id"] == "per_1"
+    assert got["timeline"] and got["timeline"][0]["to"]["state"] == "input"
+    assert got["ocwatch"] and got["redacted"] is False
+
+
+async def test_redact_leaves_no_message_text(tmp_path: Path) -> None:
+    got = await bundle(tmp_path, redacted=True)
+    dumped = json.dumps(got)
+    assert SECRET not in dumped
+    assert got["messages"][0]["parts"][0]["text"] == f"[redacted: {len(SECRET)} chars]"
+    assert got["messages"][0]["parts"][1]["state"]["status"] == "completed"  # kept
+    assert got["session"]["state"] == "input" and got["session"]["id"] == "ses_1"
+
+
+async def test_an_unknown_session_is_said(tmp_path: Path) -> None:
+    with pytest.raises(OcwatchError, match="ses_nope is on none of the watched servers"):
+        await bundle(tmp_path, redacted=False, sid="ses_nope")
+
+
+def test_redact_keeps_ids_and_states() -> None:
+    assert redact({"id": "x", "text": "t", "state": {"status": "done", "output": "o"}}) == {
+        "id": "x", "text": "[redacted: 1 chars]",
+        "state": {"status": "done", "output": "[redacted: 1 chars]"}}
+
+
+def test_redact_with_a_recording_is_refused_at_once(tmp_path: Path,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["report", "ses_1", "-s", "http://127.0.0.1:9", "--redact",
+                 "-o", str(tmp_path / "x.ndjson")]) == 2
+    assert "--redact applies to a JSON report" in capsys.readouterr().err

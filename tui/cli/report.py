@@ -1,0 +1,221 @@
+"""`ocwatch report SESSION_ID`: a self-contained bug-report bundle for one session.
+
+ocwatch watches the server for a few seconds (`--for`), recording what it says, then writes one
+JSON object: the session's View row with its evidence, its timeline over the capture, its last
+messages, its status, permission and question entries as the server sent them, the last events
+about it, the server's drift examples, and the versions of the server and of ocwatch. With
+`--redact` the text of messages (prompts, replies, tool input and output) is replaced by its
+length. `-o FILE.ndjson` (or `.ndjson.gz`) writes the capture as a recording instead, which
+`ocwatch replay` and `status --replay` open."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import sys
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from .. import __version__
+from ..core import text
+from ..core.client import OcwatchError
+from ..core.fleet import Fleet
+from ..core.settings import Auth, Settings
+from ..core.view import iso
+from .output import literal
+from .watch import transition_json
+
+FORMAT = "ocwatch-report"
+VERSION = 1
+MESSAGES = 20
+EVENTS = 200
+#: Keys whose string values are message text (redacted with --redact)
+_TEXT_KEYS = frozenset({"text", "input", "output", "error", "raw", "metadata", "content",
+                        "prompt", "description", "title", "summary", "patterns", "questions",
+                        "answers", "diff", "body", "message"})
+
+
+def redact(value: Any, *, under_text: bool = False) -> Any:
+    """`value` with every string under a text-bearing key replaced by `[redacted: N chars]`
+    (ids, types, states, times and numbers stay: they are what a bug is about)."""
+    if isinstance(value, dict):
+        return {k: redact(v, under_text=under_text or k in _TEXT_KEYS) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, under_text=under_text) for v in value]
+    if isinstance(value, str) and under_text:
+        return f"[redacted: {len(value)} chars]"
+    return value
+
+
+def _about(data: str, sid: str) -> bool:
+    """Whether a raw frame is about the session (its id appears in it, as a value)."""
+    return f'"{sid}"' in data
+
+
+async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
+                  auths: Mapping[str, Auth | None] | None, names: Mapping[str, str] | None,
+                  seconds: float, recording: Path, redacted: bool,
+                  transport: httpx.AsyncBaseTransport | None = None) -> dict[str, Any]:
+    """Watch and record for `seconds`, then build the bundle (OcwatchError: the session is on
+    no watched server, or no server could be read)."""
+    from ..export.serve import follow
+    from ..record.format import read
+    from ..record.writer import Recorder
+
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names,
+                  transport=transport)
+    recorder = Recorder(recording, [(m.url, m.name) for m in fleet.monitors], settings,
+                        version=__version__)
+    for m in fleet.monitors:
+        m.tap = recorder
+    stop = asyncio.Event()
+    fetched: dict[str, Any] = {"messages": [], "error": None}
+
+    async def stop_later() -> None:
+        """After the first snapshots and `seconds` more: the messages, then stop."""
+        try:
+            await asyncio.gather(*(m.first_snapshot() for m in fleet.monitors))
+            await asyncio.sleep(seconds)
+            rows = fleet.current().find(session_id)
+            if rows:
+                try:
+                    fetched["messages"] = await fleet.act(rows[0].server, lambda c: c.messages(
+                        session_id, limit=MESSAGES, directory=rows[0].directory or None),
+                        resync=False)
+                except OcwatchError as exc:
+                    fetched["error"] = exc.message
+        finally:
+            stop.set()
+
+    timer = asyncio.create_task(stop_later())
+    try:
+        await follow(fleet, [], stop=stop)
+        await timer
+    finally:
+        timer.cancel()
+        for m in fleet.monitors:
+            m.tap = None
+        recorder.close()
+    view = fleet.current()
+    rows = view.find(session_id)
+    if not rows:
+        down = [s for s in view.servers if not s.reachable]
+        if down and len(down) == len(view.servers):
+            raise OcwatchError(down[0].error or f"{down[0].url}: unreachable")
+        raise OcwatchError(f"session {session_id} is on none of the watched servers")
+    row = rows[0]
+    server = next(s for s in view.servers if s.url == row.server)
+    messages, with_error = fetched["messages"], fetched["error"]
+    index = next(i for i, m in enumerate(fleet.monitors) if m.url == row.server)
+    events: list[dict[str, Any]] = []
+    entries: dict[str, Any] = {"status": None, "permissions": [], "questions": []}
+    _header, records = read(recording)
+    for rec in records:
+        if rec.server != index:
+            continue
+        if rec.kind == "frame" and _about(rec.data["d"], session_id):
+            try:
+                data: Any = json.loads(rec.data["d"])
+            except ValueError:
+                data = rec.data["d"]
+            events.append({"at": iso(rec.t), "frame": data})
+        elif rec.kind == "http" and rec.data.get("st") == 200 and "b" in rec.data:
+            route = rec.data["p"]
+            if route.endswith(("/session/status", "/permission", "/question")):
+                try:
+                    body = json.loads(rec.data["b"])
+                except ValueError:
+                    continue
+                if route.endswith("/session/status") and isinstance(body, dict) and (
+                        session_id in body):
+                    entries["status"] = {"at": iso(rec.t), "entry": body[session_id]}
+                elif isinstance(body, list):
+                    kind = "permissions" if route.endswith("/permission") else "questions"
+                    mine = [e for e in body if isinstance(e, dict)
+                            and e.get("sessionID") == session_id]
+                    if mine:
+                        entries[kind] = [{"at": iso(rec.t), "entry": e} for e in mine]
+    timeline = [transition_json(t) for t in fleet.history(row.key)]
+    bundle: dict[str, Any] = {
+        "format": FORMAT, "version": VERSION, "generated_at": iso(view.generated_at),
+        "ocwatch": __version__,
+        "server": {"url": server.url, "name": server.label, "version": server.version,
+                   "stream": server.stream, "reconnects": server.reconnects,
+                   "skipped_events": server.skipped_events,
+                   "unknown_events": server.unknown_events},
+        "captured_for_seconds": seconds,
+        "session": row.to_json(),
+        "children": [r.to_json() for r in view.rows.values() if r.parent_id == session_id
+                     and r.server == row.server],
+        "timeline": timeline,
+        "messages": messages,
+        "messages_error": with_error,
+        "server_entries": entries,
+        "events": events[-EVENTS:],
+        "drift_examples": list(server.drift_examples),
+        "redacted": redacted,
+    }
+    return redact_bundle(bundle) if redacted else bundle
+
+
+def _redact_row(row: dict[str, Any]) -> dict[str, Any]:
+    """A row (or a transition) with its text redacted: evidence, error, what is asked."""
+    out = dict(row)
+    for key in ("evidence", "error", "pending", "retry"):
+        if key in out:
+            out[key] = redact(out[key], under_text=key != "pending")
+    return out
+
+
+def redact_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+    """The bundle with message text redacted: messages, events, server entries, and the text
+    of the rows (evidence, errors, what is asked)."""
+    out = dict(bundle)
+    for key in ("messages", "events", "server_entries"):
+        out[key] = redact(bundle[key])
+    out["session"] = _redact_row(bundle["session"])
+    out["children"] = [_redact_row(r) for r in bundle["children"]]
+    out["timeline"] = [_redact_row(t) for t in bundle["timeline"]]
+    out["drift_examples"] = redact(bundle["drift_examples"], under_text=True)
+    return out
+
+
+def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
+               auths: Mapping[str, Auth | None] | None = None,
+               names: Mapping[str, str] | None = None, seconds: float = 3.0,
+               output: Path | None = None, redacted: bool = False) -> int:
+    """Print (or write to `output`) the bundle; exit 0, or 2 (said on stderr)."""
+    as_recording = output is not None and output.name.endswith((".ndjson", ".ndjson.gz"))
+    if output is not None and output.exists():
+        raise OcwatchError(f"{output}: the file exists; remove it or name another")
+    if as_recording and redacted:
+        raise OcwatchError("--redact applies to a JSON report; a recording holds what the "
+                           "server said (write -o FILE.json)")
+    folder = Path(tempfile.mkdtemp(prefix="ocwatch-report-"))
+    try:
+        recording = folder / ("capture.ndjson.gz" if as_recording and output is not None
+                              and output.name.endswith(".gz") else "capture.ndjson")
+        bundle = asyncio.run(capture(session_id, urls, auth=auth, settings=settings,
+                                     auths=auths, names=names, seconds=seconds,
+                                     recording=recording, redacted=redacted))
+        if as_recording and output is not None:
+            shutil.copyfile(recording, output)
+            output.chmod(0o600)
+            print(f"ocwatch report: wrote the capture to {literal(str(output))} "
+                  "(ocwatch replay opens it)", file=sys.stderr)
+            return 0
+        dumped = text.dumps(bundle, indent=2)
+        if output is None:
+            print(dumped)
+        else:
+            output.write_text(dumped + "\n", encoding="utf-8")
+            output.chmod(0o600)
+            print(f"ocwatch report: wrote {literal(str(output))}", file=sys.stderr)
+        return 0
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
