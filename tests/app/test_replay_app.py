@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from textual.widgets import Static
 
 from tests.unit.test_recording import record_a_run
@@ -20,7 +21,7 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=(100, 30)) as pilot:
-        bar = app.main_screen.query_one("#replay", Static)
+        bar = app.main_screen.query_one("#banner", Static)
 
         async def until(what: str) -> None:
             for _ in range(200):
@@ -33,7 +34,7 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
         await until("ended")
         assert {k[1]: r.state for k, r in app.view.rows.items()} == {  # type: ignore[union-attr]
             "ses_1": "idle", "ses_2": "input"}
-        await pilot.press("r")  # on the first row: no actions in a replay
+        await pilot.press("home", "r")  # the first row waits for input: no actions here
         await pilot.pause(0.05)
         assert any("replay of a recording" in n for n in notes), notes
         await pilot.press("p")
@@ -44,3 +45,47 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
         await pilot.pause(0.1)
         help_text = "\n".join(str(w.render()) for w in app.screen.query(Static))
         assert "Pause/play" in help_text and "run.ndjson" in help_text
+
+
+async def test_recording_from_the_dashboard(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """R starts a recording (said in the banner), R again stops it; the file replays."""
+    import httpx
+
+    from tests.fakes import FakeAPI, wire_session
+    from tui.core.fleet import Fleet
+    from tui.record.replay import replay_to
+    from tui.record.writer import FleetRecording
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    done = {"info": {"id": "msg_1", "sessionID": "ses_2", "role": "assistant",
+                     "time": {"created": 1_000_000, "completed": 1_000_500}, "finish": "stop"},
+            "parts": []}
+    # ses_2's last message is cached before the recording starts: the recording must still
+    # hold it (a replay starts with nothing cached)
+    api = FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2")],
+                  status={"/p/a": {"ses_1": {"type": "busy"}}}, messages={"ses_2": [done]})
+    fleet = Fleet(["http://fake:4096"], transport=httpx.MockTransport(api.handle))
+    app = create_app(fleet, server_urls=["http://fake:4096"],
+                     recording=FleetRecording(fleet, "test"))
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+    async with app.run_test(size=(100, 30)) as pilot:
+        banner = app.main_screen.query_one("#banner", Static)
+        for _ in range(100):
+            await pilot.pause(0.02)
+            if app.view is not None and app.view.rows:
+                break
+        assert not banner.display
+        await pilot.press("R")
+        await pilot.pause(0.5)  # the snapshot it asks for is taken
+        assert banner.display and "● REC ocwatch-" in str(banner.render())
+        assert any(n.startswith("Recording to ") for n in notes)
+        await pilot.press("R")
+        await pilot.pause(0.05)
+        assert not banner.display
+    (path,) = (tmp_path / "state" / "ocwatch" / "recordings").iterdir()
+    assert any(f"to {path}" in n for n in notes)
+    _r, view = await replay_to(path)
+    assert {k[1]: (r.state, r.reason) for k, r in view.rows.items()} == {
+        "ses_1": ("busy", None), "ses_2": ("idle", "completed")}

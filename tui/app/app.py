@@ -34,6 +34,7 @@ from tui.core.view import Changes, View
 if TYPE_CHECKING:
     from tui.export.deliver import Deliverer
     from tui.record.replay import ReplaySource
+    from tui.record.writer import FleetRecording
 
 from . import format as fmt
 from .actions import Actions
@@ -68,6 +69,7 @@ class OcwatchApp(App[None]):
         Binding("q", "quit", "Quit"),
         Binding("question_mark", "help", "Help"),
         Binding("t", "next_theme", "Next theme", show=False),
+        Binding("R", "toggle_recording", "Record (start / stop)", show=False),
     ]
 
     def __init__(
@@ -84,8 +86,11 @@ class OcwatchApp(App[None]):
         observers: Sequence[Callable[[View, Changes | None], None]] = (),
         deliverer: Deliverer | None = None,
         replay: ReplaySource | None = None,
+        recording: FleetRecording | None = None,
     ) -> None:
         super().__init__()
+        self.recording = recording
+        """Starts and stops a recording of the live servers (R), when there are some."""
         self.replay = replay
         """A recording's controls when the source is a replay (`ocwatch replay`)."""
         self.deliverer = deliverer
@@ -168,6 +173,11 @@ class OcwatchApp(App[None]):
         yield SystemCommand("Collapse all", "Fold every parent",
                             partial(self.main_screen.action_fold_all, True))
         yield SystemCommand("Help", "Every key and what each state glyph means", self.action_help)
+        if self.recording is not None:
+            on = self.recording.active
+            yield SystemCommand("Stop recording" if on else "Start recording",
+                                "Every raw event and snapshot answer to a file, for replay "
+                                "and bug reports (R)", self.action_toggle_recording)
         yield SystemCommand("Servers", "Each server's connection, snapshot, skipped events and "
                             "drift (i)", self.action_servers)
         key = self.selected_key(screen)
@@ -220,6 +230,31 @@ class OcwatchApp(App[None]):
 
     def on_unmount(self) -> None:
         self.heap.release()
+        if self.recording is not None and self.recording.active:
+            self.recording.stop()  # the file ends cleanly
+
+    def action_toggle_recording(self) -> None:
+        """Start recording every raw event and snapshot answer, or stop (docs/RECORDING.md)."""
+        if self.recording is None:
+            self.notify("Recording needs live servers (ocwatch record, or this dashboard on "
+                        "them).", severity="warning", timeout=5)
+            return
+        if self.recording.active:
+            done = self.recording.stop()
+            if done is not None:
+                self.notify(f"Recorded {done.records:,} records ({done.size() / 2**20:.1f} MB) "
+                            f"to {done.path}; ocwatch replay opens it.", title="Recording",
+                            timeout=10, markup=False)
+        else:
+            try:
+                path = self.recording.start()
+            except OSError as exc:
+                self.notify(f"Cannot record: {exc.strerror or exc}", severity="error",
+                            timeout=8, markup=False)
+                return
+            self.notify(f"Recording to {path} (R stops).", title="Recording", timeout=6,
+                        markup=False)
+        self.main_screen.show_banner()
 
     # -- the View ------------------------------------------------------------------------------
 
@@ -394,6 +429,7 @@ def create_app(
     observers: Sequence[Callable[[View, Changes | None], None]] = (),
     deliverer: Deliverer | None = None,
     replay: ReplaySource | None = None,
+    recording: FleetRecording | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -409,9 +445,10 @@ def create_app(
     `observers`: called with each new View and its changes (the metrics of `--metrics`).
     `deliverer`: off-terminal alert deliveries (--notify-cmd, --webhook), run by the app.
     `replay`: the source's controls when it is a recording's replay (keys p . + - > <).
+    `recording`: starts and stops a recording of the live servers (R; `FleetRecording`).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
                       alerts=alerts, notices=notices, observers=observers,
-                      deliverer=deliverer, replay=replay)
+                      deliverer=deliverer, replay=replay, recording=recording)

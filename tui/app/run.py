@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
     from tui.export.deliver import Deliverer
+    from tui.record.writer import FleetRecording
 
 Observer = Callable[[View, Changes | None], None]
 
@@ -48,6 +49,14 @@ def metrics_served(listen: str | None, extra: Sequence[Callable[[], Iterable[Met
     finally:
         server.shutdown()
         server.server_close()
+
+
+def recording_of(fleet: Fleet) -> FleetRecording:
+    """The dashboard's R key: a recording of these servers."""
+    from tui import __version__
+    from tui.record.writer import FleetRecording
+
+    return FleetRecording(fleet, __version__)
 
 
 def off_terminal(opts: Options, fleet: Fleet) -> Deliverer | None:
@@ -77,7 +86,7 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
         app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
                          notices=opts.notices, actions=FleetActions(fleet), observers=observers,
-                         deliverer=deliverer)
+                         deliverer=deliverer, recording=recording_of(fleet))
         app.run()
     return app.return_code or 0
 
@@ -101,7 +110,8 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
             app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
                              alerts=opts.alerts, notices=opts.notices,
                              actions=FleetActions(fleet), observers=observers,
-                             deliverer=off_terminal(opts, fleet))
+                             deliverer=off_terminal(opts, fleet),
+                             recording=recording_of(fleet))
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "

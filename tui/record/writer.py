@@ -17,7 +17,9 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, cast
 
+from ..core.fleet import Fleet
 from ..core.settings import Settings
+from ..core.snapshot import MessageCache
 from .format import Header
 
 #: Seconds between two flushes to disk (a crash loses at most this much)
@@ -139,3 +141,63 @@ class Recorder:
         if self._gzip is not None:
             self._gzip.close()
             self._disk.close()
+
+
+def default_path(now: float | None = None) -> Path:
+    """Where the dashboard writes a recording it starts: the state folder
+    (`$XDG_STATE_HOME/ocwatch/recordings`, default `~/.local/state/...`), named by the time."""
+    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    return Path(base) / "ocwatch" / "recordings" / f"ocwatch-{stamp}.ndjson.gz"
+
+
+class FleetRecording:
+    """Starts and stops a recording of a live Fleet's monitors (the dashboard's R key)."""
+
+    def __init__(self, fleet: Fleet, version: str) -> None:
+        self.fleet = fleet
+        self.version = version
+        self.recorder: Recorder | None = None
+
+    @property
+    def active(self) -> bool:
+        return self.recorder is not None and not self.recorder.closed
+
+    def start(self, path: Path | None = None) -> Path:
+        """Start recording to `path` (default: default_path()); OSError when it cannot."""
+        path = path or default_path()
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        monitors = self.fleet.monitors
+        self.recorder = recorder = Recorder(path, [(m.url, m.name) for m in monitors],
+                                            self.fleet.settings, version=self.version)
+        now = recorder.clock()
+        for m in monitors:
+            m.tap = recorder
+            if m.connected:  # the stream is up already: say so, as a replay starts from it
+                recorder.stream(m.url, now, True, None)
+            # the file starts with a whole snapshot, every last message read again (a replay
+            # starts with nothing cached: it must be asked what a fresh monitor asks)
+            m.cache = MessageCache()
+            m.request_snapshot(urgent=True)
+        return path
+
+    def stop(self) -> Recorder | None:
+        """Stop and close the file; the recorder (its path, records, size), or None."""
+        recorder, self.recorder = self.recorder, None
+        for m in self.fleet.monitors:
+            m.tap = None
+        if recorder is not None:
+            recorder.close()
+        return recorder
+
+    def status(self) -> str | None:
+        """`● REC ocwatch-....ndjson.gz · 1.2 MB · 12,345 records`, or None when not recording
+        (a recording that stopped at its size says so)."""
+        rec = self.recorder
+        if rec is None:
+            return None
+        if rec.closed:
+            return f"recording stopped: {rec.stopped or 'closed'}"
+        size = rec.size()
+        shown = f"{size / 2**20:.1f} MB" if size >= 2**20 else f"{size // 1024} KB"
+        return f"● REC {rec.path.name} · {shown} · {rec.records:,} records"

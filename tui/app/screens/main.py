@@ -79,7 +79,7 @@ class MainScreen(ViewScreen):
     ]
 
     def compose(self) -> ComposeResult:
-        yield Static(id="replay")
+        yield Static(id="banner")  # a replay's controls, or a recording running
         yield ServerBar(id="servers")
         yield Summary(id="summary")
         yield FilterStatus(id="filter-status")
@@ -95,23 +95,33 @@ class MainScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        if self.ocwatch.replay is not None:
-            self.query_one("#replay", Static).display = True
+
         self.follow_view()
 
     def show_view(self) -> None:
         """Display the app's latest View."""
         app = self.ocwatch
         view, now = app.view, app.now
-        if app.replay is not None:
-            self.query_one("#replay", Static).update(Content.styled(
-                " " + fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · "
-                "</> seek)", "bold"))
+        self.show_banner()
         self.query_one(ServerBar).show(view, now, app.server_urls)
         self.query_one(Summary).show(view)
         if view is not None:
             self.table.show(view, now, unread=app.unread)
         self._refresh_status()
+
+    def show_banner(self) -> None:
+        """The line above the servers: a replay's state and keys, or a recording running."""
+        app = self.ocwatch
+        banner = self.query_one("#banner", Static)
+        said = None
+        if app.replay is not None:
+            said = (fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · "
+                    "</> seek)")
+        elif app.recording is not None and (status := app.recording.status()) is not None:
+            said = fmt.literal(status) + "  (R stops)"
+        banner.display = said is not None
+        if said is not None:
+            banner.update(Content.styled(" " + said, "bold"))
 
     def _refresh_status(self) -> None:
         table = self.table
