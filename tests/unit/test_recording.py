@@ -351,3 +351,20 @@ async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:
             break
     assert source.clock() == pytest.approx(T0, abs=0.5)
     runner.cancel()
+
+
+async def test_the_raw_facts_of_a_session_live_and_replayed(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    fleet, _clock, _views = await record_a_run(path)
+    live = fleet.raw((SERVER, "ses_1"))
+    assert live is not None
+    assert [etype for _t, etype, _p in live.events] == [
+        "session.status", "session.error", "session.status", "message.updated"]
+    assert any(e.startswith(
+        "last message msg_1: assistant, completed, finish stop, error APIError")
+               for e in live.entries)
+    asking = fleet.raw((SERVER, "ses_2"))
+    assert asking is not None and "permission per_1: bash npm test" in asking.entries
+    _r, _view = await replay_to(path)
+    assert _r.fleet.raw((SERVER, "ses_1")) == live  # the same frames, the same snapshot
+    assert fleet.raw(("http://elsewhere:1", "ses_1")) is None

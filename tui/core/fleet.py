@@ -17,6 +17,7 @@ import httpx
 from .actions import ActionError
 from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
+from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
 from .view import Changes, Transition, TransitionFeed, View
 
@@ -100,6 +101,13 @@ class Fleet:
 
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return list(self._history.get(key, ()))
+
+    def raw(self, key: tuple[str, str], limit: int = 20) -> RawFacts | None:
+        """What the server said about one session, raw (None: not a watched server)."""
+        monitor = self.monitor(key[0])
+        if monitor is None:
+            return None
+        return raw_facts(key[1], monitor.recent, monitor.snapshot, limit)
 
     async def run(self, notify: Notify) -> None:
         async with asyncio.TaskGroup() as tg:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import httpx
 
+from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
@@ -128,6 +129,9 @@ class ServerMonitor:
         self._connected_at = 0.0
         self._stall_checked = False  # a snapshot was asked for the current silence
         self._memo = DeriveMemo()
+        self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
+        """The last frames used (receive time, data as received): the detail view's raw
+        events (tui.core.raw)."""
         self._notify: Notify = lambda: None
 
     @property
@@ -486,6 +490,7 @@ class ServerMonitor:
             if ev.type in ("server.instance.disposed", "global.disposed"):
                 self.request_snapshot()
             return
+        self.recent.append((now, data))
         self.journal.add(ev)
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()

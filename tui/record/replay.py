@@ -32,6 +32,7 @@ from ..core.client import (
 )
 from ..core.fleet import Fleet
 from ..core.monitor import ServerMonitor, SnapshotStart
+from ..core.raw import RawFacts
 from ..core.settings import Settings
 from ..core.view import Changes, Transition, View
 from .format import Header, Record, RecordingError, read
@@ -267,6 +268,10 @@ class ReplaySource:
 
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return self.replay.history(key)
+
+    def raw(self, key: tuple[str, str], limit: int = 20) -> RawFacts | None:
+        """What the recording said about one session so far, raw."""
+        return self.replay.fleet.raw(key, limit)
 
     async def run(self, notify: Callable[[], None]) -> None:
         self._notify = notify

@@ -12,6 +12,7 @@ from textual.content import Content
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from tui.core.raw import RawFacts
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
@@ -201,6 +202,24 @@ def timeline_section(history: Iterable[Transition], now: float) -> Content:
     return Content.assemble(*parts)
 
 
+def raw_section(facts: RawFacts, now: float) -> Content:
+    """The snapshot's entries for the session, then its last events (type, properties)."""
+    parts: list[Part] = []
+    if facts.snapshot_at is not None:
+        parts += [("snapshot ", "$foreground-muted"),
+                  (fmt.clock_time(facts.snapshot_at, now), "$foreground-muted")]
+        for entry in facts.entries:
+            parts += ["\n  ", fmt.literal(entry)]
+    for t, etype, props in facts.events:
+        parts += ["\n" if parts else "", (fmt.clock_time(t, now), "$foreground-muted"), "  ",
+                  (fmt.literal(etype), "bold"), "  ",
+                  (fmt.literal(fmt.truncate(props, 300)), "$foreground-muted")]
+    if not facts.events:
+        parts += ["\n" if parts else "", ("No event about it since ocwatch started watching.",
+                                          "$foreground-muted")]
+    return Content.assemble(*parts)
+
+
 def children_of(row: SessionRow, view: View) -> list[SessionRow]:
     """The session's sub-agents present in the View (from `children` and `parent_id`)."""
     ids = list(row.children)
@@ -248,6 +267,9 @@ class DetailScreen(ViewScreen):
             yield Static("Sub-agents  (tab to reach them, enter opens one)",
                          classes="heading children")
             yield OptionList(id="detail-children", classes="children")
+            yield Static("Raw: what the server said about it (the snapshot's entries, then "
+                         "the last events as received)", classes="heading raw")
+            yield Static(id="detail-raw", classes="section raw")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -296,6 +318,12 @@ class DetailScreen(ViewScreen):
                 Content.styled(fmt.literal(row.error), "$state-error"))
         self.query_one("#detail-timeline", Static).update(
             timeline_section(app.source.history(self.key), now))
+        reader = getattr(app.source, "raw", None)  # live servers and replays have it
+        facts = reader(self.key) if callable(reader) else None
+        for widget in self.query(".raw"):
+            widget.display = facts is not None
+        if facts is not None:
+            self.query_one("#detail-raw", Static).update(raw_section(facts, now))
         self._show_children(children_of(row, view))
 
     def _show_children(self, children: list[SessionRow]) -> None:
