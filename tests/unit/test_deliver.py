@@ -46,7 +46,8 @@ def record_script(tmp_path: Path, exit_code: int = 0, sleep: float = 0) -> list[
         "import json, os, sys, time\n"
         f"time.sleep({sleep})\n"
         "data = json.loads(sys.stdin.read())\n"
-        "env = {k: v for k, v in os.environ.items() if k.startswith(('OCWATCH_', 'OPENCODE_'))}\n"
+        "env = {k: v for k, v in os.environ.items()\n"
+        "       if k.startswith(('OCWATCH_', 'OPENCODE_')) or k == 'PROD_OC_PW'}\n"
         f"open({str(out)!r}, 'a').write(json.dumps({{'stdin': data, 'env': env}}) + '\\n')\n"
         f"sys.stderr.write('receiver said no\\n')\n"
         f"sys.exit({exit_code})\n")
@@ -72,6 +73,7 @@ async def deliver(d: Deliverer, *alerts: Alert) -> None:
 async def test_the_command_gets_the_alert_on_stdin_and_in_its_environment(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENCODE_SERVER_PASSWORD", "hunter2")
+    monkeypatch.setenv("PROD_OC_PW", "a config's password_env")
     reports: list[str] = []
     d = Deliverer([CommandSink(record_script(tmp_path))], reports.append,
                   server_name=lambda url: "prod")
@@ -86,7 +88,8 @@ async def test_the_command_gets_the_alert_on_stdin_and_in_its_environment(
         assert "\n" not in text and text.startswith("evil")
     assert env["OCWATCH_ALERT_KIND"] == "input"
     assert env["OCWATCH_ALERT_ASKED"] == "permission bash: npm test"
-    assert "OPENCODE_SERVER_PASSWORD" not in env  # a receiver gets no server's password
+    assert "OPENCODE_SERVER_PASSWORD" not in env  # a receiver gets no server's password,
+    assert "PROD_OC_PW" not in env  # whatever variable the config names for it
     assert reports == [] and d.counts == {("command", "sent"): 1}
 
 
@@ -300,3 +303,29 @@ async def test_the_shipped_example_script_shows_the_alert_with_notify_send(
     assert got.read_text().splitlines() == [
         "--app-name=ocwatch", "-u", "critical", "ocwatch input: deploy (prod)",
         "permission bash: npm test"]
+
+
+def test_a_token_that_cannot_be_a_header_is_refused_without_showing_it() -> None:
+    assert WebhookSink("https://h.example/x", token="s3cr3t\r\n").token == "s3cr3t"
+    for token in ("s3c\r\nr3t", "two words", "n\u00f6t-ascii"):
+        with pytest.raises(ValueError) as got:
+            WebhookSink("https://hooks.example.com/x", token=token)
+        assert token.strip() not in str(got.value)
+    with pytest.raises(ValueError, match="valid host and port"):
+        WebhookSink("http://hooks.example.com:99999/x")
+
+
+async def test_a_sink_that_raises_anything_is_a_failure_not_the_end(tmp_path: Path) -> None:
+    class Broken:
+        name = "broken"
+
+        def describe(self) -> str:
+            return "broken"
+
+        async def send(self, p: Payload) -> None:
+            raise UnicodeEncodeError("ascii", "x", 0, 1, "no")
+
+    reports: list[str] = []
+    d = Deliverer([Broken()], reports.append)
+    await deliver(d, input_alert(), input_alert())
+    assert d.counts == {("broken", "failed"): 2} and len(reports) == 1

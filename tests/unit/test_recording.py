@@ -368,3 +368,67 @@ async def test_the_raw_facts_of_a_session_live_and_replayed(tmp_path: Path) -> N
     _r, _view = await replay_to(path)
     assert _r.fleet.raw((SERVER, "ses_1")) == live  # the same frames, the same snapshot
     assert fleet.raw(("http://elsewhere:1", "ses_1")) is None
+
+
+def test_a_full_disk_stops_the_recording_not_the_monitor(tmp_path: Path) -> None:
+    said: list[str] = []
+    rec = Recorder(tmp_path / "x.ndjson", [(SERVER, "")], S, version="t", on_full=said.append)
+
+    class Full:
+        def write(self, _data: bytes) -> int:
+            raise OSError(28, "No space left on device")
+
+        def flush(self) -> None:
+            raise OSError(28, "No space left on device")
+
+        def close(self) -> None:
+            pass
+
+    rec._file = Full()  # type: ignore[assignment]
+    rec.frame(SERVER, T0, "{}")  # no exception
+    rec.frame(SERVER, T0, "{}")
+    rec.close()
+    assert rec.stopped is not None and "No space left on device" in rec.stopped
+    assert said == [rec.stopped]
+
+
+def test_a_gzipped_recording_reaches_the_disk_as_it_runs(tmp_path: Path) -> None:
+    clock = [T0]
+    path = tmp_path / "x.ndjson.gz"
+    rec = Recorder(path, [(SERVER, "")], S, version="t", clock=lambda: clock[0])
+    for i in range(50):
+        clock[0] = T0 + i * 0.1
+        rec.frame(SERVER, clock[0], '{"payload":{"type":"server.heartbeat"}}')
+    # not closed (as after a crash): what was flushed a second ago is readable
+    with gzip.open(path, "rt") as f:
+        assert json.loads(f.readline())["format"] == "ocwatch-recording"
+        assert f.readline().startswith('{"t":')
+    rec.close()
+
+
+@pytest.mark.parametrize("bad", ["inf", "nan", "1e300", "-5", "0001-01-01", "+"])
+def test_a_time_that_is_no_moment_of_a_recording_is_refused(bad: str) -> None:
+    with pytest.raises(OcwatchError):
+        parse_time(bad, T0 if bad != "+" else None)
+
+
+async def test_a_long_silence_in_a_recording_replays_at_once(tmp_path: Path) -> None:
+    import time
+
+    path = tmp_path / "gap.ndjson"
+    rec = Recorder(path, [(SERVER, "")], S, version="t", clock=lambda: T0)
+    rec.stream(SERVER, T0, True, None)
+    rec.frame(SERVER, T0 + 1, '{"payload":{"type":"server.heartbeat"}}')
+    rec.frame(SERVER, T0 + 86_400 * 30, '{"payload":{"type":"server.heartbeat"}}')  # a month
+    rec.close()
+    started = time.monotonic()
+    await replay_to(path)
+    await replay_to(path, T0 + 86_400 * 365)
+    assert time.monotonic() - started < 5
+
+
+def test_recorded_settings_of_the_wrong_type_are_refused(tmp_path: Path) -> None:
+    path = tmp_path / "x.ndjson"
+    path.write_text(header(settings={"grace": "three"}))
+    with pytest.raises(RecordingError, match="the setting 'grace' is 'three'"):
+        Replay(path)

@@ -80,3 +80,21 @@ def test_redact_with_a_recording_is_refused_at_once(tmp_path: Path,
     assert main(["report", "ses_1", "-s", "http://127.0.0.1:9", "--redact",
                  "-o", str(tmp_path / "x.ndjson")]) == 2
     assert "--redact applies to a JSON report" in capsys.readouterr().err
+
+
+def test_redact_keeps_only_what_says_what_happened() -> None:
+    frame = {"type": "message.part.updated", "properties": {
+        "sessionID": "ses_1", "part": {"id": "p", "type": "file", "filename": "plan.pdf",
+                                       "url": "data:application/pdf;base64,SECRET",
+                                       "delta": "SECRET tokens"}}}
+    got = redact(frame)
+    assert "SECRET" not in str(got) and "plan.pdf" not in str(got)
+    assert got["type"] == "message.part.updated"
+    assert got["properties"]["sessionID"] == "ses_1"
+    row = {"id": "ses_1", "title": "Fix the SECRET bug", "state": "idle", "reason": "error",
+           "evidence": ["bash: rm -rf SECRET"], "pending": [{"kind": "permission", "id": "p1",
+                                                             "summary": "bash: SECRET"}]}
+    hidden = redact(row)
+    assert "SECRET" not in str(hidden)
+    assert (hidden["state"], hidden["reason"], hidden["pending"][0]["kind"]) == (
+        "idle", "error", "permission")

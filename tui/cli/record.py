@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import signal
 import sys
 from collections.abc import Collection, Mapping, Sequence
@@ -25,22 +26,29 @@ def parse_time(value: str, start: float | None = None) -> float:
     """A moment of a recording: ISO 8601 (`2026-12-01T16:40:00Z`), epoch seconds, or `+SECONDS`
     after its start (`start`). OcwatchError when it is none of these."""
     value = value.strip()
+    bad = OcwatchError(f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
+                       "seconds, or +SECONDS after the recording's start")
+    number: float | None = None
     try:
         if value.startswith("+"):
             if start is None:
                 raise ValueError
-            return start + float(value[1:])
-        return float(value)
+            number = start + float(value[1:])
+        else:
+            number = float(value)
     except ValueError:
         pass
-    try:
-        moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        raise OcwatchError(f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
-                           "seconds, or +SECONDS after the recording's start") from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()  # a local time, as the user reads clocks
-    return moment.timestamp()
+    if number is None:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.astimezone()  # a local time, as the user reads clocks
+            number = moment.timestamp()
+        except (ValueError, OverflowError, OSError):
+            raise bad from None
+    if not math.isfinite(number) or not 0 <= number < 253_402_300_800:  # up to year 9999
+        raise bad
+    return number
 
 
 def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: Settings,

@@ -34,20 +34,24 @@ FORMAT = "ocwatch-report"
 VERSION = 1
 MESSAGES = 20
 EVENTS = 200
-#: Keys whose string values are message text (redacted with --redact)
-_TEXT_KEYS = frozenset({"text", "input", "output", "error", "raw", "metadata", "content",
-                        "prompt", "description", "title", "summary", "patterns", "questions",
-                        "answers", "diff", "body", "message"})
+#: Keys whose string values say what happened, not what was said: kept by --redact (every other
+#: string, titles, text, commands, paths of files, errors, is replaced by its length)
+_KEPT_KEYS = frozenset({
+    "id", "type", "status", "role", "finish", "sessionID", "messageID", "callID", "partID",
+    "tool", "name", "providerID", "modelID", "agent", "kind", "state", "reason", "version",
+    "slug", "projectID", "parentID", "session_id", "parent_id", "server", "at", "since",
+    "updated", "generated_at", "created", "completed", "start", "end", "reply", "permission",
+    "settling", "ended", "format", "stream", "_tag", "requestID", "aggregateID"})
 
 
-def redact(value: Any, *, under_text: bool = False) -> Any:
-    """`value` with every string under a text-bearing key replaced by `[redacted: N chars]`
-    (ids, types, states, times and numbers stay: they are what a bug is about)."""
+def redact(value: Any, key: str | None = None) -> Any:
+    """`value` with every string not under a kept key replaced by `[redacted: N chars]` (ids,
+    types, states, times and numbers stay: they are what a bug is about)."""
     if isinstance(value, dict):
-        return {k: redact(v, under_text=under_text or k in _TEXT_KEYS) for k, v in value.items()}
+        return {k: redact(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [redact(v, under_text=under_text) for v in value]
-    if isinstance(value, str) and under_text:
+        return [redact(v, key) for v in value]
+    if isinstance(value, str) and key not in _KEPT_KEYS:
         return f"[redacted: {len(value)} chars]"
     return value
 
@@ -118,7 +122,8 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
     for rec in records:
         if rec.server != index:
             continue
-        if rec.kind == "frame" and _about(rec.data["d"], session_id):
+        streamed = '"message.part.delta"' in rec.data.get("d", "")[:300]  # tokens: noise
+        if rec.kind == "frame" and not streamed and _about(rec.data["d"], session_id):
             try:
                 data: Any = json.loads(rec.data["d"])
             except ValueError:
@@ -163,26 +168,12 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
     return redact_bundle(bundle) if redacted else bundle
 
 
-def _redact_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A row (or a transition) with its text redacted: evidence, error, what is asked."""
-    out = dict(row)
-    for key in ("evidence", "error", "pending", "retry"):
-        if key in out:
-            out[key] = redact(out[key], under_text=key != "pending")
-    return out
-
-
 def redact_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
-    """The bundle with message text redacted: messages, events, server entries, and the text
-    of the rows (evidence, errors, what is asked)."""
-    out = dict(bundle)
-    for key in ("messages", "events", "server_entries"):
-        out[key] = redact(bundle[key])
-    out["session"] = _redact_row(bundle["session"])
-    out["children"] = [_redact_row(r) for r in bundle["children"]]
-    out["timeline"] = [_redact_row(t) for t in bundle["timeline"]]
-    out["drift_examples"] = redact(bundle["drift_examples"], under_text=True)
-    return out
+    """The bundle with every text redacted (see `redact`): messages, events, server entries,
+    and the rows' titles, evidence, errors and what is asked."""
+    kept = {"format", "version", "generated_at", "ocwatch", "server", "captured_for_seconds",
+            "redacted"}
+    return {k: v if k in kept else redact(v) for k, v in bundle.items()}
 
 
 def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
@@ -191,11 +182,13 @@ def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings:
                output: Path | None = None, redacted: bool = False) -> int:
     """Print (or write to `output`) the bundle; exit 0, or 2 (said on stderr)."""
     as_recording = output is not None and output.name.endswith((".ndjson", ".ndjson.gz"))
-    if output is not None and output.exists():
+    if output is not None and (output.exists() or output.is_symlink()):
         raise OcwatchError(f"{output}: the file exists; remove it or name another")
     if as_recording and redacted:
         raise OcwatchError("--redact applies to a JSON report; a recording holds what the "
                            "server said (write -o FILE.json)")
+    from ..record.writer import exclusive
+
     folder = Path(tempfile.mkdtemp(prefix="ocwatch-report-"))
     try:
         recording = folder / ("capture.ndjson.gz" if as_recording and output is not None
@@ -204,8 +197,11 @@ def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings:
                                      auths=auths, names=names, seconds=seconds,
                                      recording=recording, redacted=redacted))
         if as_recording and output is not None:
-            shutil.copyfile(recording, output)
-            output.chmod(0o600)
+            try:
+                with recording.open("rb") as src, exclusive(output) as dst:
+                    shutil.copyfileobj(src, dst)
+            except OSError as exc:
+                raise OcwatchError(f"{output}: cannot write it ({exc.strerror or exc})") from None
             print(f"ocwatch report: wrote the capture to {literal(str(output))} "
                   "(ocwatch replay opens it)", file=sys.stderr)
             return 0
@@ -213,8 +209,11 @@ def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings:
         if output is None:
             print(dumped)
         else:
-            output.write_text(dumped + "\n", encoding="utf-8")
-            output.chmod(0o600)
+            try:
+                with exclusive(output) as dst:
+                    dst.write((dumped + "\n").encode("utf-8"))
+            except OSError as exc:
+                raise OcwatchError(f"{output}: cannot write it ({exc.strerror or exc})") from None
             print(f"ocwatch report: wrote {literal(str(output))}", file=sys.stderr)
         return 0
     finally:

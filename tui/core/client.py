@@ -190,7 +190,11 @@ class Client:
                             f"{where}: redirected (HTTP {resp.status_code}) to "
                             f"{_no_userinfo(to)[:200]!r}; an OpenCode server answers itself "
                             "(a proxy or a login page in the way?)")
-                    content = await self._read(resp, where)
+                    try:
+                        content = await self._read(resp, where)
+                    except BadResponse as exc:  # refused (too large): a replay refuses it too
+                        self._tapped(req, resp, b"", exc.message)
+                        raise
                 finally:
                     await resp.aclose()
                 self._tapped(req, resp, content)
@@ -201,12 +205,14 @@ class Client:
             raise describe_transport_error(self.url, exc) from None
         return self._check(resp, content, method, path, expect_json), resp.headers
 
-    def _tapped(self, req: httpx.Request, resp: httpx.Response, content: bytes) -> None:
+    def _tapped(self, req: httpx.Request, resp: httpx.Response, content: bytes,
+                refused: str | None = None) -> None:
         if self.tap is None:
             return
         kept = {k: v for k in KEPT_HEADERS if (v := resp.headers.get(k)) is not None}
         self.tap.http(self.url, self.clock(), SNAPSHOT.get(), req.method, req.url.path,
-                      req.url.query.decode("ascii", "replace"), resp.status_code, kept, content)
+                      req.url.query.decode("ascii", "replace"), resp.status_code, kept, content,
+                      refused)
 
     async def _read(self, resp: httpx.Response, where: str) -> bytes:
         """The decoded answer, refused past `max_body` bytes."""

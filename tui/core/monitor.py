@@ -490,7 +490,7 @@ class ServerMonitor:
             if ev.type in ("server.instance.disposed", "global.disposed"):
                 self.request_snapshot()
             return
-        self.recent.append((now, data))
+        self.recent.append((now, data[:raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
         self.journal.add(ev)
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()

@@ -9,8 +9,19 @@ from dataclasses import dataclass
 
 from .snapshot import Snapshot
 
-#: Raw frames a monitor keeps (those it used: noise and malformed ones are not kept)
+#: Raw frames a monitor keeps (those it used: noise and malformed ones are not kept), and the
+#: bytes kept of each (a tool's output repeated in every part update can be megabytes)
 KEPT = 2000
+KEPT_BYTES = 4096
+
+
+def _type_of(data: str) -> str:
+    """The event type of a frame that does not parse (cut short when it was kept)."""
+    at = data.find('"type":')
+    if at < 0:
+        return "?"
+    rest = data[at + 7:].lstrip()
+    return rest[1:rest.find('"', 1)] if rest.startswith('"') and '"' in rest[1:] else "?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +48,8 @@ def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
             etype = str(payload.get("type", "?")) if isinstance(payload, dict) else "?"
             props = payload.get("properties", {}) if isinstance(payload, dict) else {}
             shown = json.dumps(props, separators=(",", ":"), ensure_ascii=False)
-        except (ValueError, AttributeError):
-            etype, shown = "?", data
+        except (ValueError, AttributeError, RecursionError):  # cut at KEPT_BYTES, or odd
+            etype, shown = _type_of(data), data
         events.append((t, etype, shown))
     entries: list[str] = []
     if snapshot is not None:

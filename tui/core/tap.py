@@ -22,8 +22,10 @@ class Tap(Protocol):
     """Receives what one server said, with the receive time (epoch seconds)."""
 
     def http(self, server: str, t: float, snapshot: int | None, method: str, path: str,
-             query: str, status: int, headers: dict[str, str], body: bytes) -> None:
-        """A complete answer (the body decoded, as the client read it)."""
+             query: str, status: int, headers: dict[str, str], body: bytes,
+             refused: str | None = None) -> None:
+        """A complete answer (the body decoded, as the client read it), or one the client
+        refused while reading it (`refused`: why, e.g. larger than its bound; no body)."""
 
     def frame(self, server: str, t: float, data: str) -> None:
         """One event of the stream: its `data`, as received."""

@@ -16,6 +16,7 @@ import contextlib
 import json
 import os
 import shlex
+import signal
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -120,30 +121,49 @@ class CommandSink:
         return f"--notify-cmd {plain(self.argv[0], 200)}"
 
     async def send(self, p: Payload) -> None:
-        env = {k: v for k, v in os.environ.items()
-               if not k.startswith(("OPENCODE_SERVER_PASSWORD", "OCWATCH_WEBHOOK_TOKEN"))}
+        # an allowlist: the receiver gets no server's password (whatever variable a config
+        # names for it), no token, nothing of ocwatch's but the alert
+        env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
         env.update(p.env())
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
                 stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
-        except OSError as exc:
-            raise DeliveryFailed(f"cannot run it: {exc.strerror or exc}") from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL in an argument
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            raise DeliveryFailed(f"cannot run it: {plain(why, 120)}") from None
         data = (json.dumps(p.to_json(), ensure_ascii=False) + "\n").encode()
         try:
-            _out, err = await asyncio.wait_for(proc.communicate(data), self.timeout)
+            async with asyncio.timeout(self.timeout):
+                assert proc.stdin is not None
+                with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                    proc.stdin.write(data)
+                    await proc.stdin.drain()
+                    proc.stdin.close()
+                code = await proc.wait()  # not EOF: a child left in the background is fine
         except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
             raise DeliveryFailed(f"no exit within {self.timeout:g}s (killed)") from None
-        except (BrokenPipeError, ConnectionResetError):
-            err = b""
-            await proc.wait()
-        if proc.returncode != 0:
-            said = plain(err.decode("utf-8", "replace").strip().splitlines()[-1], 200) if (
-                err and err.strip()) else ""
-            raise DeliveryFailed(f"exit status {proc.returncode}" + (f": {said}" if said else ""))
+        finally:
+            if proc.returncode is None:  # timed out or cancelled: the whole group goes
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                await proc.wait()
+        if code != 0:
+            said = ""
+            assert proc.stderr is not None
+            with contextlib.suppress(TimeoutError, OSError):
+                err = await asyncio.wait_for(proc.stderr.read(4096), 0.5)  # bounded
+                lines = err.decode("utf-8", "replace").strip().splitlines()
+                said = plain(lines[-1], 200) if lines else ""
+            raise DeliveryFailed(f"exit status {code}" + (f": {said}" if said else ""))
+
+
+#: What a notify command inherits of ocwatch's environment (and LC_*): enough to run a program
+#: and reach the desktop, nothing that may be a credential
+_ENV_KEPT = frozenset({
+    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL", "TMPDIR",
+    "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
+    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"})
 
 
 WebhookFormat = Literal["auto", "json", "ntfy"]
@@ -172,8 +192,17 @@ class WebhookSink:
 
     def __post_init__(self) -> None:
         parts = urlsplit(self.url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"--webhook: expected an http(s) URL, got {self.describe()!r}")
+        try:
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            port_ok = False
+        if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise ValueError("--webhook: expected an http(s) URL with a valid host and port")
+        if self.token is not None:
+            self.token = self.token.strip()
+            if not self.token or not all(33 <= ord(c) < 127 for c in self.token):
+                raise ValueError("$OCWATCH_WEBHOOK_TOKEN: a token is visible ASCII, without "
+                                 "spaces or line breaks (not shown here)")
         if self.format == "auto":
             self.format = "ntfy" if is_ntfy(self.url) else "json"
 
@@ -181,7 +210,10 @@ class WebhookSink:
         """The URL without its path, query or user info (a webhook path is often its secret)."""
         parts = urlsplit(self.url)
         host = parts.hostname or "?"
-        netloc = f"{host}:{parts.port}" if parts.port else host
+        try:
+            netloc = f"{host}:{parts.port}" if parts.port else host
+        except ValueError:
+            netloc = host
         return f"--webhook {urlunsplit((parts.scheme, netloc, '/…' if parts.path else '', '', ''))}"
 
     def request(self, p: Payload) -> tuple[str, dict[str, Any]]:
@@ -210,8 +242,10 @@ class WebhookSink:
         except (httpx.HTTPError, TimeoutError, OSError) as exc:
             if isinstance(exc, TimeoutError | httpx.TimeoutException):
                 why = f"no answer within {self.timeout:g}s"
-            else:  # the exception's own words name no URL (the path may be a secret)
-                why = plain(str(exc), 120) or type(exc).__name__
+            elif isinstance(exc, httpx.ConnectError):
+                why = "cannot connect"
+            else:  # by its kind only: an exception's words may hold the URL's path or a header
+                why = type(exc).__name__
             raise DeliveryFailed(why) from None
         if not 200 <= status < 300:
             raise DeliveryFailed(f"HTTP {status}")
@@ -263,12 +297,14 @@ class Deliverer:
                 if self.enrich is not None and alert.kind in ("completed", "error", "aborted"):
                     with contextlib.suppress(Exception):  # the alert goes out without it
                         reply = await asyncio.wait_for(self.enrich(alert), WEBHOOK_TIMEOUT)
-                p = payload(alert, self.server_name(alert.key[0]), reply, at)
-                for sink in self.sinks:
-                    await self._send(sink, p)
-                self._unsent -= 1
-                if not self._unsent:
-                    self._idle.set()
+                try:
+                    p = payload(alert, self.server_name(alert.key[0]), reply, at)
+                    for sink in self.sinks:
+                        await self._send(sink, p)
+                finally:
+                    self._unsent -= 1
+                    if not self._unsent:
+                        self._idle.set()
         finally:
             for sink in self.sinks:
                 closer = getattr(sink, "aclose", None)
@@ -284,7 +320,11 @@ class Deliverer:
     async def _send(self, sink: Sink, p: Payload) -> None:
         try:
             await sink.send(p)
-        except DeliveryFailed as exc:
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - a delivery never ends the deliverer
+            if not isinstance(exc, DeliveryFailed):
+                exc = DeliveryFailed(f"{type(exc).__name__} while delivering")
             self._count(sink.name, "failed")
             if sink.describe() not in self._failing:
                 self._failing.add(sink.describe())

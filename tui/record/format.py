@@ -100,7 +100,7 @@ def _why(exc: BaseException) -> str:
 def _header(path: Path, first: str) -> Header:
     try:
         data = json.loads(first)
-    except ValueError:
+    except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise RecordingError(f"{path}:1: not an ocwatch recording (the first line must name "
@@ -144,7 +144,7 @@ def _a(kind: object) -> str:
 def _record(path: Path, number: int, line: str, servers: int) -> Record:
     try:
         data = _DECODE(line)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise RecordingError(f"{path}:{number}: not a JSON object (a corrupt line)") from None
     # the common case first, checked in one expression: an event frame
     if (type(data) is dict and data.get("k") == "frame" and type(data.get("d")) is str

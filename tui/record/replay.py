@@ -14,6 +14,7 @@ import asyncio
 import base64
 import contextlib
 import dataclasses
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -46,10 +47,22 @@ _ERRORS: dict[str, type[OcwatchError]] = {
     c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)}
 
 
-def settings_of(header: Header) -> Settings:
-    """The recorded settings (what derive decided with), known fields only."""
-    known = {f.name for f in dataclasses.fields(Settings)}
-    return Settings(**{k: v for k, v in header.settings.items() if k in known})
+def settings_of(header: Header, path: Path | None = None) -> Settings:
+    """The recorded settings (what derive decided with), known fields only, each of the type
+    the default has (RecordingError otherwise)."""
+    defaults = Settings()
+    got: dict[str, Any] = {}
+    for f in dataclasses.fields(Settings):
+        if f.name not in header.settings:
+            continue
+        value, want = header.settings[f.name], type(getattr(defaults, f.name))
+        if want is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)
+        if type(value) is not want or (want is float and not math.isfinite(value)):
+            raise RecordingError(f"{path or 'the recording'}:1: the setting {f.name!r} is "
+                                 f"{value!r}, not a {want.__name__}")
+        got[f.name] = value
+    return Settings(**got)
 
 
 class ReplayClient(Client):
@@ -75,6 +88,8 @@ class ReplayClient(Client):
             self.missing.append(f"{method} {full}?{query}")
             raise Unreachable(f"{self.url} {method} {path}: not in the recording")
         rec = queue.pop(0).data
+        if isinstance(rec.get("refused"), str):  # refused while read, live: refused again
+            raise BadResponse(rec["refused"])
         content = base64.b64decode(rec["b64"]) if "b64" in rec else rec.get("b", "").encode()
         resp = httpx.Response(rec["st"], headers=rec["h"])
         if 300 <= resp.status_code < 400:
@@ -91,7 +106,7 @@ class Replay:
     def __init__(self, path: Path) -> None:
         self.path = path
         self.header, self._records = read(path)
-        self.settings = settings_of(self.header)
+        self.settings = settings_of(self.header, path)
         self.now = self.header.created
         self.start = self.header.created
         self._clients = [ReplayClient(url) for url, _ in self.header.servers]
@@ -202,6 +217,9 @@ class Replay:
         observe(self.view(), self.last_changes)
         last_pull = self.now
         news: float | None = None  # when the first record not yet pulled was applied
+        quiet_since = self.now  # the last record's time: after `window` nothing changes
+        window = self.window
+        applied = 0
         while True:
             rec = self.peek()
             if rec is not None and until is not None and rec.t > until:
@@ -213,18 +231,32 @@ class Replay:
             if rec is None:
                 break
             if news is None and rec.t > last_pull + tick:  # quiet: the View as time passes
-                await self.advance(last_pull + tick)
+                if last_pull + tick > quiet_since + window:  # ... until it cannot change
+                    await self.advance(rec.t - tick)  # (a suspended laptop: hours at once)
+                else:
+                    await self.advance(last_pull + tick)
                 observe(self.view(), self.last_changes)
                 last_pull = self.now
                 continue
             await self.step()
+            quiet_since = self.now
             news = self.now if news is None else news
-        while until is not None and self.now + tick < until:  # time passing after the news
-            await self.advance(self.now + tick)
+            applied += 1
+            if applied % 500 == 0:
+                await asyncio.sleep(0)  # a dashboard seeking through a long file stays live
+        while until is not None and self.now + tick < min(until, quiet_since + window):
+            await self.advance(self.now + tick)  # time passing after the news
             observe(self.view(), self.last_changes)
         if until is not None:
             await self.advance(until)
         observe(self.view(), self.last_changes)
+
+    @property
+    def window(self) -> float:
+        """Recorded seconds after the last record within which the View still changes as
+        time passes (grace periods, a silent stream called stalled, then lost)."""
+        s = self.settings
+        return max(s.grace, s.stall_after, s.heartbeat_timeout) + 2 * TICK
 
 
 async def replay_to(path: Path, at: float | None = None) -> tuple[Replay, View]:

@@ -7,6 +7,7 @@ What is written is what the server said and nothing of what was sent: no header 
 from __future__ import annotations
 
 import base64
+import contextlib
 import gzip
 import io
 import json
@@ -26,6 +27,14 @@ from .format import Header
 FLUSH_EVERY = 1.0
 #: One encoder for every line (json.dumps with arguments builds a new one each call)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
+
+
+def exclusive(path: Path) -> IO[bytes]:
+    """A new file, created readable by its owner alone, opened once (no window in which it
+    exists with looser rights, no symlink followed to an existing file)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
+                 0o600)
+    return os.fdopen(fd, "wb")
 
 
 def parse_size(text: str) -> int:
@@ -60,8 +69,7 @@ class Recorder:
         self.closed = False
         self.stopped: str | None = None  # why it stopped early
         # a new file only, readable by its owner alone: it holds the sessions' text
-        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        self._disk: IO[bytes] = path.open("wb")
+        self._disk: IO[bytes] = exclusive(path)
         # gzip at level 1: a recording is written while the monitor runs, so cheap beats small
         self._gzip: gzip.GzipFile | None = None
         self._file: IO[bytes] = self._disk
@@ -76,9 +84,12 @@ class Recorder:
 
     # -- Tap -------------------------------------------------------------------------------------
     def http(self, server: str, t: float, snapshot: int | None, method: str, path: str,
-             query: str, status: int, headers: dict[str, str], body: bytes) -> None:
+             query: str, status: int, headers: dict[str, str], body: bytes,
+             refused: str | None = None) -> None:
         rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "http", "n": snapshot,
                                "m": method, "p": path, "q": query, "st": status, "h": headers}
+        if refused is not None:
+            rec["refused"] = refused
         try:
             rec["b"] = body.decode("utf-8")
         except UnicodeDecodeError:
@@ -116,13 +127,18 @@ class Recorder:
         if self.closed:
             return
         raw = line.encode("utf-8")
-        self._file.write(raw)
-        self._bytes += len(raw)
-        self.records += 1
-        now = self.clock()
-        if now - self._flushed >= FLUSH_EVERY:
-            self._flushed = now
-            self._file.flush()
+        try:
+            self._file.write(raw)
+            self._bytes += len(raw)
+            self.records += 1
+            now = self.clock()
+            if now - self._flushed >= FLUSH_EVERY:
+                self._flushed = now
+                self._flush()
+        except OSError as exc:  # a full disk stops the recording, never the monitor
+            self._abandon(f"writing the recording failed ({exc.strerror or exc}); it "
+                          "stopped there")
+            return
         if self.max_size is not None and self.size() >= self.max_size:
             self.stopped = (f"the recording reached --max-size ({self.max_size:,} bytes); "
                             "it stopped there")
@@ -130,14 +146,37 @@ class Recorder:
             if self.on_full is not None:
                 self.on_full(self.stopped)
 
+    def _flush(self) -> None:
+        """What is written reaches the disk (through gzip too: a sync flush), so a crash
+        loses at most FLUSH_EVERY of it."""
+        self._file.flush()
+        if self._gzip is not None:
+            self._gzip.flush()
+        self._disk.flush()
+
+    def _abandon(self, why: str) -> None:
+        self.stopped = why
+        self.closed = True
+        for f in (self._file, self._gzip, self._disk):
+            with contextlib.suppress(OSError, ValueError):
+                if f is not None:
+                    f.close()
+        if self.on_full is not None:
+            self.on_full(why)
+
     def close(self, why: str = "stopped") -> None:
         """End the file (an `end` record), once."""
         if self.closed:
             return
-        self._file.write((_ENCODE({"t": self.clock(), "k": "end", "why": why}) + "\n").encode())
-        self.records += 1
-        self.closed = True
-        self._file.close()  # the gzip stream, then the file under it
+        try:
+            self._file.write((_ENCODE({"t": self.clock(), "k": "end", "why": why})
+                              + "\n").encode())
+            self.records += 1
+            self.closed = True
+            self._file.close()  # the gzip stream, then the file under it
+        except OSError as exc:
+            self._abandon(f"closing the recording failed ({exc.strerror or exc})")
+            return
         if self._gzip is not None:
             self._gzip.close()
             self._disk.close()
