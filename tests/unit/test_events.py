@@ -134,3 +134,17 @@ def test_streamed_token_frames_are_skipped_unparsed_and_nothing_else_is():
     # a malformed frame of another type is still counted
     assert parser.parse('{"payload":{"type":"session.status",', 1.0).event is None
     assert parser.skipped == 1
+
+
+def test_every_noise_type_is_skipped_unparsed_and_a_relevant_one_never():
+    from tui.core.events import NOISE, RELEVANT, EventParser
+
+    parser = EventParser()
+    for etype in [*NOISE, "session.next.step", "lsp.whatever"]:
+        cut = '{"payload":{"type":"' + etype + '","properties":{"x":'  # unparseable: unread
+        assert parser.parse(cut, 1.0).event is None
+    assert parser.skipped == 0 and parser.unknown == 0
+    for etype in RELEVANT:
+        cut = '{"payload":{"type":"' + etype + '","properties":{"x":'
+        parser.parse(cut, 1.0)
+    assert parser.skipped == len(RELEVANT)  # parsed, found malformed, counted

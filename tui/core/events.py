@@ -92,6 +92,11 @@ class Parsed:
 
 
 _DELTA = '"message.part.delta"'
+_NOISE_PREFIXES = ("session.next.", "tui.", "lsp.", "pty.")
+
+
+def _is_noise(etype: str) -> bool:
+    return etype in NOISE or etype.startswith(_NOISE_PREFIXES)
 _NOTHING = Parsed()
 
 
@@ -118,13 +123,16 @@ class EventParser:
         """Parse one SSE `data` payload. Never raises."""
         if not data or data.isspace():
             return Parsed()
-        # a streamed-token frame (most of a busy stream) is known by its type, the first
-        # `"type":` of the frame (a quote inside a string is escaped, so this is a key), and
-        # skipped unparsed: nothing in it is read
+        # a noise frame (streamed tokens are most of a busy stream) is known by its type, the
+        # first `"type":` of the frame (a quote inside a string is escaped, so this is a key),
+        # and skipped unparsed: nothing in it is read
         at = data.find('"type":')
         if at >= 0:
             at += 8 if data[at + 7:at + 8] == " " else 7
             if data.startswith(_DELTA, at):
+                return _NOTHING
+            end = data.find('"', at + 1, at + 64)
+            if data[at:at + 1] == '"' and end > 0 and _is_noise(data[at + 1:end]):
                 return _NOTHING
         try:
             frame = text.loads(data)
@@ -158,7 +166,7 @@ class EventParser:
             if etype == "session.status" and not isinstance(props.get("status"), dict):
                 return self._skip("a session.status event whose status is not an object")
             return Parsed(event=Event(etype, props, directory, received))
-        if etype in NOISE or etype.startswith(("session.next.", "tui.", "lsp.", "pty.")):
+        if _is_noise(etype):
             return Parsed()
         self.unknown += 1
         self.unknown_types[etype] += 1
