@@ -43,7 +43,7 @@ def metrics_served(listen: str | None, extra: Sequence[Callable[[], Iterable[Met
     from tui.export.serve import start_exporter
 
     metrics = Metrics(version=__version__, extra=extra)
-    server, _thread = start_exporter(metrics, listen)
+    server, _thread = start_exporter(metrics, listen, "--metrics")
     try:
         yield [metrics.publish]
     finally:

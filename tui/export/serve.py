@@ -26,8 +26,9 @@ SPACING = 0.1
 Observer = Callable[[View, Changes | None], None]
 
 
-def parse_listen(text: str) -> tuple[str, int]:
-    """`HOST:PORT`, `[V6]:PORT`, `:PORT` (every interface) or `PORT` (loopback)."""
+def parse_listen(text: str, flag: str = "--listen") -> tuple[str, int]:
+    """`HOST:PORT`, `[V6]:PORT`, `:PORT` (every interface) or `PORT` (loopback); errors name
+    `flag`."""
     text = text.strip()
     host, sep, port = text.rpartition(":")
     bracketed = host.startswith("[") and host.endswith("]")
@@ -38,25 +39,26 @@ def parse_listen(text: str) -> tuple[str, int]:
     elif not host:
         host = "0.0.0.0"
     elif ":" in host:
-        raise OcwatchError(f"--listen {text!r}: write an IPv6 address as [ADDR]:PORT")
+        raise OcwatchError(f"{flag} {text!r}: write an IPv6 address as [ADDR]:PORT")
     try:
         number = int(port)
     except ValueError:
         number = -1
     if not 0 <= number <= 65535:
-        raise OcwatchError(f"--listen {text!r}: expected HOST:PORT (e.g. {DEFAULT_LISTEN})")
+        raise OcwatchError(f"{flag} {text!r}: expected HOST:PORT (e.g. {DEFAULT_LISTEN})")
     if ":" in host:
         try:
             ipaddress.IPv6Address(host)
         except ValueError:
-            raise OcwatchError(f"--listen {text!r}: write an IPv6 address as [ADDR]:PORT") from None
+            raise OcwatchError(f"{flag} {text!r}: write an IPv6 address as [ADDR]:PORT") from None
     return host, number
 
 
-def start_exporter(collector: Collector, listen: str) -> tuple[WSGIServer, Thread]:
+def start_exporter(collector: Collector, listen: str,
+                   flag: str = "--listen") -> tuple[WSGIServer, Thread]:
     """Serve `/metrics` (this collector, and the process's own CPU and memory) on a thread.
     Raises OcwatchError (one line) when the address cannot be listened on."""
-    host, port = parse_listen(listen)
+    host, port = parse_listen(listen, flag)
     registry = CollectorRegistry()
     registry.register(collector)
     ProcessCollector(registry=registry)
