@@ -43,6 +43,16 @@ def need(tool: str) -> str:
     return found
 
 
+def end(proc: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGTERM, then SIGKILL if it has not exited within `timeout` seconds."""
+    proc.terminate()
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -106,11 +116,7 @@ def exporter(config: Path, env: dict[str, str], servers: tuple[str, ...],
         wait_until(loaded, 120, what="the exporter's first snapshot of every server")
         yield ex
     finally:
-        proc.terminate()
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end(proc, 10)
 
 
 def status_json(env: dict[str, str]) -> dict[str, Any]:
@@ -248,11 +254,7 @@ def prometheus(tmp_path: Path, target: str, rules: str) -> Iterator[Prometheus]:
         wait_until(ready, 60, what="Prometheus ready")
         yield prom
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        end(proc, 15)
         log.close()
 
 

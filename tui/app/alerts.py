@@ -9,11 +9,10 @@ ring the bell through the app, write OSC 9 through its driver, and run notify-se
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable
 
-from tui.core.alerts import Alert, Alerter, sequences, terminal_sinks, writer
+from tui.core.alerts import Alert, Alerter, terminal_sinks
 from tui.core.config import AlertConfig
 from tui.core.view import Changes
 
@@ -27,14 +26,7 @@ def app_sinks(config: AlertConfig, bell: Callable[[], None],
     """The configured sinks: `bell()` rings, `write(sequence)` reaches the terminal (OSC 9,
     777, 99; through tmux when inside it), notify-send runs where it exists. With
     `unfocused_only`, none of them fires while `focused()`."""
-    sinks: list[Sink] = []
-    if config.bell:
-        sinks.append(lambda _alert: bell())
-    tmux = bool(os.environ.get("TMUX")) if inside_tmux is None else inside_tmux
-    sinks += [writer(make, write) for make in sequences(config, tmux)]
-    if config.desktop:
-        sinks += terminal_sinks(config.model_copy(update={
-            "bell": False, "osc9": False, "osc777": False, "osc99": False}), write)
+    sinks = terminal_sinks(config, write, bell, inside_tmux)
     if not config.unfocused_only:
         return sinks
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -20,7 +19,7 @@ from ..core.config import AlertConfig
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import Changes, View
-from .output import literal
+from .output import literal, stop_on_signals
 
 
 def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
@@ -82,20 +81,19 @@ def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings
 
     async def main() -> None:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
-        delivering = asyncio.create_task(deliverer.run()) if deliverer is not None else None
+        stop_on_signals(stop)
+        if deliverer is None:
+            await follow(fleet, watchers, stop=stop)
+            return
+        delivering = asyncio.create_task(deliverer.run())
         try:
             await follow(fleet, watchers, stop=stop)
         finally:
-            if delivering is not None:
-                with contextlib.suppress(TimeoutError):  # what is queued gets a last chance
-                    await asyncio.wait_for(deliverer.drained(), 5) if deliverer else None
-                delivering.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await delivering
+            with contextlib.suppress(TimeoutError):  # what is queued gets a last chance
+                await asyncio.wait_for(deliverer.drained(), 5)
+            delivering.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await delivering
 
     try:
         asyncio.run(main())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
+import signal
 import sys
 import time
 from collections.abc import Iterator
@@ -106,3 +108,12 @@ def _folder(path: str) -> str:
 
 def _clip(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def stop_on_signals(stop: asyncio.Event) -> None:
+    """SIGINT and SIGTERM set `stop` (a long-running command then ends cleanly, exit 0);
+    call it from inside the running loop."""
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)

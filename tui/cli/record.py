@@ -4,9 +4,7 @@
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
-import signal
 import sys
 from collections.abc import Collection, Mapping, Sequence
 from datetime import datetime
@@ -19,7 +17,7 @@ from ..core.client import OcwatchError
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import Changes, View
-from .output import literal
+from .output import literal, stop_on_signals
 
 
 def parse_time(value: str, start: float | None = None) -> float:
@@ -84,10 +82,7 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
                 print(f"ocwatch record: {literal(s.error)}", file=err, flush=True)
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
+        stop_on_signals(stop)
         await follow(fleet, [say_errors], stop=stop)
 
     try:
@@ -105,14 +100,13 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
 
 def run_status_replay(path: Path, at: str | None, as_json: bool) -> int:
     """`status --replay FILE [--at TIME]`: the View as it was (exit as `status` would have)."""
-    from ..record.format import read
-    from ..record.replay import replay_to
+    from ..record.replay import Replay
     from .main import print_view
 
-    header, _ = read(path)
-    moment = parse_time(at, header.created) if at is not None else None
-    _replay, view = asyncio.run(replay_to(path, moment))
-    return print_view(view, as_json)
+    replay = Replay(path)
+    moment = parse_time(at, replay.header.created) if at is not None else None
+    asyncio.run(replay.follow(lambda _v, _c: None, until=moment))
+    return print_view(replay.view(), as_json)
 
 
 def run_watch_replay(path: Path, sessions: Collection[str], as_json: bool,

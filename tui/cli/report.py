@@ -25,6 +25,7 @@ from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
 from ..core.fleet import Fleet
+from ..core.raw import about
 from ..core.settings import Auth, Settings
 from ..core.view import iso
 from .output import literal
@@ -54,11 +55,6 @@ def redact(value: Any, key: str | None = None) -> Any:
     if isinstance(value, str) and key not in _KEPT_KEYS:
         return f"[redacted: {len(value)} chars]"
     return value
-
-
-def _about(data: str, sid: str) -> bool:
-    """Whether a raw frame is about the session (its id appears in it, as a value)."""
-    return f'"{sid}"' in data
 
 
 async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
@@ -123,7 +119,7 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
         if rec.server != index:
             continue
         streamed = '"message.part.delta"' in rec.data.get("d", "")[:300]  # tokens: noise
-        if rec.kind == "frame" and not streamed and _about(rec.data["d"], session_id):
+        if rec.kind == "frame" and not streamed and about(rec.data["d"], session_id):
             try:
                 data: Any = json.loads(rec.data["d"])
             except ValueError:

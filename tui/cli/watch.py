@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
 import sys
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, TextIO
@@ -19,7 +18,7 @@ from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.view import SessionRow, Transition, iso
-from .output import literal, state_word
+from .output import literal, state_word, stop_on_signals
 from .wait import EXIT_USAGE, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
@@ -153,10 +152,7 @@ def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
 
     async def main() -> int:
         stop = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, stop.set)
+        stop_on_signals(stop)
         return await watch(urls, auth=auth, settings=settings, sessions=sessions,
                            as_json=as_json, stop=stop, auths=auths,
                            names=names)

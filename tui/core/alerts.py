@@ -163,17 +163,21 @@ def _through_tmux(make: Callable[[Alert], str]) -> Callable[[Alert], str]:
     return lambda alert: tmux_passthrough(make(alert))
 
 
-def writer(make: Callable[[Alert], str], write: Callable[[str], None]) -> Callable[[Alert], None]:
+def _writer(make: Callable[[Alert], str], write: Callable[[str], None]) -> Callable[[Alert], None]:
     return lambda alert: write(make(alert))
 
 
-def terminal_sinks(config: AlertConfig, write: Callable[[str], None]) -> list[
-        Callable[[Alert], None]]:
-    """Sinks that write to the terminal (bell, OSC 9) and run notify-send, as configured."""
+def terminal_sinks(config: AlertConfig, write: Callable[[str], None],
+                   bell: Callable[[], None] | None = None,
+                   inside_tmux: bool | None = None) -> list[Callable[[Alert], None]]:
+    """Sinks that reach the terminal (the bell: `bell()`, else BEL written; OSC 9, 777, 99
+    through `write`, wrapped for tmux inside it) and run notify-send, as configured."""
     sinks: list[Callable[[Alert], None]] = []
     if config.bell:
-        sinks.append(lambda a: write("\a"))
-    sinks += [writer(make, write) for make in sequences(config, bool(os.environ.get("TMUX")))]
+        ring = bell or (lambda: write("\a"))
+        sinks.append(lambda _alert: ring())
+    tmux = bool(os.environ.get("TMUX")) if inside_tmux is None else inside_tmux
+    sinks += [_writer(make, write) for make in sequences(config, tmux)]
     if config.desktop:
         exe = shutil.which("notify-send")
         if exe is not None:

@@ -185,11 +185,7 @@ class Client:
                 try:
                     if 300 <= resp.status_code < 400:
                         self._tapped(req, resp, b"")
-                        to = resp.headers.get("location") or "nowhere"
-                        raise Redirected(
-                            f"{where}: redirected (HTTP {resp.status_code}) to "
-                            f"{_no_userinfo(to)[:200]!r}; an OpenCode server answers itself "
-                            "(a proxy or a login page in the way?)")
+                        raise self.redirected(resp, method, path)
                     try:
                         content = await self._read(resp, where)
                     except BadResponse as exc:  # refused (too large): a replay refuses it too
@@ -204,6 +200,14 @@ class Client:
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
         return self._check(resp, content, method, path, expect_json), resp.headers
+
+    def redirected(self, resp: httpx.Response, method: str, path: str) -> Redirected:
+        """What a 3xx answer means (an OpenCode server does not redirect)."""
+        to = resp.headers.get("location") or "nowhere"
+        return Redirected(
+            f"{self.url} {method} {path}: redirected (HTTP {resp.status_code}) to "
+            f"{_no_userinfo(to)[:200]!r}; an OpenCode server answers itself "
+            "(a proxy or a login page in the way?)")
 
     def _tapped(self, req: httpx.Request, resp: httpx.Response, content: bytes,
                 refused: str | None = None) -> None:

@@ -15,6 +15,11 @@ KEPT = 2000
 KEPT_BYTES = 4096
 
 
+def about(data: str, session_id: str) -> bool:
+    """Whether a raw frame is about the session (its id appears in it, as a JSON value)."""
+    return f'"{session_id}"' in data
+
+
 def _type_of(data: str) -> str:
     """The event type of a frame that does not parse (cut short when it was kept)."""
     at = data.find('"type":')
@@ -38,8 +43,7 @@ def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
               snapshot: Snapshot | None, limit: int = 20) -> RawFacts:
     """The last `limit` kept frames about the session (its id appears in them as a value),
     and its snapshot entries: status, open requests, the last message."""
-    needle = f'"{session_id}"'
-    mine = [(t, data) for t, data in frames if needle in data][-limit:]
+    mine = [(t, data) for t, data in frames if about(data, session_id)][-limit:]
     events = []
     for t, data in mine:
         try:

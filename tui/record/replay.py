@@ -93,10 +93,7 @@ class ReplayClient(Client):
         content = base64.b64decode(rec["b64"]) if "b64" in rec else rec.get("b", "").encode()
         resp = httpx.Response(rec["st"], headers=rec["h"])
         if 300 <= resp.status_code < 400:
-            to = resp.headers.get("location") or "nowhere"
-            raise Redirected(f"{self.url} {method} {path}: redirected (HTTP {resp.status_code}) "
-                             f"to {to[:200]!r}; an OpenCode server answers itself (a proxy or "
-                             "a login page in the way?)")
+            raise self.redirected(resp, method, path)
         return self._check(resp, content, method, path, expect_json), resp.headers
 
 
