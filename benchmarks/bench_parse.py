@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import copy
 import gc
-import json
 import statistics
 import sys
 import time
@@ -20,16 +19,13 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from tests.recorded import answer, last_message  # noqa: E402
 from tui.core.models import Message, Session  # noqa: E402
-
-FIXTURES = Path(__file__).resolve().parents[1] / "tests" / "fixtures"
 
 
 def payloads(n: int) -> tuple[list[dict], list[dict]]:
-    sessions = json.loads((FIXTURES / "http_experimental_session.json").read_text())
-    messages = [json.loads((FIXTURES / name).read_text())[-1]
-                for name in ("http_messages_completed.json", "http_messages_busy_tool.json",
-                             "http_messages_failed.json")]
+    sessions = answer("all_states", "/experimental/session")
+    messages = [last_message("all_states", role) for role in ("completed", "parent", "failed")]
     raw_s, raw_m = [], []
     for i in range(n):
         s = copy.deepcopy(sessions[i % len(sessions)])

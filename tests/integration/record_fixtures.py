@@ -1,24 +1,25 @@
-"""Record real wire fixtures from the pinned `opencode serve` into tests/fixtures/.
+"""Record the wire fixtures from the pinned `opencode serve` into tests/fixtures/, with
+`ocwatch record` itself: the tests replay what users record.
 
     OPENCODE_BIN=... python -m tests.integration.record_fixtures [--out DIR] [--only NAME]
 
-Starts its own isolated server and scripted model, runs each scenario one after the other while
-reading `GET /global/event`, and writes:
+Starts its own isolated server and scripted model and runs each scenario one after the other,
+each under its own `ocwatch record <scenario>.ndjson` (started, and its first snapshot taken,
+before the scenario begins; stopped with SIGINT once the scenario's sessions have been quiet for
+QUIET seconds). Then `all_states.ndjson` (one session of every state live at once) and
+`restart.ndjson` (SIGKILL mid-run, restart on the same data). `manifest.json` says, per
+recording, which sessions the scenario made (and their roles), the request ids and notes.
 
-  events_<scenario>.jsonl   every `data:` frame (exact text, one per line) received while the
-                            scenario ran, about its sessions or about no session (connect,
-                            heartbeat); `message.part.delta` frames are dropped only if the file
-                            would exceed 200 KB
-  events_manifest.json      per scenario: session ids (and role: main/child), frame count, notes
-  http_*.json               sample bodies of the HTTP API (see FIXTURES in tests/fixtures/README.md)
-
-Not a test: run it by hand when the pinned server version changes, then review the diff.
+Not a test: run it by hand when the pinned server version changes, then review the diff
+(`ocwatch watch --json --replay FILE` reads a recording as transitions).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,10 +29,12 @@ from typing import Any
 
 import httpx
 
+from tests.cli_env import cli_env
+from tests.recorded import read_records
+
 from .driver import (
     Driver,
     EventRecorder,
-    Frame,
     cleanup_states,
     make_all_states,
     wait_until,
@@ -39,8 +42,47 @@ from .driver import (
 from .oc_server import REPO_ROOT, OpenCodeServer, find_opencode_bin
 from .scripted_model import ScriptedModel
 
-MAX_BYTES = 200_000
 QUIET = 2.0  # a scenario's recording ends after this long without a frame about its sessions
+
+
+class Recording:
+    """`ocwatch record PATH -s URL` in a subprocess, as a user runs it."""
+
+    def __init__(self, path: Path, server: OpenCodeServer) -> None:
+        path.unlink(missing_ok=True)
+        self.path = path
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli.main", "record", str(path), "-s", server.url],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            env=cli_env(server.password), cwd=REPO_ROOT)
+
+    def snapshots_done(self) -> int:
+        """Snapshots the recording holds that succeeded (read while it is written)."""
+        if not self.path.exists():
+            return 0
+        done = 0
+        for line in self.path.read_text().splitlines():
+            if '"k":"snap"' in line:
+                rec = json.loads(line)
+                done += not rec["begin"] and "failed" not in rec
+        return done
+
+    def wait_snapshot(self, count: int = 1, timeout: float = 60) -> None:
+        """Until `count` snapshots succeeded (the first: the recording is ready)."""
+        wait_until(lambda: self.snapshots_done() >= count or self.proc.poll() is not None,
+                   timeout, interval=0.2, what=f"snapshot {count} of {self.path.name}")
+        if self.proc.poll() is not None:
+            err = self.proc.stderr.read() if self.proc.stderr else ""
+            raise RuntimeError(f"ocwatch record ended: {err}")
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGINT)
+        code = self.proc.wait(30)
+        err = self.proc.stderr.read() if self.proc.stderr else ""
+        if code != 0:
+            raise RuntimeError(f"ocwatch record exited {code}: {err}")
+        last = self.path.read_text().splitlines()[-1]
+        assert json.loads(last)["k"] == "end", last
 
 
 class Recorder:
@@ -51,12 +93,14 @@ class Recorder:
         self.d = Driver(server.url, auth=server.auth, default_directory=str(server.project))
         self.manifest: dict[str, Any] = {}
 
-    # -- events -------------------------------------------------------------------------------
     def scenario(self, name: str, fn: Callable[[Driver, EventRecorder], dict[str, Any]]) -> None:
         print(f"[record] {name} ...", flush=True)
         t0 = time.monotonic()
-        rec = EventRecorder(self.server.url, auth=self.server.auth).start()
+        recording = Recording(self.out / f"{name}.ndjson", self.server)
+        rec: EventRecorder | None = None
         try:
+            recording.wait_snapshot()
+            rec = EventRecorder(self.server.url, auth=self.server.auth).start()
             meta = fn(self.d, rec)
             ids = set(meta["sessions"].keys())
 
@@ -67,40 +111,19 @@ class Recorder:
 
             wait_until(quiet, 60, interval=0.2, what="quiet event stream")
         finally:
-            rec.stop()
-        frames = [f for f in rec.snapshot() if f.session_id is None or f.session_id in ids]
-        self._write_events(name, frames, meta, time.monotonic() - t0)
+            if rec is not None:
+                rec.stop()
+            recording.stop()
+        self.done(name, meta, time.monotonic() - t0)
 
-    def _write_events(
-        self, name: str, frames: list[Frame], meta: dict[str, Any], took: float
-    ) -> None:
-        lines = [f.raw for f in frames]
-        dropped = 0
-        if sum(len(x) + 1 for x in lines) > MAX_BYTES:
-            keep = [f.raw for f in frames if f.type != "message.part.delta"]
-            dropped = len(lines) - len(keep)
-            lines = keep
-        path = self.out / f"events_{name}.jsonl"
-        path.write_text("".join(x + "\n" for x in lines))
-        self.manifest[name] = {
-            **meta,
-            "file": path.name,
-            "frames": len(lines),
-            "dropped_part_deltas": dropped,
-            "seconds": round(took, 1),
-        }
-        print(f"[record] {name}: {len(lines)} frames, {path.stat().st_size} bytes", flush=True)
-
-    # -- http ---------------------------------------------------------------------------------
-    def save(self, name: str, body: Any) -> None:
-        (self.out / f"http_{name}.json").write_text(json.dumps(body, indent=1) + "\n")
-
-    def save_get(self, name: str, path: str, **params: Any) -> Any:
-        r = self.d.client.get(path, params=params)
-        r.raise_for_status()
-        body = r.json()
-        self.save(name, body)
-        return body
+    def done(self, name: str, meta: dict[str, Any], took: float) -> None:
+        path = self.out / f"{name}.ndjson"
+        records = read_records(path)
+        frames = sum(r.kind == "frame" for r in records)
+        self.manifest[name] = {**meta, "file": path.name, "records": len(records),
+                               "frames": frames, "seconds": round(took, 1)}
+        print(f"[record] {name}: {len(records)} records ({frames} frames), "
+              f"{path.stat().st_size} bytes", flush=True)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -250,101 +273,58 @@ def sc_heartbeat(d: Driver, rec: EventRecorder) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def record_http(r: Recorder) -> None:
+def record_all_states(r: Recorder) -> None:
+    """One session of every state live at once; the recording ends after its first snapshot
+    (every route the monitor reads, answered while they were live)."""
     srv, d = r.server, r.d
-    alpha, beta = str(srv.project), str(srv.project2)
-    r.save_get("health", "/global/health")
-    st = make_all_states(d, alpha, beta)
+    st = make_all_states(d, str(srv.project), str(srv.project2))
     try:
-        r.save("all_states_ids", st.ids())
-        r.save_get("session_list", "/session")
-        r.save_get("session_list_beta", "/session", directory=beta)
-        r.save_get("experimental_session", "/experimental/session")
-        r.save_get("session_status", "/session/status", directory=alpha)
-        r.save_get("session_status_beta", "/session/status", directory=beta)
-        r.save_get("permission", "/permission", directory=alpha)
-        r.save_get("question", "/question", directory=alpha)
-        r.save_get("project", "/project")
-        r.save_get("session_get_completed", f"/session/{st.completed}", directory=alpha)
-        r.save_get("session_children", f"/session/{st.parent}/children", directory=alpha)
-        for name in (
-            "completed",
-            "failed",
-            "aborted",
-            "permission",
-            "question",
-            "retry",
-            "parent",
-            "child",
-            "fresh",
-        ):
-            r.save_get(
-                f"messages_{name}",
-                f"/session/{getattr(st, name)}/message",
-                directory=alpha,
-                limit=2,
-            )
-        # the parent's task tool is running while its child is busy: "busy with a tool"
-        r.save_get("messages_busy_tool", f"/session/{st.parent}/message", directory=alpha, limit=2)
-        resp = d.client.get("/api/session/active")
-        r.save(
-            "api_session_active",
-            {
-                "status": resp.status_code,
-                "content_type": resp.headers.get("content-type"),
-                "body": resp.json(),
-                "note": "while every state was live (v1 prompt_async runs)",
-            },
-        )
-        resp = d.client.post(
-            "/permission/per_doesnotexist/reply",
-            params={"directory": alpha},
-            json={"reply": "once"},
-        )
-        r.save("permission_reply_404", {"status": resp.status_code, "body": resp.json()})
-        resp = d.client.post("/question/que_doesnotexist/reject", params={"directory": alpha})
-        r.save("question_reject_404", {"status": resp.status_code, "body": resp.json()})
+        recording = Recording(r.out / "all_states.ndjson", srv)
+        try:
+            recording.wait_snapshot()
+        finally:
+            recording.stop()
+        r.done("all_states", {
+            "sessions": {sid: state for state, sid in st.ids().items()},
+            "requests": {"permission": st.permission_request["id"],
+                         "question": st.question_request["id"]},
+            "notes": "one session of every state live at once; the first snapshot",
+        }, 0)
     finally:
         cleanup_states(d, r.model, st)
 
 
 def record_kill_restart(r: Recorder) -> None:
-    """SIGKILL mid-run (one streaming, one waiting on a permission), restart on the same data."""
+    """SIGKILL mid-run (one streaming, one waiting on a permission), restart on the same data
+    and port, under one recording: before, the loss, the reconnect and what came after."""
     srv, d = r.server, r.d
     busy = d.run("hang", "rec-kill")
     perm = d.run("permission")
     d.wait_status(busy["id"], "busy")
     d.wait_assistant(busy["id"], lambda m: any(p["type"] == "text" for p in m["parts"]))
     d.wait_permission(perm["id"])
-    r.save_get("messages_before_kill", f"/session/{busy['id']}/message", limit=2)
-    srv.kill()
-    r.model.release("rec-kill")
-    srv.start()
-    d.close()
-    r.d = d = Driver(srv.url, auth=srv.auth, default_directory=str(srv.project))
-    rec = EventRecorder(srv.url, auth=srv.auth).start()
-    r.save_get("session_status_after_restart", "/session/status", directory=str(srv.project))
-    r.save_get("permission_after_restart", "/permission", directory=str(srv.project))
-    r.save_get("messages_interrupted", f"/session/{busy['id']}/message", limit=2)
-    r.save_get("messages_interrupted_permission", f"/session/{perm['id']}/message", limit=2)
-    r.save_get("session_get_interrupted", f"/session/{busy['id']}")
-    # give the fresh server a chance to announce anything about the dead runs, then save
-    wait_until(
-        lambda: time.time() - rec.snapshot()[-1].received > QUIET,
-        30,
-        interval=0.2,
-        what="quiet after restart",
-    )
-    rec.stop()
-    r._write_events(
-        "after_restart",
-        rec.snapshot(),
-        {
-            "sessions": {busy["id"]: "interrupted-stream", perm["id"]: "interrupted-permission"},
-            "notes": "frames after a SIGKILL + restart on the same data dirs",
-        },
-        0,
-    )
+    recording = Recording(r.out / "restart.ndjson", srv)
+    try:
+        recording.wait_snapshot()
+        port = httpx.URL(srv.url).port
+        srv.kill()
+        r.model.release("rec-kill")
+        srv.start(port=port)
+        d.close()
+        r.d = d = Driver(srv.url, auth=srv.auth, default_directory=str(srv.project))
+        recording.wait_snapshot(2, timeout=120)  # reconnected and read everything again
+        rec = EventRecorder(srv.url, auth=srv.auth).start()
+        # give the fresh server a chance to announce anything about the dead runs
+        wait_until(lambda: time.time() - rec.snapshot()[-1].received > QUIET, 30,
+                   interval=0.2, what="quiet after restart")
+        rec.stop()
+    finally:
+        recording.stop()
+    r.done("restart", {
+        "sessions": {busy["id"]: "interrupted-stream", perm["id"]: "interrupted-permission"},
+        "notes": "SIGKILL while one run streamed and one waited on a permission; restart on "
+                 "the same data dirs and port",
+    }, 0)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -391,33 +371,22 @@ def main(argv: list[str] | None = None) -> int:
                 if name == "aborted_before_request":
                     # timing-dependent: retry until an abort without session.error is caught
                     for _ in range(8):
-                        text = (out / f"events_{name}.jsonl").read_text()
-                        if '"session.error"' not in text:
+                        if '"session.error"' not in "".join(frame_texts(out / f"{name}.ndjson")):
                             break
                         r.scenario(name, fn)
         model.release("rec-abort-before")
-        if not args.only or "http" in args.only:
-            record_http(r)
+        if not args.only or "all_states" in args.only:
+            record_all_states(r)
         if not args.only or "restart" in args.only:
             record_kill_restart(r)
-        manifest_path = out / "events_manifest.json"
+        manifest_path = out / "manifest.json"
         old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
         old.pop("_meta", None)
         old.update(r.manifest)
-        manifest_path.write_text(
-            json.dumps(
-                {
-                    "_meta": {
-                        "opencode_version": version,
-                        "projects": {"alpha": str(srv.project), "beta": str(srv.project2)},
-                    },
-                    **old,
-                },
-                indent=1,
-            )
-            + "\n"
-        )
-    except (AssertionError, httpx.HTTPError):
+        meta = {"opencode_version": version,
+                "projects": {"alpha": str(srv.project), "beta": str(srv.project2)}}
+        manifest_path.write_text(json.dumps({"_meta": meta, **old}, indent=1) + "\n")
+    except (AssertionError, httpx.HTTPError, RuntimeError):
         print(srv.tail(), file=sys.stderr)
         raise
     finally:
@@ -429,6 +398,10 @@ def main(argv: list[str] | None = None) -> int:
 
             shutil.rmtree(root, ignore_errors=True)
     return 0
+
+
+def frame_texts(path: Path) -> list[str]:
+    return [r.data["d"] for r in read_records(path) if r.kind == "frame"]
 
 
 if __name__ == "__main__":

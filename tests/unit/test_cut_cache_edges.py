@@ -3,12 +3,11 @@ where server text reaches the terminal."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 
+from tests import recorded
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
 from tui.cli.wait import exit_code_for, report
@@ -19,18 +18,16 @@ from tui.core.models import Message, PermissionRequest, Session
 from tui.core.settings import Settings
 from tui.core.snapshot import MessageCache, Snapshot, fetch_snapshot
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 S = Settings()
 
 
 def test_an_abort_reported_just_before_a_snapshot_survives_the_cut():
     """1.18.33 sends session.error and idle 50-80 ms before it saves the aborted message. A
     snapshot in that window holds the unfinished message; the error must not be cut away."""
-    man = json.loads((FIXTURES / "events_manifest.json").read_text())["aborted"]
-    sid = next(k for k, v in man["sessions"].items() if v == "main")
+    sid = recorded.session("aborted")
     parser, journal = EventParser(), Journal()
     info = sess = None
-    for line in (FIXTURES / "events_aborted.jsonl").read_text().splitlines():
+    for line in recorded.frames("aborted"):
         got = parser.parse(line, 0)
         ev = got.event
         if ev is None or got.control:

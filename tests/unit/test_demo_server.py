@@ -6,12 +6,12 @@ import asyncio
 import json
 import random
 from collections.abc import AsyncIterator, Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from tests import recorded
 from tui.core.models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 from tui.demo.cast import ERRORS, INFRA, MARKUP_TITLE, SPEC_BY_ID, WEBSHOP
 from tui.demo.initial import build_initial_world
@@ -553,7 +553,6 @@ async def test_subagent_run_drives_child() -> None:
 
 
 # ----- conformance with frames recorded from a real server -----------------------------------
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def _shapes(frames: list[dict[str, Any]]) -> dict[tuple[str, ...], set[tuple[str, ...]]]:
@@ -578,11 +577,11 @@ def _shapes(frames: list[dict[str, Any]]) -> dict[tuple[str, ...], set[tuple[str
     return out
 
 
-@pytest.mark.skipif(not (FIXTURES / "events_manifest.json").exists(), reason="no recordings")
 async def test_frames_have_the_recorded_shapes() -> None:
     real: list[dict[str, Any]] = []
-    for path in sorted(FIXTURES.glob("events_*.jsonl")):
-        real += [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    for name in recorded.manifest():
+        if not name.startswith("_"):
+            real += [json.loads(r.data["d"]) for r in recorded.records(name) if r.kind == "frame"]
     real = [f for f in real if f["payload"]["type"] not in ("server.connected",
                                                             "server.heartbeat")]
     demo: list[dict[str, Any]] = []
@@ -591,10 +590,10 @@ async def test_frames_have_the_recorded_shapes() -> None:
                       ("abort", "ses_demo_cart"), ("retry", "ses_demo_cart"),
                       ("subagent", "ses_demo_dns")):
         demo += (await play_frames(kind, sid))[1]
-    recorded, ours = _shapes(real), _shapes(demo)
+    seen, ours = _shapes(real), _shapes(demo)
     compared = 0
     for key, shapes in ours.items():
-        if key in recorded:
+        if key in seen:
             compared += 1
-            assert shapes <= recorded[key], key
+            assert shapes <= seen[key], key
     assert compared >= 25

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import dataclasses
-import json
-from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
+from tests.recorded import answer, last_message
 from tui.core.models import (
     Message,
     PermissionRequest,
@@ -17,15 +16,9 @@ from tui.core.models import (
     SessionStatus,
 )
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-def load(name: str):
-    return json.loads((FIXTURES / name).read_text())
-
 
 def test_recorded_sessions_parse_with_aliases_and_unknown_fields_dropped():
-    raw = load("http_experimental_session.json")
+    raw = answer("all_states", "/experimental/session")
     child = next(item for item in raw if item.get("parentID"))
     assert "slug" in child and "summary" in child  # fields ocwatch does not model
     s = Session.parse(child)
@@ -40,14 +33,14 @@ def test_recorded_sessions_parse_with_aliases_and_unknown_fields_dropped():
 
 
 def test_recorded_messages_permissions_and_questions_parse():
-    msgs = [Message.parse(m) for m in load("http_messages_busy_tool.json")]
-    assert any(p.is_open_tool for m in msgs for p in m.parts)
-    failed = [Message.parse(m) for m in load("http_messages_failed.json")][-1]
+    busy_tool = Message.parse(last_message("all_states", "parent"))  # its task tool runs
+    assert any(p.is_open_tool for p in busy_tool.parts)
+    failed = Message.parse(last_message("all_states", "failed"))
     assert failed.info.error is not None and failed.info.error.text.startswith(
         failed.info.error.name)
-    (perm,) = [PermissionRequest.parse(p) for p in load("http_permission.json")]
+    (perm,) = [PermissionRequest.parse(p) for p in answer("all_states", "/permission")]
     assert perm.session_id and perm.permission
-    (question,) = [QuestionRequest.parse(q) for q in load("http_question.json")]
+    (question,) = [QuestionRequest.parse(q) for q in answer("all_states", "/question")]
     assert question.questions and question.questions[0].options
 
 
@@ -81,7 +74,7 @@ def test_models_are_frozen_and_slotted():
 
 
 def test_to_wire_round_trips_and_leaves_unset_optionals_out():
-    raw = load("http_messages_completed.json")[-1]
+    raw = last_message("all_states", "completed")
     msg = Message.parse(raw)
     wire = msg.to_wire()
     assert Message.parse(wire) == msg

@@ -4,19 +4,16 @@ the intermediate states must be right too."""
 
 from __future__ import annotations
 
-import json
-from pathlib import Path
-
 import pytest
 
+from tests.recorded import frames, manifest
 from tui.core.derive import derive_server
 from tui.core.events import EventParser
 from tui.core.journal import Journal
 from tui.core.settings import Settings
 from tui.core.snapshot import Snapshot
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-MANIFEST = json.loads((FIXTURES / "events_manifest.json").read_text())
+MANIFEST = manifest()
 S = Settings(grace=3.0)
 
 
@@ -30,7 +27,7 @@ def replay(name: str):
     parser, journal = EventParser(), Journal()
     snap = empty_snapshot()
     t = 1_000.0
-    for line in (FIXTURES / f"events_{name}.jsonl").read_text().splitlines():
+    for line in frames(name):
         t += 0.01
         got = parser.parse(line, t)
         if got.event is not None and got.control is None:
@@ -43,7 +40,7 @@ def final(name: str, after: float = 10.0):
     """Rows after the whole stream, derived `after` seconds later (past the grace)."""
     *_, (_got, _rows, t) = replay(name)
     parser, journal = EventParser(), Journal()
-    for line in (FIXTURES / f"events_{name}.jsonl").read_text().splitlines():
+    for line in frames(name):
         p = parser.parse(line, t)
         if p.event is not None and p.control is None:
             journal.add(p.event)

@@ -1,7 +1,7 @@
 """The simulated server's state (sessions, messages, status map, requests) and its events.
 
 Every mutation is synchronous and emits the events a real `opencode serve` 1.18.33 sends, in the
-order recorded from one (`tests/fixtures/events_*.jsonl`), to every subscriber of the global
+order recorded from one (the recordings in `tests/fixtures/`), to every subscriber of the global
 stream, with the `sync` duplicate for persisted changes. Frames are serialized when emitted, so
 later mutations never leak into them.
 """
