@@ -142,6 +142,9 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
                     if mine:
                         entries[kind] = [{"at": iso(rec.t), "entry": e} for e in mine]
     timeline = [transition_json(t) for t in fleet.history(row.key)]
+    raw = fleet.raw(row.key)
+    sources = [{"fact": fact, "source": source, "at": iso(at) if at is not None else None}
+               for fact, source, at in (raw.sources if raw is not None else ())]
     bundle: dict[str, Any] = {
         "format": FORMAT, "version": VERSION, "generated_at": iso(view.generated_at),
         "ocwatch": __version__,
@@ -154,6 +157,7 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
         "children": [r.to_json() for r in view.rows.values() if r.parent_id == session_id
                      and r.server == row.server],
         "timeline": timeline,
+        "fact_sources": sources,
         "messages": messages,
         "messages_error": with_error,
         "server_entries": entries,

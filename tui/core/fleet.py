@@ -107,7 +107,8 @@ class Fleet:
         monitor = self.monitor(key[0])
         if monitor is None:
             return None
-        return raw_facts(key[1], monitor.recent, monitor.snapshot, limit)
+        return raw_facts(key[1], monitor.recent, monitor.snapshot, limit,
+                         monitor.journal.facts())
 
     async def run(self, notify: Notify) -> None:
         async with asyncio.TaskGroup() as tg:

@@ -7,6 +7,8 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from .journal import Facts
+from .models import PermissionRequest
 from .snapshot import Snapshot
 
 #: Raw frames a monitor keeps (those it used: noise and malformed ones are not kept), and the
@@ -32,17 +34,77 @@ def _type_of(data: str) -> str:
 @dataclass(frozen=True, slots=True)
 class RawFacts:
     """`events`: (receive time, event type, its properties as compact JSON), oldest first;
-    `snapshot_at` and `entries`: the session's lines in the current snapshot."""
+    `snapshot_at` and `entries`: the session's lines in the current snapshot; `sources`: where
+    each fact derive read comes from, `(fact, source, when)` (see fact_sources)."""
 
     events: tuple[tuple[float, str, str], ...]
     snapshot_at: float | None
     entries: tuple[str, ...]
+    sources: tuple[tuple[str, str, float | None], ...] = ()
+
+
+def fact_sources(session_id: str, snapshot: Snapshot | None,
+                 facts: Facts | None) -> tuple[tuple[str, str, float | None], ...]:
+    """Where each input of the session's row comes from: an event seen after the snapshot
+    began (it wins: derive reads the journal over the snapshot) or the snapshot's answer to a
+    route, with the receive time of the event or the snapshot's time. `(fact, source, when)`:
+    `("status busy", "event session.status", 1796..)`, `("last message msg_1",
+    "snapshot GET /session/{id}/message", 1796..)`."""
+    out: list[tuple[str, str, float | None]] = []
+    at = snapshot.started_at if snapshot is not None else None
+    f = facts or Facts()
+    if session_id in f.sessions:
+        out.append(("session info", "event session.updated", f.touched.get(session_id)))
+    elif snapshot is not None and session_id in snapshot.sessions:
+        out.append(("session info", "snapshot session list", at))
+    status = f.status.get(session_id)
+    if status is not None:
+        label = status.status.type if status.status is not None else "idle (absent)"
+        out.append((f"status {label}", "event session.status", status.at))
+    elif snapshot is not None:
+        st = snapshot.status.get(session_id)
+        out.append((f"status {st.type if st is not None else 'absent'}",
+                    "snapshot GET /session/status", at))
+    if snapshot is not None and session_id in snapshot.active:
+        out.append(("status running", "snapshot GET /api/session/active", at))
+    newest = f.messages.get(session_id)
+    snap_msg = snapshot.messages.get(session_id) if snapshot is not None else None
+    if newest is not None:
+        out.append((f"last message {newest[0].id}", "event message.updated", newest[1]))
+    elif snap_msg is not None:
+        out.append((f"last message {snap_msg.info.id}",
+                    "snapshot GET /session/{id}/message", at))
+    parts = sum(len(v) for k, v in f.parts.items() if k[0] == session_id)
+    if parts:
+        out.append((f"{parts} part(s) of its messages", "event message.part.updated",
+                    f.touched.get(session_id)))
+    error = f.errors.get(session_id)
+    if error is not None:
+        out.append((f"error {error.error.name}", "event session.error", error.at))
+    requests: list[tuple[str, str, str, float | None]] = [  # (kind, id, source, when)
+        ("permission" if isinstance(a.request, PermissionRequest) else "question", rid,
+         "event", a.at) for rid, a in f.asked.items() if a.request.session_id == session_id]
+    if snapshot is not None:
+        requests += [("permission", r.id, "snapshot", at) for r in snapshot.permissions.values()
+                     if r.session_id == session_id and r.id not in f.asked]
+        requests += [("question", r.id, "snapshot", at) for r in snapshot.questions.values()
+                     if r.session_id == session_id and r.id not in f.asked]
+    for kind, rid, source, when in requests:
+        out.append((f"{kind} {rid}", f"event {kind}.asked" if source == "event"
+                    else f"snapshot GET /{kind}", when))
+        if rid in f.answered:
+            out.append((f"{kind} {rid} answered", "event permission.replied"
+                        if kind == "permission" else "event question.replied or .rejected",
+                        f.answered[rid]))
+    return tuple(out)
 
 
 def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
-              snapshot: Snapshot | None, limit: int = 20) -> RawFacts:
+              snapshot: Snapshot | None, limit: int = 20,
+              facts: Facts | None = None) -> RawFacts:
     """The last `limit` kept frames about the session (its id appears in them as a value),
-    and its snapshot entries: status, open requests, the last message."""
+    its snapshot entries (status, open requests, the last message), and where each fact comes
+    from (`facts`: the journal's fold)."""
     mine = [(t, data) for t, data in frames if about(data, session_id)][-limit:]
     events = []
     for t, data in mine:
@@ -80,4 +142,5 @@ def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
                      if p.type == "tool" and p.state is not None]
             extra += f", tools: {', '.join(tools)}" if tools else ""
             entries.append(f"last message {i.id}: {i.role}, {done}{extra}")
-    return RawFacts(tuple(events), snapshot.started_at if snapshot else None, tuple(entries))
+    return RawFacts(tuple(events), snapshot.started_at if snapshot else None, tuple(entries),
+                    fact_sources(session_id, snapshot, facts))

@@ -203,10 +203,18 @@ def timeline_section(history: Iterable[Transition], now: float) -> Content:
 
 
 def raw_section(facts: RawFacts, now: float) -> Content:
-    """The snapshot's entries for the session, then its last events (type, properties)."""
+    """Where each fact of the row comes from, the snapshot's entries for the session, then its
+    last events (type, properties)."""
     parts: list[Part] = []
+    if facts.sources:
+        parts.append(("facts from", "$foreground-muted"))
+        for fact, source, at in facts.sources:
+            parts += ["\n  ", fmt.literal(fact), ("  ←  ", "$foreground-muted"),
+                      fmt.literal(source)]
+            if at is not None:
+                parts += [" ", (fmt.clock_time(at, now), "$foreground-muted")]
     if facts.snapshot_at is not None:
-        parts += [("snapshot ", "$foreground-muted"),
+        parts += ["\n" if parts else "", ("snapshot ", "$foreground-muted"),
                   (fmt.clock_time(facts.snapshot_at, now), "$foreground-muted")]
         for entry in facts.entries:
             parts += ["\n  ", fmt.literal(entry)]
@@ -267,8 +275,9 @@ class DetailScreen(ViewScreen):
             yield Static("Sub-agents  (tab to reach them, enter opens one)",
                          classes="heading children")
             yield OptionList(id="detail-children", classes="children")
-            yield Static("Raw: what the server said about it (the snapshot's entries, then "
-                         "the last events as received)", classes="heading raw")
+            yield Static("Raw: what the server said about it (where each fact comes from, "
+                         "the snapshot's entries, the last events as received)",
+                         classes="heading raw")
             yield Static(id="detail-raw", classes="section raw")
         yield Footer()
 
