@@ -13,7 +13,7 @@ from tests.builders import SERVER, T0, assistant, busy, retry, session, snap, us
 from tests.fakes import FakeAPI, wire_session
 from tui.core.derive import DeriveMemo, derive_server
 from tui.core.events import Event
-from tui.core.journal import Journal, fold
+from tui.core.journal import Entry, Journal, fold
 from tui.core.models import SessionStatus
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
@@ -30,7 +30,7 @@ time_st = st.floats(min_value=T0 - 600, max_value=T0, allow_nan=False)
 def events(draw):
     kind = draw(st.sampled_from([
         "status", "idle", "error", "message", "part", "asked", "replied", "created", "deleted",
-        "garbage"]))
+        "moved", "garbage"]))
     sid = draw(sid_st)
     at = draw(time_st)
     if kind == "status":
@@ -54,16 +54,24 @@ def events(draw):
         return Event("message.updated", {"sessionID": sid, "info": info}, None, at)
     if kind == "part":
         n = draw(st.integers(0, 5))
-        part = {"id": f"prt_{n}", "sessionID": sid, "messageID": f"msg_{n}", "type": "tool",
+        owner = draw(st.sampled_from([sid, sid, *IDS]))  # filed under another session too
+        part = {"id": f"prt_{n}", "sessionID": owner, "messageID": f"msg_{n}", "type": "tool",
                 "tool": "bash", "state": {"status": draw(st.sampled_from(
                     ["pending", "running", "completed"]))}}
         return Event("message.part.updated", {"sessionID": sid, "part": part}, None, at)
     if kind == "asked":
         return Event("permission.asked", {"id": f"per_{sid}", "sessionID": sid,
                                           "permission": "bash"}, None, at)
-    if kind == "replied":
-        return Event("permission.replied", {"sessionID": sid, "requestID": f"per_{sid}",
-                                            "reply": "once"}, None, at)
+    if kind == "replied":  # some servers may not say whose request it was
+        props = {"sessionID": sid, "requestID": f"per_{sid}", "reply": "once"}
+        if draw(st.booleans()):
+            del props["sessionID"]
+        return Event("permission.replied", props, None, at)
+    if kind == "moved":  # a session updated under another parent (or none)
+        parent = draw(st.sampled_from([None, *IDS]))
+        return Event("session.updated", {"sessionID": sid, "info": {
+            "id": sid, "title": "moved", "directory": "/p/a", "parentID": parent,
+            "time": {"created": at * 1000, "updated": at * 1000}}}, None, at)
     if kind == "created":
         return Event("session.created", {"sessionID": sid, "info": {
             "id": sid, "title": "x", "directory": "/p/a",
@@ -141,17 +149,26 @@ def test_events_then_a_covering_snapshot_equal_the_snapshot_alone(snapshot, evs,
 
 
 @given(st.lists(st.one_of(events(), st.integers(0, 40)), max_size=40))
-@settings(max_examples=200, deadline=None)
-def test_the_journals_running_fold_equals_a_fold_of_its_entries(steps):
-    """Journal.facts() is kept up to date incrementally; it must equal folding the entries,
-    whatever mix of additions and cuts (integers are cut points) came before."""
+@settings(max_examples=300, deadline=None)
+def test_the_journals_running_fold_equals_a_fold_of_what_it_observed_since_the_cut(steps):
+    """Journal.facts() is kept up to date incrementally: it equals folding every entry added
+    since the last cut that covered anything it held (those an overflow dropped from the
+    entries included: facts observed after the snapshot), whatever mix of additions and cuts
+    (integers are cut points) came before; a cut leaves nothing older than its point."""
     j = Journal(limit=6)
+    held: list = []  # what the fold should hold: entries since it was last made anew
     for step in steps:
         if isinstance(step, int):
+            if held and held[0].seq < step:
+                held = [e for e in j.entries() if e.seq >= step]
             j.cut(step)
+            assert all(e.seq >= step for e in j.entries())
         else:
-            j.add(step)
-        assert j.facts() == fold(j.entries(), j.carry)
+            seq = j.add(step)
+            held.append(Entry(seq, step))
+        assert j.facts() == fold(held, j.carry)
+        kept = [e.seq for e in j.entries()]  # the newest of them, at most the limit
+        assert len(kept) <= 6 and kept == [e.seq for e in held][len(held) - len(kept):]
 
 
 def assert_memo_agrees(first, steps, new_snapshot) -> None:
@@ -252,3 +269,27 @@ async def test_no_session_absent_from_the_snapshot_survives_it(evs, present, now
     assert mon.snapshot is not None and mon.error is None
     keys = {k[1] for k in mon.rows(now)}
     assert keys == set(present)
+
+
+def test_a_memo_sees_a_part_filed_under_another_session_than_its_event():
+    """A tool part whose own session differs from its event's: the part's session's row is
+    looked at again (memoed rows equal plain ones as the tool ends and the grace passes)."""
+    first = snap([session("ses_0"), session("ses_1")], status={"ses_0": busy()},
+                 messages={"ses_0": assistant("msg_2", "ses_0", created=T0 - 9, completed=T0 - 8,
+                                              finish="stop", tools=("running",))})
+    done = {"id": "prt_msg_2_0", "sessionID": "ses_0", "messageID": "msg_2", "type": "tool",
+            "tool": "bash", "callID": "call0", "state": {"status": "completed"}}
+    ev = Event("message.part.updated", {"sessionID": "ses_1", "part": done}, None, T0)
+    assert_memo_agrees(first, [0.0, ev, 1.0, 5.0, 30.0], lambda _step, _snapshot: None)
+
+
+def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
+    """The fold keeps what an overflow dropped from the entries (observed after the snapshot)
+    until a cut covers it; then nothing of it remains."""
+    j = Journal(limit=6)
+    for i in range(7):  # the seventh overflows: the first entry is dropped, its fact kept
+        j.add(Event("session.status", {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
+                    None, T0 + i))
+    assert j.overflowed and j.entries()[0].seq == 1 and "ses_0" in j.facts().status
+    j.cut(1)
+    assert "ses_0" not in j.facts().status and "ses_1" in j.facts().status

@@ -7,6 +7,7 @@ input > retry > busy (stale detection) > idle with reason > unknown.
 from __future__ import annotations
 
 import gc
+import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -167,12 +168,25 @@ class DeriveMemo:
       period ending, an "N s ago" ticking);
     - the caller's previous row is this row (time-in-state is read from it).
     Passing a memo never changes the result; a property test holds it to that.
+
+    Between two calls on the same snapshot and fold, with the caller's previous rows, only the
+    rows that can differ are looked at (`_candidates`): the sessions the journal changed a fact
+    of since (`Facts.changed`), those whose Deadline passed, and their ancestors (the requests
+    and busy descendants rolled up); every other row is the previous one.
     """
 
     snapshot: Snapshot | None = None
     facts: Facts | None = None
     key: tuple[object, ...] = ()
     rows: dict[str, _Memoed] = field(default_factory=dict)
+    last_rows: dict[tuple[str, str], SessionRow] | None = None  # what the last call returned
+    last_now: float = -math.inf
+    consumed: int = 0  # the length of `facts.changed` the last call saw
+    deadlines: list[tuple[float, str]] = field(default_factory=list)  # a heap of (at, sid)
+    # the keys whose rows the last call changed (other rows: the previous objects); None: it
+    # derived every row, any may have changed
+    changed: list[tuple[str, str]] | None = None
+    children: dict[str, list[str]] | None = None  # _children of the last call's sessions
 
 
 @contextmanager
@@ -214,17 +228,23 @@ def _by_id(req: PermissionRequest | QuestionRequest) -> str:
     return req.id
 
 
-def _families(
-    sessions: dict[str, Session],
-    own_pending: dict[str, list[Pending]],
-    running: Callable[[str], bool],
-) -> dict[str, _Family]:
-    """Roll requests and busy descendants up the tree (memoised; iterative: it can be deep)."""
+def _children(sessions: dict[str, Session]) -> dict[str, list[str]]:
+    """Each listed parent's listed children, in the sessions' order."""
     children: dict[str, list[str]] = {}
     for s in sessions.values():
         parent = s.parent_id
         if parent and parent in sessions:
             children.setdefault(parent, []).append(s.id)
+    return children
+
+
+def _families(
+    children: dict[str, list[str]],
+    own_pending: dict[str, list[Pending]],
+    running: Callable[[str], bool],
+) -> dict[str, _Family]:
+    """Roll requests and busy descendants up the tree (`children`: see _children; memoised;
+    iterative: it can be deep)."""
     rolled: dict[str, tuple[Pending, ...]] = {}
     busy_desc: dict[str, list[str]] = {}
     for root in children:  # leaves need no walk: their own requests are all they have
@@ -310,17 +330,26 @@ def _derive(
         st = status.get(sid)
         return sid in active or (st is not None and st.type in ("busy", "retry"))
 
-    families = _families(sessions, own_pending, running)
-
     cache: dict[str, _Memoed] | None = None
     same_facts = same_snapshot = False
+    candidates: list[str] | None = None
+    children: dict[str, list[str]] | None = None
     if memo is not None:
         mkey = (link.reachable, link.error, link.since, grace, server)
         if memo.key != mkey:
-            memo.key, memo.rows = mkey, {}
+            memo.key, memo.rows, memo.last_rows = mkey, {}, None
         same_facts, same_snapshot = memo.facts is facts, memo.snapshot is snapshot
+        if same_facts and same_snapshot:
+            candidates = _candidates(memo, facts, sessions, prev, now, server)
+            if candidates is not None:
+                children = memo.children  # no session came, went or moved since
         memo.snapshot, memo.facts = snapshot, facts
         cache = memo.rows
+    if children is None:
+        children = _children(sessions)
+        if memo is not None:
+            memo.children = children
+    families = _families(children, own_pending, running)
     # sessions the journal says anything about (a cut's carry included): their rows are reused
     # only while the fold they were derived from is the same
     carried = facts.carried_errors.keys() | facts.carried_status_at.keys()
@@ -340,8 +369,14 @@ def _derive(
     no_children: tuple[str, ...] = ()
     pending: tuple[Pending, ...]
     busy: Sequence[str]
-    rows: dict[tuple[str, str], SessionRow] = {}
-    for sid, s in sessions.items():
+    rows: dict[tuple[str, str], SessionRow]
+    looked_at: Iterable[tuple[str, Session]]
+    if candidates is None:
+        rows, looked_at = {}, sessions.items()
+    else:  # the previous rows, and only those that can differ looked at again
+        rows, looked_at = dict(prev), [(sid, sessions[sid]) for sid in candidates]
+    pushed: list[tuple[float, str]] = []
+    for sid, s in looked_at:
         family = get_family(sid)
         if family is None:
             pending, busy, kids = no_pending, no_children, no_children
@@ -460,10 +495,57 @@ def _derive(
             # reused until the decision could come out differently as time passes
             cache[sid] = (mark, pend_key, busy_t, s, row, deadline.at, snap_msg, snap_st, listed,
                           key, now, snap_claim)
-    if cache is not None and not same_snapshot and len(cache) > len(rows):
-        for sid in [sid for sid in cache if sid not in sessions]:
-            del cache[sid]  # gone with the snapshot that listed it
+            if deadline.at != math.inf:
+                pushed.append((deadline.at, sid))
+    if memo is not None and cache is not None:
+        if not same_snapshot and len(cache) > len(rows):
+            for sid in [sid for sid in cache if sid not in sessions]:
+                del cache[sid]  # gone with the snapshot that listed it
+        if candidates is None or len(memo.deadlines) > 4 * len(cache) + 64:
+            memo.deadlines = [(e[5], sid) for sid, e in cache.items() if e[5] != math.inf]
+            heapq.heapify(memo.deadlines)
+        else:
+            for item in pushed:
+                heapq.heappush(memo.deadlines, item)
+        memo.last_rows, memo.last_now, memo.consumed = rows, now, len(facts.changed)
+        memo.changed = None
+        if candidates is not None:
+            keys = [(server, sid) for sid in candidates]
+            memo.changed = [key for key in keys if rows[key] is not prev.get(key)]
     return rows
+
+
+def _candidates(memo: DeriveMemo, facts: Facts, sessions: dict[str, Session],
+                prev: dict[tuple[str, str], SessionRow], now: float,
+                server: str) -> list[str] | None:
+    """The sessions whose rows may differ from `prev`, when the memo can tell (the same snapshot
+    and fold as its last call, whose rows `prev` is, and a clock not gone back); None: any may
+    (a session created, deleted or moved in the tree, an event of no known session)."""
+    if memo.last_rows is not prev or now < memo.last_now or memo.consumed > len(facts.changed):
+        return None
+    dirty = set(facts.changed[memo.consumed:])
+    if None in dirty:
+        return None
+    heap = memo.deadlines
+    while heap and heap[0][0] <= now:
+        dirty.add(heapq.heappop(heap)[1])
+    out: dict[str, None] = {}
+    for sid in dirty:
+        assert sid is not None
+        s = sessions.get(sid)
+        old = prev.get((server, sid))
+        if s is None or old is None:
+            if s is None and old is None:
+                continue  # neither listed nor shown: no row, then or now
+            return None  # a row appears or goes: its parent's children change
+        if s.parent_id != old.parent_id:
+            return None
+        cur: str | None = sid
+        while cur is not None and cur not in out:  # the session and its ancestors
+            out[cur] = None
+            s = sessions[cur]
+            cur = s.parent_id if s.parent_id and s.parent_id in sessions else None
+    return list(out)
 
 
 def _unreachable(link: Link, state: str, reason: str | None) -> str:

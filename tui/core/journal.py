@@ -44,34 +44,39 @@ class Journal:
         self._carry_for = carry_for
         self.carry = Carry()
         self._facts = Facts()
+        self._folded_from = 0  # the oldest entry the fold holds (the entries may start later)
         self.seq = 0  # sequence number the next entry gets
         self.overflowed = False
 
     def add(self, event: Event) -> int:
         """Append an event; returns its sequence number. Overflow drops the oldest entries and
-        sets `overflowed` (the caller must then take a snapshot)."""
+        sets `overflowed` (the caller must then take a snapshot). What they said stays in the
+        fold (they are facts observed after the snapshot; refolding thousands of entries at
+        every overflow was most of a busy stream's cost) until a cut that covers them."""
         seq = self.seq
         self.seq += 1
         entry = Entry(seq, event)
         self._entries.append(entry)
         _fold_one(self._facts, entry)
         if len(self._entries) > self._limit:
-            # drop the oldest tenth at once (one refold, not one per event) until a snapshot
-            # (which the caller must now take) covers them
+            # drop the oldest tenth at once until a snapshot (which the caller must now take)
+            # covers them
             for _ in range(max(1, self._limit // 10)):
                 if len(self._entries) > 1:
                     self._entries.popleft()
-            self._facts = fold(self._entries, self.carry)
             self.overflowed = True
         return seq
 
     def cut(self, before: int) -> None:
-        """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them)."""
-        if self._entries and self._entries[0].seq < before:
+        """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them):
+        the fold is made again of the entries left, with what a cut carries over, whenever it
+        held anything older than `before`."""
+        if self._folded_from < before:
             self.carry = self._carry_over(self._facts)
             while self._entries and self._entries[0].seq < before:
                 self._entries.popleft()
             self._facts = fold(self._entries, self.carry)
+            self._folded_from = self._entries[0].seq if self._entries else self.seq
         self.overflowed = False
 
     def _carry_over(self, facts: Facts) -> Carry:
@@ -94,9 +99,9 @@ class Journal:
         return Carry(errors, status_at, retrying)
 
     def facts(self) -> Facts:
-        """The fold of the current entries and the carry (the same as
-        `fold(self.entries(), self.carry)`). Read-only: derive() never mutates it; the journal
-        replaces it on a cut."""
+        """The fold of the entries since the last cut (those an overflow dropped included) and
+        the carry: `fold(self.entries(), self.carry)` until an overflow. Read-only: derive()
+        never mutates it; the journal replaces it on a cut."""
         return self._facts
 
     def entries(self) -> tuple[Entry, ...]:
@@ -156,6 +161,10 @@ class Facts:
     # reads busy between attempts); dropped when output arrives, the run ends or goes idle
     retrying: dict[str, SessionStatus] = field(default_factory=dict)
     malformed: int = 0
+    # every session an applied event may have changed a fact of, in order (None: one whose
+    # session is not known, which may change any row). derive's memo reads the tail it has not
+    # seen to know which rows to look at again; bounded by the journal (a cut folds anew)
+    changed: list[str | None] = field(default_factory=list)
 
 
 def fold(entries: Iterable[Entry], carry: Carry | None = None) -> Facts:
@@ -184,12 +193,15 @@ def _apply(f: Facts, ev: Event) -> None:
     sid = ev.session_id
     if sid is not None:
         f.versions[sid] = f.versions.get(sid, 0) + 1
+        f.changed.append(sid)
         if t != "session.deleted":
             f.touched[sid] = ev.received
     if t in ("session.created", "session.updated"):
         s = Session.parse(p["info"])
         f.sessions[s.id] = s
         f.deleted.discard(s.id)
+        if s.id != sid:
+            f.changed.append(s.id)
     elif t == "session.deleted":
         info = p.get("info") or {}
         dead = info.get("id") if isinstance(info, dict) else None
@@ -197,6 +209,8 @@ def _apply(f: Facts, ev: Event) -> None:
         if isinstance(dead, str):
             f.deleted.add(dead)
             f.sessions.pop(dead, None)
+            if dead != sid:
+                f.changed.append(dead)
     elif t == "session.status" and sid:
         st = SessionStatus.parse(p["status"])
         f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
@@ -233,14 +247,17 @@ def _apply(f: Facts, ev: Event) -> None:
             owner = part.session_id or sid or ""
             if owner != sid:  # filed under the part's session: count it there too (DeriveMemo)
                 f.versions[owner] = f.versions.get(owner, 0) + 1
+                f.changed.append(owner)
             f.parts.setdefault((owner, part.message_id), {})[part.id] = part
-    elif t == "permission.asked":
-        req: PermissionRequest | QuestionRequest = PermissionRequest.parse(p)
+    elif t in ("permission.asked", "question.asked"):
+        req: PermissionRequest | QuestionRequest = (
+            PermissionRequest.parse(p) if t == "permission.asked" else QuestionRequest.parse(p))
         f.asked[req.id] = AskFact(req, ev.received)
-    elif t == "question.asked":
-        req = QuestionRequest.parse(p)
-        f.asked[req.id] = AskFact(req, ev.received)
+        if req.session_id != sid:
+            f.changed.append(req.session_id or None)
     elif t in ("permission.replied", "question.replied", "question.rejected"):
         rid = p.get("requestID") or p.get("permissionID") or p.get("id")
         if isinstance(rid, str):
             f.answered[rid] = ev.received
+            if sid is None:  # whose request it answered is not said: any row may change
+                f.changed.append(None)

@@ -129,6 +129,10 @@ class ServerMonitor:
         self._connected_at = 0.0
         self._stall_checked = False  # a snapshot was asked for the current silence
         self._memo = DeriveMemo()
+        # the keys of rows changed since take_changed() (None: any), and those confirming a
+        # run's end with the server (kept up to date from the memo's changed rows)
+        self._changed: set[tuple[str, str]] | None = None
+        self._confirming: set[tuple[str, str]] = set()
         self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
@@ -157,24 +161,43 @@ class ServerMonitor:
     def rows(self, now: float) -> dict[tuple[str, str], SessionRow]:
         """Derive this server's rows at `now` (keeps them as `previous` for time-in-state)."""
         if self.snapshot is None:
+            self._changed = None
             return {}
         link = self.link()
         self._rows = rows = derive_server(
             self.snapshot, self.journal.facts(), now, self.settings,
             previous=self._rows, link=link, memo=self._memo)
+        changed = self._memo.changed
+        if changed is None:  # every row derived again
+            self._changed = None
+            self._confirming = {k for k, r in rows.items() if r.settling == "confirming"}
+        else:
+            if self._changed is not None:
+                self._changed.update(changed)
+            for key in changed:
+                if rows[key].settling == "confirming":
+                    self._confirming.add(key)
+                else:
+                    self._confirming.discard(key)
         if link.reachable:
             self._down_since = None
             if not self._stall_checked and self.stream_health(now) == "stalled":
                 self._stall_checked = True  # the rows may be behind: read the server once
                 self.request_snapshot()
-            if self.snapshot.started_at < now - self.settings.snapshot_debounce and any(
-                    r.settling == "confirming" for r in rows.values()):
+            if self.snapshot.started_at < now - self.settings.snapshot_debounce and (
+                    self._confirming):
                 # a run ended and only events from before its end call it busy: ask the
                 # server (a snapshot) instead of calling it stale on old news
                 self.request_snapshot()
         elif self._down_since is None:
             self._down_since = link.since or now
         return rows
+
+    def take_changed(self) -> set[tuple[str, str]] | None:
+        """The keys whose rows changed since the last call (every other row is the same object
+        as then); None: any may have (rows derived whole, sessions came or went)."""
+        changed, self._changed = self._changed, set()
+        return changed
 
     def info(self) -> ServerInfo:
         return ServerInfo(

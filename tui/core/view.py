@@ -222,20 +222,43 @@ def transitions(before: Settled | None, after: View) -> Changes:
         if prev is row:  # derive's memo reused the row: nothing changed
             settled[key] = row
             continue
-        if not row.settled:
-            if prev is not None:
-                settled[key] = prev
-            continue
-        settled[key] = row
-        if prev is None or (prev.state, prev.reason, prev.stale) != (
-                row.state, row.reason, row.stale):
-            out.append(Transition(key, prev, row, at))
-        elif row.state == "input" and {p.id for p in row.pending} - {p.id for p in prev.pending}:
-            asks.append(Transition(key, prev, row, at))
+        _step(key, row, prev, settled, out, asks, at)
     for key, prev in old.items():
         if key not in rows:
             out.append(Transition(key, prev, None, at))
     return Changes(out, settled, asks)
+
+
+def transitions_of(before: Settled, after: View, changed: Iterable[tuple[str, str]]) -> Changes:
+    """`transitions(before, after)` when only the rows of `changed` can differ from the View
+    `before` was taken from (the same sessions, every other row the same object): it looks at
+    those alone. A property test holds it equal to `transitions`."""
+    out: list[Transition] = []
+    asks: list[Transition] = []
+    settled: Settled = dict(before)
+    at = after.generated_at
+    rows = after.rows
+    for key in changed:
+        row = rows[key]
+        prev = before.get(key)
+        if prev is not row:
+            _step(key, row, prev, settled, out, asks, at)
+    return Changes(out, settled, asks)
+
+
+def _step(key: tuple[str, str], row: SessionRow, prev: SessionRow | None, settled: Settled,
+          out: list[Transition], asks: list[Transition], at: float) -> None:
+    """One row against its last settled one: what `settled` keeps, and its transition."""
+    if not row.settled:
+        if prev is not None:
+            settled[key] = prev
+        return
+    settled[key] = row
+    if prev is None or (prev.state, prev.reason, prev.stale) != (
+            row.state, row.reason, row.stale):
+        out.append(Transition(key, prev, row, at))
+    elif row.state == "input" and {p.id for p in row.pending} - {p.id for p in prev.pending}:
+        asks.append(Transition(key, prev, row, at))
 
 
 class TransitionFeed:
@@ -244,8 +267,13 @@ class TransitionFeed:
     def __init__(self) -> None:
         self.settled: Settled | None = None
 
-    def feed(self, view: View) -> Changes:
-        changes = transitions(self.settled, view)
+    def feed(self, view: View, changed: Iterable[tuple[str, str]] | None = None) -> Changes:
+        """`changed`: when known, the only rows that can differ from the last View fed (the
+        same sessions, every other row the same object); None: any may."""
+        if changed is None or self.settled is None:
+            changes = transitions(self.settled, view)
+        else:
+            changes = transitions_of(self.settled, view, changed)
         self.settled = changes.settled
         return changes
 
