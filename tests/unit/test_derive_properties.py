@@ -17,7 +17,7 @@ from tui.core.journal import Entry, Journal, fold
 from tui.core.models import SessionStatus
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
-from tui.core.view import REASONS, STATES
+from tui.core.view import REASONS, STATES, View, transitions, transitions_of
 
 IDS = [f"ses_{i}" for i in range(6)]
 S = Settings(grace=3.0)
@@ -180,6 +180,7 @@ def assert_memo_agrees(first, steps, new_snapshot) -> None:
     snapshot, now = first, T0
     prev_plain: dict = {}
     prev_memo: dict = {}
+    settled_full = settled_some = None  # the transitions of the memoed rows, two ways
     for step in steps:
         replaced = None if isinstance(step, (float, Event)) else new_snapshot(step, snapshot)
         if replaced is not None:
@@ -192,6 +193,14 @@ def assert_memo_agrees(first, steps, new_snapshot) -> None:
         plain = derive_server(snapshot, j.facts(), now, S, previous=prev_plain)
         memoed = derive_server(snapshot, j.facts(), now, S, previous=prev_memo, memo=memo)
         assert memoed == plain
+        # the rows the memo says it changed are the only ones transitions_of needs to read
+        view = View(now, (), memoed)
+        full = transitions(settled_full, view)
+        some = (transitions(settled_some, view) if memo.changed is None or settled_some is None
+                else transitions_of(settled_some, view, memo.changed))
+        assert (some.transitions, some.asks, some.settled) == (
+            full.transitions, full.asks, full.settled)
+        settled_full, settled_some = full.settled, some.settled
         prev_plain, prev_memo = plain, memoed
 
 

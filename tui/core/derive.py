@@ -187,6 +187,7 @@ class DeriveMemo:
     # derived every row, any may have changed
     changed: list[tuple[str, str]] | None = None
     children: dict[str, list[str]] | None = None  # _children of the last call's sessions
+    order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
 
 
 @contextmanager
@@ -349,6 +350,7 @@ def _derive(
         children = _children(sessions)
         if memo is not None:
             memo.children = children
+            memo.order = {sid: i for i, sid in enumerate(sessions)}
     families = _families(children, own_pending, running)
     # sessions the journal says anything about (a cut's carry included): their rows are reused
     # only while the fold they were derived from is the same
@@ -545,7 +547,7 @@ def _candidates(memo: DeriveMemo, facts: Facts, sessions: dict[str, Session],
             out[cur] = None
             s = sessions[cur]
             cur = s.parent_id if s.parent_id and s.parent_id in sessions else None
-    return list(out)
+    return sorted(out, key=memo.order.__getitem__)  # in the rows' order
 
 
 def _unreachable(link: Link, state: str, reason: str | None) -> str:

@@ -75,11 +75,11 @@ class Fleet:
     def current(self, now: float | None = None) -> View:
         now = self.clock() if now is None else now
         rows = {}
-        changed: set[tuple[str, str]] | None = set()
-        for m in self.monitors:
+        changed: list[tuple[str, str]] | None = []
+        for m in self.monitors:  # the rows in monitor order, and the changed ones in theirs
             rows.update(m.rows(now))
             theirs = m.take_changed()
-            changed = None if theirs is None or changed is None else changed | theirs
+            changed = None if theirs is None or changed is None else changed + theirs
         view = View(now, tuple(m.info() for m in self.monitors), rows)
         self.last_changes = changes = self._feed.feed(view, changed)
         for tr in changes.transitions:

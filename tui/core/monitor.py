@@ -193,11 +193,15 @@ class ServerMonitor:
             self._down_since = link.since or now
         return rows
 
-    def take_changed(self) -> set[tuple[str, str]] | None:
-        """The keys whose rows changed since the last call (every other row is the same object
-        as then); None: any may have (rows derived whole, sessions came or went)."""
+    def take_changed(self) -> list[tuple[str, str]] | None:
+        """The keys whose rows changed since the last call, in the rows' order (every other row
+        is the same object as then); None: any may have (rows derived whole, sessions came or
+        went)."""
         changed, self._changed = self._changed, set()
-        return changed
+        if changed is None:
+            return None
+        order = self._memo.order
+        return sorted(changed, key=lambda key: order[key[1]])
 
     def info(self) -> ServerInfo:
         return ServerInfo(
