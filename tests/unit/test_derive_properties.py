@@ -302,3 +302,14 @@ def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
     assert j.overflowed and j.entries()[0].seq == 1 and "ses_0" in j.facts().status
     j.cut(1)
     assert "ses_0" not in j.facts().status and "ses_1" in j.facts().status
+
+
+def test_a_memo_sees_a_session_the_active_list_named_go_idle():
+    """Listed by /api/session/active in the snapshot, then an idle event: the memo's merged
+    maps drop it from the active list as a plain derive does."""
+    first = snap([session("ses_0"), session("ses_1")], active=frozenset({"ses_0"}),
+                 messages={"ses_0": assistant("msg_2", "ses_0", created=T0 - 9)})
+    idle = Event("session.status", {"sessionID": "ses_0", "status": {"type": "idle"}}, None, T0)
+    busy_again = Event("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}},
+                       None, T0 + 1)
+    assert_memo_agrees(first, [0.0, idle, 1.0, busy_again, 5.0], lambda _step, _snap: None)

@@ -186,7 +186,7 @@ class DeriveMemo:
     # the keys whose rows the last call changed (other rows: the previous objects); None: it
     # derived every row, any may have changed
     changed: list[tuple[str, str]] | None = None
-    children: dict[str, list[str]] | None = None  # _children of the last call's sessions
+    merged: _Merged | None = None  # the last call's merged maps (kept up to date)
     order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
 
 
@@ -296,20 +296,30 @@ def _derive(
     server = snapshot.server
     grace = settings.grace
 
-    # sessions: snapshot, then journal creations/updates/deletions observed after it
-    sessions: dict[str, Session] = dict(snapshot.sessions)
-    sessions.update(facts.sessions)
-    for sid in facts.deleted:
-        sessions.pop(sid, None)
-
-    # status: snapshot map, overridden by status events observed after it
-    status: dict[str, SessionStatus] = dict(snapshot.status)
-    for sid, fact in facts.status.items():
-        if fact.status is None:
-            status.pop(sid, None)
-        else:
-            status[sid] = fact.status
-    active = snapshot.active - {sid for sid, f in facts.status.items() if f.status is None}
+    # the memo's fast path (see _candidates) first: it brings the merged maps of its last call
+    # up to date for the sessions changed since, instead of merging every session again
+    cache: dict[str, _Memoed] | None = None
+    same_facts = same_snapshot = False
+    candidates: list[str] | None = None
+    merged: _Merged | None = None
+    if memo is not None:
+        mkey = (link.reachable, link.error, link.since, grace, server)
+        if memo.key != mkey:
+            memo.key, memo.rows, memo.last_rows = mkey, {}, None
+        same_facts, same_snapshot = memo.facts is facts, memo.snapshot is snapshot
+        if same_facts and same_snapshot and memo.merged is not None:
+            candidates = _candidates(memo, snapshot, facts, memo.merged, prev, now, server)
+            if candidates is not None:
+                merged = memo.merged
+        memo.snapshot, memo.facts = snapshot, facts
+        cache = memo.rows
+    if merged is None:
+        merged = _merge(snapshot, facts)
+        if memo is not None:
+            memo.merged = merged
+            memo.order = {sid: i for i, sid in enumerate(merged.sessions)}
+    sessions, status, active, children = (
+        merged.sessions, merged.status, merged.active, merged.children)
 
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, PermissionRequest | QuestionRequest] = {}
@@ -331,26 +341,6 @@ def _derive(
         st = status.get(sid)
         return sid in active or (st is not None and st.type in ("busy", "retry"))
 
-    cache: dict[str, _Memoed] | None = None
-    same_facts = same_snapshot = False
-    candidates: list[str] | None = None
-    children: dict[str, list[str]] | None = None
-    if memo is not None:
-        mkey = (link.reachable, link.error, link.since, grace, server)
-        if memo.key != mkey:
-            memo.key, memo.rows, memo.last_rows = mkey, {}, None
-        same_facts, same_snapshot = memo.facts is facts, memo.snapshot is snapshot
-        if same_facts and same_snapshot:
-            candidates = _candidates(memo, facts, sessions, prev, now, server)
-            if candidates is not None:
-                children = memo.children  # no session came, went or moved since
-        memo.snapshot, memo.facts = snapshot, facts
-        cache = memo.rows
-    if children is None:
-        children = _children(sessions)
-        if memo is not None:
-            memo.children = children
-            memo.order = {sid: i for i, sid in enumerate(sessions)}
     families = _families(children, own_pending, running)
     # sessions the journal says anything about (a cut's carry included): their rows are reused
     # only while the fold they were derived from is the same
@@ -517,12 +507,61 @@ def _derive(
     return rows
 
 
-def _candidates(memo: DeriveMemo, facts: Facts, sessions: dict[str, Session],
+@dataclass(slots=True)
+class _Merged:
+    """The snapshot with the journal's facts laid over it: the sessions listed (created,
+    updated, deleted since), each one's status entry, the active list, the tree."""
+
+    sessions: dict[str, Session]
+    status: dict[str, SessionStatus]
+    active: set[str]
+    children: dict[str, list[str]]
+
+
+def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
+    # sessions: snapshot, then journal creations/updates/deletions observed after it
+    sessions: dict[str, Session] = dict(snapshot.sessions)
+    sessions.update(facts.sessions)
+    for sid in facts.deleted:
+        sessions.pop(sid, None)
+    # status: snapshot map, overridden by status events observed after it
+    status: dict[str, SessionStatus] = dict(snapshot.status)
+    for sid, fact in facts.status.items():
+        if fact.status is None:
+            status.pop(sid, None)
+        else:
+            status[sid] = fact.status
+    active = set(snapshot.active) - {sid for sid, f in facts.status.items() if f.status is None}
+    return _Merged(sessions, status, active, _children(sessions))
+
+
+def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> None:
+    """`merged` brought up to date for one session (what _merge would make of it)."""
+    s = None if sid in facts.deleted else (facts.sessions.get(sid)
+                                           or snapshot.sessions.get(sid))
+    if s is None:
+        merged.sessions.pop(sid, None)
+    else:
+        merged.sessions[sid] = s
+    fact = facts.status.get(sid)
+    st = snapshot.status.get(sid) if fact is None else fact.status
+    if st is None:
+        merged.status.pop(sid, None)
+    else:
+        merged.status[sid] = st
+    if sid in snapshot.active and (fact is None or fact.status is not None):
+        merged.active.add(sid)
+    else:
+        merged.active.discard(sid)
+
+
+def _candidates(memo: DeriveMemo, snapshot: Snapshot, facts: Facts, merged: _Merged,
                 prev: dict[tuple[str, str], SessionRow], now: float,
                 server: str) -> list[str] | None:
     """The sessions whose rows may differ from `prev`, when the memo can tell (the same snapshot
-    and fold as its last call, whose rows `prev` is, and a clock not gone back); None: any may
-    (a session created, deleted or moved in the tree, an event of no known session)."""
+    and fold as its last call, whose rows `prev` is, and a clock not gone back), with `merged`
+    brought up to date for them; None: any may (a session created, deleted or moved in the
+    tree, an event of no known session), and `merged` must be made anew."""
     if memo.last_rows is not prev or now < memo.last_now or memo.consumed > len(facts.changed):
         return None
     dirty = set(facts.changed[memo.consumed:])
@@ -531,9 +570,11 @@ def _candidates(memo: DeriveMemo, facts: Facts, sessions: dict[str, Session],
     heap = memo.deadlines
     while heap and heap[0][0] <= now:
         dirty.add(heapq.heappop(heap)[1])
+    sessions = merged.sessions
     out: dict[str, None] = {}
     for sid in dirty:
         assert sid is not None
+        _remerge(merged, snapshot, facts, sid)
         s = sessions.get(sid)
         old = prev.get((server, sid))
         if s is None or old is None:
