@@ -104,7 +104,8 @@ def test_gauges_are_the_view_at_scrape_time() -> None:
     metrics = Metrics(clock=lambda: clock[0])
     server = ServerInfo(url=A, name="alpha", version="1.18.33", reachable=True, connected=True,
                         last_event_at=NOW - 4, snapshot_at=NOW - 20, drift_count=2,
-                        skipped_events=3, unknown_events=1, reconnects=5, snapshots=7)
+                        skipped_events=3, unknown_events=1, reconnects=5, snapshots=7,
+                        requests=41)
     f = Feeder(metrics, server)
     ask = Pending("permission", "per_1", "child", "bash: npm test")
     question = Pending("question", "que_1", "s3", "Which region?")
@@ -136,6 +137,7 @@ def test_gauges_are_the_view_at_scrape_time() -> None:
     assert value(got, "ocwatch_server_info", server="alpha", url=A, version="1.18.33") == 1
     assert value(got, "ocwatch_drift_total", server="alpha") == 2
     assert value(got, "ocwatch_snapshots_total", server="alpha") == 7
+    assert value(got, "ocwatch_server_requests_total", server="alpha") == 41
     assert value(got, "ocwatch_stream_reconnects_total", server="alpha") == 5
     assert value(got, "ocwatch_events_skipped_total", server="alpha", reason="malformed") == 3
     assert value(got, "ocwatch_events_skipped_total", server="alpha",

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from .journal import Entry, Facts, fold
+from .journal import Entry, Facts, fold, merge_message
 from .models import (
     Message,
     MessageError,
@@ -100,30 +100,6 @@ def ago(now: float, t: float) -> str:
     if d < 3600:
         return f"{d // 60}m{d % 60:02d}s ago"
     return f"{d // 3600}h{d % 3600 // 60:02d}m ago"
-
-
-def _merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:
-    """The newest last message: the snapshot's, overridden by newer journal updates and parts."""
-    seen = facts.messages.get(sid)
-    if seen is None:
-        if snap is None:
-            return None
-        extra = facts.parts.get((sid, snap.info.id))
-        if not extra:
-            return snap
-        return Message(info=snap.info, parts=_merge_parts(snap.parts, extra))
-    info: MessageInfo = seen[0]
-    if snap is not None and snap.info.id > info.id:
-        return _merge_message(snap, Facts(parts=facts.parts), sid)
-    base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
-    return Message(info=info,
-                   parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
-
-
-def _merge_parts(base: Iterable[Part], extra: dict[str, Part]) -> tuple[Part, ...]:
-    merged = {p.id: p for p in base}
-    merged.update(extra)
-    return tuple(merged.values())
 
 
 def _pending_of(
@@ -404,7 +380,7 @@ def _derive(
                 key = (server, sid)
             deadline = Deadline()
         if journal_messages:
-            msg = _merge_message(msg, facts, sid)
+            msg = merge_message(msg, facts, sid)
         info = msg.info if msg is not None else None
         err_fact = get_error(sid) if get_error is not None else None
         st = get_status(sid)

@@ -15,6 +15,7 @@ from pydantic import ValidationError
 
 from .events import Event
 from .models import (
+    Message,
     MessageError,
     MessageInfo,
     Part,
@@ -261,3 +262,28 @@ def _apply(f: Facts, ev: Event) -> None:
             f.answered[rid] = ev.received
             if sid is None:  # whose request it answered is not said: any row may change
                 f.changed.append(None)
+
+
+def merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:
+    """The newest last message: the snapshot's (`snap`), overridden by newer journal updates
+    and parts."""
+    seen = facts.messages.get(sid)
+    if seen is None:
+        if snap is None:
+            return None
+        extra = facts.parts.get((sid, snap.info.id))
+        if not extra:
+            return snap
+        return Message(info=snap.info, parts=_merge_parts(snap.parts, extra))
+    info: MessageInfo = seen[0]
+    if snap is not None and snap.info.id > info.id:
+        return merge_message(snap, Facts(parts=facts.parts), sid)
+    base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
+    return Message(info=info,
+                   parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
+
+
+def _merge_parts(base: Iterable[Part], extra: dict[str, Part]) -> tuple[Part, ...]:
+    merged = {p.id: p for p in base}
+    merged.update(extra)
+    return tuple(merged.values())

@@ -21,7 +21,7 @@ from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
-from .journal import Journal
+from .journal import Journal, merge_message
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Snapshot, fetch_snapshot
 from .tap import SNAPSHOT, Tap
@@ -132,6 +132,10 @@ class ServerMonitor:
         # the keys of rows changed since take_changed() (None: any), and those confirming a
         # run's end with the server (kept up to date from the memo's changed rows)
         self._changed: set[tuple[str, str]] | None = None
+        # since when the event stream has carried every event (None: it is down): a resync
+        # brings the last messages fetched after it up to date from the journal (snapshot.py)
+        self._vouch_since: float | None = None
+        self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
         self._confirming: set[tuple[str, str]] = set()
         self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
@@ -193,6 +197,20 @@ class ServerMonitor:
             self._down_since = link.since or now
         return rows
 
+    def _request_rate(self) -> float | None:
+        """Requests a minute to this server over the last minute, from samples of the client's
+        count taken as the View is read (None until a minute of samples exists)."""
+        now, count = self.clock(), self.client.requests
+        samples = self._request_samples
+        if not samples or now - samples[-1][0] >= 5.0:
+            samples.append((now, count))
+        while len(samples) > 1 and now - samples[1][0] >= 60.0:
+            samples.popleft()
+        first_at, first = samples[0]
+        if now - first_at < 60.0:
+            return None
+        return (count - first) * 60.0 / (now - first_at)
+
     def take_changed(self) -> list[tuple[str, str]] | None:
         """The keys whose rows changed since the last call, in the rows' order (every other row
         is the same object as then); None: any may have (rows derived whole, sessions came or
@@ -225,6 +243,9 @@ class ServerMonitor:
             reconnects=max(0, self.stream_connects - 1),
             snapshots=self.snapshots_taken,
             stream_drop=self.stream_drop,
+            requests=self.client.requests,
+            requests_per_minute=self._request_rate(),
+            vouched=self.vouches(),
         )
 
     def stream_health(self, now: float) -> str:
@@ -271,6 +292,23 @@ class ServerMonitor:
             await asyncio.sleep(self.settings.resync_interval)
             self.request_snapshot()
 
+    def _expected_status(self, sid: str) -> str | None:
+        """What the last snapshot and the events since say the session's status is (its type;
+        None: absent, idle)."""
+        fact = self.journal.facts().status.get(sid)
+        if fact is not None:
+            st = fact.status
+        else:
+            st = self.snapshot.status.get(sid) if self.snapshot is not None else None
+        return st.type if st is not None and st.type != "idle" else None
+
+    def vouches(self) -> bool:
+        """Whether the event stream has carried every event since the current snapshot began
+        (connected, nothing missed or unreadable since)."""
+        since, snap = self._vouch_since, self.snapshot
+        return self.connected and since is not None and snap is not None and (
+            since <= snap.started_at)
+
     async def _snapshot_loop(self) -> None:
         backoff = 0.5
         while True:
@@ -310,10 +348,15 @@ class ServerMonitor:
         seq = begun.seq
         token = SNAPSHOT.set(begun.number)
         try:
+            facts = self.journal.facts
             snap = await fetch_snapshot(
                 self.client, self.cache, clock=lambda: begun.started, journal_seq=seq,
                 touched=begun.touched,
-                concurrency=self.settings.message_concurrency, progress=self._loading)
+                concurrency=self.settings.message_concurrency, progress=self._loading,
+                vouch=lambda sid, msg: merge_message(msg, facts(), sid),
+                expected_status=self._expected_status,
+                vouched_since=lambda: self._vouch_since if self.connected else None,
+                vouch_max_age=self.settings.vouch_max_age)
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -466,6 +509,7 @@ class ServerMonitor:
         self.stream_connects += 1
         self.connected = True
         self._connected_at = self.clock()
+        self._vouch_since = self._connected_at  # every event from now on arrives
         self.stream_error = None
         self.parser.reset_sequences()
         if self._tap is not None:
@@ -478,6 +522,7 @@ class ServerMonitor:
         if self._tap is not None:
             self._tap.stream(self.url, self.clock(), False, exc.message)
         was = self.connected
+        self._vouch_since = None
         if was and self._gap_since is None:
             self._gap_since = self.clock()
         self.connected = False
@@ -507,18 +552,25 @@ class ServerMonitor:
             self._tap.frame(self.url, now, data)
         self.last_event_at = now
         self._stall_checked = False
+        skipped = self.parser.skipped
         parsed = self.parser.parse(data, now)
-        if parsed.gap:
+        if parsed.gap or self.parser.skipped != skipped:
+            self._vouch_since = now  # events were missed or unreadable: vouch from here on
             self.request_snapshot()
         ev = parsed.event
         if ev is None:
             return
         if parsed.control is not None:
             if ev.type in ("server.instance.disposed", "global.disposed"):
+                self._vouch_since = now  # runs may have ended with no event
                 self.request_snapshot()
             return
         self.recent.append((now, data[:raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
+        facts = self.journal.facts()
+        malformed = facts.malformed
         self.journal.add(ev)
+        if ev.type == "message.removed" or facts.malformed != malformed:
+            self._vouch_since = now  # a fact the journal cannot hold
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()
         self._notify()

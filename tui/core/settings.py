@@ -16,6 +16,9 @@ class Settings:
     """Seconds a fact must hold before it counts (stale busy, unanswered prompt, interrupted)."""
     resync_interval: float = 30.0
     """Seconds between full resync snapshots, a safety net beside the event stream."""
+    vouch_max_age: float = 300.0
+    """Seconds at most a last message is brought up to date from the journal instead of asked
+    again at a resync (a safety net for a server that saves a message and sends no event)."""
     snapshot_debounce: float = 0.15
     """Seconds to coalesce events that call for a snapshot into one."""
     snapshot_min_gap: float = 2.0

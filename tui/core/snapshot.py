@@ -38,6 +38,7 @@ class Snapshot:
     version: str | None = None
     journal_seq: int = 0  # the journal's seq when the fetch began
     requests: int = 0  # HTTP requests this snapshot cost
+    vouched: int = 0  # last messages the event stream vouched for (not asked again)
     skipped: int = 0  # malformed items skipped
     malformed: tuple[str, ...] = ()  # which ones ("session ses_x", first few)
 
@@ -46,8 +47,9 @@ class Snapshot:
 class MessageCache:
     """Last message per session, keyed by the session's `time.updated` when it was fetched."""
 
-    # session id -> (its time.updated, last message, whether it was running when fetched)
-    entries: dict[str, tuple[float, Message | None, bool]] = field(default_factory=dict)
+    # session id -> (its time.updated, last message, whether it was running when fetched, when
+    # the snapshot that fetched it began)
+    entries: dict[str, tuple[float, Message | None, bool, float]] = field(default_factory=dict)
     # session id -> (the raw listed item, its Session)
     sessions: dict[str, tuple[dict[str, Any], Session]] = field(default_factory=dict)
 
@@ -73,12 +75,27 @@ class MessageCache:
             return True
         return not was_running and now - info.time.created / 1000.0 > settle
 
+    def vouched(self, s: Session, since: float | None, now: float, max_age: float) -> bool:
+        """Whether the cached last message can be brought up to date from the journal instead
+        of asking: it was fetched after `since` (from when the event stream has carried every
+        event, so the journal holds every change to it since), at most `max_age` seconds before
+        `now`, and the session's `time.updated` has not moved (a moved one is asked again)."""
+        hit = self.entries.get(s.id)
+        return since is not None and hit is not None and hit[0] == s.time.updated and (
+            since <= hit[3] and now - hit[3] <= max_age)
+
     def get(self, sid: str) -> Message | None:
         hit = self.entries.get(sid)
         return hit[1] if hit else None
 
-    def put(self, s: Session, msg: Message | None, running: bool = False) -> None:
-        self.entries[s.id] = (s.time.updated, msg, running)
+    def put(self, s: Session, msg: Message | None, running: bool = False,
+            fetched: float = 0.0) -> None:
+        self.entries[s.id] = (s.time.updated, msg, running, fetched)
+
+    def vouch(self, s: Session, msg: Message | None, running: bool) -> None:
+        """Keep `msg` (the cached one brought up to date) as fetched when the cached one was."""
+        hit = self.entries.get(s.id)
+        self.entries[s.id] = (s.time.updated, msg, running, hit[3] if hit else 0.0)
 
     def prune(self, live: Iterable[str]) -> None:
         keep = set(live)
@@ -135,12 +152,23 @@ async def fetch_snapshot(
     concurrency: int = 8,
     probe_active: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    vouch: Callable[[str, Message | None], Message | None] | None = None,
+    vouched_since: Callable[[], float | None] = lambda: None,
+    vouch_max_age: float = 300.0,
+    expected_status: Callable[[str], str | None] = lambda _sid: None,
 ) -> Snapshot:
     """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
 
     `progress(done, total)` is told how many of the last messages to fetch have arrived: once
     with 0 when the sessions are listed, then after each one (a first snapshot of a large server
-    fetches one per session and takes seconds)."""
+    fetches one per session and takes seconds).
+
+    A light touch: the last message of a running or touched session is asked again unless the
+    event stream vouches for it (`vouched_since()`, read once the maps are in: since when the
+    stream has carried every event, None: it does not vouch; MessageCache.vouched) and the
+    status map agrees with what the events said (`expected_status(id)`: the type, None for
+    absent; a status that changed with no event refutes the stream): then `vouch(session id,
+    cached message)` brings it up to date from the journal."""
     started = clock()
     before = client.requests
     bad_names: list[str] = []
@@ -181,10 +209,21 @@ async def fetch_snapshot(
             active |= got
 
     touched_set = set(touched)
-    need = [
-        s for s in sessions_list
-        if not cache.fresh(s, started) or s.id in status or s.id in active or s.id in touched_set
-    ]
+    need: list[Session] = []
+    vouched = 0
+    since = vouched_since() if vouch is not None else None
+    for s in sessions_list:
+        if cache.fresh(s, started) and s.id not in status and s.id not in active and (
+                s.id not in touched_set):
+            continue
+        now_st = status.get(s.id)
+        if vouch is not None and s.id not in active and cache.vouched(
+                s, since, started, vouch_max_age) and expected_status(s.id) == (
+                now_st.type if now_st is not None and now_st.type != "idle" else None):
+            cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
+            vouched += 1
+            continue
+        need.append(s)
     sem = asyncio.Semaphore(max(1, concurrency))
     done = 0
     if progress is not None:
@@ -197,11 +236,12 @@ async def fetch_snapshot(
                 try:
                     raw = await client.messages(s.id, limit=1, directory=s.directory or None)
                 except NotFound:  # deleted between the list and this request
-                    cache.put(s, None)
+                    cache.put(s, None, fetched=started)
                     return
             msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
             bad_names.extend(bad)
-            cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active)
+            cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active,
+                      fetched=started)
         finally:
             done += 1
             if progress is not None:
@@ -223,6 +263,7 @@ async def fetch_snapshot(
         version=version,
         journal_seq=journal_seq,
         requests=client.requests - before,
+        vouched=vouched,
         skipped=len(bad_names),
         malformed=tuple(bad_names[:5]),
     )

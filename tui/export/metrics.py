@@ -269,6 +269,9 @@ class Metrics(Collector):
                                          "after the first.", labels=["server"])
         snapshots = CounterMetricFamily("ocwatch_snapshots", "Snapshots taken.",
                                         labels=["server"])
+        requests = CounterMetricFamily("ocwatch_server_requests", "HTTP requests sent to the "
+                                       "server (the load ocwatch puts on it).",
+                                       labels=["server"])
         drift = CounterMetricFamily("ocwatch_drift", "Snapshots that disagreed with what the "
                                     "events had said.", labels=["server"])
         skipped = CounterMetricFamily("ocwatch_events_skipped", "Stream frames not used: "
@@ -286,11 +289,12 @@ class Metrics(Collector):
             malformed.add_metric([name], s.malformed)
             reconnects.add_metric([name], s.reconnects)
             snapshots.add_metric([name], s.snapshots)
+            requests.add_metric([name], s.requests)
             drift.add_metric([name], s.drift_count)
             skipped.add_metric([name, "malformed"], s.skipped_events)
             skipped.add_metric([name, "unknown_type"], s.unknown_events)
         yield from (up, srv, stream, event_age, snap_age, malformed, reconnects, snapshots,
-                    drift, skipped)
+                    requests, drift, skipped)
 
 
 def _gauge(name: str, doc: str, values: dict[str, int]) -> GaugeMetricFamily:

@@ -21,7 +21,8 @@ from ..widgets.summary import COUNTED
 from .view_screen import ViewScreen
 
 Part = str | tuple[str, str]
-FIELDS = ("url", "event stream", "snapshot", "sessions", "events skipped", "drift", "error")
+FIELDS = ("url", "event stream", "snapshot", "sessions", "requests", "events skipped", "drift",
+          "error")
 
 
 def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dict[str, Content]:
@@ -56,6 +57,12 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
                                    + fmt.literal(", ".join(server.malformed_examples)),
                                    "$state-error")]
         out["sessions"] = Content.assemble(*parts)
+    rate = server.requests_per_minute
+    out["requests"] = Content.assemble(
+        f"{rate:.1f} a minute" if rate is not None else "– a minute (measured over a minute)",
+        (f" · {server.requests:,} since start", "$foreground-muted"),
+        (" · light resyncs: the stream vouches" if server.vouched
+         else "", "$foreground-muted"))
     out["events skipped"] = Content(
         f"{server.skipped_events} malformed · {server.unknown_events} of unknown types")
     if server.snapshot_at is None:
