@@ -76,3 +76,16 @@ def test_attention_rank_orders_input_then_stale() -> None:
     assert [r.state for r in ranked[:2]] == ["input", "input"]
     assert ranked[2] is by_id["ses_stale"]
     assert fmt.attention_rank(replace(by_id["ses_error"])) < fmt.attention_rank(by_id["ses_done"])
+
+
+def test_what_a_waiting_row_waits_for_follows_its_title() -> None:
+    """The reason column names the kind; the title cell says what is asked, as room allows: a
+    command or a question keeps its start, a path its end (the file's name)."""
+    asks = views.row("ses_perm", "t", "input", pending=(views.EDIT,))
+    assert fmt.asked_text(asks) == "edit: /home/dev/src/blog/api/v1.py"
+    assert fmt.asked_text(views.row("q", "t", "input", pending=(views.QUESTION,))) == (
+        "Which database?")
+    assert fmt.asked_text(views.row("b", "t", "busy")) == ""
+    assert fmt.truncate_ask("edit: /home/dev/src/blog/api/v1.py", 17) == "edit: …/api/v1.py"
+    assert fmt.truncate_ask("bash: rm -rf build/ --all", 14) == "bash: rm -rf …"
+    assert cell_len(fmt.truncate_ask("question: 日本語のパス/ファイル", 12)) <= 12

@@ -115,6 +115,30 @@ def reason_text(row: SessionRow) -> str:
     return kind
 
 
+def asked_text(row: SessionRow) -> str:
+    """What a waiting row waits for, after its title: `bash: npm test`, `edit: src/app.py`,
+    `Which region?` (the reason column names the kind); "" for other rows. Server text: shown
+    through literal() by the caller."""
+    if row.state != "input" or not row.pending:
+        return ""
+    first = row.pending[0]
+    return first.summary.removeprefix(f"{first.kind} ").removeprefix(f"{first.kind}: ")
+
+
+def truncate_ask(text: str, width: int) -> str:
+    """`asked_text` cut to `width` cells: a path (`edit: /a/b/c.py`) keeps its end (the file's
+    name), anything else (a command, a question) its start."""
+    if cell_len(text) <= width:
+        return text
+    head, sep, detail = text.partition(": ")
+    if sep and "/" in detail and " " not in detail and width > len(head) + 4:
+        room = width - len(head) - 3  # "head: …tail"
+        cut = f"{head}: …{detail[-room:] if room > 0 else ''}"
+        if cell_len(cut) <= width:  # (wide characters: cut at the start instead)
+            return cut
+    return truncate(text, width)
+
+
 def reason_key(row: SessionRow) -> tuple[str, int]:
     """The reason column's sort value: its word, then how many (requests, or the attempt). A
     stale row sorts by its flag (the narrow table shows it in this column)."""

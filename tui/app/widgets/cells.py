@@ -71,7 +71,8 @@ class CellRenderer:
             (row.state, row.reason, row.stale, row.retry_attempt,
              tuple(p.kind for p in row.pending) if row.pending else (), ctx),
             row.stale,
-            (row.title, row.id, row.state, row.stale, line, row.key in self.unread),
+            (row.title, row.id, row.state, row.stale, line, row.key in self.unread,
+             fmt.asked_text(row)),
             (row.directory, row.server if multi else "", ctx),
             (fmt.duration(None if since is None else now - since), ctx),
             (fmt.age(row.updated, now), ctx),
@@ -133,7 +134,14 @@ class CellRenderer:
         mark = UNREAD_MARK if row.key in self.unread else ""
         if mark:
             text.append(mark, style=self.style("$accent bold"))
-        body = fmt.truncate(title, self.title_width - cell_len(prefix) - len(mark) - len(suffix))
+        room = self.title_width - cell_len(prefix) - len(mark) - len(suffix)
+        asked = fmt.asked_text(row)
+        if asked:  # what a waiting row waits for, after its title, as room allows
+            asked = fmt.literal(asked)
+            keep = min(cell_len(title), max(room - cell_len(asked) - 2, room // 2, 12))
+            asked = fmt.truncate_ask(asked, room - keep - 2) if room - keep > 8 else ""
+            room -= cell_len(asked) + 2 if asked else 0
+        body = fmt.truncate(title, room)
         body_style = "bold" if loud else ""
         if line.context:
             body_style += " dim"
@@ -142,6 +150,9 @@ class CellRenderer:
         text.append(body, style=self.style(body_style.strip()))
         if suffix:
             text.append(suffix, style=self.style("$foreground-muted"))
+        if asked:
+            text.append("\u00a0\u00a0")  # (a plain space opening a span is lost in an SVG)
+            text.append(asked, style=self.style(f"${fmt.state_variable(row)}"))
         return text
 
 
