@@ -449,3 +449,54 @@ async def test_scroll_position_survives_updates() -> None:
         assert shown(app)[0] == "ses_a_top"
         assert t.cursor_key == (A, "ses_x30")
         assert t.scroll_y == 5
+
+
+async def test_ops_keys_j_k_g_G_and_n_for_the_next_row_waiting_for_input() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        await pilot.press("G")
+        assert t.cursor_row == t.row_count - 1
+        await pilot.press("g", "j", "j")
+        assert t.cursor_row == 2
+        await pilot.press("k")
+        assert t.cursor_row == 1
+        waiting = [i for i, ln in enumerate(t.lines) if t._view is not None
+                   and t._view.rows[ln.key].state == "input"]
+        assert len(waiting) >= 2
+        await pilot.press("n")  # from the row after the first waiting one: the next, wrapping
+        assert t.cursor_row == next((i for i in waiting if i > 1), waiting[0])
+        for _ in waiting:
+            await pilot.press("n")
+        assert t.cursor_row in waiting
+
+
+async def test_the_filter_takes_a_regular_expression_and_plain_text() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        table(app).set_filters(text="^fix|^pick")
+        await pilot.pause()
+        assert set(shown(app)) == {r.id for r in views.ROWS
+                                   if r.title.lower().startswith(("fix", "pick"))}
+        table(app).set_filters(text="[bold red]")  # not what the regex means: the text itself
+        await pilot.pause()
+        assert shown(app) == ["ses_markup"]
+        table(app).set_filters(text="(unclosed")  # not a regex: plain text, no match, no error
+        await pilot.pause()
+        assert shown(app) == []
+
+
+async def test_numbers_sort_highest_first_on_the_first_press() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        for column, value in (("in_state", lambda r: -r.since), ("cost", lambda r: r.cost or 0),
+                              ("tokens", lambda r: r.tokens or 0)):
+            t.set_sort(column)
+            await pilot.pause()
+            roots = [r for r in views.ROWS if r.parent_id is None]
+            firsts = shown(app)[0]
+            assert value(next(r for r in roots if r.id == firsts)) == max(map(value, roots))

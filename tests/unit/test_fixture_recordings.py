@@ -65,3 +65,32 @@ def test_no_fixture_carries_credentials() -> None:
     for path in recorded.FIXTURES.glob("*.ndjson"):
         text = path.read_text().lower()
         assert "authorization" not in text, path.name
+
+
+def test_status_for_a_tmux_status_bar(capsys: pytest.CaptureFixture[str]) -> None:
+    """`status --format tmux`: one line of counts (the rows that need someone first), tmux
+    styles around them, the same exit code as `status`."""
+    from tui.cli.main import main
+
+    path = str(recorded.FIXTURES / "all_states.ndjson")
+    assert main(["status", "--format", "tmux", "--replay", path]) == 0
+    line = capsys.readouterr().out
+    assert line == ("#[fg=yellow]? 2#[default] #[fg=magenta]↻ 1#[default] "
+                    "#[fg=cyan]● 4#[default]\n")
+    assert main(["status", "--json", "--format", "tmux", "--replay", path]) == 2
+    assert "choose one" in capsys.readouterr().err
+    assert main(["status", "--format", "json", "--replay", path]) == 0
+    assert '"sessions"' in capsys.readouterr().out
+
+
+def test_a_tmux_line_names_stale_unknown_and_servers_that_are_down() -> None:
+    from tests.app.views import row
+    from tui.cli.main import tmux_line
+    from tui.core.view import ServerInfo, View
+
+    rows = {r.key: r for r in (row("a", "t", "busy", stale=True), row("b", "t", "busy"),
+                               row("c", "t", "unknown", reason="interrupted"))}
+    view = View(0.0, (ServerInfo(url="http://x", reachable=False),), rows)
+    assert tmux_line(view) == ("#[fg=red]⚠ 1#[default] #[fg=colour245]◌ 1#[default] "
+                               "#[fg=cyan]● 1#[default] #[fg=red,bold]✗ 1 down#[default]")
+    assert tmux_line(View(0.0, (), {})) == "○ idle"

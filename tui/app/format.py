@@ -5,8 +5,10 @@ Everything here is pure (no clock reads, no Textual); the dashboard and its test
 
 from __future__ import annotations
 
+import re
 import time
 import unicodedata
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
@@ -97,6 +99,27 @@ def matches_text(row: SessionRow, needle: str) -> bool:
         return True
     needle = needle.casefold()
     return any(needle in s.casefold() for s in (row.title, row.id, row.directory))
+
+
+def text_matcher(needle: str, rows: Iterable[SessionRow]) -> Callable[[SessionRow], bool]:
+    """The filter box's test for `needle` over `rows`: the text itself when some row holds it
+    (so `[bold]` or `v2.4` mean what they say), else the text as a case-insensitive regular
+    expression over title, id and folder (`deploy|release`, `^fix`), when it is one."""
+    if not needle or any(matches_text(r, needle) for r in rows):
+        return lambda row: matches_text(row, needle)
+    pattern = _pattern(needle)
+    if pattern is None:
+        return lambda _row: False
+    return lambda row: any(pattern.search(s) for s in (row.title, row.id, row.directory))
+
+
+@lru_cache(maxsize=32)
+def _pattern(text: str) -> re.Pattern[str] | None:
+    """`text` as a case-insensitive regular expression (None: it is not one)."""
+    try:
+        return re.compile(text, re.IGNORECASE)
+    except (re.error, RecursionError, OverflowError):
+        return None
 
 
 JUST_NOW = 5

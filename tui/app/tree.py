@@ -46,8 +46,8 @@ def sort_value(row: SessionRow, column: str) -> Any:
         return row.title.casefold()
     if column == "folder":
         return row.directory.casefold()
-    if column == "in_state":  # shortest time in state first: latest `since` first
-        return (0, 0.0) if row.since is None else (1, -row.since)
+    if column == "in_state":  # longest in its state first (a number: highest first)
+        return (1, 0.0) if row.since is None else (0, row.since)
     if column == "activity":
         return 0.0 if row.updated is None else -row.updated  # most recent first
     if column == "cost":

@@ -19,7 +19,7 @@ from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
 from ..core.settings import Auth, Settings
-from ..core.view import View, loaded
+from ..core.view import View, count_states, loaded
 from . import actions
 from .output import literal, pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
@@ -127,6 +127,9 @@ def build_parser() -> argparse.ArgumentParser:
     st = sub.add_parser("status", help="print every session's state")
     _server_arg(st, many=True)
     st.add_argument("--json", action="store_true", help="print one JSON object")
+    st.add_argument("--format", choices=("table", "json", "tmux"), default=None,
+                    help="table (default), json (as --json), or tmux: one short line for a "
+                         "status bar (`? 2 ⚠ 1 ● 5`)")
     st.add_argument("--replay", metavar="FILE", type=Path,
                     help="the View of a recording (ocwatch record) instead of a live server")
     st.add_argument("--at", metavar="TIME",
@@ -268,10 +271,15 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
+    if cmd == "status":
+        if args.format is not None and args.json and args.format != "json":
+            print("ocwatch: --json and --format tmux/table: choose one", file=sys.stderr)
+            return EXIT_USAGE
+        args.format = "json" if args.json else (args.format or "table")
     if cmd == "status" and args.replay is not None:
         from .record import run_status_replay
 
-        return run_status_replay(args.replay, args.at, args.json)
+        return run_status_replay(args.replay, args.at, args.format)
     if cmd == "status" and args.at is not None:
         print("ocwatch: --at goes with --replay FILE", file=sys.stderr)
         return EXIT_USAGE
@@ -297,7 +305,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_record(args.file, opts.urls, auth=auth, settings=settings, auths=opts.auths,
                           names=opts.names, max_size=limit)
     if cmd == "status":
-        return run_status(opts.urls, auth=auth, settings=settings, as_json=args.json,
+        return run_status(opts.urls, auth=auth, settings=settings, form=args.format,
                           auths=opts.auths, names=opts.names)
     if cmd == "wait":
         return run_wait(args.session_ids, opts.urls, auth=auth, settings=settings,
@@ -345,28 +353,49 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
     return show
 
 
-def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, as_json: bool,
+def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, form: str = "table",
                auths: dict[str, Auth | None] | None = None,
                names: dict[str, str] | None = None) -> int:
     """Print the View once. Exit 0, or 2 when any server could not be read."""
     from ..core.fleet import Fleet
 
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
-    progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() else None
+    progress = (_progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux"
+                else None)
     try:
         view = asyncio.run(fleet.snapshot_once(progress))
     finally:
         if progress is not None:
             sys.stderr.write("\r\x1b[K")
-    return print_view(view, as_json)
+    return print_view(view, form)
 
 
-def print_view(view: View, as_json: bool) -> int:
-    """Print a View as `status` does; 0, or 2 when a server could not be read (said on stderr,
-    with the records skipped as malformed)."""
+def tmux_line(view: View) -> str:
+    """One short line for a tmux status bar: the rows that need someone first (waiting for
+    input, stale, retrying, unknown), then the busy ones, and the servers that cannot be read;
+    tmux style codes colour it. Only counts: no server text reaches the status bar."""
+    counts = count_states(view.rows.values())
+    parts = []
+    for glyph, n, colour in (("?", counts["input"], "yellow"), ("⚠", counts["stale"], "red"),
+                             ("↻", counts["retry"], "magenta"),
+                             ("◌", counts["unknown"], "colour245"),
+                             ("●", counts["busy"] - counts["stale"], "cyan")):
+        if n:
+            parts.append(f"#[fg={colour}]{glyph} {n}#[default]")
+    down = sum(not s.reachable for s in view.servers)
+    if down:
+        parts.append(f"#[fg=red,bold]✗ {down} down#[default]")
+    return " ".join(parts) if parts else "○ idle"
+
+
+def print_view(view: View, form: str) -> int:
+    """Print a View as `status` does (`form`: table, json or tmux); 0, or 2 when a server
+    could not be read (said on stderr, with the records skipped as malformed)."""
     with pipe_safe():
-        if as_json:
+        if form == "json":
             print(text.dumps(view.to_json(), indent=2))
+        elif form == "tmux":
+            print(tmux_line(view))
         else:
             print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]

@@ -98,7 +98,7 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
     return 0
 
 
-def run_status_replay(path: Path, at: str | None, as_json: bool) -> int:
+def run_status_replay(path: Path, at: str | None, form: str) -> int:
     """`status --replay FILE [--at TIME]`: the View as it was (exit as `status` would have)."""
     from ..record.replay import Replay
     from .main import print_view
@@ -106,7 +106,7 @@ def run_status_replay(path: Path, at: str | None, as_json: bool) -> int:
     replay = Replay(path)
     moment = parse_time(at, replay.header.created) if at is not None else None
     asyncio.run(replay.follow(lambda _v, _c: None, until=moment))
-    return print_view(replay.view(), as_json)
+    return print_view(replay.view(), form)
 
 
 def run_watch_replay(path: Path, sessions: Collection[str], as_json: bool,

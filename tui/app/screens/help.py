@@ -58,10 +58,12 @@ def _key(key: str) -> str:
 def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> Content:
     """The keys, group by group, then the legend."""
     parts: list[str | tuple[str, str]] = []
+    groups = list(groups)
+    width = min(24, max((len(k) + 2 for _t, rows in groups for k, _d in rows), default=16))
     for title, rows in groups:
         parts += [(title, "bold $primary"), "\n"]
         for keys, description in rows:
-            parts += [(f"  {keys:<16}", "bold"), description, "\n"]
+            parts += [(f"  {keys:<{width}}", "bold"), description, "\n"]
         parts.append("\n")
     parts += [("What the states mean", "bold $primary"), "\n"]
     for label, style, meaning in LEGEND:

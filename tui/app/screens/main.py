@@ -85,7 +85,8 @@ class MainScreen(ViewScreen):
         yield FilterStatus(id="filter-status")
         yield Static(id="empty")
         yield SessionTable(id="sessions")
-        yield Input(placeholder="filter by title, id or folder (enter keeps, esc clears)",
+        yield Input(placeholder="filter by title, id or folder, or a regular expression (enter "
+                    "keeps, esc clears)",
                     id="filter")
         yield Footer()
 

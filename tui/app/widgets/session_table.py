@@ -90,8 +90,11 @@ class SessionTable(DataTable[Text]):
     BINDINGS = [
         Binding("enter", "select_cursor", "Details"),
         # DataTable moves sideways on home/end; in a table of rows they go to the first/last row
-        Binding("home,ctrl+home", "first_row", "First row", show=False),
-        Binding("end,ctrl+end", "last_row", "Last row", show=False),
+        Binding("home,ctrl+home,g", "first_row", "First row", show=False),
+        Binding("end,ctrl+end,G", "last_row", "Last row", show=False),
+        Binding("j", "cursor_down", "Down", show=False),
+        Binding("k", "cursor_up", "Up", show=False),
+        Binding("n", "next_input", "Next row waiting for input", show=False),
     ]
 
     class Changed(Message):
@@ -237,6 +240,19 @@ class SessionTable(DataTable[Text]):
         if self.row_count:
             self.action_scroll_bottom()
 
+    def action_next_input(self) -> None:
+        """Move the cursor to the next row waiting for input (after the cursor, wrapping)."""
+        view = self._view
+        if view is None or not self.lines:
+            return
+        waiting = [i for i, line in enumerate(self.lines)
+                   if (row := view.rows.get(line.key)) is not None and row.state == "input"]
+        if not waiting:
+            self.notify("No session is waiting for input.", timeout=3)
+            return
+        at = self.cursor_row
+        self.move_cursor(row=next((i for i in waiting if i > at), waiting[0]))
+
     # -- events -------------------------------------------------------------------------------
 
     def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
@@ -333,10 +349,11 @@ class SessionTable(DataTable[Text]):
         rebuilt = self._ensure_columns()
         match = None
         if self.filtering:
-            state, text = self.state_filter, self.text_filter
+            state = self.state_filter
+            text_match = fmt.text_matcher(self.text_filter, view.rows.values())
 
             def match(row: SessionRow) -> bool:
-                return fmt.matches_state(row, state) and fmt.matches_text(row, text)
+                return fmt.matches_state(row, state) and text_match(row)
 
         self.lines = self._layouts(view.rows, sort=self.sort_column, reverse=self.sort_reverse,
                                    collapsed=self.collapsed, match=match,
