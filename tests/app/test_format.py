@@ -89,3 +89,18 @@ def test_what_a_waiting_row_waits_for_follows_its_title() -> None:
     assert fmt.truncate_ask("edit: /home/dev/src/blog/api/v1.py", 17) == "edit: …/api/v1.py"
     assert fmt.truncate_ask("bash: rm -rf build/ --all", 14) == "bash: rm -rf …"
     assert cell_len(fmt.truncate_ask("question: 日本語のパス/ファイル", 12)) <= 12
+
+
+def test_the_header_splits_idle_by_reason_and_drops_the_split_when_narrow() -> None:
+    from tui.app.widgets.summary import counts_line
+
+    view = views.every_state()
+    wide = counts_line(view).plain
+    idle = [r for r in view.rows.values() if r.state == "idle"]
+    done = sum(r.reason == "completed" for r in idle)
+    assert f"idle {len(idle)} (✓ {done}" in wide and "○ idle" not in wide
+    assert wide.endswith(f"{len(view.rows)} total")
+    narrow = counts_line(view, width=len(wide) - 1).plain
+    assert "(" not in narrow and narrow.endswith("total") and len(narrow) < len(wide)
+    tiny = counts_line(view, width=40).plain
+    assert "total" not in tiny

@@ -500,3 +500,41 @@ async def test_numbers_sort_highest_first_on_the_first_press() -> None:
             roots = [r for r in views.ROWS if r.parent_id is None]
             firsts = shown(app)[0]
             assert value(next(r for r in roots if r.id == firsts)) == max(map(value, roots))
+
+
+async def test_a_screenshot_without_a_downloads_folder_goes_to_the_state_folder(
+        tmp_path, monkeypatch) -> None:
+    import platformdirs
+
+    monkeypatch.setattr(platformdirs, "user_downloads_path", lambda: tmp_path / "no-downloads")
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
+    app, _ = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.action_screenshot()
+        folder = tmp_path / "state" / "ocwatch" / "screenshots"
+        for _ in range(50):
+            await pilot.pause(0.05)
+            if folder.is_dir() and any(folder.glob("*.svg")):
+                break
+        (shot,) = folder.glob("*.svg")
+        assert shot.read_text().startswith("<svg")
+        assert not (tmp_path / "no-downloads").exists()
+
+
+async def test_the_no_match_hint_names_keys_that_work_where_the_keys_go() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        empty = app.main_screen.query_one("#empty", Static)
+        await pilot.press("slash", *"nothing matches this")
+        await pilot.pause()
+        said = str(empty.render())
+        assert "esc clears the text" in said and "Press 1" not in said  # 1 would type
+        await pilot.press("enter")
+        await pilot.pause()
+        await pilot.pause()
+        assert "esc clears it" in str(empty.render())
+        table(app).set_filters(state="unknown")
+        await pilot.pause()
+        assert "Press 1 to show every state" in str(empty.render())

@@ -26,7 +26,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 
-from tui.core.config import AlertConfig
+from tui.core.config import AlertConfig, state_dir
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
 from tui.core.view import Changes, View
@@ -407,6 +407,24 @@ class OcwatchApp(App[None]):
         """Show every key."""
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_groups()))
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's Screenshot: to the Downloads folder when there is one, else to
+        ocwatch's state folder (`~/.local/state/ocwatch/screenshots`), said either way."""
+        if path is None:
+            from platformdirs import user_downloads_path
+
+            if not user_downloads_path().is_dir():
+                target = state_dir() / "screenshots"
+                try:
+                    target.mkdir(parents=True, exist_ok=True, mode=0o700)
+                except OSError as exc:
+                    self.notify(f"Cannot save a screenshot in {target}: "
+                                f"{exc.strerror or exc}", severity="error")
+                    return None
+                path = str(target)
+        return super().deliver_screenshot(filename, path, time_format)
 
     def action_next_theme(self) -> None:
         """Switch to the next ocwatch theme."""

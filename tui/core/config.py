@@ -114,6 +114,13 @@ def config_path(env: dict[str, str] | None = None) -> Path:
     return Path(base) / "ocwatch" / "config.toml"
 
 
+def state_dir(env: dict[str, str] | None = None) -> Path:
+    """Where ocwatch keeps what it writes for the user (recordings, screenshots):
+    `$XDG_STATE_HOME/ocwatch`, default `~/.local/state/ocwatch`."""
+    env = dict(os.environ) if env is None else env
+    return Path(env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")) / "ocwatch"
+
+
 def load_config(
     path: Path | None = None, env: dict[str, str] | None = None,
 ) -> tuple[Config, list[str]]:

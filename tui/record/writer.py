@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, cast
 
+from ..core.config import state_dir
 from ..core.fleet import Fleet
 from ..core.settings import Settings
 from ..core.snapshot import MessageCache
@@ -185,9 +186,8 @@ class Recorder:
 def default_path(now: float | None = None) -> Path:
     """Where the dashboard writes a recording it starts: the state folder
     (`$XDG_STATE_HOME/ocwatch/recordings`, default `~/.local/state/...`), named by the time."""
-    base = os.environ.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
-    return Path(base) / "ocwatch" / "recordings" / f"ocwatch-{stamp}.ndjson.gz"
+    return state_dir() / "recordings" / f"ocwatch-{stamp}.ndjson.gz"
 
 
 class FleetRecording:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.content import Content
@@ -19,16 +20,27 @@ STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
 """`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
 
 
-def empty_message(view: View | None, urls: list[str], shown: int) -> Content | None:
-    """What to say when the table shows no row (None when it shows `shown` > 0 rows)."""
+def empty_message(view: View | None, urls: list[str], shown: int, *,
+                  typing: bool = False, state_filter: str = "all") -> Content | None:
+    """What to say when the table shows no row (None when it shows `shown` > 0 rows); `typing`:
+    the filter box has the keys (a `1` would type into it), `state_filter`: the table's."""
     servers = list(view.servers) if view is not None else []
     if shown:
         return None
     if view is not None and view.rows:
+        if typing:
+            return Content.assemble(
+                ("No session matches the filter. ", "bold"),
+                ("esc", "bold"), (" clears the text, ", ""),
+                ("enter", "bold"), (" goes back to the table.", ""))
+        if state_filter != "all":
+            return Content.assemble(
+                ("No session matches the filter. ", "bold"),
+                ("Press ", ""), ("1", "bold"), (" to show every state, ", ""),
+                ("esc", "bold"), (" to clear every filter.", ""))
         return Content.assemble(
             ("No session matches the filter. ", "bold"),
-            ("Press ", ""), ("1", "bold"), (" to show every state, ", ""),
-            ("esc", "bold"), (" to clear the filter.", ""))
+            ("esc", "bold"), (" clears it.", ""))
     healths = [health(s) for s in servers]
     if not servers or all(h == "connecting" for h in healths):
         loading = [Content.assemble(("Loading the sessions of ", ""), (fmt.literal(s.url), "bold"),
@@ -130,7 +142,9 @@ class MainScreen(ViewScreen):
         total = len(view.rows) if view is not None else 0
         shown = sum(1 for line in table.lines if not line.context)
         self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
-        message = empty_message(view, self.ocwatch.server_urls, len(table.lines))
+        typing = isinstance(self.app.focused, Input)
+        message = empty_message(view, self.ocwatch.server_urls, len(table.lines),
+                                typing=typing, state_filter=table.state_filter)
         empty = self.query_one("#empty", Static)
         empty.display = message is not None
         if message is not None:
@@ -159,6 +173,9 @@ class MainScreen(ViewScreen):
         key = self.table.cursor_key
         if key is not None:
             self.ocwatch.open_details(key)
+
+    def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
+        self._refresh_status()  # the no-match hint names the keys that work where keys go
 
     def on_input_changed(self, event: Input.Changed) -> None:
         if event.input.id == "filter":

@@ -17,8 +17,18 @@ COUNTED = (
 LOUD = ("input", "stale")  # counts that need someone: reversed when non-zero
 
 
-def counts_line(view: View | None) -> Content:
-    """`● busy 3  ↻ retry 0  ? input 2  ○ idle 5  ◌ unknown 1  ⚠ stale 1  12 total`."""
+def counts_line(view: View | None, width: int | None = None) -> Content:
+    """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
+    the idle count split by reason, each with its own glyph (○ is idle with nothing run). In
+    `width` cells: the split, then the total, are left out when the line would not fit."""
+    full = _counts_line(view, split=True, total=True)
+    if width is None or full.cell_length <= width:
+        return full
+    short = _counts_line(view, split=False, total=True)
+    return short if short.cell_length <= width else _counts_line(view, split=False, total=False)
+
+
+def _counts_line(view: View | None, *, split: bool, total: bool) -> Content:
     counts = view.counts() if view is not None else {}
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
@@ -27,10 +37,29 @@ def counts_line(view: View | None) -> Content:
             style = "$foreground-muted"
         elif name in LOUD:
             style = f"{style} bold reverse"
+        if name == "idle" and n and view is not None:
+            parts += [(f"idle {n}", style), *(_idle_reasons(view) if split else ()), "  "]
+            continue
         parts += [(f"{glyph} {name} {n}", style), "  "]
-    total = len(view.rows) if view is not None else 0
-    parts.append((f"{total} total", "$foreground-muted"))
-    return Content.assemble(*parts)
+    if total:
+        parts.append((f"{len(view.rows) if view is not None else 0} total", "$foreground-muted"))
+    return Content.assemble(*parts).rstrip()
+
+
+def _idle_reasons(view: View) -> list[str | tuple[str, str]]:
+    """` (✓ 3 ✗ 1 ○ 1)`: the idle rows by reason, in the legend's order and colours."""
+    by: dict[str | None, int] = {}
+    for row in view.rows.values():
+        if row.state == "idle":
+            by[row.reason] = by.get(row.reason, 0) + 1
+    looks = [(reason, fmt.REASON_LOOK[reason]) for reason in ("completed", "aborted", "error")]
+    parts: list[str | tuple[str, str]] = [" ("]
+    for reason, look in [*looks, (None, fmt.STATE_LOOK["idle"])]:
+        n = by.get(reason, 0)
+        if n:
+            parts += [(f"{look.glyph} {n}", f"${look.variable}"), " "]
+    parts[-1] = ")"
+    return parts
 
 
 class Summary(LiveStatic):
@@ -44,7 +73,13 @@ class Summary(LiveStatic):
     """
 
     def show(self, view: View | None) -> None:
-        self.show_content(counts_line(view))
+        self._view = view
+        self.show_content(counts_line(view, self.content_size.width or None))
+
+    _view: View | None = None
+
+    def on_resize(self) -> None:
+        self.show_content(counts_line(self._view, self.content_size.width or None))
 
 
 class FilterStatus(LiveStatic):
