@@ -71,7 +71,8 @@ async def open_input(pilot) -> None:  # type: ignore[no-untyped-def]
 
 
 async def answer_question(pilot) -> None:  # type: ignore[no-untyped-def]
-    await pilot.press("4")  # only rows waiting for input: a question sorts first
+    await pilot.press("slash", *"Translate", "enter")  # the session asking a question
+    await pilot.pause()
     await pilot.press("r", "down", "space")  # the dialog, the second option chosen
 
 
