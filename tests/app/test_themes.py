@@ -73,7 +73,7 @@ async def test_app_warns_about_bad_theme_files_and_unknown_names(tmp_path: Path)
         assert any("no-such-theme" in m for m in messages)
 
 
-async def test_switching_theme_recolours_rows_and_textual_themes_still_work() -> None:
+async def test_switching_theme_recolours_rows() -> None:
     app, _ = make_app()
     async with app.run_test() as pilot:
         await pilot.pause()
@@ -82,8 +82,6 @@ async def test_switching_theme_recolours_rows_and_textual_themes_still_work() ->
         app.theme = "ocwatch-contrast"
         await pilot.pause()
         assert table.get_cell_at(Coordinate(0, 0)).style != before
-        app.theme = "textual-light"  # no $state-* of its own: defaults fill in
-        await pilot.pause()
         assert app.theme_variables["state-input"]
 
 
@@ -98,3 +96,14 @@ def test_every_colour_the_presentation_table_uses_is_a_theme_setting():
     for theme in builtin_themes():
         missing = [v for v in THEME_VARIABLES if v not in theme.variables]
         assert not missing, (theme.name, missing)
+
+
+def test_the_palette_offers_the_themes_theme_and_t_offer() -> None:
+    """Textual's own themes define no state colours: the picker, `t` and --theme agree on
+    ocwatch's (and the user's), and --theme dracula falls back with a warning."""
+    app, _ = make_app()
+    assert set(app.available_themes) == set(app.ocwatch_themes)
+    assert {"ocwatch-dark", "ocwatch-light", "ocwatch-contrast"} <= set(app.ocwatch_themes)
+    other, _ = make_app(theme="dracula")
+    assert other.theme == "ocwatch-dark"
+    assert any("dracula" in w for w in other.theme_warnings)

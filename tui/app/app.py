@@ -130,12 +130,16 @@ class OcwatchApp(App[None]):
             if t.name not in self.ocwatch_themes:
                 self.ocwatch_themes.append(t.name)
         name = theme or DEFAULT_THEME
-        if name not in self.available_themes:
+        if name not in self.ocwatch_themes:
             self.theme_warnings.append(
                 f"Unknown theme {name!r}; using {DEFAULT_THEME}. "
                 f"Available: {', '.join(self.ocwatch_themes)}")
             name = DEFAULT_THEME
         self.theme = name
+        # the palette's theme picker, `t` and --theme offer the same themes: ocwatch's (and
+        # the user's), which define the state colours; Textual's own do not
+        for other in [n for n in self.available_themes if n not in self.ocwatch_themes]:
+            self.unregister_theme(other)
         self.main_screen = MainScreen()
 
     # -- Textual hooks ------------------------------------------------------------------------

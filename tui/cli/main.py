@@ -30,6 +30,9 @@ if TYPE_CHECKING:
     from ..core.fleet import Fleet
 
 
+THEME_HELP = ("dashboard theme: ocwatch-dark (default), ocwatch-light, ocwatch-contrast, or one "
+              "of yours (the themes/ folder beside the config)")
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds >= 0."""
     try:
@@ -113,13 +116,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--server", "-s", action="append", metavar="URL", default=None,
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
                              "http://127.0.0.1:4096)")
-    parser.add_argument("--theme", help="dashboard theme name")
+    parser.add_argument("--theme", help=THEME_HELP)
     _metrics_arg(parser, None)
     _alert_args(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="dashboard against a built-in simulated server")
-    demo.add_argument("--theme", default=argparse.SUPPRESS, help="dashboard theme name")
+    demo.add_argument("--theme", default=argparse.SUPPRESS, help=THEME_HELP)
     _metrics_arg(demo, argparse.SUPPRESS)
     _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
@@ -184,7 +187,7 @@ def build_parser() -> argparse.ArgumentParser:
                     help="times the recorded pace (default 1; p pauses, + and - change it)")
     rp.add_argument("--from", dest="start", metavar="TIME",
                     help="start at TIME (ISO 8601, epoch seconds, or +SECONDS after the start)")
-    rp.add_argument("--theme", default=argparse.SUPPRESS, help="dashboard theme name")
+    rp.add_argument("--theme", default=argparse.SUPPRESS, help=THEME_HELP)
 
     rec = sub.add_parser("record", help="record every raw event and snapshot answer to a file")
     rec.add_argument("file", metavar="FILE", type=Path,
