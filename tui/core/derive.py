@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
-from .journal import Entry, Facts, fold, merge_message
+from .journal import Entry, Facts, fold, merge_message, status_after
 from .models import (
     Message,
     MessageError,
@@ -519,12 +519,12 @@ def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> Non
         merged.sessions.pop(sid, None)
     else:
         merged.sessions[sid] = s
-    fact = facts.status.get(sid)
-    st = snapshot.status.get(sid) if fact is None else fact.status
+    st = status_after(facts, sid, snapshot.status.get(sid))
     if st is None:
         merged.status.pop(sid, None)
     else:
         merged.status[sid] = st
+    fact = facts.status.get(sid)
     if sid in snapshot.active and (fact is None or fact.status is not None):
         merged.active.add(sid)
     else:

@@ -264,6 +264,14 @@ def _apply(f: Facts, ev: Event) -> None:
                 f.changed.append(None)
 
 
+def status_after(facts: Facts, sid: str, snapshot_entry: SessionStatus | None,
+                 ) -> SessionStatus | None:
+    """The session's status entry now: the last status event's since the snapshot, else the
+    snapshot's (`snapshot_entry`); None: absent (idle)."""
+    fact = facts.status.get(sid)
+    return snapshot_entry if fact is None else fact.status
+
+
 def merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:
     """The newest last message: the snapshot's (`snap`), overridden by newer journal updates
     and parts."""

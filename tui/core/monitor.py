@@ -21,7 +21,8 @@ from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
-from .journal import Journal, merge_message
+from .journal import Journal, merge_message, status_after
+from .models import SessionStatus
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Snapshot, fetch_snapshot
 from .tap import SNAPSHOT, Tap
@@ -132,11 +133,11 @@ class ServerMonitor:
         # the keys of rows changed since take_changed() (None: any), and those confirming a
         # run's end with the server (kept up to date from the memo's changed rows)
         self._changed: set[tuple[str, str]] | None = None
+        self._confirming: set[tuple[str, str]] = set()
         # since when the event stream has carried every event (None: it is down): a resync
         # brings the last messages fetched after it up to date from the journal (snapshot.py)
         self._vouch_since: float | None = None
         self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
-        self._confirming: set[tuple[str, str]] = set()
         self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
@@ -292,15 +293,11 @@ class ServerMonitor:
             await asyncio.sleep(self.settings.resync_interval)
             self.request_snapshot()
 
-    def _expected_status(self, sid: str) -> str | None:
-        """What the last snapshot and the events since say the session's status is (its type;
-        None: absent, idle)."""
-        fact = self.journal.facts().status.get(sid)
-        if fact is not None:
-            st = fact.status
-        else:
-            st = self.snapshot.status.get(sid) if self.snapshot is not None else None
-        return st.type if st is not None and st.type != "idle" else None
+    def _expected_status(self, sid: str) -> SessionStatus | None:
+        """What the last snapshot and the events since say the session's status is."""
+        snap = self.snapshot
+        return status_after(self.journal.facts(), sid,
+                            snap.status.get(sid) if snap is not None else None)
 
     def vouches(self) -> bool:
         """Whether the event stream has carried every event since the current snapshot began

@@ -125,6 +125,11 @@ class MessageCache:
         return out, bad
 
 
+def running_kind(st: SessionStatus | None) -> str | None:
+    """A status entry's type, None for absent or idle (the status map drops idle sessions)."""
+    return st.type if st is not None and st.type != "idle" else None
+
+
 def _name(kind: str, raw: Any) -> str:
     """How a malformed record is named to the user: its kind and id, if it has a usable one."""
     rid = raw.get("id") if isinstance(raw, dict) else None
@@ -155,7 +160,7 @@ async def fetch_snapshot(
     vouch: Callable[[str, Message | None], Message | None] | None = None,
     vouched_since: Callable[[], float | None] = lambda: None,
     vouch_max_age: float = 300.0,
-    expected_status: Callable[[str], str | None] = lambda _sid: None,
+    expected_status: Callable[[str], SessionStatus | None] = lambda _sid: None,
 ) -> Snapshot:
     """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
 
@@ -166,9 +171,9 @@ async def fetch_snapshot(
     A light touch: the last message of a running or touched session is asked again unless the
     event stream vouches for it (`vouched_since()`, read once the maps are in: since when the
     stream has carried every event, None: it does not vouch; MessageCache.vouched) and the
-    status map agrees with what the events said (`expected_status(id)`: the type, None for
-    absent; a status that changed with no event refutes the stream): then `vouch(session id,
-    cached message)` brings it up to date from the journal."""
+    status map agrees with what the events said (`expected_status(id)`, as `running_kind`; a
+    status that changed with no event refutes the stream): then `vouch(session id, cached
+    message)` brings it up to date from the journal."""
     started = clock()
     before = client.requests
     bad_names: list[str] = []
@@ -216,10 +221,9 @@ async def fetch_snapshot(
         if cache.fresh(s, started) and s.id not in status and s.id not in active and (
                 s.id not in touched_set):
             continue
-        now_st = status.get(s.id)
         if vouch is not None and s.id not in active and cache.vouched(
-                s, since, started, vouch_max_age) and expected_status(s.id) == (
-                now_st.type if now_st is not None and now_st.type != "idle" else None):
+                s, since, started, vouch_max_age) and running_kind(
+                expected_status(s.id)) == running_kind(status.get(s.id)):
             cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
             vouched += 1
             continue
