@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 THEME_HELP = ("dashboard theme: ocwatch-dark (default), ocwatch-light, ocwatch-contrast, or one "
               "of yours (the themes/ folder beside the config)")
 
+
 def seconds(text: str) -> float:
     """An argparse type: a finite number of seconds >= 0."""
     try:

@@ -21,15 +21,18 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
     the idle count split by reason, each with its own glyph (○ is idle with nothing run). In
     `width` cells: the split, then the total, are left out when the line would not fit."""
-    full = _counts_line(view, split=True, total=True)
-    if width is None or full.cell_length <= width:
-        return full
-    short = _counts_line(view, split=False, total=True)
-    return short if short.cell_length <= width else _counts_line(view, split=False, total=False)
-
-
-def _counts_line(view: View | None, *, split: bool, total: bool) -> Content:
     counts = view.counts() if view is not None else {}
+    split = _idle_reasons(view) if view is not None and counts.get("idle") else []
+    total = len(view.rows) if view is not None else 0
+    for line in (_counts_line(counts, split, total), _counts_line(counts, [], total),
+                 _counts_line(counts, [], None)):
+        if width is None or line.cell_length <= width:
+            return line
+    return line
+
+
+def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
+                 total: int | None) -> Content:
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
         n = counts.get(name, 0)
@@ -37,12 +40,12 @@ def _counts_line(view: View | None, *, split: bool, total: bool) -> Content:
             style = "$foreground-muted"
         elif name in LOUD:
             style = f"{style} bold reverse"
-        if name == "idle" and n and view is not None:
-            parts += [(f"idle {n}", style), *(_idle_reasons(view) if split else ()), "  "]
+        if name == "idle" and n:
+            parts += [(f"idle {n}", style), *split, "  "]
             continue
         parts += [(f"{glyph} {name} {n}", style), "  "]
-    if total:
-        parts.append((f"{len(view.rows) if view is not None else 0} total", "$foreground-muted"))
+    if total is not None:
+        parts.append((f"{total} total", "$foreground-muted"))
     return Content.assemble(*parts).rstrip()
 
 
@@ -72,14 +75,14 @@ class Summary(LiveStatic):
     }
     """
 
+    _view: View | None = None
+
     def show(self, view: View | None) -> None:
         self._view = view
         self.show_content(counts_line(view, self.content_size.width or None))
 
-    _view: View | None = None
-
     def on_resize(self) -> None:
-        self.show_content(counts_line(self._view, self.content_size.width or None))
+        self.show(self._view)
 
 
 class FilterStatus(LiveStatic):
