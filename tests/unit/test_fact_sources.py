@@ -60,3 +60,15 @@ def test_a_request_asked_by_event_names_the_event() -> None:
     got = fact_sources("ses_1", snap([session("ses_1")]), j.facts())
     assert ("permission per_9", "event permission.asked", T0 + 4) in got
     assert fact_sources("ses_x", None, None) == ()
+
+
+def test_an_update_of_an_older_message_leaves_the_snapshots_as_the_source() -> None:
+    """derive keeps the snapshot's last message when the journal only updated an older one
+    (merge_message): the source says so."""
+    s = snap([session("ses_1")], messages={"ses_1": assistant("msg_5", "ses_1", created=T0 - 2)},
+             started_at=T0 - 1)
+    old = assistant("msg_2", "ses_1", created=T0 - 30, completed=T0 - 20).info.to_wire()
+    j = _journal(("message.updated", {"sessionID": "ses_1", "info": old}, T0))
+    got = fact_sources("ses_1", s, j.facts())
+    assert ("last message msg_5", "snapshot GET /session/{id}/message", T0 - 1) in got
+    assert not any(f.startswith("last message msg_2") for f, _s, _t in got)

@@ -69,7 +69,8 @@ def fact_sources(session_id: str, snapshot: Snapshot | None,
         out.append(("status running", "snapshot GET /api/session/active", at))
     newest = f.messages.get(session_id)
     snap_msg = snapshot.messages.get(session_id) if snapshot is not None else None
-    if newest is not None:
+    if newest is not None and (snap_msg is None or newest[0].id >= snap_msg.info.id):
+        # (as merge_message decides: an update of an older message than the snapshot's loses)
         out.append((f"last message {newest[0].id}", "event message.updated", newest[1]))
     elif snap_msg is not None:
         out.append((f"last message {snap_msg.info.id}",
