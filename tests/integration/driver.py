@@ -26,6 +26,8 @@ from typing import Any, TypeVar
 
 import httpx
 
+from tests.recorded import frame_session
+
 try:  # both import styles: as a package module (tests.integration.driver) or a plain module
     from .scripted_model import ScriptedModel, marker
 except ImportError:  # pragma: no cover
@@ -391,12 +393,7 @@ class Frame:
 
     @property
     def session_id(self) -> str | None:
-        p = self.payload
-        if p.get("type") == "sync":
-            data = p.get("syncEvent", {}).get("data", {})
-            return data.get("sessionID") or p.get("syncEvent", {}).get("aggregateID")
-        props = p.get("properties", {}) or {}
-        return props.get("sessionID") or (props.get("info") or {}).get("sessionID")
+        return frame_session(self.obj) if isinstance(self.obj, dict) else None
 
 
 class EventRecorder:
