@@ -81,8 +81,11 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["--bell", "--notify", "--grace", "2", "--theme", "ocwatch-light"]) == 0
     assert got == {"urls": None, "auth": None, "grace": 2.0, "theme": "ocwatch-light",
                    "bell": True, "osc9": False, "desktop": True, "metrics": None,
+                   "read_only": False,
                    "alert_flags": {"bell": True, "osc9": False, "desktop": True,
                                    "osc777": False, "osc99": False, "unfocused_only": False}}
+    got.clear()
+    assert main(["--read-only"]) == 0 and got["read_only"] is True
     got.clear()
     assert main(["--notify-cmd", "notify me", "--webhook", "https://ntfy.sh/t", "--osc99"]) == 0
     assert got["alert_flags"] == {"bell": False, "osc9": False, "desktop": False,
@@ -96,5 +99,7 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(run, "run_demo", lambda **kw: demo.update(kw) or 0)
     assert main(["--theme", "ocwatch-light", "demo", "--bell"]) == 0
     assert demo["theme"] == "ocwatch-light" and demo["bell"] is True
+    assert demo["read_only"] is False
+    assert main(["demo", "--read-only"]) == 0 and demo["read_only"] is True
     assert main(["demo", "--metrics", ":9464"]) == 0
     assert demo["metrics"] == ":9464"

@@ -14,14 +14,17 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import subprocess
 import time
+import webbrowser
 from collections.abc import Callable, Iterable, Sequence
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import work
-from textual.app import App, SystemCommand
+from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
@@ -29,7 +32,7 @@ from textual.signal import Signal
 from tui.core.config import AlertConfig, state_dir
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
-from tui.core.view import Changes, View
+from tui.core.view import Changes, SessionRow, View
 
 if TYPE_CHECKING:
     from tui.export.deliver import Deliverer
@@ -40,6 +43,7 @@ from . import format as fmt
 from .actions import Actions
 from .alerts import Attention, app_sinks
 from .heap import HeapKeeper
+from .launch import Launch, Launcher, LaunchError, has_graphical_browser, web_url
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
 from .screens.detail import DetailScreen
@@ -53,6 +57,9 @@ from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
+READ_ONLY = "Read-only dashboard: abort, reply, answer and attach are off."
+ACTIONS = frozenset({"respond", "abort", "attach"})
+"""What --read-only turns off (hidden from the footer and the palette)."""
 PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 20 redraws a second); also how often the timer
 checks whether a second has passed since the last pull."""
@@ -87,8 +94,14 @@ class OcwatchApp(App[None]):
         deliverer: Deliverer | None = None,
         replay: ReplaySource | None = None,
         recording: FleetRecording | None = None,
+        read_only: bool = False,
+        launcher: Launcher | None = None,
     ) -> None:
         super().__init__()
+        self.read_only = read_only
+        """Every action is off (abort, reply, answer, attach): a wall screen."""
+        self.launcher = launcher
+        """Builds the command that attaches OpenCode to a session (o); None: no live server."""
         self.recording = recording
         """Starts and stops a recording of the live servers (R), when there are some."""
         self.replay = replay
@@ -113,8 +126,10 @@ class OcwatchApp(App[None]):
         """Shown once as a notification when the app starts (e.g. what the demo is)."""
         self.notices = list(notices)
         """Config problems, shown as warnings when the app starts (never fatal)."""
-        self.responder = Responder(self, actions)
-        if replay is not None:
+        self.responder = Responder(self, None if read_only else actions)
+        if read_only:
+            self.responder.no_actions = READ_ONLY
+        elif replay is not None:
             self.responder.no_actions = ("This is a replay of a recording: abort, reply and "
                                          "answer are off.")
         self.heap = HeapKeeper()
@@ -143,6 +158,10 @@ class OcwatchApp(App[None]):
         self.main_screen = MainScreen()
 
     # -- Textual hooks ------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """With --read-only, the actions are not offered at all (the footer hides them)."""
+        return not (self.read_only and action in ACTIONS)
 
     def get_default_screen(self) -> Screen[None]:
         return self.main_screen
@@ -186,6 +205,13 @@ class OcwatchApp(App[None]):
                             "drift (i)", self.action_servers)
         key = self.selected_key(screen)
         if key is not None:
+            yield SystemCommand("Open the selected session in the web UI",
+                                "The server's web page of the session; its address is copied "
+                                "too (w)", self.action_web)
+        if key is not None and not self.read_only:
+            yield SystemCommand("Open the selected session in OpenCode",
+                                "Attach OpenCode's own TUI to it; quit there to come back (o)",
+                                self.action_attach)
             yield SystemCommand("Respond to the selected session",
                                 "Answer its open permission or question (r)",
                                 partial(self.responder.respond, key))
@@ -375,6 +401,76 @@ class OcwatchApp(App[None]):
         """Abort the selected session's run (after a confirmation)."""
         self.responder.abort(self.selected_key())
 
+    def _selected_row(self) -> SessionRow | None:
+        key = self.selected_key()
+        row = self.view.rows.get(key) if key is not None and self.view is not None else None
+        if row is None:
+            self.notify("No session selected.", severity="warning", timeout=3)
+        return row
+
+    def action_attach(self) -> None:
+        """Suspend the dashboard and run OpenCode's TUI on the selected session; back when it
+        exits."""
+        if self.read_only:
+            self.notify(READ_ONLY, severity="warning", timeout=5)
+            return
+        row = self._selected_row()
+        if row is None:
+            return
+        if self.launcher is None:
+            self.notify("Opening a session in OpenCode needs a live server.",
+                        severity="warning", timeout=5)
+            return
+        try:
+            launch = self.launcher.attach(row.server, row.id, row.directory)
+        except LaunchError as exc:
+            self.notify(str(exc), title="Open in OpenCode", severity="error", timeout=10,
+                        markup=False)
+            return
+        code = self._run_attached(launch)
+        self.launcher.refresh(row.server)
+        self.mark_dirty()
+        if code is not None and code != 0:
+            self.notify(f"{Path(launch.argv[0]).name} exited with code {code}.",
+                        title="Open in OpenCode", severity="warning", timeout=8, markup=False)
+
+    def _run_attached(self, launch: Launch) -> int | None:
+        """Run the command with the terminal handed over; its exit code (None: not run).
+        Headless (tests), it runs without a terminal."""
+        try:
+            if self.is_headless:
+                return subprocess.run(launch.argv, env=dict(launch.env), check=False,
+                                      stdin=subprocess.DEVNULL, capture_output=True).returncode
+            with self.suspend():
+                return subprocess.run(launch.argv, env=dict(launch.env), check=False).returncode
+        except SuspendNotSupported:
+            self.notify("This terminal cannot be handed over to OpenCode; run "
+                        f"{Path(launch.argv[0]).name} attach in another one.",
+                        title="Open in OpenCode", severity="error", timeout=10, markup=False)
+        except OSError as exc:
+            self.notify(f"Cannot run {launch.argv[0]}: {exc.strerror or exc}",
+                        title="Open in OpenCode", severity="error", timeout=10, markup=False)
+        return None
+
+    def action_web(self) -> None:
+        """Open the server's web UI on the selected session (and copy its address)."""
+        row = self._selected_row()
+        if row is None:
+            return
+        url = web_url(row.server, row.directory, row.id)
+        self.copy_to_clipboard(url)
+        if not has_graphical_browser(os.environ):
+            self.notify(f"{url}\n(copied; no graphical browser here to open it)",
+                        title="Web UI", timeout=12, markup=False)
+            return
+        self.run_worker(partial(self._open_browser, url), thread=True, group="browser",
+                        exit_on_error=False)
+
+    def _open_browser(self, url: str) -> None:
+        opened = webbrowser.open(url, new=2)
+        said = f"Opened {url} (copied too)" if opened else f"{url}\n(copied; no browser opened)"
+        self.call_from_thread(self.notify, said, title="Web UI", timeout=8, markup=False)
+
     def _state_filter(self, state: str) -> None:
         while isinstance(self.screen, DetailScreen | HelpScreen | ServersScreen):
             self.pop_screen()
@@ -452,6 +548,8 @@ def create_app(
     deliverer: Deliverer | None = None,
     replay: ReplaySource | None = None,
     recording: FleetRecording | None = None,
+    read_only: bool = False,
+    launcher: Launcher | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -468,9 +566,13 @@ def create_app(
     `deliverer`: off-terminal alert deliveries (--notify-cmd, --webhook), run by the app.
     `replay`: the source's controls when it is a recording's replay (keys p . + - > <).
     `recording`: starts and stops a recording of the live servers (R; `FleetRecording`).
+    `read_only`: every action off (abort, reply, answer, attach), for wall screens.
+    `launcher`: builds the command `o` runs to attach OpenCode to a session (None: `o` says it
+    needs a live server).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
                       alerts=alerts, notices=notices, observers=observers,
-                      deliverer=deliverer, replay=replay, recording=recording)
+                      deliverer=deliverer, replay=replay, recording=recording,
+                      read_only=read_only, launcher=launcher)

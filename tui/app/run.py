@@ -20,6 +20,7 @@ from tui.core.view import Changes, View
 
 from .actions import FleetActions
 from .app import create_app
+from .launch import Launcher, check_template
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -68,25 +69,38 @@ def off_terminal(opts: Options, fleet: Fleet) -> Deliverer | None:
     return deliverer_for(opts.alerts, fleet, lambda _text: None)
 
 
+def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
+    """The `o` key's command on these servers (each gets its own credentials); a template
+    problem is said when the dashboard starts."""
+    problem = check_template(opts.attach_command)
+    if problem is not None:
+        opts.notices.append(f"config: {problem}")
+    return Launcher(opts.attach_command, auth_of=fleet.auth_of, refresh=fleet.resync)
+
+
 def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
                   settings: Settings | None = None, theme: str | None = None,
                   grace: float | None = None, bell: bool = False, osc9: bool = False,
                   desktop: bool = False, metrics: str | None = None,
-                  alert_flags: Mapping[str, object] | None = None) -> int:
+                  alert_flags: Mapping[str, object] | None = None,
+                  read_only: bool = False) -> int:
     """Run the dashboard until the user quits; the exit code.
 
     `urls` None: the servers come from the config (or the default). `settings`, when given,
     replaces the config's grace and resync interval."""
     config, warnings = load_config()
     opts = resolve(config, urls=urls, grace=grace, theme=theme, bell=bell, osc9=osc9,
-                   desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags)
+                   desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags,
+                   read_only=read_only)
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
                   auths=opts.auths, names=opts.names)
     deliverer = off_terminal(opts, fleet)
+    launcher = launcher_for(opts, fleet)
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
         app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
                          notices=opts.notices, actions=FleetActions(fleet), observers=observers,
-                         deliverer=deliverer, recording=recording_of(fleet))
+                         deliverer=deliverer, recording=recording_of(fleet),
+                         read_only=opts.read_only, launcher=launcher)
         app.run()
     return app.return_code or 0
 
@@ -94,14 +108,14 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
 def run_demo(*, theme: str | None = None, speed: float = 1.0,
              settings: Settings | None = None, grace: float | None = None, bell: bool = False,
              osc9: bool = False, desktop: bool = False, metrics: str | None = None,
-             alert_flags: Mapping[str, object] | None = None) -> int:
+             alert_flags: Mapping[str, object] | None = None, read_only: bool = False) -> int:
     """Start the built-in simulated server on a loopback port and run the dashboard on it
     (theme and alerts from the config file and flags; the config's servers are not used)."""
     from tui.demo.server import DemoServer
 
     config, warnings = load_config()
     opts = resolve(config, grace=grace, theme=theme, bell=bell, osc9=osc9, desktop=desktop,
-                   notices=warnings, alert_flags=alert_flags)
+                   notices=warnings, alert_flags=alert_flags, read_only=read_only)
 
     async def main() -> int:
         async with DemoServer(speed=speed) as server:
@@ -111,7 +125,8 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
                              alerts=opts.alerts, notices=opts.notices,
                              actions=FleetActions(fleet), observers=observers,
                              deliverer=off_terminal(opts, fleet),
-                             recording=recording_of(fleet))
+                             recording=recording_of(fleet), read_only=opts.read_only,
+                             launcher=launcher_for(opts, fleet))
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "

@@ -118,6 +118,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
                              "http://127.0.0.1:4096)")
     parser.add_argument("--theme", help=THEME_HELP)
+    parser.add_argument("--read-only", action="store_true", default=False,
+                        help="turn every action off (abort, reply, answer, attach): for wall "
+                             "screens")
     _metrics_arg(parser, None)
     _alert_args(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -127,6 +130,8 @@ def build_parser() -> argparse.ArgumentParser:
     _metrics_arg(demo, argparse.SUPPRESS)
     _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
+    demo.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
+                      help="turn every action off")
 
     st = sub.add_parser("status", help="print every session's state")
     _server_arg(st, many=True)
@@ -254,13 +259,14 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
 
         return run_dashboard(args.server, auth=auth, grace=args.grace, theme=args.theme,
                              bell=args.bell, osc9=args.osc9, desktop=args.notify,
-                             metrics=args.metrics, alert_flags=alert_flags(args))
+                             metrics=args.metrics, alert_flags=alert_flags(args),
+                             read_only=args.read_only)
     if cmd == "demo":
         from ..app.run import run_demo
 
         return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
                         osc9=args.osc9, desktop=args.notify, metrics=args.metrics,
-                        alert_flags=alert_flags(args))
+                        alert_flags=alert_flags(args), read_only=args.read_only)
     if cmd == "replay":
         from ..app.run import run_replay
 

@@ -100,6 +100,15 @@ class Config(BaseModel):
     password_file: str | None = None
     """A file holding the server password (the password itself never goes in this file)."""
     alerts: AlertConfig = Field(default_factory=AlertConfig)
+    read_only: bool = False
+    """Turn every dashboard action off (abort, reply, answer, attach): for wall screens
+    ($OCWATCH_READ_ONLY=1, or --read-only)."""
+    attach_command: list[str] = Field(
+        default_factory=lambda: ["opencode", "attach", "{url}", "--session", "{session}",
+                                 "--dir", "{dir}"], min_length=1)
+    """What `o` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
+    filled in. The server's password goes in the child's environment
+    (OPENCODE_SERVER_PASSWORD), never in its arguments."""
 
     def settings(self) -> Settings:
         return Settings(grace=self.grace, resync_interval=self.resync_interval,
@@ -170,6 +179,9 @@ def _apply_env(cfg: Config, env: dict[str, str], warnings: list[str]) -> Config:
         upd["servers"] = [u.strip() for u in env["OCWATCH_SERVERS"].split(",") if u.strip()]
     if env.get("OCWATCH_THEME"):
         upd["theme"] = env["OCWATCH_THEME"]
+    if env.get("OCWATCH_READ_ONLY"):
+        upd["read_only"] = env["OCWATCH_READ_ONLY"].strip().lower() not in ("0", "false", "no",
+                                                                            "off", "")
     for key, name in (("grace", "OCWATCH_GRACE"), ("resync_interval", "OCWATCH_RESYNC")):
         if env.get(name):
             try:
@@ -191,6 +203,8 @@ class Options:
     notices: list[str] = field(default_factory=list)
     auths: dict[str, Auth | None] = field(default_factory=dict)  # per server (normalized URL)
     names: dict[str, str] = field(default_factory=dict)  # per server (normalized URL): its name
+    read_only: bool = False
+    attach_command: list[str] = field(default_factory=lambda: list(Config().attach_command))
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -210,6 +224,7 @@ def resolve_options(
     env: Mapping[str, str] | None = None,
     notices: Sequence[str] = (),
     alert_flags: Mapping[str, Any] | None = None,
+    read_only: bool = False,
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
 
@@ -218,7 +233,8 @@ def resolve_options(
     (`bell`, `osc9`, `desktop`, and any AlertConfig field in `alert_flags`) only switch sinks
     on; a flag's value (`notify_cmd`, `webhook`, ...) replaces the config's. The config's
     `password_file` is read only when the environment gives no password
-    (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`)."""
+    (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`). `read_only` (--read-only)
+    turns the actions off whatever the config says; the config cannot turn them back on."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
@@ -268,7 +284,9 @@ def resolve_options(
             out.append(f"{url}: the password goes over plain http to a host that is not this "
                        "machine; use https (or a tunnel)")
     return Options(chosen, settings, theme or config.theme, alerts, auth, out, auths,
-                   {key: names[key] for key in auths if key in names})
+                   {key: names[key] for key in auths if key in names},
+                   read_only=read_only or config.read_only,
+                   attach_command=list(config.attach_command))
 
 
 def _url_key(url: str) -> str:

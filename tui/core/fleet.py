@@ -102,6 +102,17 @@ class Fleet:
             monitor.request_snapshot()
         return result
 
+    def auth_of(self, server: str) -> Auth | None:
+        """The credentials of a watched server (None: it has none, or it is not watched)."""
+        monitor = self.monitor(server)
+        return monitor.auth if monitor is not None else None
+
+    def resync(self, server: str) -> None:
+        """Ask a watched server for a snapshot soon (e.g. after the user worked on it)."""
+        monitor = self.monitor(server)
+        if monitor is not None:
+            monitor.request_snapshot()
+
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return list(self._history.get(key, ()))
 

@@ -96,6 +96,7 @@ class ServerMonitor:
         """`client`: one made elsewhere (a replay's, answering from a recording)."""
         self.settings = settings or Settings()
         self.name = name  # the config's name for it ("": none, called by its URL)
+        self.auth = auth  # its own credentials (an attached OpenCode TUI gets them too)
         self.client = client or Client(url, auth, timeout=self.settings.request_timeout,
                                        transport=transport,
                                        deadline=self.settings.request_deadline)

@@ -244,6 +244,9 @@ class DetailScreen(ViewScreen):
         Binding("p", "parent", "Parent"),
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
+        Binding("o", "app.attach", "Attach",
+                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
+        Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
     ]
 
     def __init__(self, key: Key) -> None:

@@ -41,12 +41,13 @@ LEGEND = (
 
 
 def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
-    """(keys, description) for each Binding with a description."""
+    """(keys, description) for each Binding with a description (its tooltip when it has one:
+    the longer text the footer has no room for)."""
     rows = []
     for b in bindings:
         if isinstance(b, Binding) and b.description and not b.system:
             keys = ", ".join(_key(k) for k in b.key.split(","))
-            rows.append((keys, b.description))
+            rows.append((keys, b.tooltip or b.description))
     return rows
 
 

@@ -77,6 +77,9 @@ class MainScreen(ViewScreen):
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
+        Binding("o", "app.attach", "Attach",
+                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
+        Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
@@ -127,11 +130,13 @@ class MainScreen(ViewScreen):
         app = self.ocwatch
         banner = self.query_one("#banner", Static)
         said = None
+        if app.read_only:
+            said = "read-only: abort, reply, answer and attach are off"
         if app.replay is not None:
             said = (fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · "
                     "</> seek)")
         elif app.recording is not None and (status := app.recording.status()) is not None:
-            said = fmt.literal(status) + "  (R stops)"
+            said = (said + " · " if said else "") + fmt.literal(status) + "  (R stops)"
         banner.display = said is not None
         if said is not None:
             banner.update(Content.styled(" " + said, "bold"))

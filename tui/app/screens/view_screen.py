@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from textual import events
 from textual.screen import Screen
+from textual.widgets import Footer
 
 from tui.core.view import View
 
@@ -28,8 +30,15 @@ class ViewScreen(Screen[None]):
         self.ocwatch.view_changed.subscribe(self, self._on_view)
         self.show_view()
 
+    COMPACT_FOOTER_BELOW = 100
+    """Columns under which the footer packs its keys closer (Quit and Help still fit at 80)."""
+
     def on_screen_resume(self) -> None:
         self.show_view()
+
+    def on_resize(self, event: events.Resize) -> None:
+        for footer in self.query(Footer):
+            footer.compact = event.size.width < self.COMPACT_FOOTER_BELOW
 
     def _on_view(self, _view: View) -> None:
         self.show_view()

@@ -1,0 +1,213 @@
+"""Taking the user to a session (`o` attaches OpenCode, `w` the web UI) and `--read-only`.
+
+The attach tests run a stand-in `opencode` on PATH that writes down its argv and environment:
+the server's password must reach it through the environment, never the argv, and only that
+server's password."""
+
+from __future__ import annotations
+
+import base64
+import json
+import stat
+from pathlib import Path
+
+import pytest
+from textual.widgets import Footer, Static
+
+from tui.app.launch import (
+    DEFAULT_ATTACH,
+    Launcher,
+    attach_argv,
+    check_template,
+    child_env,
+    web_url,
+)
+from tui.cli.main import build_parser
+from tui.core.config import Config, load_config, resolve_options
+from tui.core.settings import Auth
+
+from . import views
+from .conftest import make_app
+from .fake_actions import FakeActions
+from .test_actions import BUSY, PERM, notes, open_on, settle
+
+SECRET = "s3cret-for-a"
+OTHER = "someone-elses-password"
+
+
+def stand_in(folder: Path, code: int = 0) -> Path:
+    """An `opencode` executable that records how it was started, then exits with `code`."""
+    folder.mkdir(parents=True, exist_ok=True)
+    out = folder / "called.json"
+    exe = folder / "opencode"
+    exe.write_text(
+        "#!/usr/bin/env python3\n"
+        "import json, os, sys\n"
+        f"json.dump({{'argv': sys.argv, 'env': dict(os.environ)}}, open({str(out)!r}, 'w'))\n"
+        f"sys.exit({code})\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return out
+
+
+def launcher(bin_dir: Path, refreshed: list[str] | None = None,
+             auth: Auth | None = Auth("opencode", SECRET)) -> Launcher:
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/nowhere",
+           "OPENCODE_SERVER_PASSWORD": OTHER, "OPENCODE_SERVER_USERNAME": "other-user"}
+    return Launcher(DEFAULT_ATTACH, auth_of=lambda url: auth if url == views.A else None,
+                    env=env, refresh=(refreshed if refreshed is not None else []).append)
+
+
+# -- the command -----------------------------------------------------------------------------
+
+def test_the_template_is_filled_in_and_an_empty_folder_leaves_its_flag_out() -> None:
+    assert attach_argv(DEFAULT_ATTACH, "http://h:1", "ses_1", "/w/a b") == [
+        "opencode", "attach", "http://h:1", "--session", "ses_1", "--dir", "/w/a b"]
+    assert attach_argv(DEFAULT_ATTACH, "http://h:1", "ses_1", "") == [
+        "opencode", "attach", "http://h:1", "--session", "ses_1"]
+    # a value is one argument, never split or read by a shell
+    assert attach_argv(["x", "{session}"], "u", "a; rm -rf ~", "") == ["x", "a; rm -rf ~"]
+
+
+def test_a_template_with_an_unknown_field_is_refused() -> None:
+    assert check_template(DEFAULT_ATTACH) is None
+    problem = check_template(["opencode", "attach", "{url}", "--password", "{password}"])
+    assert problem is not None and "{password}" in problem
+    assert check_template([]) is not None
+
+
+def test_the_child_gets_only_this_servers_credentials() -> None:
+    base = {"PATH": "/bin", "OPENCODE_SERVER_PASSWORD": OTHER,
+            "OPENCODE_SERVER_PASSWORD_FILE": "/x", "OPENCODE_SERVER_USERNAME": "u"}
+    own = child_env(base, Auth("opencode", SECRET))
+    assert own == {"PATH": "/bin", "OPENCODE_SERVER_USERNAME": "opencode",
+                   "OPENCODE_SERVER_PASSWORD": SECRET}
+    assert child_env(base, None) == {"PATH": "/bin"}  # a server with no password gets none
+
+
+def test_the_web_address_names_the_folder_as_opencode_does() -> None:
+    url = web_url("http://127.0.0.1:4096/", "/home/me/shop?", "ses_1")
+    folder = url.split("/")[3]
+    assert url == f"http://127.0.0.1:4096/{folder}/session/ses_1"
+    assert "=" not in folder and "+" not in folder and "/" not in folder
+    assert base64.urlsafe_b64decode(folder + "=" * (-len(folder) % 4)) == b"/home/me/shop?"
+
+
+# -- o: attach -------------------------------------------------------------------------------
+
+async def test_o_runs_opencode_attach_on_the_session_with_the_password_in_the_env(
+        tmp_path: Path) -> None:
+    called = stand_in(tmp_path / "bin")
+    refreshed: list[str] = []
+    app, _ = make_app(launcher=launcher(tmp_path / "bin", refreshed))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "o")
+        await pilot.pause()
+        seen = json.loads(called.read_text())
+        row = app.view.rows[BUSY] if app.view else None
+        assert row is not None
+        assert seen["argv"][1:] == ["attach", views.A, "--session", "ses_busy",
+                                    "--dir", row.directory]
+        assert seen["env"]["OPENCODE_SERVER_PASSWORD"] == SECRET
+        assert seen["env"]["OPENCODE_SERVER_USERNAME"] == "opencode"
+        assert not any(SECRET in arg or OTHER in arg for arg in seen["argv"])
+        assert OTHER not in json.dumps(seen["env"])
+        assert refreshed == [views.A]  # what the user did there shows at once
+        assert app.screen is app.main_screen
+        assert not notes(app, "error")
+
+
+async def test_a_server_without_a_password_gets_none_of_the_environments(
+        tmp_path: Path) -> None:
+    called = stand_in(tmp_path / "bin")
+    app, _ = make_app(launcher=launcher(tmp_path / "bin", auth=None))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "o")
+        await pilot.pause()
+        env = json.loads(called.read_text())["env"]
+        assert "OPENCODE_SERVER_PASSWORD" not in env and "OPENCODE_SERVER_USERNAME" not in env
+
+
+async def test_o_from_the_detail_view_and_a_failing_exit_is_said(tmp_path: Path) -> None:
+    called = stand_in(tmp_path / "bin", code=3)
+    app, _ = make_app(launcher=launcher(tmp_path / "bin"))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "enter")
+        await pilot.press("o")
+        await pilot.pause()
+        assert "ses_perm" in json.loads(called.read_text())["argv"]
+        assert any("exited with code 3" in n for n in notes(app, "warning"))
+
+
+async def test_without_opencode_installed_o_says_how_to_get_it(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    lau = Launcher(DEFAULT_ATTACH, env={"PATH": str(tmp_path / "empty")})
+    app, _ = make_app(launcher=lau)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "o")
+        await pilot.pause()
+        errors = notes(app, "error")
+        assert errors and "not installed" in errors[0] and "attach_command" in errors[0]
+
+
+async def test_o_without_a_live_server_says_so() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "o")
+        assert any("needs a live server" in n for n in notes(app, "warning"))
+
+
+# -- w: the web UI ---------------------------------------------------------------------------
+
+async def test_w_without_a_browser_shows_and_copies_the_address(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
+        monkeypatch.delenv(name, raising=False)
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "w")
+        row = app.view.rows[BUSY] if app.view else None
+        assert row is not None
+        url = web_url(views.A, row.directory, "ses_busy")
+        assert app.clipboard == url
+        assert any(url in n and "copied" in n for n in notes(app))
+
+
+# -- --read-only ----------------------------------------------------------------------------
+
+async def test_read_only_offers_no_action_and_says_so(tmp_path: Path) -> None:
+    called = stand_in(tmp_path / "bin")
+    fake = FakeActions()
+    app, _ = make_app(actions=fake, read_only=True, launcher=launcher(tmp_path / "bin"))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        banner = str(app.main_screen.query_one("#banner", Static).render())
+        assert "read-only" in banner
+        footer = app.main_screen.query_one(Footer)
+        shown = " ".join(str(key.render()) for key in footer.query("FooterKey"))
+        assert "Filter" in shown
+        assert not any(word in shown for word in ("Respond", "Abort", "Attach"))
+        for key, keys in ((PERM, ("r", "enter", "o")), (BUSY, ("a", "y", "enter"))):
+            await open_on(pilot, app, key, keys[0])
+            await pilot.press(*keys[1:])
+            await settle(pilot, app)
+            assert app.screen is not None
+        palette = [c.title for c in app.get_system_commands(app.main_screen)]
+        assert "Open the selected session in the web UI" in palette  # reading stays
+        assert not [t for t in palette if t.startswith(("Abort", "Respond", "Open the selected "
+                                                        "session in OpenCode"))]
+        assert fake.calls == [] and not called.exists()
+        assert app.screen is not None and not app.screen.is_modal
+
+
+def test_read_only_from_the_flag_the_config_and_the_environment(tmp_path: Path) -> None:
+    assert build_parser().parse_args(["--read-only"]).read_only is True
+    assert build_parser().parse_args(["demo", "--read-only"]).read_only is True
+    assert build_parser().parse_args([]).read_only is False
+    assert resolve_options(Config(), env={}, read_only=True).read_only
+    assert resolve_options(Config(read_only=True), env={}).read_only
+    assert not resolve_options(Config(), env={}).read_only
+    path = tmp_path / "c.toml"
+    path.write_text('read_only = false\n')
+    for value, want in (("1", True), ("yes", True), ("0", False), ("false", False)):
+        config, _ = load_config(path, env={"OCWATCH_READ_ONLY": value})
+        assert config.read_only is want
