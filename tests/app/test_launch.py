@@ -33,6 +33,7 @@ from .test_actions import BUSY, PERM, notes, open_on, settle
 
 SECRET = "s3cret-for-a"
 OTHER = "someone-elses-password"
+A_AUTH = Auth("opencode", SECRET)
 
 
 def stand_in(folder: Path, code: int = 0) -> Path:
@@ -50,7 +51,7 @@ def stand_in(folder: Path, code: int = 0) -> Path:
 
 
 def launcher(bin_dir: Path, refreshed: list[str] | None = None,
-             auth: Auth | None = Auth("opencode", SECRET)) -> Launcher:
+             auth: Auth | None = A_AUTH) -> Launcher:
     env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/nowhere",
            "OPENCODE_SERVER_PASSWORD": OTHER, "OPENCODE_SERVER_USERNAME": "other-user"}
     return Launcher(DEFAULT_ATTACH, auth_of=lambda url: auth if url == views.A else None,
