@@ -43,6 +43,7 @@ from . import format as fmt
 from .actions import Actions
 from .alerts import Attention, app_sinks
 from .heap import HeapKeeper
+from .inspect import Inspector, Peek
 from .launch import Launch, Launcher, LaunchError, has_graphical_browser, web_url
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
@@ -96,8 +97,14 @@ class OcwatchApp(App[None]):
         recording: FleetRecording | None = None,
         read_only: bool = False,
         launcher: Launcher | None = None,
+        peek: Peek | None = None,
     ) -> None:
         super().__init__()
+        self.activity_changed: Signal[Key] = Signal(self, "activity-changed")
+        self.inspector = Inspector(self, peek, changed=self.activity_changed.publish)
+        """Reads what the selected session is doing (None peek: no live server)."""
+        self.show_pane = True
+        """The details pane beside the table (wide terminals; d toggles it)."""
         self.read_only = read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
         self.launcher = launcher
@@ -550,6 +557,7 @@ def create_app(
     recording: FleetRecording | None = None,
     read_only: bool = False,
     launcher: Launcher | None = None,
+    peek: Peek | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -569,10 +577,12 @@ def create_app(
     `read_only`: every action off (abort, reply, answer, attach), for wall screens.
     `launcher`: builds the command `o` runs to attach OpenCode to a session (None: `o` says it
     needs a live server).
+    `peek`: reads what the selected session is doing (`FleetPeek(fleet)`; None: the details
+    say it needs a live server).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
                       user_theme_dir=user_theme_dir, actions=actions,
                       alerts=alerts, notices=notices, observers=observers,
                       deliverer=deliverer, replay=replay, recording=recording,
-                      read_only=read_only, launcher=launcher)
+                      read_only=read_only, launcher=launcher, peek=peek)

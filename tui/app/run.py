@@ -20,6 +20,7 @@ from tui.core.view import Changes, View
 
 from .actions import FleetActions
 from .app import create_app
+from .inspect import FleetPeek
 from .launch import Launcher, check_template
 
 if TYPE_CHECKING:
@@ -100,7 +101,7 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
         app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
                          notices=opts.notices, actions=FleetActions(fleet), observers=observers,
                          deliverer=deliverer, recording=recording_of(fleet),
-                         read_only=opts.read_only, launcher=launcher)
+                         read_only=opts.read_only, launcher=launcher, peek=FleetPeek(fleet))
         app.run()
     return app.return_code or 0
 
@@ -126,7 +127,7 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
                              actions=FleetActions(fleet), observers=observers,
                              deliverer=off_terminal(opts, fleet),
                              recording=recording_of(fleet), read_only=opts.read_only,
-                             launcher=launcher_for(opts, fleet))
+                             launcher=launcher_for(opts, fleet), peek=FleetPeek(fleet))
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "

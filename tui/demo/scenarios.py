@@ -272,7 +272,28 @@ async def read_step(a: Actor, run: Run) -> None:
     a.world.next_step(run, a.tokens())
 
 
+PLAN = ("Read the code around the change", "Make the change", "Run the test suite",
+        "Summarise what changed")
+
+
+def advance_todos(a: Actor) -> None:
+    """The agent's todo list moves one step: the item in progress is done, the next starts."""
+    todos = a.world.todos.get(a.sid) or [
+        {"id": f"todo{i}", "content": text, "status": "pending", "priority": "medium"}
+        for i, text in enumerate(PLAN)]
+    todos = [dict(t) for t in todos]
+    for t in todos:
+        if t["status"] == "in_progress":
+            t["status"] = "completed"
+            break
+    following = next((t for t in todos if t["status"] == "pending"), None)
+    if following is not None:
+        following["status"] = "in_progress"
+    a.world.set_todos(a.sid, todos)
+
+
 async def edit_step(a: Actor, run: Run) -> None:
+    advance_todos(a)
     part = a.world.start_tool(run, "edit", {"filePath": f"{a.spec.directory}/{_rel(a)}",
                                             "oldString": "TODO", "newString": "done"})
     await a.sleep(4)

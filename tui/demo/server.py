@@ -37,7 +37,13 @@ HTML_PAGE = """<!doctype html>
 </html>
 """
 
-_SESSION = re.compile(r"^/session/([^/]+)(/message|/children|/abort|/prompt_async)?$")
+_SESSION = re.compile(r"^/session/([^/]+)(/message|/children|/todo|/abort|/prompt_async)?$")
+PROVIDERS = {"providers": [{"id": "anthropic", "name": "Anthropic", "models": {
+    "claude-sonnet-4-5": {"id": "claude-sonnet-4-5", "providerID": "anthropic",
+                          "name": "Claude Sonnet 4.5",
+                          "limit": {"context": 200000, "output": 64000}}}}],
+    "default": {"anthropic": "claude-sonnet-4-5"}}
+"""`GET /config/providers`: the one model the demo's agents use, with its context window."""
 _REQUEST = re.compile(r"^/(permission|question)/([^/]+)/(reply|reject)$")
 
 
@@ -181,6 +187,8 @@ class DemoServer:
             return json_response({"data": {}})
         if path == "/session/status":
             return json_response(w.status_for(directory))
+        if path == "/config/providers":
+            return json_response(PROVIDERS)
         if path == "/permission":
             return json_response(w.permissions_for(directory))
         if path == "/question":
@@ -196,6 +204,8 @@ class DemoServer:
             return json_response(w.last_messages(sid, _int(req.query.get("limit"))))
         if sub == "/children":
             return json_response([w.sessions[c] for c in w.children(sid)])
+        if sub == "/todo":
+            return json_response(w.todos.get(sid, []))
         return json_response(w.sessions[sid])
 
     def _session_list(self, req: Request, directory: str | None) -> list[dict[str, Any]]:

@@ -111,6 +111,8 @@ class World:
         self.status: dict[str, Json] = {}
         self.permissions: dict[str, Json] = {}
         self.questions: dict[str, Json] = {}
+        self.todos: dict[str, list[Json]] = {}
+        """`GET /session/{id}/todo`: what a session's agent wrote with its todo tool."""
         self.runs: dict[str, Run] = {}
         self._seq: dict[str, int] = {}
         self._ids = 0
@@ -259,6 +261,12 @@ class World:
             return
         self.status[sid] = status
         self.emit(directory, "session.status", {"sessionID": sid, "status": status})
+
+    def set_todos(self, sid: str, todos: list[Json]) -> None:
+        """The agent's todo list (its todo tool), as `todo.updated` announces it."""
+        self.todos[sid] = todos
+        self.emit(self.sessions[sid]["directory"], "todo.updated",
+                  {"sessionID": sid, "todos": todos})
 
     def set_retry(self, sid: str, attempt: int, message: str, next_ms: int) -> None:
         self.set_status(sid, {"type": "retry", "attempt": attempt, "message": message,

@@ -16,6 +16,7 @@ from tui.core.raw import RawFacts
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
+from ..widgets.activity import activity_content
 from .dialog import block, multiline
 from .view_screen import ViewScreen
 
@@ -267,6 +268,8 @@ class DetailScreen(ViewScreen):
             yield Static(id="detail-gone")
             yield Static("State", classes="heading")
             yield Static(id="detail-summary", classes="section")
+            yield Static("Doing", classes="heading")
+            yield Static(id="detail-activity", classes="section")
             yield Static("Waiting for you", classes="heading pending")
             yield Static(id="detail-pending", classes="section pending")
             yield Static("Evidence", classes="heading")
@@ -285,8 +288,22 @@ class DetailScreen(ViewScreen):
         yield Footer()
 
     def on_mount(self) -> None:
+        self.ocwatch.activity_changed.subscribe(self, self._on_activity)
         self.follow_view()
         self.query_one("#detail-body").focus()
+
+    def _on_activity(self, key: Key) -> None:
+        if key == self.key and self.row is not None:
+            self._show_activity(self.row)
+
+    def _show_activity(self, row: SessionRow) -> None:
+        app = self.ocwatch
+        inspector = app.inspector
+        gone = app.view is None or self.key not in app.view.rows
+        activity = inspector.activity(row.key) if gone else inspector.want(row, app.now)
+        self.query_one("#detail-activity", Static).update(activity_content(
+            row, activity, app.now, loading=inspector.loading(row.key),
+            error=inspector.error(row.key), available=inspector.available))
 
     def show_view(self) -> None:
         """Display the session from the app's latest View (the last known row if it is gone)."""
@@ -317,6 +334,7 @@ class DetailScreen(ViewScreen):
         self.query_one("#detail-title", Static).update(
             Content.assemble(*state_parts(row), "  ", (title, "bold")))
         self.query_one("#detail-summary", Static).update(summary_section(row, view, now))
+        self._show_activity(row)
         self.query_one("#detail-evidence", Static).update(evidence_section(row))
         pending = pending_section(row)
         for widget in self.query(".pending"):

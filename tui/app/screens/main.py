@@ -5,17 +5,22 @@ from __future__ import annotations
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
+from textual.containers import Horizontal
 from textual.content import Content
 from textual.widgets import DataTable, Footer, Input, Static
 
 from tui.core.view import View, loaded
 
 from .. import format as fmt
+from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
 from ..widgets.summary import FilterStatus, Summary
 from .view_screen import ViewScreen
 
+PANE_AT = 140
+"""Columns from which the details pane fits beside the table (narrower: `d` opens the
+detail view, which shows the same)."""
 STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
 """`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
 
@@ -80,6 +85,9 @@ class MainScreen(ViewScreen):
         Binding("o", "app.attach", "Attach",
                 tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
         Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
+        Binding("d", "toggle_pane", "Details pane",
+                tooltip="Show or hide the details pane beside the table (from 140 columns; "
+                        "narrower, the detail view)", show=False),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
@@ -99,7 +107,9 @@ class MainScreen(ViewScreen):
         yield Summary(id="summary")
         yield FilterStatus(id="filter-status")
         yield Static(id="empty")
-        yield SessionTable(id="sessions")
+        with Horizontal(id="body"):
+            yield SessionTable(id="sessions")
+            yield DetailsPane(id="pane")
         yield Input(placeholder="filter by title, id or folder, or a regular expression (enter "
                     "keeps, esc clears)",
                     id="filter")
@@ -111,7 +121,7 @@ class MainScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-
+        self.ocwatch.activity_changed.subscribe(self, self._on_activity)
         self.follow_view()
 
     def show_view(self) -> None:
@@ -124,6 +134,37 @@ class MainScreen(ViewScreen):
         if view is not None:
             self.table.show(view, now, unread=app.unread)
         self._refresh_status()
+        self.show_pane()
+
+    @property
+    def pane(self) -> DetailsPane:
+        return self.query_one(DetailsPane)
+
+    def show_pane(self) -> None:
+        """The details pane: shown when it fits and is wanted, on the cursor's session."""
+        app = self.ocwatch
+        pane = self.pane
+        want = app.show_pane and self.size.width >= PANE_AT and bool(
+            app.view is not None and app.view.rows)
+        if pane.display != want:
+            pane.display = want
+        if not want:
+            return
+        key = self.table.cursor_key
+        row = app.view.rows.get(key) if key is not None and app.view is not None else None
+        inspector = app.inspector
+        activity = inspector.want(row, app.now) if row is not None else None
+        pane.show(row, activity, app.now, loading=row is not None and inspector.loading(row.key),
+                  error=inspector.error(row.key) if row is not None else None,
+                  available=inspector.available)
+
+    def _on_activity(self, key: tuple[str, str]) -> None:
+        if key == self.table.cursor_key:
+            self.show_pane()
+
+    def on_resize(self, event: events.Resize) -> None:
+        super().on_resize(event)
+        self.show_pane()
 
     def show_banner(self) -> None:
         """The line above the servers: a replay's state and keys, or a recording running."""
@@ -171,6 +212,7 @@ class MainScreen(ViewScreen):
         if key != self._highlighted:
             self.ocwatch.mark_read(self._highlighted)
             self._highlighted = key
+            self.show_pane()
         self.ocwatch.mark_read(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
@@ -210,6 +252,16 @@ class MainScreen(ViewScreen):
         else:
             self.table.set_filters(state="all", text="")
         self.table.focus()
+
+    def action_toggle_pane(self) -> None:
+        """Show or hide the details pane; on a narrow terminal, open the detail view."""
+        if self.size.width < PANE_AT:
+            key = self.table.cursor_key
+            if key is not None:
+                self.ocwatch.open_details(key)
+            return
+        self.ocwatch.show_pane = not self.ocwatch.show_pane
+        self.show_pane()
 
     def action_state_filter(self, state: str) -> None:
         """Show only one state (`all` shows every row)."""

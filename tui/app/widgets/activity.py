@@ -1,0 +1,179 @@
+"""What a session is doing, on screen: the detail view's "Doing" section and the details pane
+beside the table (wide terminals, `d`)."""
+
+from __future__ import annotations
+
+from textual.app import ComposeResult
+from textual.containers import VerticalScroll
+from textual.content import Content
+from textual.widgets import Static
+
+from tui.core.activity import Activity, ToolRun, summarize_todos
+from tui.core.view import RUNNING, SessionRow
+
+from .. import format as fmt
+
+Part = str | tuple[str, str]
+LABEL = 10
+MUTED = "$foreground-muted"
+
+
+def _label(name: str) -> tuple[str, str]:
+    return (f"{name:<{LABEL - 1}} ", MUTED)
+
+
+def _tool(run: ToolRun, now: float, running: bool, directory: str = "") -> list[Part]:
+    """`bash: npm test · 2m10s`; a path inside the session's folder is shown relative to it."""
+    parts: list[Part] = [(fmt.literal(run.tool), "bold")]
+    summary = run.summary
+    if directory and summary.startswith(directory.rstrip("/") + "/"):
+        summary = summary[len(directory.rstrip("/")) + 1:]
+    if summary:
+        parts += [": ", fmt.literal(summary)]
+    if running and run.started is not None:
+        parts += [(f" · {fmt.duration(now - run.started)}", "$state-busy")]
+    elif running:
+        parts += [(" · starting", MUTED)]
+    elif run.status in ("pending", "running"):
+        parts += [(" · did not finish", "$state-error")]
+    elif run.status != "completed":
+        parts += [(f" · {fmt.literal(run.status)}", "$state-error" if run.status == "error"
+                   else MUTED)]
+    return parts
+
+
+def _todos(activity: Activity) -> list[Part]:
+    todos = activity.todos or ()
+    done, total, current = summarize_todos(todos)
+    parts: list[Part] = [_label("todos"), f"{done}/{total} done"]
+    if current is not None:
+        parts += [(" · now: ", MUTED), fmt.literal(current.content)]
+    elif done < total:
+        following = next((t for t in todos if t.status == "pending"), None)
+        if following is not None:
+            parts += [(" · next: ", MUTED), fmt.literal(following.content)]
+    return parts
+
+
+def _count(n: int, more: bool) -> str:
+    return f"{n}+" if more else str(n)
+
+
+def activity_content(row: SessionRow, activity: Activity | None, now: float, *,
+                     loading: bool = False, error: str | None = None,
+                     available: bool = True) -> Content:
+    """The "Doing" lines of a session: model and agent, the tool running now (or the last
+    one), todo progress, the end of the last reply, tokens, context use, messages and cost."""
+    if not available:
+        return Content.styled("What the session is doing is read from a live server.", MUTED)
+    if activity is None:
+        if error:
+            return Content.styled(f"Cannot read what it is doing: {fmt.literal(error)}",
+                                  "$state-error")
+        return Content.styled("Reading what it is doing …", MUTED)
+    parts: list[Part] = []
+
+    def line(*more: Part) -> None:
+        if parts:
+            parts.append("\n")
+        parts.extend(more)
+
+    if activity.model or activity.agent:
+        agent: list[Part] = [(" · agent ", MUTED), fmt.literal(activity.agent)] if (
+            activity.agent) else []
+        line(_label("model"), fmt.literal(activity.model or "–"), *agent)
+    running = row.state in RUNNING or row.state == "input"
+    if running and activity.running:
+        for run in activity.running:
+            line(_label("running"), *_tool(run, now, run.status == "running", row.directory))
+    elif activity.last_tool is not None:
+        line(_label("last tool"), *_tool(activity.last_tool, now, False, row.directory))
+    if activity.todos:
+        line(*_todos(activity))
+    if activity.reply:
+        line(_label("reply"), (fmt.clock_time(activity.reply_at, now), MUTED))
+        for text in activity.reply.splitlines():
+            line("  ", fmt.literal(text))
+    elif running:
+        line(_label("reply"), ("nothing written yet", MUTED))
+    t = activity.tokens
+    over = f" (last {activity.messages} messages)" if activity.more else ""
+    line(_label("tokens"), f"in {fmt.tokens(t.input)} · out {fmt.tokens(t.output)} · "
+         f"reasoning {fmt.tokens(t.reasoning)}", (over, MUTED))
+    line(_label("cache"), f"{fmt.tokens(t.cache_read)} read · {fmt.tokens(t.cache_write)} "
+         "written")
+    if activity.context is not None:
+        share = activity.context_share
+        if share is not None and activity.context_limit:
+            style = "$state-error" if share >= 0.9 else "$state-retry" if share >= 0.7 else ""
+            line(_label("context"), (f"≈ {share:.0%}", style),
+                 f" of {fmt.tokens(activity.context_limit)}",
+                 (f" ({fmt.tokens(activity.context)}: the last step's tokens)", MUTED))
+        else:
+            line(_label("context"), f"≈ {fmt.tokens(activity.context)} tokens",
+                 (" (the model's window is not in the server's config)", MUTED))
+    line(_label("messages"), _count(activity.messages, activity.more),
+         (" · cost ", MUTED), fmt.money(row.cost if row.cost is not None else activity.cost))
+    if error:
+        line((f"(the last look failed: {fmt.literal(error)})", "$state-error"))
+    elif loading:
+        line(("(reading again …)", MUTED))
+    return Content.assemble(*parts)
+
+
+def pane_header(row: SessionRow, now: float) -> Content:
+    """The pane's first lines: state, title, what is asked, the stale evidence."""
+    style = f"${fmt.state_variable(row)} bold"
+    parts: list[Part] = [(fmt.state_label(row), style)]
+    if row.reason:
+        parts += [" ", (row.reason, f"${fmt.state_variable(row)}")]
+    if row.stale:
+        parts += ["  ", (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse")]
+    in_state = None if row.since is None else now - row.since
+    parts += [(f"  {fmt.duration(in_state)}", MUTED), "\n",
+              (fmt.literal(row.title) or row.id, "bold"), "\n",
+              (f"{fmt.literal(row.id)} · {fmt.literal(fmt.short_folder(row.directory))}", MUTED)]
+    for item in row.pending:
+        asked = item.summary.removeprefix(f"{item.kind} ").removeprefix(f"{item.kind}: ")
+        parts += ["\n", (f"? {item.kind} ", "$state-input bold"), fmt.literal(asked)]
+    if row.stale or row.state == "unknown":
+        for ev in row.evidence[:4]:
+            parts += ["\n", ("• ", "$state-stale" if row.stale else MUTED), fmt.literal(ev)]
+    if row.error:
+        parts += ["\n", (fmt.literal(fmt.truncate(row.error, 300)), "$state-error")]
+    return Content.assemble(*parts)
+
+
+class DetailsPane(VerticalScroll, can_focus=False):
+    """Beside the table on wide terminals: the cursor's session and what it is doing."""
+
+    DEFAULT_CSS = """
+    DetailsPane {
+        width: 60;
+        height: 1fr;
+        border-left: vkey $panel-lighten-2;
+        padding: 0 1;
+    }
+    DetailsPane > .pane-heading {
+        margin-top: 1;
+        color: $primary;
+        text-style: bold;
+    }
+    """
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="pane-header")
+        yield Static("Doing", classes="pane-heading")
+        yield Static(id="pane-activity")
+
+    def show(self, row: SessionRow | None, activity: Activity | None, now: float, *,
+             loading: bool, error: str | None, available: bool) -> None:
+        header = self.query_one("#pane-header", Static)
+        body = self.query_one("#pane-activity", Static)
+        if row is None:
+            header.update(Content.styled("No session selected.", MUTED))
+            body.update("")
+            return
+        header.update(pane_header(row, now))
+        body.update(activity_content(row, activity, now, loading=loading, error=error,
+                                     available=available))
