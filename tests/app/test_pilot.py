@@ -34,6 +34,7 @@ def shown(app: OcwatchApp) -> list[str]:
 
 async def test_rows_match_lines_and_titles_are_literal() -> None:
     app, _ = make_app()
+    app.show_pane = False  # the whole width for the table: every title whole
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         t = table(app)
@@ -107,6 +108,7 @@ async def test_state_filter_keys() -> None:
 
 async def test_sort_by_key_and_header_click() -> None:
     app, _ = make_app()
+    app.show_pane = False  # the whole width for the table: its wide columns
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         t = table(app)
@@ -227,6 +229,7 @@ async def test_detail_shows_pending_evidence_and_error() -> None:
 
 async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
     app, source = make_app()
+    app.show_pane = False  # the whole width for the table: its wide columns
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         t = table(app)

@@ -12,6 +12,7 @@ from tui.core.view import View
 from . import views
 from .conftest import make_app
 from .fake_actions import FakeActions
+from .fake_peek import FakePeek
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -25,6 +26,38 @@ def test_main_every_state_wide(snap_compare) -> None:
 def test_main_narrow_80x24(snap_compare) -> None:
     app, _ = make_app()
     assert snap_compare(app, terminal_size=NARROW)
+
+
+async def _doing_shown(pilot: Pilot, key: tuple[str, str]) -> None:
+    """Select `key` and wait until what it is doing is on screen."""
+    app = pilot.app
+    await pilot.pause()
+    assert app.main_screen.table.select_key(key)  # type: ignore[attr-defined]
+    for _ in range(100):
+        await pilot.pause(0.05)
+        if app.inspector.activity(key) is not None:  # type: ignore[attr-defined]
+            break
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [WIDE, (200, 50)], ids=["160x48", "200x50"])
+def test_details_pane_beside_the_table(snap_compare, size: tuple[int, int]) -> None:
+    """From 140 columns: the cursor's session and what it is doing, beside the table."""
+    app, _ = make_app(peek=FakePeek())
+    assert snap_compare(app, terminal_size=size,
+                        run_before=lambda pilot: _doing_shown(pilot, (views.A, "ses_busy")))
+
+
+def test_detail_doing_80x24(snap_compare) -> None:
+    """Narrow: the detail view's Doing section says the same."""
+    app, _ = make_app(peek=FakePeek())
+
+    async def open_detail(pilot: Pilot) -> None:
+        await _doing_shown(pilot, (views.A, "ses_busy"))
+        await pilot.press("d")
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)
 
 
 @pytest.mark.parametrize("theme", ["ocwatch-dark", "ocwatch-light", "ocwatch-contrast"])

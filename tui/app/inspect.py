@@ -74,6 +74,7 @@ class Inspector:
         self.changed = changed
         self._kept: OrderedDict[Key, tuple[Activity, float | None]] = OrderedDict()
         """key -> (the activity, the row's `updated` it was read for)."""
+        self.settle = SETTLE
         self._wanted: Key | None = None
         self._busy: Key | None = None
         self._failed: dict[Key, tuple[str, float]] = {}
@@ -111,13 +112,17 @@ class Inspector:
             age = now - kept[0].fetched_at
             stale = (kept[1] != row.updated and age >= UPDATED_GAP) or (
                 row.state in RUNNING and age >= RUNNING_EVERY)
-        if stale and self._busy is None and self._wanted != key:
-            self._wanted = key
-            if kept is None:  # a new selection: read it once the cursor stops there
-                self.app.set_timer(SETTLE, lambda: self._start(key))
-            else:  # (a timer of 0 s divides by zero in Textual)
-                self.app.call_next(self._start, key)
+        if stale and self._wanted != key:
+            self._wanted = key  # the newest wish wins; started now, or when a look lands
+            if self._busy is None:
+                self._schedule(key, self.settle if kept is None else 0.0)
         return kept[0] if kept is not None else None
+
+    def _schedule(self, key: Key, delay: float) -> None:
+        if delay > 0:  # a new selection: read it once the cursor rests there
+            self.app.set_timer(delay, lambda: self._start(key))
+        else:  # (a timer of 0 s divides by zero in Textual)
+            self.app.call_next(self._start, key)
 
     def _start(self, key: Key) -> None:
         if self._wanted != key or self._busy is not None:
@@ -150,4 +155,6 @@ class Inspector:
             self._busy = None
             if self._wanted == key:
                 self._wanted = None
+            elif self._wanted is not None:  # the selection moved while this look ran
+                self._schedule(self._wanted, self.settle)
         self.changed(key)

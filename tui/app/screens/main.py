@@ -21,6 +21,16 @@ from .view_screen import ViewScreen
 PANE_AT = 140
 """Columns from which the details pane fits beside the table (narrower: `d` opens the
 detail view, which shows the same)."""
+PANE_MIN, PANE_MAX = 40, 64
+
+
+def pane_width(screen: int) -> int:
+    """About a third of the screen, between PANE_MIN and PANE_MAX columns. The table keeps the
+    rest: under WIDE_AT it drops its cost and tokens columns (the pane shows both) and puts the
+    stale flag in the reason column, so titles and what is asked keep their room."""
+    return max(PANE_MIN, min(PANE_MAX, screen * 35 // 100))
+
+
 STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
 """`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
 
@@ -150,6 +160,9 @@ class MainScreen(ViewScreen):
             pane.display = want
         if not want:
             return
+        width = pane_width(self.size.width)
+        if pane.styles.width is None or pane.styles.width.value != width:
+            pane.styles.width = width
         key = self.table.cursor_key
         row = app.view.rows.get(key) if key is not None and app.view is not None else None
         inspector = app.inspector

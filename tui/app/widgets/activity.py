@@ -149,7 +149,7 @@ class DetailsPane(VerticalScroll, can_focus=False):
 
     DEFAULT_CSS = """
     DetailsPane {
-        width: 60;
+        width: 50;
         height: 1fr;
         border-left: vkey $panel-lighten-2;
         padding: 0 1;

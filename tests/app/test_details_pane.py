@@ -1,0 +1,108 @@
+"""The details pane beside the table (wide terminals, `d`) and the detail view's Doing section,
+with a fake Peek: what is shown, and that only the selected session is read."""
+
+from __future__ import annotations
+
+from textual.widgets import Static
+
+from tui.app.screens.detail import DetailScreen
+from tui.core.client import Unreachable
+
+from .conftest import make_app
+from .fake_peek import FakePeek
+from .test_actions import BUSY, PERM, open_on, until
+
+
+def pane_text(app) -> str:  # type: ignore[no-untyped-def]
+    screen = app.main_screen
+    return "\n".join(str(screen.query_one(f"#{i}", Static).render())
+                     for i in ("pane-header", "pane-activity"))
+
+
+async def test_the_pane_follows_the_cursor_and_reads_only_where_it_stops() -> None:
+    peek = FakePeek()
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        table = app.main_screen.table
+        assert app.main_screen.pane.display
+        assert table.select_key(BUSY)
+        await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
+        text = pane_text(app)
+        for shown in ("Refactor the payment module", "bash: npm test · 2m10s",
+                      "1/3 done · now: Fix it", "Second line [bold]literal[/]",
+                      "in 1.2k · out 300 · reasoning 50", "9.0k read · 100 written",
+                      "≈ 11% of 100.0k", "fake/fake · agent build", "12"):
+            assert shown in text, shown
+        looks = len(peek.looks)
+        app.inspector.settle = 1.0  # (150 ms in use: a loaded CI machine may press slower)
+        for _ in range(6):  # running the cursor down: each row is passed within the pause
+            await pilot.press("j")
+        await until(pilot, lambda: len(peek.looks) > looks)
+        await pilot.pause(0.3)
+        assert len(peek.looks) == looks + 1  # one look, where the cursor stopped
+        key = table.cursor_key
+        assert key is not None and peek.looks[-1] == key[1]
+        await until(pilot, lambda: f"Reply of {key[1]}." in pane_text(app))
+
+
+async def test_d_hides_and_shows_the_pane_and_narrow_terminals_open_the_detail_view() -> None:
+    app, _ = make_app(peek=FakePeek())
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        pane = app.main_screen.pane
+        assert pane.display
+        await pilot.press("d")
+        await pilot.pause()
+        assert not pane.display and app.main_screen.table.size.width == 160
+        await pilot.press("d")
+        await pilot.pause()
+        assert pane.display
+    app, _ = make_app(peek=FakePeek())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert not app.main_screen.pane.display  # no room beside the table
+        await open_on(pilot, app, PERM, "d")
+        assert isinstance(app.screen, DetailScreen) and app.screen.key == PERM
+
+
+async def test_the_detail_view_shows_what_it_is_doing() -> None:
+    peek = FakePeek()
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "enter")
+        screen = app.screen
+        assert isinstance(screen, DetailScreen)
+
+        def doing() -> str:
+            return str(screen.query_one("#detail-activity", Static).render())
+
+        await until(pilot, lambda: "Reply of ses_busy." in doing())
+        assert "bash: npm test · 2m10s" in doing()
+        assert peek.looks == ["ses_busy"]
+
+
+async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:
+    peek = FakePeek()
+    peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.main_screen.table.select_key(BUSY)
+        await until(pilot, lambda: "Cannot read what it is doing" in pane_text(app)
+                    and "Refactor the payment module" in pane_text(app))
+        assert "cannot connect" in pane_text(app) and peek.looks[-1] == "ses_busy"
+        looks = len(peek.looks)
+        for _ in range(10):  # the 1 s tick and redraws do not hammer the server
+            app.pull()
+            await pilot.pause(0.05)
+        assert len(peek.looks) == looks
+
+
+async def test_without_a_live_server_the_pane_says_where_activity_comes_from() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.main_screen.table.select_key(BUSY)
+        await pilot.pause()
+        assert "read from a live server" in pane_text(app)
