@@ -340,6 +340,19 @@ class ScriptedModel:
 
         self.on("task", task)
         self.on(
+            "todo",
+            lambda r: tool_reply(
+                "todowrite",
+                {"todos": [
+                    {"content": "Read the failing test", "status": "completed",
+                     "priority": "high"},
+                    {"content": "Fix the parser", "status": "in_progress", "priority": "high"},
+                    {"content": "Run the suite", "status": "pending", "priority": "medium"},
+                ]},
+                text="Planning the work.",
+            ),
+        )
+        self.on(
             "hang",
             lambda r: Reply(
                 steps=[("text", "Working on it"), ("wait", arg_of(r) or ""), ("finish", "stop")]

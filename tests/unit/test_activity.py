@@ -106,6 +106,18 @@ def test_todos_and_their_progress() -> None:
     assert todo_items({"not": "a list"}) is None  # an unknown route's answer: no todos
 
 
+def test_the_todo_list_as_written_when_the_server_keeps_only_open_ones() -> None:
+    written = [{"content": "Read", "status": "completed"}, {"content": "Fix", "status":
+                                                               "in_progress"}]
+    msg = {"info": {"role": "assistant"}, "parts": [
+        {"type": "tool", "tool": "todowrite", "state": {"status": "completed",
+                                                       "input": {"todos": written}}}]}
+    a = activity_from("s", [msg], fetched_at=0, todos=[written[1]])
+    assert a.todos is not None and summarize_todos(a.todos)[:2] == (1, 2)
+    same = activity_from("s", [msg], fetched_at=0, todos=written + [{"content": "More"}])
+    assert same.todos is not None and len(same.todos) == 3  # the server's own list wins
+
+
 def test_model_limits_from_the_providers_config() -> None:
     cfg = {"providers": [
         {"id": "fake", "models": {"fake": {"limit": {"context": 100000, "output": 4000}},

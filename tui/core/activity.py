@@ -206,6 +206,7 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
     """What the newest `messages` (`[{info, parts}]`, oldest first, as the server lists them)
     say the session is doing. Pure."""
     reply, reply_at = "", None
+    written: Any = None  # the todo list of the newest todowrite call
     last_tool: ToolRun | None = None
     model = agent = None
     tokens = TokenSplit()
@@ -243,6 +244,8 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
                 text.append(part["text"])
             elif kind == "tool":
                 last_tool = tool_run(part)
+                if part.get("tool") == "todowrite":
+                    written = _dict(_dict(part.get("state")).get("input")).get("todos")
         if "".join(text).strip():
             reply = reply_end("\n".join(text))
             reply_at = _ms(_dict(info.get("time")).get("created"))
@@ -254,8 +257,11 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
                                                             else ())
                                if _dict(p).get("type") == "tool")
                if run.status in ("pending", "running")]
+    listed, whole = todo_items(todos), todo_items(written)
+    if whole is not None and (listed is None or len(whole) > len(listed)):
+        listed = whole  # servers that keep only the open todos: the list as the agent wrote it
     return Activity(session_id, fetched_at, reply, reply_at, tuple(running), last_tool,
-                    todo_items(todos), model, agent, tokens, context, context_limit,
+                    listed, model, agent, tokens, context, context_limit,
                     len(entries), len(entries) >= limit, cost, error)
 
 
