@@ -32,3 +32,43 @@ class FakePeek:
                    TodoItem("Test", "pending")),
             model="fake/fake", agent="build", tokens=TokenSplit(1200, 300, 50, 9000, 100),
             context=10_650, context_limit=100_000, messages=12)
+
+
+def chat(n: int, *, start: int = 0, text: str = "Reply") -> list[dict[str, object]]:
+    """`n` messages as `GET /session/{id}/message` lists them: prompts and replies in turn,
+    every third reply with a tool call, ids growing with time."""
+    out: list[dict[str, object]] = []
+    t0 = int(views.clock() * 1000) - 3_600_000
+    for i in range(start, start + n):
+        created = t0 + i * 1000
+        if i % 2 == 0:
+            out.append({"info": {"id": f"msg_{i:06d}", "role": "user", "agent": "build",
+                                 "time": {"created": created}},
+                        "parts": [{"type": "text", "text": f"Prompt {i}"}]})
+            continue
+        parts: list[dict[str, object]] = [{"type": "text", "text": f"{text} {i}\nline two"}]
+        if i % 3 == 0:
+            parts.append({"type": "tool", "tool": "bash", "state": {
+                "status": "completed", "input": {"command": f"make step-{i}"},
+                "time": {"start": created + 100, "end": created + 2100}}})
+        out.append({"info": {"id": f"msg_{i:06d}", "role": "assistant", "agent": "build",
+                             "modelID": "fake", "providerID": "fake",
+                             "time": {"created": created, "completed": created + 900},
+                             "finish": "stop"}, "parts": parts})
+    return out
+
+
+class ChatPeek(FakePeek):
+    """A FakePeek whose sessions have `messages` (a list the test may extend)."""
+
+    def __init__(self, messages: list[dict[str, object]]) -> None:
+        super().__init__()
+        self.chat = messages
+        self.reads: list[int | None] = []
+
+    async def messages(self, server: str, session_id: str, directory: str,
+                       limit: int | None) -> list[object]:
+        self.reads.append(limit)
+        if self.fail is not None:
+            raise self.fail
+        return list(self.chat if limit is None else self.chat[-limit:])

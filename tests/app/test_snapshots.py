@@ -12,7 +12,7 @@ from tui.core.view import View
 from . import views
 from .conftest import make_app
 from .fake_actions import FakeActions
-from .fake_peek import FakePeek
+from .fake_peek import ChatPeek, FakePeek, chat
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -58,6 +58,30 @@ def test_detail_doing_80x24(snap_compare) -> None:
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_conversation(snap_compare, size: tuple[int, int]) -> None:
+    """The conversation view at the end of a 40-message session: prompts, replies, tool
+    calls on one line each, and a running reply."""
+    messages = chat(40)
+    messages[-1]["info"]["time"].pop("completed")  # type: ignore[index, union-attr]
+    messages[-1]["parts"].append({"type": "tool", "tool": "edit", "state": {  # type: ignore[union-attr]
+        "status": "running", "input": {"filePath": "/home/dev/src/shop/src/app.py"},
+        "time": {"start": int(views.clock() * 1000) - 75_000}}})
+    app, _ = make_app(peek=ChatPeek(messages))
+
+    async def open_conversation(pilot: Pilot) -> None:
+        await pilot.pause()
+        assert app.main_screen.table.select_key((views.A, "ses_busy"))
+        await pilot.press("m")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if getattr(app.screen, "loaded_all", False):
+                break
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=open_conversation)
 
 
 @pytest.mark.parametrize("theme", ["ocwatch-dark", "ocwatch-light", "ocwatch-contrast"])

@@ -132,7 +132,10 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st
                     | st.dictionaries(st.sampled_from(["info", "parts", "role", "type", "text",
                                                        "tool", "state", "status", "input",
                                                        "tokens", "cache", "time", "start",
-                                                       "modelID", "providerID", "cost"]),
+                                                       "modelID", "providerID", "cost", "id",
+                                                       "error", "name", "data", "message",
+                                                       "model", "agent", "finish",
+                                                       "synthetic", "todos"]),
                                       inner, max_size=5), max_leaves=25)
 
 

@@ -47,6 +47,7 @@ from .inspect import Inspector, Peek
 from .launch import Launch, Launcher, LaunchError, has_graphical_browser, web_url
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
+from .screens.conversation import ConversationScreen
 from .screens.detail import DetailScreen
 from .screens.help import DETAIL_EXTRA, NAVIGATION, HelpScreen, binding_rows
 from .screens.main import MainScreen
@@ -212,6 +213,9 @@ class OcwatchApp(App[None]):
                             "drift (i)", self.action_servers)
         key = self.selected_key(screen)
         if key is not None:
+            yield SystemCommand("Conversation of the selected session",
+                                "Its prompts, replies, tool calls and errors, following new "
+                                "ones (m)", self.action_conversation)
             yield SystemCommand("Open the selected session in the web UI",
                                 "The server's web page of the session; its address is copied "
                                 "too (w)", self.action_web)
@@ -396,7 +400,7 @@ class OcwatchApp(App[None]):
     def selected_key(self, screen: Screen[Any] | None = None) -> Key | None:
         """The session the user has in front of them: the detail view's, or the cursor's."""
         screen = screen or self.screen
-        if isinstance(screen, DetailScreen):
+        if isinstance(screen, DetailScreen | ConversationScreen):
             return screen.key
         return self.main_screen.table.cursor_key
 
@@ -414,6 +418,16 @@ class OcwatchApp(App[None]):
         if row is None:
             self.notify("No session selected.", severity="warning", timeout=3)
         return row
+
+    def action_conversation(self) -> None:
+        """Open the selected session's conversation (its messages, following new ones)."""
+        row = self._selected_row()
+        if row is None:
+            return
+        if isinstance(self.screen, ConversationScreen) and self.screen.key == row.key:
+            return
+        self.mark_read(row.key)
+        self.push_screen(ConversationScreen(row.key, row))
 
     def action_attach(self) -> None:
         """Suspend the dashboard and run OpenCode's TUI on the selected session; back when it
@@ -479,7 +493,8 @@ class OcwatchApp(App[None]):
         self.call_from_thread(self.notify, said, title="Web UI", timeout=8, markup=False)
 
     def _state_filter(self, state: str) -> None:
-        while isinstance(self.screen, DetailScreen | HelpScreen | ServersScreen):
+        while isinstance(self.screen, DetailScreen | HelpScreen | ServersScreen
+                         | ConversationScreen):
             self.pop_screen()
         self.main_screen.action_state_filter(state)
 
@@ -496,6 +511,7 @@ class OcwatchApp(App[None]):
         return [*replay,
             ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
             ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
+            ("Conversation", binding_rows(ConversationScreen.BINDINGS)),
             ("Servers", binding_rows(ServersScreen.BINDINGS)),
             ("Permission dialog", binding_rows(PermissionScreen.BINDINGS)),
             ("Question dialog", binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.core.activity import Activity, fetch_activity, fetch_limits
 from tui.core.client import OcwatchError
@@ -44,6 +44,11 @@ class Peek(Protocol):
         """What the session is doing; OcwatchError when its server cannot say."""
         ...
 
+    async def messages(self, server: str, session_id: str, directory: str,
+                       limit: int | None) -> list[Any]:
+        """The session's newest `limit` messages as the server sends them (None: all)."""
+        ...
+
 
 class FleetPeek:
     """Reads through each watched server's own client (and its credentials); the context
@@ -62,6 +67,13 @@ class FleetPeek:
                                         clock=self.fleet.clock)
 
         return await self.fleet.act(server, look, resync=False)
+
+    async def messages(self, server: str, session_id: str, directory: str,
+                       limit: int | None) -> list[Any]:
+        async def read(client: Client) -> list[Any]:
+            return await client.messages(session_id, limit=limit, directory=directory or None)
+
+        return await self.fleet.act(server, read, resync=False)
 
 
 class Inspector:

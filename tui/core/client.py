@@ -366,9 +366,10 @@ class Client:
         return _list(data, self.url, "/question")
 
     async def messages(
-        self, session_id: str, limit: int = 1, directory: str | None = None,
+        self, session_id: str, limit: int | None = 1, directory: str | None = None,
     ) -> list[dict[str, Any]]:
-        params: dict[str, Any] = {"limit": limit}
+        """The session's newest `limit` messages, oldest first (None: all of them)."""
+        params: dict[str, Any] = {} if limit is None else {"limit": limit}
         if directory:
             params["directory"] = directory
         path = f"/session/{quote(session_id, safe='')}/message"

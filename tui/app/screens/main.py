@@ -92,12 +92,15 @@ class MainScreen(ViewScreen):
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
+        Binding("m", "app.conversation", "Messages",
+                tooltip="The conversation: prompts, replies, tool calls, errors (live)",
+                show=False),
         Binding("o", "app.attach", "Attach",
                 tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
         Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
         Binding("d", "toggle_pane", "Details pane",
-                tooltip="Show or hide the details pane beside the table (from 140 columns; "
-                        "narrower, the detail view)", show=False),
+                tooltip="The details pane beside the table (narrow: the detail view)",
+                show=False),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),

@@ -37,8 +37,10 @@ class ViewScreen(Screen[None]):
         self.show_view()
 
     def on_resize(self, event: events.Resize) -> None:
+        compact = event.size.width < self.COMPACT_FOOTER_BELOW
         for footer in self.query(Footer):
-            footer.compact = event.size.width < self.COMPACT_FOOTER_BELOW
+            if footer.compact != compact:  # (setting it restyles the footer's every key)
+                footer.compact = compact
 
     def _on_view(self, _view: View) -> None:
         self.show_view()

@@ -166,8 +166,16 @@ class DetailsPane(VerticalScroll, can_focus=False):
         yield Static("Doing", classes="pane-heading")
         yield Static(id="pane-activity")
 
+    _shown: tuple[object, ...] | None = None
+
     def show(self, row: SessionRow | None, activity: Activity | None, now: float, *,
              loading: bool, error: str | None, available: bool) -> None:
+        """Show a session (nothing is redrawn when nothing it shows changed: the same row and
+        activity objects within the same second)."""
+        shown = (row, activity, int(now), loading, error, available)
+        if shown == self._shown:
+            return
+        self._shown = shown
         header = self.query_one("#pane-header", Static)
         body = self.query_one("#pane-activity", Static)
         if row is None:

@@ -1,0 +1,251 @@
+"""The conversation of one session (`m`): user prompts, replies, tool calls folded to one line
+each, errors; loaded on demand and following new messages live.
+
+The newest FIRST_PAGE messages are read and painted first, then the whole list; while the
+session changes (its `updated` time moves) the newest page is read again and laid over what is
+shown. The view stays at the end while the user is there; scrolled up, it stays put.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Hashable, Sequence
+
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.content import Content
+from textual.widgets import Footer, Static
+
+from tui.core.client import OcwatchError
+from tui.core.conversation import FIRST_PAGE, Entry, entries, merge
+from tui.core.view import SessionRow
+
+from .. import format as fmt
+from ..widgets.conversation_log import BlockLog
+from .view_screen import ViewScreen
+
+Key = tuple[str, str]
+Part = str | tuple[str, str]
+MUTED = "$foreground-muted"
+FOLLOW_GAP = 1.0
+"""Least seconds between two reads while the session keeps changing."""
+
+
+def _tool_line(entry: Entry, directory: str, now: float) -> list[Part]:
+    parts: list[Part] = []
+    for run in entry.tools:
+        mark, style = {"completed": ("✓", "$state-idle"), "error": ("✗", "$state-error"),
+                       "running": ("…", "$state-busy"), "pending": ("…", "$state-busy")}.get(
+            run.status, ("·", MUTED))
+        summary = run.summary
+        prefix = directory.rstrip("/") + "/"
+        if directory and summary.startswith(prefix):
+            summary = summary[len(prefix):]
+        took = ""
+        if run.started is not None and run.ended is not None:
+            took = f"  {fmt.duration(run.ended - run.started)}"
+        elif run.started is not None and run.status == "running":
+            took = f"  running {fmt.duration(now - run.started)}"
+        parts += ["\n  ", (mark, style), " ", (fmt.literal(run.tool), "bold")]
+        if summary:
+            parts += [": ", fmt.literal(fmt.truncate(summary, 200))]
+        if took:
+            parts.append((took, MUTED))
+    return parts
+
+
+def running(e: Entry) -> bool:
+    """Whether what the message shows changes with the clock (it is still being written, or
+    a tool of it runs)."""
+    return (e.role == "assistant" and e.completed is None and not e.error) or any(
+        t.status == "running" for t in e.tools)
+
+
+def entry_content(e: Entry, now: float, directory: str = "") -> Content:
+    """One message: a heading (who, model, when, how long), its text, one line per tool call,
+    its error. Text from the server is shown literally, line by line."""
+    when = fmt.clock_time(e.created, now)
+    parts: list[Part]
+    if e.role == "user":
+        parts = [("▌ you", "bold $accent"), (f"  {when}", MUTED)]
+    else:
+        parts = [(f"▌ {fmt.literal(e.agent or 'assistant')}", "bold $primary")]
+        if e.model:
+            parts.append((f" · {fmt.literal(e.model)}", MUTED))
+        parts.append((f"  {when}", MUTED))
+        if e.created is not None and e.completed is not None:
+            parts.append((f" · {fmt.duration(e.completed - e.created)}", MUTED))
+        elif e.completed is None and not e.error:
+            parts.append((" · writing …", "$state-busy"))
+    if e.reasoning:
+        parts += ["\n", (f"  (thought for {e.reasoning:,} characters)", f"{MUTED} italic")]
+    for line in e.text.splitlines():
+        parts += ["\n", fmt.literal(line)]
+    parts += _tool_line(e, directory, now)
+    if e.error:
+        parts += ["\n", (f"✗ {fmt.literal(e.error)}", "$state-error bold")]
+    return Content.assemble(*parts)
+
+
+def conversation_blocks(items: Sequence[Entry], now: float,
+                        directory: str = "") -> list[tuple[Hashable, Content]]:
+    """One block per message, a blank line before each but the first; a block's key changes
+    exactly when its text does (a message whose text follows the clock, each second)."""
+    blocks: list[tuple[Hashable, Content]] = []
+    for i, e in enumerate(items):
+        content = entry_content(e, now, directory)
+        if i:
+            content = Content("\n") + content
+        blocks.append(((e, i == 0, int(now) if running(e) else None, directory), content))
+    return blocks
+
+
+class ConversationScreen(ViewScreen):
+    """One session's messages, scrollable, following new ones."""
+
+    BINDINGS = [
+        Binding("escape,m", "back", "Back"),
+        Binding("o", "app.attach", "Attach",
+                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
+        Binding("home,g", "top", "First message", show=False),
+        Binding("end,G", "bottom", "Last message (and follow)", show=False),
+    ]
+
+    def __init__(self, key: Key, row: SessionRow | None = None) -> None:
+        super().__init__()
+        self.key = key
+        self.row = row
+        self.items: list[Entry] = []
+        self.loaded_all = False
+        self.error: str | None = None
+        self._read_for: float | None = None  # the row's `updated` the last read was for
+        self._read_at = 0.0
+        self._reading = False
+        self._painted_tick = 0
+
+    @property
+    def session_key(self) -> Key:
+        return self.key
+
+    def compose(self) -> ComposeResult:
+        yield Static(id="conversation-title")
+        yield BlockLog(id="conversation")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._reading = True  # _load reads first (a View arriving meanwhile reads nothing)
+        self.follow_view()
+        self.body.set_blocks([("reading", Content.styled("Reading the messages …", MUTED))])
+        self.body.focus()
+        self.run_worker(self._load(), group="conversation", exclusive=True, exit_on_error=False)
+
+    @property
+    def body(self) -> BlockLog:
+        return self.query_one(BlockLog)
+
+    def _at_end(self) -> bool:
+        body = self.body
+        return body.scroll_y >= body.max_scroll_y - 1
+
+    async def _read(self, limit: int | None) -> list[Entry] | None:
+        peek = self.ocwatch.inspector.peek
+        row = self.row
+        if peek is None or row is None:
+            self.error = "The conversation is read from a live server."
+            return None
+        try:
+            raw = await peek.messages(row.server, row.id, row.directory, limit)
+        except OcwatchError as exc:
+            self.error = exc.message
+            return None
+        self.error = None
+        return entries(raw)
+
+    async def _load(self) -> None:
+        """The newest page first (painted at once), then every message."""
+        try:
+            self._read_for = self.row.updated if self.row is not None else None
+            self._read_at = time.monotonic()
+            page = await self._read(FIRST_PAGE)
+            if page is None:
+                self._paint()
+                return
+            self.items = page
+            self._paint(stick=True)
+            if len(page) < FIRST_PAGE:
+                self.loaded_all = True
+                return
+            whole = await self._read(None)
+            if whole is not None:
+                self.items = whole
+                self.loaded_all = True
+            self._paint()
+        finally:
+            self._reading = False
+
+    async def _follow(self) -> None:
+        self._reading = True
+        try:
+            self._read_at = time.monotonic()
+            page = await self._read(FIRST_PAGE)
+            if page is not None:
+                self.items = merge(self.items, page)
+            self._paint()
+        finally:
+            self._reading = False
+
+    def _paint(self, stick: bool = False) -> None:
+        """Show the messages; stay at the end when the user was there (or `stick`)."""
+        at_end = stick or self._at_end()
+        now = self.ocwatch.now
+        directory = self.row.directory if self.row is not None else ""
+        self._painted_tick = int(now)
+        blocks = conversation_blocks(self.items, now, directory)
+        if not blocks:
+            blocks = [("empty", Content.styled("No message yet.", MUTED))]
+        if self.error:
+            blocks.append((("error", self.error), Content.styled(
+                "\n" + fmt.literal(self.error), "$state-error")))
+        self.body.set_blocks(blocks)
+        self._title()
+        if at_end:
+            self.call_after_refresh(self.body.scroll_end, animate=False)
+
+    def _title(self) -> None:
+        row = self.row
+        name = (fmt.literal(row.title) or row.id) if row is not None else self.key[1]
+        count = f"{len(self.items)} messages" + ("" if self.loaded_all else " (the newest; "
+                                                 "reading the rest …)")
+        parts: list[Part] = [("Conversation  ", "bold"), (name, "bold")]
+        if row is not None:
+            parts += ["  ", (fmt.state_label(row), f"${fmt.state_variable(row)}")]
+        parts += [(f"  {count}", MUTED)]
+        self.query_one("#conversation-title", Static).update(Content.assemble(*parts))
+
+    def show_view(self) -> None:
+        """A new View: read the newest messages again when the session changed."""
+        view = self.ocwatch.view
+        row = view.rows.get(self.key) if view is not None else None
+        if row is not None:
+            self.row = row
+        if not self.is_mounted:
+            return
+        self._title()
+        tick = int(self.ocwatch.now)
+        if tick != self._painted_tick and any(running(e) for e in self.items[-FIRST_PAGE:]):
+            self._paint()  # a running tool's time counts up
+        if (row is None or self._reading or row.updated == self._read_for
+                or time.monotonic() - self._read_at < FOLLOW_GAP):
+            return
+        self._read_for = row.updated
+        self.run_worker(self._follow(), group="conversation", exclusive=True,
+                        exit_on_error=False)
+
+    def action_back(self) -> None:
+        self.dismiss()
+
+    def action_top(self) -> None:
+        self.body.scroll_home(animate=False)
+
+    def action_bottom(self) -> None:
+        self.body.scroll_end(animate=False)
