@@ -1,4 +1,4 @@
-"""Taking the user to a session (`o` attaches OpenCode, `w` the web UI) and `--read-only`.
+"""Taking the user to a session (`A` attaches OpenCode, `w` the web UI) and `--read-only`.
 
 The attach tests run a stand-in `opencode` on PATH that writes down its argv and environment:
 the server's password must reach it through the environment, never the argv, and only that
@@ -93,15 +93,15 @@ def test_the_web_address_names_the_folder_as_opencode_does() -> None:
     assert base64.urlsafe_b64decode(folder + "=" * (-len(folder) % 4)) == b"/home/me/shop?"
 
 
-# -- o: attach -------------------------------------------------------------------------------
+# -- A: attach -------------------------------------------------------------------------------
 
-async def test_o_runs_opencode_attach_on_the_session_with_the_password_in_the_env(
+async def test_A_runs_opencode_attach_on_the_session_with_the_password_in_the_env(
         tmp_path: Path) -> None:
     called = stand_in(tmp_path / "bin")
     refreshed: list[str] = []
     app, _ = make_app(launcher=launcher(tmp_path / "bin", refreshed))
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_on(pilot, app, BUSY, "o")
+        await open_on(pilot, app, BUSY, "A")
         await pilot.pause()
         seen = json.loads(called.read_text())
         row = app.view.rows[BUSY] if app.view else None
@@ -122,38 +122,38 @@ async def test_a_server_without_a_password_gets_none_of_the_environments(
     called = stand_in(tmp_path / "bin")
     app, _ = make_app(launcher=launcher(tmp_path / "bin", auth=None))
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_on(pilot, app, BUSY, "o")
+        await open_on(pilot, app, BUSY, "A")
         await pilot.pause()
         env = json.loads(called.read_text())["env"]
         assert "OPENCODE_SERVER_PASSWORD" not in env and "OPENCODE_SERVER_USERNAME" not in env
 
 
-async def test_o_from_the_detail_view_and_a_failing_exit_is_said(tmp_path: Path) -> None:
+async def test_A_from_the_detail_view_and_a_failing_exit_is_said(tmp_path: Path) -> None:
     called = stand_in(tmp_path / "bin", code=3)
     app, _ = make_app(launcher=launcher(tmp_path / "bin"))
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, PERM, "enter")
-        await pilot.press("o")
+        await pilot.press("A")
         await pilot.pause()
         assert "ses_perm" in json.loads(called.read_text())["argv"]
         assert any("exited with code 3" in n for n in notes(app, "warning"))
 
 
-async def test_without_opencode_installed_o_says_how_to_get_it(tmp_path: Path) -> None:
+async def test_without_opencode_installed_A_says_how_to_get_it(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     lau = Launcher(DEFAULT_ATTACH, env={"PATH": str(tmp_path / "empty")})
     app, _ = make_app(launcher=lau)
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_on(pilot, app, BUSY, "o")
+        await open_on(pilot, app, BUSY, "A")
         await pilot.pause()
         errors = notes(app, "error")
         assert errors and "not installed" in errors[0] and "attach_command" in errors[0]
 
 
-async def test_o_without_a_live_server_says_so() -> None:
+async def test_A_without_a_live_server_says_so() -> None:
     app, _ = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
-        await open_on(pilot, app, BUSY, "o")
+        await open_on(pilot, app, BUSY, "A")
         assert any("needs a live server" in n for n in notes(app, "warning"))
 
 
@@ -187,7 +187,7 @@ async def test_read_only_offers_no_action_and_says_so(tmp_path: Path) -> None:
         shown = " ".join(str(key.render()) for key in footer.query("FooterKey"))
         assert "Filter" in shown
         assert not any(word in shown for word in ("Respond", "Abort", "Attach"))
-        for key, keys in ((PERM, ("r", "enter", "o")), (BUSY, ("a", "y", "enter"))):
+        for key, keys in ((PERM, ("r", "enter", "A")), (BUSY, ("a", "y", "enter"))):
             await open_on(pilot, app, key, keys[0])
             await pilot.press(*keys[1:])
             await settle(pilot, app)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap
 from tui.core.alerts import Alert, Alerter, alerts_for, osc9, terminal_sinks
@@ -134,3 +135,17 @@ def test_config_file_env_and_bad_values(tmp_path):
     p.write_text("this is [not toml")
     cfg, warns = load_config(p, env={})
     assert cfg.servers == [] and "cannot read" in warns[0]
+
+
+def test_the_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
+    """Every key the README's example shows is one the config accepts, with a valid value."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```toml\n(servers = .*?)```", readme, re.S)
+    assert block is not None
+    path = tmp_path / "config.toml"
+    path.write_text(block.group(1), encoding="utf-8")
+    config, warnings = load_config(path, env={})
+    assert warnings == []
+    assert config.attach_command[:2] == ["opencode", "attach"] and config.read_only is False

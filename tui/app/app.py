@@ -109,7 +109,7 @@ class OcwatchApp(App[None]):
         self.read_only = read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
         self.launcher = launcher
-        """Builds the command that attaches OpenCode to a session (o); None: no live server."""
+        """Builds the command that attaches OpenCode to a session (A); None: no live server."""
         self.recording = recording
         """Starts and stops a recording of the live servers (R), when there are some."""
         self.replay = replay
@@ -221,7 +221,7 @@ class OcwatchApp(App[None]):
                                 "too (w)", self.action_web)
         if key is not None and not self.read_only:
             yield SystemCommand("Open the selected session in OpenCode",
-                                "Attach OpenCode's own TUI to it; quit there to come back (o)",
+                                "Attach OpenCode's own TUI to it; quit there to come back (A)",
                                 self.action_attach)
             yield SystemCommand("Respond to the selected session",
                                 "Answer its open permission or question (r)",
@@ -591,7 +591,7 @@ def create_app(
     `replay`: the source's controls when it is a recording's replay (keys p . + - > <).
     `recording`: starts and stops a recording of the live servers (R; `FleetRecording`).
     `read_only`: every action off (abort, reply, answer, attach), for wall screens.
-    `launcher`: builds the command `o` runs to attach OpenCode to a session (None: `o` says it
+    `launcher`: builds the command `A` runs to attach OpenCode to a session (None: `A` says it
     needs a live server).
     `peek`: reads what the selected session is doing (`FleetPeek(fleet)`; None: the details
     say it needs a live server).

@@ -1,4 +1,5 @@
-"""Taking the user to a session: the real OpenCode TUI attached to it (`o`), or the server's web
+"""Taking the user to a session: the real OpenCode TUI attached to it (`A`: not `o`, the
+permission dialog's allow-once key, so `r` then a table key never answers), or the server's web
 UI (`w`).
 
 The attach command is a template (config `attach_command`): `{url}`, `{session}` and `{dir}` are

@@ -71,7 +71,7 @@ def off_terminal(opts: Options, fleet: Fleet) -> Deliverer | None:
 
 
 def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
-    """The `o` key's command on these servers (each gets its own credentials); a template
+    """The `A` key's command on these servers (each gets its own credentials); a template
     problem is said when the dashboard starts."""
     problem = check_template(opts.attach_command)
     if problem is not None:

@@ -106,7 +106,7 @@ class Config(BaseModel):
     attach_command: list[str] = Field(
         default_factory=lambda: ["opencode", "attach", "{url}", "--session", "{session}",
                                  "--dir", "{dir}"], min_length=1)
-    """What `o` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
+    """What `A` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
     filled in. The server's password goes in the child's environment
     (OPENCODE_SERVER_PASSWORD), never in its arguments."""
 

@@ -105,7 +105,7 @@ class ConversationScreen(ViewScreen):
 
     BINDINGS = [
         Binding("escape,m", "back", "Back"),
-        Binding("o", "app.attach", "Attach",
+        Binding("A", "app.attach", "Attach",
                 tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
         Binding("home,g", "top", "First message", show=False),
         Binding("end,G", "bottom", "Last message (and follow)", show=False),

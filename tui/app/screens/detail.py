@@ -248,7 +248,7 @@ class DetailScreen(ViewScreen):
         Binding("m", "app.conversation", "Messages",
                 tooltip="The conversation: prompts, replies, tool calls, errors (live)",
                 show=True),
-        Binding("o", "app.attach", "Attach",
+        Binding("A", "app.attach", "Attach",
                 tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
         Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
     ]

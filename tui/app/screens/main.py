@@ -95,7 +95,7 @@ class MainScreen(ViewScreen):
         Binding("m", "app.conversation", "Messages",
                 tooltip="The conversation: prompts, replies, tool calls, errors (live)",
                 show=False),
-        Binding("o", "app.attach", "Attach",
+        Binding("A", "app.attach", "Attach",
                 tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
         Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
         Binding("d", "toggle_pane", "Details pane",
