@@ -104,3 +104,33 @@ def test_the_header_splits_idle_by_reason_and_drops_the_split_when_narrow() -> N
     assert "(" not in narrow and narrow.endswith("total") and len(narrow) < len(wide)
     tiny = counts_line(view, width=40).plain
     assert "total" not in tiny
+    assert tiny.startswith("● 4  ↻ 1  ? 2  idle 5") and len(tiny) <= 40  # glyphs, no words
+
+
+async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one() -> None:
+    """80 and 100 columns: the title's header names what is hidden and the key that shows it;
+    60: the folder goes too, and every value of the last column is whole."""
+    from tui.app.widgets.cells import COLUMNS
+    from tui.app.widgets.session_table import SessionTable
+
+    from .conftest import make_app
+
+    app, _ = make_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        table = app.main_screen.query_one(SessionTable)
+        header = table.columns[next(k for k in table.columns if k.value == "title")].label.plain
+        assert header.endswith("+activity cost tokens: d")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        header = table.columns[next(k for k in table.columns if k.value == "title")].label.plain
+        assert "+3 columns: d" in header
+        await pilot.resize_terminal(60, 15)
+        await pilot.pause()
+        keys = [k.value for k in table.columns]
+        assert "folder" not in keys and keys[-1] == "in_state"
+        spec = {c.key: c for c in COLUMNS}
+        used = sum(c.get_render_width(table) for c in table.columns.values())
+        assert used <= table.size.width, (used, table.size.width)
+        assert table.columns[next(k for k in table.columns if k.value == "in_state")].width == (
+            spec["in_state"].width)

@@ -84,6 +84,12 @@ def test_conversation(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=open_conversation)
 
 
+def test_main_tiny_60x15(snap_compare) -> None:
+    """60 columns: no folder either, the header says what is left out, no value cut."""
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=(60, 15))
+
+
 @pytest.mark.parametrize("theme", ["ocwatch-dark", "ocwatch-light", "ocwatch-contrast"])
 def test_main_each_theme(snap_compare, theme: str) -> None:
     app, _ = make_app(theme=theme)

@@ -21,6 +21,8 @@ class LiveStatic(Static):
             return
         self._shown = key
         relayout = before is None or _line_lengths(before[0]) != _line_lengths(key[0])
+        if relayout:  # (Static keeps its height for the width it had: measure it again)
+            self.clear_cached_dimensions()
         self.update(content, layout=relayout)
 
 

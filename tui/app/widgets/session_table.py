@@ -77,6 +77,28 @@ def row_key_str(key: Key) -> str:
     return f"{key[0]}\x1f{key[1]}"
 
 
+TINY_BELOW = 70
+"""Columns under which the folder column goes too (the rest would not fit whole)."""
+
+
+def columns_for(wide: bool, tiny: bool = False) -> list[ColumnSpec]:
+    """The columns shown: every one when wide; narrow, not the wide-only ones (the stale flag
+    goes in `reason`); tiny, not the folder either."""
+    return [c for c in COLUMNS
+            if (wide or not c.wide_only) and not (tiny and c.key == "folder")]
+
+
+def hidden_hint(room: int, tiny: bool = False) -> str:
+    """What the narrow table leaves out, said in the title's header in `room` cells: the
+    columns, and where they are (d: the detail view; the stale flag stays, in `reason`)."""
+    shown = {c.key for c in columns_for(False, tiny)}
+    hidden = [c.label for c in COLUMNS if c.key not in shown and c.key != "stale"]
+    for hint in (f"  +{' '.join(hidden)}: d", f"  +{len(hidden)} columns: d"):
+        if len(hint) <= room:
+            return hint
+    return ""
+
+
 class SessionTable(DataTable[Text]):
     """Sessions of every server as a tree, with filters, sort and folding."""
 
@@ -111,6 +133,7 @@ class SessionTable(DataTable[Text]):
         self._view: View | None = None
         self._now = 0.0
         self._wide: bool | None = None
+        self._tiny = False
         self._title_width = MIN_TITLE
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
@@ -274,22 +297,21 @@ class SessionTable(DataTable[Text]):
     # -- layout and rendering -----------------------------------------------------------------
 
     def _columns(self) -> list[ColumnSpec]:
-        return [c for c in COLUMNS if self._wide or not c.wide_only]
+        return columns_for(bool(self._wide), self._tiny)
 
-    def _measure(self) -> tuple[bool, int]:
+    def _measure(self) -> tuple[bool, bool, int]:
         width = self.size.width or self.app.size.width
-        wide = width >= WIDE_AT
-        fixed = sum(c.size(wide) + 2 * PAD for c in COLUMNS
-                    if c.width and (wide or not c.wide_only))
+        wide, tiny = width >= WIDE_AT, width < TINY_BELOW
+        fixed = sum(c.size(wide) + 2 * PAD for c in columns_for(wide, tiny) if c.width)
         title = max(MIN_TITLE, width - fixed - 2 * PAD - 1)  # 1: the vertical scrollbar
-        return wide, title
+        return wide, tiny, title
 
     def _ensure_columns(self) -> bool:
         """Set up the columns for the current width; True when they were (re)built."""
-        wide, title = self._measure()
-        if wide == self._wide and title == self._title_width:
+        wide, tiny, title = self._measure()
+        if wide == self._wide and tiny == self._tiny and title == self._title_width:
             return False
-        self._wide, self._title_width = wide, title
+        self._wide, self._tiny, self._title_width = wide, tiny, title
         self.cells.wide, self.cells.title_width = wide, title
         # The column set changed (a resize, not a data update): rebuild once, keep cursor/scroll.
         self.clear(columns=True)
@@ -305,7 +327,11 @@ class SessionTable(DataTable[Text]):
         label = spec.label
         if spec.key == self.sort_column:
             label += " ▼" if self.sort_reverse else " ▲"
-        return Text(label, justify="right" if spec.right else "left", no_wrap=True)
+        text = Text(label, justify="right" if spec.right else "left", no_wrap=True)
+        if spec.key == "title" and not self._wide:
+            text.append(hidden_hint(self._title_width - len(label), self._tiny),
+                        self._style("$foreground-muted not bold"))
+        return text
 
     def _relabel(self) -> None:
         for spec in self._columns():

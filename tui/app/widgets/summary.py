@@ -20,19 +20,20 @@ LOUD = ("input", "stale")  # counts that need someone: reversed when non-zero
 def counts_line(view: View | None, width: int | None = None) -> Content:
     """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
     the idle count split by reason, each with its own glyph (○ is idle with nothing run). In
-    `width` cells: the split, then the total, are left out when the line would not fit."""
+    `width` cells: the split, then the total, then the words are left out when the line would
+    not fit (`● 3  ↻ 0  ? 2  idle 5  ◌ 1  ⚠ 1`: the legend says the glyphs)."""
     counts = view.counts() if view is not None else {}
     split = _idle_reasons(view) if view is not None and counts.get("idle") else []
     total = len(view.rows) if view is not None else 0
     for line in (_counts_line(counts, split, total), _counts_line(counts, [], total),
-                 _counts_line(counts, [], None)):
+                 _counts_line(counts, [], None), _counts_line(counts, [], None, words=False)):
         if width is None or line.cell_length <= width:
             return line
     return line
 
 
 def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
-                 total: int | None) -> Content:
+                 total: int | None, words: bool = True) -> Content:
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
         n = counts.get(name, 0)
@@ -40,10 +41,10 @@ def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
             style = "$foreground-muted"
         elif name in LOUD:
             style = f"{style} bold reverse"
-        if name == "idle" and n:
+        if name == "idle" and n:  # (○ is idle with nothing run: the word says every idle)
             parts += [(f"idle {n}", style), *split, "  "]
             continue
-        parts += [(f"{glyph} {name} {n}", style), "  "]
+        parts += [(f"{glyph} {name} {n}" if words else f"{glyph} {n}", style), "  "]
     if total is not None:
         parts.append((f"{total} total", "$foreground-muted"))
     return Content.assemble(*parts).rstrip()
@@ -83,6 +84,8 @@ class Summary(LiveStatic):
 
     def on_resize(self) -> None:
         self.show(self._view)
+        # a layout asked for while the screen lays itself out is lost: ask again after it
+        self.call_after_refresh(self.refresh, layout=True)
 
 
 class FilterStatus(LiveStatic):
