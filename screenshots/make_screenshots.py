@@ -18,6 +18,7 @@ sys.path.insert(0, str(ROOT))
 
 from tui.app import create_app  # noqa: E402
 from tui.app.actions import FleetActions  # noqa: E402
+from tui.app.inspect import FleetPeek  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 from tui.demo.server import DemoServer  # noqa: E402
@@ -44,7 +45,7 @@ async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int]
     try:
         fleet = Fleet([server.url], settings=Settings(), clock=clock)
         app = create_app(fleet, theme=theme, server_urls=[server.url], clock=clock,
-                         actions=FleetActions(fleet))
+                         actions=FleetActions(fleet), peek=FleetPeek(fleet))
         async with app.run_test(size=size) as pilot:
             for _ in range(200):  # until the first snapshot is on screen
                 await pilot.pause(0.05)
@@ -54,6 +55,12 @@ async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int]
             if steps is not None:
                 await steps(pilot)
                 await pilot.pause(0.3)
+            for _ in range(100):  # what the selected session is doing, read from the server
+                if not any(w.is_running for w in app.workers if w.group in ("inspect",
+                                                                          "conversation")):
+                    break
+                await pilot.pause(0.05)
+            await pilot.pause(0.3)
             app.save_screenshot(filename=f"{name}.svg", path=str(OUT))
     finally:
         await server.stop()
@@ -81,9 +88,24 @@ async def answer_permission(pilot) -> None:  # type: ignore[no-untyped-def]
     await pilot.press("r")
 
 
+async def on_busy(pilot) -> None:  # type: ignore[no-untyped-def]
+    """The cursor on a run that hands work to a sub-agent."""
+    app = pilot.app
+    key = next(k for k, r in app.view.rows.items() if "OAuth" in r.title)
+    app.main_screen.table.select_key(key)
+    await pilot.pause(0.5)
+
+
+async def conversation(pilot) -> None:  # type: ignore[no-untyped-def]
+    await on_busy(pilot)
+    await pilot.press("m")
+
+
 async def main() -> None:
     await shoot("main")
     await shoot("main-80x24", size=(80, 24))
+    await shoot("details-pane", size=(200, 50), steps=on_busy)
+    await shoot("conversation", size=(120, 32), steps=conversation)
     await shoot("detail-stale", steps=open_stale)
     await shoot("detail-input", steps=open_input)
     await shoot("dialog-permission", size=(120, 32), steps=answer_permission)
