@@ -54,7 +54,7 @@ def test_a_sub_agent_task_and_a_question_say_what_they_are_about() -> None:
     assert [r.brief() for r in of("all_states", "parent").running] == [
         "task: Scripted sub-task"]
     (question,) = of("all_states", "question").running
-    assert question.tool == "question"
+    assert question.brief() == "question: Which colour should I use?"
 
 
 def test_no_limits_no_share() -> None:

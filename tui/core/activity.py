@@ -149,7 +149,14 @@ def tool_summary(tool: str, state: Mapping[str, Any]) -> str:
         if isinstance(value, str) and value.strip():
             return one_line(value)
     if tool == "todowrite":
-        return f"{len(args.get('todos') or ())} todos"
+        todos = args.get("todos")
+        return f"{len(todos) if isinstance(todos, list) else 0} todos"
+    if tool == "question":
+        questions = args.get("questions")
+        first = questions[0] if isinstance(questions, list) and questions else None
+        text = first.get("question") if isinstance(first, dict) else None
+        if isinstance(text, str) and text.strip():
+            return one_line(text)
     title = state.get("title")
     if isinstance(title, str) and title.strip():
         return one_line(title)
