@@ -99,3 +99,54 @@ async def test_markup_and_escapes_in_messages_are_shown_literally() -> None:
         await open_on(pilot, app, BUSY, "m")
         await until(pilot, lambda: "[bold red]x[/]" in body(app))
         assert "␛[31mred" in body(app) and "\x1b" not in body(app)
+
+
+async def test_a_resize_keeps_the_message_the_reader_was_at() -> None:
+    app, _ = make_app(peek=ChatPeek(chat(300)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_on(pilot, app, BUSY, "m")
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen)
+        await until(pilot, lambda: screen.loaded_all and screen.body.complete)
+        log = screen.body
+        log.scroll_to(y=120, animate=False, immediate=True)
+        await pilot.pause()
+        top = log._keys[log.block_at(int(log.scroll_y))]
+        await pilot.resize_terminal(70, 30)  # every message is laid out again, newest first
+        await pilot.pause()
+        assert log._keys[log.block_at(int(log.scroll_y))] == top
+        await until(pilot, lambda: log.complete)
+        assert log._keys[log.block_at(int(log.scroll_y))] == top
+
+
+async def test_more_new_messages_than_a_follow_reads_reads_them_all() -> None:
+    messages = chat(20)
+    peek = ChatPeek(messages)
+    app, source = make_app(peek=peek)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_on(pilot, app, BUSY, "m")
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen)
+        await until(pilot, lambda: "20 messages" in title(app))
+        messages.extend(chat(30, start=20, text="Burst"))  # more than one follow's page
+        screen._read_at = 0.0
+        source.set(views.with_row(source.current(), BUSY, updated=views.clock() - 1))
+        app.pull()
+        await until(pilot, lambda: "50 messages" in title(app))
+        assert "Burst 21" in body(app) and "Burst 49" in body(app)
+        assert peek.reads[-2:] == [10, None]  # the page did not reach back: all were read
+
+
+async def test_a_failed_read_is_tried_again() -> None:
+    peek = ChatPeek(chat(4))
+    peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_on(pilot, app, BUSY, "m")
+        screen = app.screen
+        assert isinstance(screen, ConversationScreen)
+        await until(pilot, lambda: "cannot connect" in body(app))
+        peek.fail = None
+        screen._read_at = 0.0  # (instead of waiting RETRY_AFTER)
+        app.pull()
+        await until(pilot, lambda: "Reply 3" in body(app) and "cannot connect" not in body(app))

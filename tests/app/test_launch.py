@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import stat
+import sys
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,7 @@ from textual.widgets import Footer, Static
 from tui.app.launch import (
     DEFAULT_ATTACH,
     Launcher,
+    LaunchError,
     attach_argv,
     check_template,
     child_env,
@@ -42,7 +44,7 @@ def stand_in(folder: Path, code: int = 0) -> Path:
     out = folder / "called.json"
     exe = folder / "opencode"
     exe.write_text(
-        "#!/usr/bin/env python3\n"
+        f"#!{sys.executable}\n"
         "import json, os, sys\n"
         f"json.dump({{'argv': sys.argv, 'env': dict(os.environ)}}, open({str(out)!r}, 'w'))\n"
         f"sys.exit({code})\n")
@@ -85,12 +87,24 @@ def test_the_child_gets_only_this_servers_credentials() -> None:
     assert child_env(base, None) == {"PATH": "/bin"}  # a server with no password gets none
 
 
+def test_values_from_the_server_never_become_options_or_break_the_argv(tmp_path: Path) -> None:
+    stand_in(tmp_path / "bin")
+    lau = launcher(tmp_path / "bin")
+    for session, folder in (("--help", "/w"), ("ses_1", "-rf"), ("ses\0x", "/w"),
+                            ("ses_1", "/w\0")):
+        with pytest.raises(LaunchError, match="cannot be passed"):
+            lau.attach(views.A, session, folder)
+    launch = lau.attach(views.A, "ses_1", "/w")
+    assert SECRET not in repr(launch)  # its environment is not in its repr
+
+
 def test_the_web_address_names_the_folder_as_opencode_does() -> None:
     url = web_url("http://127.0.0.1:4096/", "/home/me/shop?", "ses_1")
     folder = url.split("/")[3]
     assert url == f"http://127.0.0.1:4096/{folder}/session/ses_1"
     assert "=" not in folder and "+" not in folder and "/" not in folder
     assert base64.urlsafe_b64decode(folder + "=" * (-len(folder) % 4)) == b"/home/me/shop?"
+    assert web_url("http://h:1", "/w", "../x?y#\x1b").endswith("/session/..%2Fx%3Fy%23%1B")
 
 
 # -- A: attach -------------------------------------------------------------------------------
@@ -161,8 +175,7 @@ async def test_A_without_a_live_server_says_so() -> None:
 
 async def test_w_without_a_browser_shows_and_copies_the_address(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("DISPLAY", "WAYLAND_DISPLAY", "BROWSER"):
-        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setattr("tui.app.app.has_graphical_browser", lambda _env: False)
     app, _ = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, BUSY, "w")

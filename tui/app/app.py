@@ -468,8 +468,9 @@ class OcwatchApp(App[None]):
             self.notify("This terminal cannot be handed over to OpenCode; run "
                         f"{Path(launch.argv[0]).name} attach in another one.",
                         title="Open in OpenCode", severity="error", timeout=10, markup=False)
-        except OSError as exc:
-            self.notify(f"Cannot run {launch.argv[0]}: {exc.strerror or exc}",
+        except (OSError, ValueError) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.notify(f"Cannot run {launch.argv[0]}: {fmt.literal(why)}",
                         title="Open in OpenCode", severity="error", timeout=10, markup=False)
         return None
 
@@ -481,7 +482,7 @@ class OcwatchApp(App[None]):
         url = web_url(row.server, row.directory, row.id)
         self.copy_to_clipboard(url)
         if not has_graphical_browser(os.environ):
-            self.notify(f"{url}\n(copied; no graphical browser here to open it)",
+            self.notify(f"{fmt.literal(url)}\n(copied; no graphical browser here to open it)",
                         title="Web UI", timeout=12, markup=False)
             return
         self.run_worker(partial(self._open_browser, url), thread=True, group="browser",
@@ -489,7 +490,8 @@ class OcwatchApp(App[None]):
 
     def _open_browser(self, url: str) -> None:
         opened = webbrowser.open(url, new=2)
-        said = f"Opened {url} (copied too)" if opened else f"{url}\n(copied; no browser opened)"
+        shown = fmt.literal(url)
+        said = f"Opened {shown} (copied too)" if opened else f"{shown}\n(copied; no browser opened)"
         self.call_from_thread(self.notify, said, title="Web UI", timeout=8, markup=False)
 
     def _state_filter(self, state: str) -> None:

@@ -17,7 +17,8 @@ import shutil
 import string
 import sys
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from tui.core.settings import Auth
 
@@ -37,7 +38,7 @@ class Launch:
     """A command ready to run: its argv and its whole environment."""
 
     argv: tuple[str, ...]
-    env: Mapping[str, str]
+    env: Mapping[str, str] = field(repr=False)  # holds the server's password
 
 
 def check_template(template: Sequence[str]) -> str | None:
@@ -77,7 +78,7 @@ def child_env(base: Mapping[str, str], auth: Auth | None) -> dict[str, str]:
 def web_url(url: str, directory: str, session: str) -> str:
     """The server's web UI on this session: `URL/<folder, base64url>/session/ID`."""
     folder = base64.urlsafe_b64encode(directory.encode()).decode().rstrip("=")
-    return f"{url.rstrip('/')}/{folder}/session/{session}"
+    return f"{url.rstrip('/')}/{folder}/session/{quote(session, safe='')}"
 
 
 def has_graphical_browser(env: Mapping[str, str]) -> bool:
@@ -111,6 +112,11 @@ class Launcher:
         problem = check_template(self.template)
         if problem is not None:
             raise LaunchError(problem)
+        for name, value in (("session id", session), ("folder", directory)):
+            # from the server: never an option of the command, never a NUL (no such argv)
+            if value.startswith("-") or "\0" in value:
+                raise LaunchError(f"The session's {name} {value[:80]!r} cannot be passed to "
+                                  "a command safely.")
         base = dict(os.environ if self.env is None else self.env)
         argv = attach_argv(self.template, url, session, directory)
         program = argv[0]

@@ -9,7 +9,8 @@ shown. The view stays at the end while the user is there; scrolled up, it stays 
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable, Sequence
+from collections.abc import Sequence
+from functools import partial
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -21,7 +22,7 @@ from tui.core.conversation import FIRST_PAGE, Entry, entries, merge
 from tui.core.view import SessionRow
 
 from .. import format as fmt
-from ..widgets.conversation_log import BlockLog
+from ..widgets.conversation_log import Block, BlockLog
 from .view_screen import ViewScreen
 
 Key = tuple[str, str]
@@ -29,6 +30,11 @@ Part = str | tuple[str, str]
 MUTED = "$foreground-muted"
 FOLLOW_GAP = 1.0
 """Least seconds between two reads while the session keeps changing."""
+FOLLOW_PAGE = 10
+"""Messages read while following (the newest): when they do not reach back to the last one
+shown, everything is read again."""
+RETRY_AFTER = 5.0
+"""Seconds before a failed read is tried again."""
 
 
 def _tool_line(entry: Entry, directory: str, now: float) -> list[Part]:
@@ -87,17 +93,18 @@ def entry_content(e: Entry, now: float, directory: str = "") -> Content:
     return Content.assemble(*parts)
 
 
+def _block(e: Entry, now: float, directory: str, first: bool) -> Content:
+    content = entry_content(e, now, directory)
+    return content if first else Content("\n") + content
+
+
 def conversation_blocks(items: Sequence[Entry], now: float,
-                        directory: str = "") -> list[tuple[Hashable, Content]]:
+                        directory: str = "") -> list[Block]:
     """One block per message, a blank line before each but the first; a block's key changes
-    exactly when its text does (a message whose text follows the clock, each second)."""
-    blocks: list[tuple[Hashable, Content]] = []
-    for i, e in enumerate(items):
-        content = entry_content(e, now, directory)
-        if i:
-            content = Content("\n") + content
-        blocks.append(((e, i == 0, int(now) if running(e) else None, directory), content))
-    return blocks
+    exactly when its text does (a message whose text follows the clock, each second). The
+    content is made only for a key the log has not laid out yet."""
+    return [((e, i == 0, int(now) if running(e) else None, directory),
+             partial(_block, e, now, directory, i == 0)) for i, e in enumerate(items)]
 
 
 class ConversationScreen(ViewScreen):
@@ -187,8 +194,12 @@ class ConversationScreen(ViewScreen):
         self._reading = True
         try:
             self._read_at = time.monotonic()
-            page = await self._read(FIRST_PAGE)
-            if page is not None:
+            page = await self._read(FOLLOW_PAGE)
+            if page is not None and self.items and page and page[0].id > self.items[-1].id:
+                page = await self._read(None)  # more came than the page holds: read all
+                if page is not None:
+                    self.items = page
+            elif page is not None:
                 self.items = merge(self.items, page)
             self._paint()
         finally:
@@ -213,7 +224,7 @@ class ConversationScreen(ViewScreen):
 
     def _title(self) -> None:
         row = self.row
-        name = (fmt.literal(row.title) or row.id) if row is not None else self.key[1]
+        name = fmt.literal((row.title or row.id) if row is not None else self.key[1])
         count = f"{len(self.items)} messages" + ("" if self.loaded_all else " (the newest; "
                                                  "reading the rest …)")
         parts: list[Part] = [("Conversation  ", "bold"), (name, "bold")]
@@ -231,6 +242,11 @@ class ConversationScreen(ViewScreen):
         if not self.is_mounted:
             return
         self._title()
+        if self.error and not self._reading and time.monotonic() - self._read_at >= RETRY_AFTER:
+            self._reading = True  # a failed read is tried again (the first, or the rest)
+            work = self._load() if not self.loaded_all else self._follow()
+            self.run_worker(work, group="conversation", exclusive=True, exit_on_error=False)
+            return
         tick = int(self.ocwatch.now)
         if tick != self._painted_tick and any(running(e) for e in self.items[-FIRST_PAGE:]):
             self._paint()  # a running tool's time counts up

@@ -156,6 +156,8 @@ class MainScreen(ViewScreen):
     def show_pane(self) -> None:
         """The details pane: shown when it fits and is wanted, on the cursor's session."""
         app = self.ocwatch
+        if app.screen is not self:
+            return  # another screen is on top: nothing to read for a pane nobody sees
         pane = self.pane
         want = app.show_pane and self.size.width >= PANE_AT and bool(
             app.view is not None and app.view.rows)

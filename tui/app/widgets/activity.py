@@ -131,7 +131,7 @@ def pane_header(row: SessionRow, now: float) -> Content:
         parts += ["  ", (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse")]
     in_state = None if row.since is None else now - row.since
     parts += [(f"  {fmt.duration(in_state)}", MUTED), "\n",
-              (fmt.literal(row.title) or row.id, "bold"), "\n",
+              (fmt.literal(row.title or row.id), "bold"), "\n",
               (f"{fmt.literal(row.id)} · {fmt.literal(fmt.short_folder(row.directory))}", MUTED)]
     for item in row.pending:
         asked = item.summary.removeprefix(f"{item.kind} ").removeprefix(f"{item.kind}: ")

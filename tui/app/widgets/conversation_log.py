@@ -9,7 +9,7 @@ frame draws only the visible lines (the line API of `ScrollView`, as Textual's o
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 
 from textual.content import Content
 from textual.geometry import Size
@@ -19,6 +19,10 @@ from textual.visual import Visual
 
 BATCH = 40
 """Blocks rendered per layout step (about 40 ms of work)."""
+
+
+Block = tuple[Hashable, "Content | Callable[[], Content]"]
+"""A block's key and its content, or what makes it (called only when the key is new)."""
 
 
 class BlockLog(ScrollView, can_focus=True):
@@ -34,7 +38,7 @@ class BlockLog(ScrollView, can_focus=True):
 
     def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
         super().__init__(id=id)
-        self._blocks: list[tuple[Hashable, Content]] = []
+        self._blocks: list[Block] = []
         self._rendered: dict[Hashable, list[Strip]] = {}
         self._lines: list[Strip] = []
         self._starts: list[int] = []
@@ -42,10 +46,16 @@ class BlockLog(ScrollView, can_focus=True):
         self._width = 0
         self._pending = False
 
-    def set_blocks(self, blocks: Sequence[tuple[Hashable, Content]]) -> None:
-        """Show these blocks (key, content): a key seen before keeps its rendered lines."""
+    def set_blocks(self, blocks: Sequence[Block]) -> None:
+        """Show these blocks (key, content): a key seen before keeps its rendered lines (and
+        its content is not even made)."""
         self._blocks = list(blocks)
         self._layout()
+
+    @staticmethod
+    def _content(block: Block) -> Content:
+        made = block[1]
+        return made() if callable(made) else made
 
     def _anchor(self) -> tuple[Hashable, int] | None:
         """What the top of the view shows: (the block's key, lines into it); None: the end
@@ -70,9 +80,20 @@ class BlockLog(ScrollView, can_focus=True):
         anchor = self._anchor()
         style = self.visual_style
         budget = BATCH
-        for key, content in reversed(self._blocks):
-            if key not in self._rendered and budget > 0:
-                self._rendered[key] = Visual.to_strips(self, content, width, None, style)
+        count = len(self._blocks)
+        at = next((i for i, (key, _) in enumerate(self._blocks) if key == anchor[0]),
+                  None) if anchor is not None else None
+        # what the reader looks at first: from the top of the view down, then up; at the end
+        # (or new), from the newest back
+        order = ([*range(at, count), *range(at - 1, -1, -1)] if at is not None
+                 else range(count - 1, -1, -1))
+        for i in order:
+            if budget <= 0:
+                break
+            block = self._blocks[i]
+            if block[0] not in self._rendered:
+                self._rendered[block[0]] = Visual.to_strips(self, self._content(block), width,
+                                                           None, style)
                 budget -= 1
         kept: dict[Hashable, list[Strip]] = {}
         lines: list[Strip] = []
@@ -109,7 +130,7 @@ class BlockLog(ScrollView, can_focus=True):
     @property
     def text(self) -> str:
         """Every block's plain text (what a reader sees, without styles)."""
-        return "\n".join(content.plain for _key, content in self._blocks)
+        return "\n".join(self._content(block).plain for block in self._blocks)
 
     @property
     def line_count(self) -> int:
