@@ -16,11 +16,15 @@ class FakePeek:
         self.looks: list[str] = []
         self.fail: Exception | None = None
         self.gate: asyncio.Event | None = None
+        self.stalled: set[str] = set()
+        """Servers whose looks never answer."""
 
     async def activity(self, server: str, session_id: str, directory: str) -> Activity:
         self.looks.append(session_id)
         if self.gate is not None:
             await self.gate.wait()
+        if server in self.stalled:
+            await asyncio.Event().wait()
         if self.fail is not None:
             raise self.fail
         now = views.clock()

@@ -106,3 +106,23 @@ async def test_without_a_live_server_the_pane_says_where_activity_comes_from() -
         assert app.main_screen.table.select_key(BUSY)
         await pilot.pause()
         assert "read from a live server" in pane_text(app)
+
+
+async def test_a_stalled_server_does_not_hold_the_pane_of_another_servers_sessions() -> None:
+    from dataclasses import replace
+
+    from tui.core.view import View
+
+    from . import views
+
+    base = views.every_state()
+    other = replace(base.rows[BUSY], server=views.B, id="ses_on_b", title="On the other server")
+    view = View(base.generated_at, base.servers, {**base.rows, other.key: other})
+    peek = FakePeek()
+    peek.stalled.add(views.A)
+    app, _ = make_app(view, peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        await until(pilot, lambda: bool(peek.looks))  # the first row's look hangs on A
+        assert app.main_screen.table.select_key(other.key)
+        await until(pilot, lambda: "Reply of ses_on_b." in pane_text(app))

@@ -3,8 +3,8 @@
 Only the session the user has in front of them is read: the cursor's row when the details pane
 is open, the detail view's session. A look is asked for when the selection changes (after a
 short pause, so running the cursor down a long table reads only where it stops), when the row's
-`updated` time moves, and every few seconds while it runs. One look is in flight at a time; the
-last few are kept, so coming back to a row shows it at once.
+`updated` time moves, and every few seconds while it runs. One look per server is in flight at a
+time; the last few are kept, so coming back to a row shows it at once.
 """
 
 from __future__ import annotations
@@ -88,7 +88,9 @@ class Inspector:
         """key -> (the activity, the row's `updated` it was read for)."""
         self.settle = SETTLE
         self._wanted: Key | None = None
-        self._busy: Key | None = None
+        self._busy: dict[str, Key] = {}
+        """server -> the session a look is reading there (one look per server at a time: a
+        stalled server never holds the pane of another's sessions)."""
         self._failed: dict[Key, tuple[str, float]] = {}
         """key -> (why the last look failed, when: the app's clock)."""
 
@@ -106,7 +108,7 @@ class Inspector:
         return failed[0] if failed is not None else None
 
     def loading(self, key: Key) -> bool:
-        return self._busy == key or (self._wanted == key and key not in self._kept)
+        return self._busy.get(key[0]) == key or (self._wanted == key and key not in self._kept)
 
     def want(self, row: SessionRow, now: float) -> Activity | None:
         """The activity to show for `row` (the last one read, maybe None) and, when it is out
@@ -126,7 +128,7 @@ class Inspector:
                 row.state in RUNNING and age >= RUNNING_EVERY)
         if stale and self._wanted != key:
             self._wanted = key  # the newest wish wins; started now, or when a look lands
-            if self._busy is None:
+            if key[0] not in self._busy:
                 self._schedule(key, self.settle if kept is None else 0.0)
         return kept[0] if kept is not None else None
 
@@ -137,14 +139,14 @@ class Inspector:
             self.app.call_next(self._start, key)
 
     def _start(self, key: Key) -> None:
-        if self._wanted != key or self._busy is not None:
-            return  # the selection moved on (or a look is on its way)
+        if self._wanted != key or key[0] in self._busy:
+            return  # the selection moved on (or a look at its server is on its way)
         view = self.app.view
         row = view.rows.get(key) if view is not None else None
         if row is None or self.peek is None:
             self._wanted = None
             return
-        self._busy = key
+        self._busy[key[0]] = key
         self.app.run_worker(self._look(row), group="inspect", exit_on_error=False,
                             description=f"read what {row.id} is doing")
 
@@ -164,9 +166,10 @@ class Inspector:
             while len(self._kept) > KEPT:
                 self._kept.popitem(last=False)
         finally:
-            self._busy = None
-            if self._wanted == key:
+            del self._busy[key[0]]
+            wanted = self._wanted
+            if wanted == key:
                 self._wanted = None
-            elif self._wanted is not None:  # the selection moved while this look ran
-                self._schedule(self._wanted, self.settle)
+            elif wanted is not None and wanted[0] == key[0]:
+                self._schedule(wanted, self.settle)  # the selection moved while this ran
         self.changed(key)
