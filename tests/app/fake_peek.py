@@ -18,6 +18,8 @@ class FakePeek:
         self.gate: asyncio.Event | None = None
         self.stalled: set[str] = set()
         """Servers whose looks never answer."""
+        self.clock = views.clock
+        """When a look is read (the app's clock, as FleetPeek reads the fleet's)."""
 
     async def activity(self, server: str, session_id: str, directory: str) -> Activity:
         self.looks.append(session_id)
@@ -27,7 +29,7 @@ class FakePeek:
             await asyncio.Event().wait()
         if self.fail is not None:
             raise self.fail
-        now = views.clock()
+        now = self.clock()
         return Activity(
             session_id, now, reply=f"Reply of {session_id}.\nSecond line [bold]literal[/]",
             reply_at=now - 30,

@@ -99,6 +99,36 @@ async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:
         assert len(peek.looks) == looks
 
 
+async def test_a_failed_look_is_tried_again_after_a_while() -> None:
+    from tui.app import create_app
+    from tui.app.inspect import RETRY_AFTER
+    from tui.core.source import StaticSource
+
+    from . import views
+
+    now = [views.NOW]
+    peek = FakePeek()
+    peek.clock = lambda: now[0]
+    peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
+    app = create_app(StaticSource(views.every_state()), clock=lambda: now[0],
+                     server_urls=[views.A], peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.main_screen.table.select_key(BUSY)
+        await until(pilot, lambda: "Cannot read what it is doing" in pane_text(app)
+                    and "Refactor the payment module" in pane_text(app))
+        looks = len(peek.looks)
+        now[0] += RETRY_AFTER - 1
+        app.pull()
+        await pilot.pause(0.3)
+        assert len(peek.looks) == looks  # not yet
+        peek.fail = None
+        now[0] += 1
+        app.pull()
+        await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
+        assert len(peek.looks) == looks + 1
+
+
 async def test_without_a_live_server_the_pane_says_where_activity_comes_from() -> None:
     app, _ = make_app()
     async with app.run_test(size=(160, 48)) as pilot:
