@@ -18,40 +18,16 @@ import time
 from pathlib import Path
 
 from textual import events
-from textual.app import App
-from textual.screen import Screen
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from bench_dashboard import painted_after, pct, record_paints  # noqa: E402
 
 from tests.app import views  # noqa: E402
 from tests.app.fake_peek import ChatPeek, chat  # noqa: E402
 from tui.app import create_app  # noqa: E402
 from tui.app.screens.conversation import ConversationScreen  # noqa: E402
 from tui.core.source import StaticSource  # noqa: E402
-
-PAINTS: list[float] = []
-
-
-def record_paints() -> None:
-    display = App._display
-
-    def timed(self: App[object], screen: Screen[object], renderable: object) -> None:
-        display(self, screen, renderable)  # type: ignore[arg-type]
-        if renderable is not None and not self._batch_count:
-            PAINTS.append(time.perf_counter())
-
-    App._display = timed  # type: ignore[method-assign]
-
-
-async def painted_after(t: float) -> float:
-    while not PAINTS or PAINTS[-1] <= t:
-        await asyncio.sleep(0.001)
-    return next(p for p in PAINTS if p > t)
-
-
-def pct(values: list[float], p: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(p / 100 * (len(values) - 1))))]
 
 
 async def run(n: int, repeat: int) -> None:

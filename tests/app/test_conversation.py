@@ -15,6 +15,14 @@ from .fake_peek import ChatPeek, chat
 from .test_actions import BUSY, open_on, until
 
 
+async def conversation(pilot, app) -> ConversationScreen:  # type: ignore[no-untyped-def]
+    """`m` on the busy row: its conversation, on top."""
+    await open_on(pilot, app, BUSY, "m")
+    screen = app.screen
+    assert isinstance(screen, ConversationScreen)
+    return screen
+
+
 def body(app) -> str:  # type: ignore[no-untyped-def]
     return app.screen.body.text
 
@@ -27,9 +35,8 @@ async def test_m_opens_the_conversation_newest_first_then_all() -> None:
     peek = ChatPeek(chat(500))
     app, _ = make_app(peek=peek)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_on(pilot, app, BUSY, "m")
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen) and screen.key == BUSY
+        screen = await conversation(pilot, app)
+        assert screen.key == BUSY
         await until(pilot, lambda: "500 messages" in title(app))
         assert peek.reads == [FIRST_PAGE, None]  # the newest page painted first, then all
         text = body(app)
@@ -48,9 +55,7 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
     peek = ChatPeek(messages)
     app, source = make_app(peek=peek)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_on(pilot, app, BUSY, "m")
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await conversation(pilot, app)
         await until(pilot, lambda: "100 messages" in title(app))
         # the session goes on: a new reply, and the last one streamed further
         messages.append(chat(1, start=101, text="Fresh")[0])
@@ -104,9 +109,7 @@ async def test_markup_and_escapes_in_messages_are_shown_literally() -> None:
 async def test_a_resize_keeps_the_message_the_reader_was_at() -> None:
     app, _ = make_app(peek=ChatPeek(chat(300)))
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_on(pilot, app, BUSY, "m")
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await conversation(pilot, app)
         await until(pilot, lambda: screen.loaded_all and screen.body.complete)
         log = screen.body
         log.scroll_to(y=120, animate=False, immediate=True)
@@ -124,9 +127,7 @@ async def test_more_new_messages_than_a_follow_reads_reads_them_all() -> None:
     peek = ChatPeek(messages)
     app, source = make_app(peek=peek)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_on(pilot, app, BUSY, "m")
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await conversation(pilot, app)
         await until(pilot, lambda: "20 messages" in title(app))
         messages.extend(chat(30, start=20, text="Burst"))  # more than one follow's page
         screen._read_at = 0.0
@@ -142,9 +143,7 @@ async def test_a_failed_read_is_tried_again() -> None:
     peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
     app, _ = make_app(peek=peek)
     async with app.run_test(size=(100, 30)) as pilot:
-        await open_on(pilot, app, BUSY, "m")
-        screen = app.screen
-        assert isinstance(screen, ConversationScreen)
+        screen = await conversation(pilot, app)
         await until(pilot, lambda: "cannot connect" in body(app))
         peek.fail = None
         screen._read_at = 0.0  # (instead of waiting RETRY_AFTER)
