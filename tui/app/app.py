@@ -412,12 +412,20 @@ class OcwatchApp(App[None]):
         """Abort the selected session's run (after a confirmation)."""
         self.responder.abort(self.selected_key())
 
-    def _selected_row(self) -> SessionRow | None:
-        key = self.selected_key()
-        row = self.view.rows.get(key) if key is not None and self.view is not None else None
-        if row is None:
+    def row_of(self, key: Key | None) -> SessionRow | None:
+        """The View's row of a session an action is for; None, said to the user, when there
+        is none (nothing selected, or the session left the View)."""
+        view = self.view
+        if key is None or view is None:
             self.notify("No session selected.", severity="warning", timeout=3)
+            return None
+        row = view.rows.get(key)
+        if row is None:
+            self.notify("This session is no longer in the View.", severity="warning", timeout=4)
         return row
+
+    def _selected_row(self) -> SessionRow | None:
+        return self.row_of(self.selected_key())
 
     def action_conversation(self) -> None:
         """Open the selected session's conversation (its messages, following new ones)."""

@@ -51,17 +51,6 @@ class Responder:
         open_ids = {p.id for r in view.rows.values() for p in r.pending}
         self.sent &= open_ids
 
-    def _row(self, key: Key | None) -> SessionRow | None:
-        view = self.app.view
-        if key is None or view is None:
-            self.app.notify("No session selected.", severity="warning", timeout=3)
-            return None
-        row = view.rows.get(key)
-        if row is None:
-            self.app.notify("This session is no longer in the View.", severity="warning",
-                            timeout=4)
-        return row
-
     def _ready(self) -> Actions | None:
         if self.actions is None:
             self.app.notify(self.no_actions, severity="warning", timeout=5)
@@ -71,7 +60,7 @@ class Responder:
 
     def respond(self, key: Key | None) -> None:
         """Open the dialog for the row's first request not yet answered."""
-        row = self._row(key)
+        row = self.app.row_of(key)
         if row is None:
             return
         if not row.pending:
@@ -115,7 +104,7 @@ class Responder:
 
     def abort(self, key: Key | None) -> None:
         """Ask, then abort the row's run."""
-        row = self._row(key)
+        row = self.app.row_of(key)
         if row is None:
             return
         if row.state not in RUNNING and not row.stale:
