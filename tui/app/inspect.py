@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from tui.core.activity import Activity, fetch_activity, fetch_limits
@@ -35,6 +36,17 @@ streaming reply moves it many times a second)."""
 RETRY_AFTER = 5.0
 """Seconds before a failed look is tried again."""
 KEPT = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Look:
+    """What can be said about a session's activity now: the last one read (if any), whether a
+    read is on its way, why the last failed, and whether there is a server to read from."""
+
+    activity: Activity | None
+    loading: bool = False
+    error: str | None = None
+    available: bool = True
 
 
 class Peek(Protocol):
@@ -109,6 +121,12 @@ class Inspector:
 
     def loading(self, key: Key) -> bool:
         return self._busy.get(key[0]) == key or (self._wanted == key and key not in self._kept)
+
+    def look(self, row: SessionRow, now: float, *, ask: bool = True) -> Look:
+        """What to show for `row`; `ask`: a read is asked for when it is out of date (not for
+        a session gone from the View)."""
+        activity = self.want(row, now) if ask else self.activity(row.key)
+        return Look(activity, self.loading(row.key), self.error(row.key), self.available)
 
     def want(self, row: SessionRow, now: float) -> Activity | None:
         """The activity to show for `row` (the last one read, maybe None) and, when it is out

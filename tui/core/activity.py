@@ -39,6 +39,13 @@ class ToolRun:
         """`bash: npm test`."""
         return f"{self.tool}: {self.summary}" if self.summary else self.tool
 
+    def summary_in(self, directory: str) -> str:
+        """The summary, a path inside the session's folder shown relative to it."""
+        prefix = directory.rstrip("/") + "/"
+        if directory and self.summary.startswith(prefix):
+            return self.summary[len(prefix):]
+        return self.summary
+
 
 @dataclass(frozen=True, slots=True)
 class TodoItem:

@@ -23,6 +23,7 @@ from tui.core.view import SessionRow
 
 from .. import format as fmt
 from ..widgets.conversation_log import Block, BlockLog
+from . import session_keys
 from .view_screen import ViewScreen
 
 Key = tuple[str, str]
@@ -43,10 +44,7 @@ def _tool_line(entry: Entry, directory: str, now: float) -> list[Part]:
         mark, style = {"completed": ("✓", "$state-idle"), "error": ("✗", "$state-error"),
                        "running": ("…", "$state-busy"), "pending": ("…", "$state-busy")}.get(
             run.status, ("·", MUTED))
-        summary = run.summary
-        prefix = directory.rstrip("/") + "/"
-        if directory and summary.startswith(prefix):
-            summary = summary[len(prefix):]
+        summary = run.summary_in(directory)
         took = ""
         if run.started is not None and run.ended is not None:
             took = f"  {fmt.duration(run.ended - run.started)}"
@@ -112,8 +110,7 @@ class ConversationScreen(ViewScreen):
 
     BINDINGS = [
         Binding("escape,m", "back", "Back"),
-        Binding("A", "app.attach", "Attach",
-                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
+        session_keys.ATTACH,
         Binding("home,g", "top", "First message", show=False),
         Binding("end,G", "bottom", "Last message (and follow)", show=False),
     ]

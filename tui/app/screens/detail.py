@@ -17,6 +17,7 @@ from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
 from ..widgets.activity import activity_content
+from . import session_keys
 from .dialog import block, multiline
 from .view_screen import ViewScreen
 
@@ -245,12 +246,9 @@ class DetailScreen(ViewScreen):
         Binding("p", "parent", "Parent"),
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
-        Binding("m", "app.conversation", "Messages",
-                tooltip="The conversation: prompts, replies, tool calls, errors (live)",
-                show=True),
-        Binding("A", "app.attach", "Attach",
-                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
-        Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
+        session_keys.messages(show=True),
+        session_keys.ATTACH,
+        session_keys.WEB,
     ]
 
     def __init__(self, key: Key) -> None:
@@ -301,12 +299,9 @@ class DetailScreen(ViewScreen):
 
     def _show_activity(self, row: SessionRow) -> None:
         app = self.ocwatch
-        inspector = app.inspector
         gone = app.view is None or self.key not in app.view.rows
-        activity = inspector.activity(row.key) if gone else inspector.want(row, app.now)
-        self.query_one("#detail-activity", Static).update(activity_content(
-            row, activity, app.now, loading=inspector.loading(row.key),
-            error=inspector.error(row.key), available=inspector.available))
+        look = app.inspector.look(row, app.now, ask=not gone)
+        self.query_one("#detail-activity", Static).update(activity_content(row, look, app.now))
 
     def show_view(self) -> None:
         """Display the session from the app's latest View (the last known row if it is gone)."""

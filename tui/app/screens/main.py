@@ -16,6 +16,7 @@ from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
 from ..widgets.summary import FilterStatus, Summary
+from . import session_keys
 from .view_screen import ViewScreen
 
 PANE_AT = 140
@@ -92,12 +93,9 @@ class MainScreen(ViewScreen):
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
-        Binding("m", "app.conversation", "Messages",
-                tooltip="The conversation: prompts, replies, tool calls, errors (live)",
-                show=False),
-        Binding("A", "app.attach", "Attach",
-                tooltip="Attach OpenCode's TUI to the session (quit it to come back)"),
-        Binding("w", "app.web", "Open in the web UI (and copy its address)", show=False),
+        session_keys.messages(show=False),
+        session_keys.ATTACH,
+        session_keys.WEB,
         Binding("d", "toggle_pane", "Details pane",
                 tooltip="The details pane beside the table (narrow: the detail view)",
                 show=False),
@@ -170,11 +168,7 @@ class MainScreen(ViewScreen):
             pane.styles.width = width
         key = self.table.cursor_key
         row = app.view.rows.get(key) if key is not None and app.view is not None else None
-        inspector = app.inspector
-        activity = inspector.want(row, app.now) if row is not None else None
-        pane.show(row, activity, app.now, loading=row is not None and inspector.loading(row.key),
-                  error=inspector.error(row.key) if row is not None else None,
-                  available=inspector.available)
+        pane.show(row, app.inspector.look(row, app.now) if row is not None else None, app.now)
 
     def _on_activity(self, key: tuple[str, str]) -> None:
         if key == self.table.cursor_key:

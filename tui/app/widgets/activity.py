@@ -12,6 +12,7 @@ from tui.core.activity import Activity, ToolRun, summarize_todos
 from tui.core.view import RUNNING, SessionRow
 
 from .. import format as fmt
+from ..inspect import Look
 
 Part = str | tuple[str, str]
 LABEL = 10
@@ -25,9 +26,7 @@ def _label(name: str) -> tuple[str, str]:
 def _tool(run: ToolRun, now: float, running: bool, directory: str = "") -> list[Part]:
     """`bash: npm test · 2m10s`; a path inside the session's folder is shown relative to it."""
     parts: list[Part] = [(fmt.literal(run.tool), "bold")]
-    summary = run.summary
-    if directory and summary.startswith(directory.rstrip("/") + "/"):
-        summary = summary[len(directory.rstrip("/")) + 1:]
+    summary = run.summary_in(directory)
     if summary:
         parts += [": ", fmt.literal(summary)]
     if running and run.started is not None:
@@ -59,12 +58,11 @@ def _count(n: int, more: bool) -> str:
     return f"{n}+" if more else str(n)
 
 
-def activity_content(row: SessionRow, activity: Activity | None, now: float, *,
-                     loading: bool = False, error: str | None = None,
-                     available: bool = True) -> Content:
+def activity_content(row: SessionRow, look: Look, now: float) -> Content:
     """The "Doing" lines of a session: model and agent, the tool running now (or the last
     one), todo progress, the end of the last reply, tokens, context use, messages and cost."""
-    if not available:
+    activity, error = look.activity, look.error
+    if not look.available:
         return Content.styled("What the session is doing is read from a live server.", MUTED)
     if activity is None:
         if error:
@@ -116,7 +114,7 @@ def activity_content(row: SessionRow, activity: Activity | None, now: float, *,
          (" · cost ", MUTED), fmt.money(row.cost if row.cost is not None else activity.cost))
     if error:
         line((f"(the last look failed: {fmt.literal(error)})", "$state-error"))
-    elif loading:
+    elif look.loading:
         line(("(reading again …)", MUTED))
     return Content.assemble(*parts)
 
@@ -168,20 +166,18 @@ class DetailsPane(VerticalScroll, can_focus=False):
 
     _shown: tuple[object, ...] | None = None
 
-    def show(self, row: SessionRow | None, activity: Activity | None, now: float, *,
-             loading: bool, error: str | None, available: bool) -> None:
+    def show(self, row: SessionRow | None, look: Look | None, now: float) -> None:
         """Show a session (nothing is redrawn when nothing it shows changed: the same row and
         activity objects within the same second)."""
-        shown = (row, activity, int(now), loading, error, available)
+        shown = (row, look, int(now))
         if shown == self._shown:
             return
         self._shown = shown
         header = self.query_one("#pane-header", Static)
         body = self.query_one("#pane-activity", Static)
-        if row is None:
+        if row is None or look is None:
             header.update(Content.styled("No session selected.", MUTED))
             body.update("")
             return
         header.update(pane_header(row, now))
-        body.update(activity_content(row, activity, now, loading=loading, error=error,
-                                     available=available))
+        body.update(activity_content(row, look, now))
