@@ -93,3 +93,26 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
         await pilot.pause()
         assert paint(t) == paint_from_scratch(t)
         assert any("Seen after scrolling" in "".join(s.text for s in line) for line in paint(t))
+
+
+async def test_time_cells_are_right_each_second_though_rows_are_looked_at_less() -> None:
+    """A refresh looks again only at rows whose time cells moved (CellRenderer.until): at every
+    second across the `now` / `Ns ago` / `Nm ago` and `59s` / `1m00s` boundaries, each row's
+    cells equal cells rendered afresh."""
+    start = many()
+    app, _source = make_app(start)
+    async with app.run_test(size=(160, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        columns = [spec.key for spec in t._columns()]
+        base = float(int(views.NOW))
+        ticks = [0, 1, 2, 4, 5, 6, 30, 59, 60, 61, 119, 120, 3599, 3600, 3601, 5000, 86_400]
+        for dt in ticks:
+            t.show(start, base + dt)
+            lines = {line.key: line for line in t.lines}
+            for key, line in lines.items():
+                row = start.rows[key]
+                want = [t.cells.cell(c, row, line, False).plain for c in columns]
+                got = [cell.plain for cell in t.get_row(f"{key[0]}\x1f{key[1]}")]
+                assert got == want, (dt, key)
+        await pilot.pause()

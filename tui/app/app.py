@@ -66,6 +66,10 @@ PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 20 redraws a second); also how often the timer
 checks whether a second has passed since the last pull."""
 TICK_INTERVAL = 1.0
+LOADING_PULL_INTERVAL = 0.25
+"""Seconds between pulls while a server's first snapshot is still reading last messages (the
+table shows its rows already): each pull repaints every row, and the reading shares this
+process's one core with the painting."""
 """Seconds between pulls even without a change (time in state counts up)."""
 
 
@@ -129,6 +133,7 @@ class OcwatchApp(App[None]):
         self.view_changed: Signal[View] = Signal(self, "view-changed")
         self._dirty = True
         self._pulled_at = -math.inf
+        self._loading = False  # a server's first snapshot is loading (LOADING_PULL_INTERVAL)
         self._source_failures = 0
         self.startup_message: str | None = None
         """Shown once as a notification when the app starts (e.g. what the demo is)."""
@@ -308,7 +313,8 @@ class OcwatchApp(App[None]):
         if self._dirty:
             return
         self._dirty = True
-        wait = self._pulled_at + PULL_INTERVAL - time.monotonic()
+        spacing = LOADING_PULL_INTERVAL if self._loading else PULL_INTERVAL
+        wait = self._pulled_at + spacing - time.monotonic()
         if wait <= 0:
             self.call_next(self._pull_if_dirty)
         else:
@@ -336,6 +342,7 @@ class OcwatchApp(App[None]):
             return
         before = self.view
         self.view, self.now = view, now
+        self._loading = any(s.loading is not None for s in view.servers)
         if view is not before:
             self.attention.apply(self.source.last_changes, self.looking_at)
             self.responder.forget_closed()

@@ -18,6 +18,7 @@ from rich.cells import cell_len, set_cell_size
 from tui.core.view import REASONS, STATES, Reason, SessionRow, State
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
+from tui.core.view import duration_next as duration_next
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +174,8 @@ def _reason(row: SessionRow) -> tuple[str, int]:
         return row.pending[0].kind, len(row.pending)
     if row.state == "retry" and row.retry_attempt is not None:
         return "attempt", row.retry_attempt
+    if row.settling == "loading":
+        return "loading", 0
     return row.reason or "", 0
 
 
@@ -190,6 +193,17 @@ def age(t: float | None, now: float) -> str:
     if s < 86400:
         return f"{s // 3600}h ago"
     return f"{s // 86400}d ago"
+
+
+def age_next(seconds: float) -> int:
+    """The whole number of seconds ago at which `age` next reads differently."""
+    s = max(0, int(seconds))
+    if s < JUST_NOW:
+        return JUST_NOW
+    for unit, below in ((1, 60), (60, 3600), (3600, 86400)):
+        if s < below:
+            return (s // unit + 1) * unit
+    return (s // 86400 + 1) * 86400
 
 
 def clock_time(t: float | None, now: float | None = None) -> str:

@@ -94,7 +94,7 @@ def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
                    desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags,
                    read_only=read_only)
     fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
-                  auths=opts.auths, names=opts.names)
+                  auths=opts.auths, names=opts.names, progressive=True)
     deliverer = off_terminal(opts, fleet)
     launcher = launcher_for(opts, fleet)
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
@@ -121,7 +121,7 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
     async def main() -> int:
         async with DemoServer(speed=speed) as server:
             fleet = Fleet([server.url], settings=settings or opts.settings,
-                          names={server.url: "demo"})
+                          names={server.url: "demo"}, progressive=True)
             app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
                              alerts=opts.alerts, notices=opts.notices,
                              actions=FleetActions(fleet), observers=observers,

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from .journal import Entry, Facts, fold, merge_message, status_after
 from .models import (
@@ -91,6 +92,8 @@ class _Unread(Deadline):
 
 
 _UNREAD = _Unread()
+#: A session's last message while a first snapshot has not read it yet (Snapshot.loading)
+_LOADING = cast(Message, object())
 
 
 def ago(now: float, t: float) -> str:
@@ -332,6 +335,7 @@ def _derive(
     get_touched, get_prev, get_version = facts.touched.get, prev.get, facts.versions.get
     get_hit = cache.get if cache is not None else None
     journal_messages = bool(facts.messages or facts.parts)
+    loading = snapshot.loading
     reachable = link.reachable
     no_pending: tuple[Pending, ...] = ()
     no_children: tuple[str, ...] = ()
@@ -350,7 +354,7 @@ def _derive(
             pending, busy, kids = no_pending, no_children, no_children
         else:
             pending, busy, kids = family
-        msg = snap_msg = get_msg(sid)
+        msg = snap_msg = get_msg(sid) if not loading or sid not in loading else _LOADING
         # when the server last said the session runs: its status event, else the snapshot
         snap_st = get_snap_status(sid)
         listed = sid in snap_active
@@ -379,7 +383,9 @@ def _derive(
             else:
                 key = (server, sid)
             deadline = Deadline()
-        if journal_messages:
+        if snap_msg is _LOADING:
+            msg = None
+        elif journal_messages:
             msg = merge_message(msg, facts, sid)
         info = msg.info if msg is not None else None
         err_fact = get_error(sid) if get_error is not None else None
@@ -399,11 +405,15 @@ def _derive(
             if last_retry is not None:  # busy between two attempts, no output: still retrying
                 st = replace(last_retry, message=(
                     f"{last_retry.message or 'retrying'} (next attempt under way)"))
-        state, reason, stale, evidence, settled, since_hint, ended, settling = _decide(
-            sid, s, st, sid in active, msg, info, pending, busy,
-            err_fact.error if err_fact is not None else None, status_at, claim,
-            quiet, ask_at, now, grace, facts, deadline,
-        )
+        if snap_msg is _LOADING and not pending and (st is None or st.type != "retry"):
+            decision = _loading(st, sid in active, status_at)
+        else:
+            decision = _decide(
+                sid, s, st, sid in active, msg, info, pending, busy,
+                err_fact.error if err_fact is not None else None, status_at, claim,
+                quiet, ask_at, now, grace, facts, deadline,
+            )
+        state, reason, stale, evidence, settled, since_hint, ended, settling = decision
         updated = s.time.updated / 1000.0
         if info is not None:
             mt = info.time
@@ -419,8 +429,11 @@ def _derive(
         since: float | None
         if not settled:
             # the facts are still arriving: not a new state. Keep the last settled one (or, at
-            # first sight, the run that is starting or finishing: busy)
-            if old is not None:
+            # first sight, the run that is starting or finishing: busy); a row still loading
+            # has none to keep: what the maps say (busy, or unknown until its message is read)
+            if settling == "loading":
+                since = since_hint
+            elif old is not None:
                 state, reason, stale, ended, since = (
                     old.state, old.reason, old.stale, old.ended, old.since)
             else:
@@ -645,6 +658,18 @@ def _decide(
         return _not_running(sid, msg, info, stream_error, status_at, quiet_at, now, grace, facts,
                             deadline)
     return _unanswered(info, stream_error, status_at, quiet_at, now, grace, deadline)
+
+
+def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None) -> Decision:
+    """A first snapshot has listed the session but not read its last message yet: busy when the
+    server reports it running (not settled: its stale check rests on that message), else
+    unknown (absent from the status map is idle or unknown until the messages agree)."""
+    note = "last message not read yet (the first snapshot is loading)"
+    if st is not None and st.type != "idle" or in_active:
+        label = st.type if st is not None and st.type != "idle" else "running"
+        return "busy", None, False, (f"server reports {label}", note), False, status_at, None, \
+            "loading"
+    return "unknown", None, False, ("not in the status map", note), False, None, None, "loading"
 
 
 def _input(sid: str, st: SessionStatus | None, pending: tuple[Pending, ...],

@@ -38,10 +38,13 @@ class Fleet:
         history_limit: int = 50,
         auths: Mapping[str, Auth | None] | None = None,
         names: Mapping[str, str] | None = None,
+        progressive: bool = False,
     ) -> None:
         """`auth` is the first server's credentials only (a password is never sent to a
         server it was not given for); `auths` (normalized URL -> credentials) sets each
-        server's, overriding that; `names` (normalized URL -> name) what each is called."""
+        server's, overriding that; `names` (normalized URL -> name) what each is called.
+        `progressive`: show each server's first snapshot as it arrives (the dashboard: rows
+        whose last message is not read yet say `loading`; ServerMonitor.progressive)."""
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
@@ -50,7 +53,8 @@ class Fleet:
             own = auths[key] if auths is not None and key in auths else (
                 auth if i == 0 else None)
             mon = ServerMonitor(url, auth=own, settings=self.settings, clock=clock,
-                                transport=transport, name=(names or {}).get(key, ""))
+                                transport=transport, name=(names or {}).get(key, ""),
+                                progressive=progressive)
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
         self._feed = TransitionFeed()

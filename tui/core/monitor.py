@@ -92,8 +92,11 @@ class ServerMonitor:
         transport: httpx.AsyncBaseTransport | None = None,
         name: str = "",
         client: Client | None = None,
+        progressive: bool = False,
     ) -> None:
-        """`client`: one made elsewhere (a replay's, answering from a recording)."""
+        """`client`: one made elsewhere (a replay's, answering from a recording).
+        `progressive`: `run()` shows the first snapshot as it arrives (take_snapshot)."""
+        self.progressive = progressive
         self.settings = settings or Settings()
         self.name = name  # the config's name for it ("": none, called by its URL)
         self.auth = auth  # its own credentials (an attached OpenCode TUI gets them too)
@@ -238,7 +241,7 @@ class ServerMonitor:
             drift_examples=tuple(self.drift_examples),
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
-            loading=self.loading if self.snapshot is None else None,
+            loading=self.loading if self.snapshot is None or self.snapshot.loading else None,
             stream=self.stream_health(self.clock()),
             malformed=self.snapshot.skipped if self.snapshot else 0,
             malformed_examples=self.snapshot.malformed if self.snapshot else (),
@@ -315,7 +318,7 @@ class ServerMonitor:
             self._want_snapshot.clear()
             self._urgent.clear()
             began = time.monotonic()
-            ok = await self.take_snapshot()
+            ok = await self.take_snapshot(progressive=self.progressive)
             self._notify()
             if ok:
                 backoff = 0.5
@@ -339,10 +342,14 @@ class ServerMonitor:
             self._tap.snapshot(self.url, begun.started, begun.number, True)
         return begun
 
-    async def take_snapshot(self, begun: SnapshotStart | None = None) -> bool:
+    async def take_snapshot(self, begun: SnapshotStart | None = None,
+                            progressive: bool = False) -> bool:
         """Fetch a snapshot and make it the current one (begun: by `begin_snapshot`, which a
-        replay calls when the recording says it began)."""
+        replay calls when the recording says it began). `progressive`: while no complete
+        snapshot is in, show it as it arrives (`_partial`)."""
         begun = begun or self.begin_snapshot()
+        partial = self._partial if progressive and (
+            self.snapshot is None or self.snapshot.loading) else None
         seq = begun.seq
         token = SNAPSHOT.set(begun.number)
         try:
@@ -354,7 +361,7 @@ class ServerMonitor:
                 vouch=lambda sid, msg: merge_message(msg, facts(), sid),
                 expected_status=self._expected_status,
                 vouched_since=lambda: self._vouch_since if self.connected else None,
-                vouch_max_age=self.settings.vouch_max_age)
+                vouch_max_age=self.settings.vouch_max_age, partial=partial)
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -369,6 +376,8 @@ class ServerMonitor:
         if self._tap is not None:
             self._tap.snapshot(self.url, self.clock(), begun.number, False)
         old, now = self.snapshot, self.clock()
+        if old is not None and old.loading:
+            old = None  # a first snapshot shown as it arrived: no complete one to compare
         outage = self._down_since or self._gap_since
         before: dict[tuple[str, str], SessionRow] = {}
         if old is not None:
@@ -390,6 +399,13 @@ class ServerMonitor:
             self._count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
+
+    def _partial(self, snap: Snapshot) -> None:
+        """A first snapshot, shown before its last messages are all in (Snapshot.loading): the
+        rows the maps decide (busy, retry, input) at once, the others as they arrive."""
+        self.snapshot = snap
+        self.journal.cut(snap.journal_seq)
+        self._notify()
 
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
         """A snapshot could not be taken: the last one stays, the error is shown."""

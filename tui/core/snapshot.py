@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,6 +22,10 @@ from .client import Client, NotFound
 from .models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 
 log = logging.getLogger("ocwatch.snapshot")
+
+#: Seconds at least between two partial snapshots (fetch_snapshot's `partial`): each one derives
+#: and repaints every row, which at 10,000 sessions costs a good part of what reading takes.
+PARTIAL_EVERY = 0.5
 
 
 @dataclass(frozen=True)
@@ -41,6 +46,9 @@ class Snapshot:
     vouched: int = 0  # last messages the event stream vouched for (not asked again)
     skipped: int = 0  # malformed items skipped
     malformed: tuple[str, ...] = ()  # which ones ("session ses_x", first few)
+    # a first snapshot published before it is complete (fetch_snapshot's `partial`): the
+    # sessions whose last message is still being read (their `messages` entry means nothing)
+    loading: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -161,6 +169,7 @@ async def fetch_snapshot(
     vouched_since: Callable[[], float | None] = lambda: None,
     vouch_max_age: float = 300.0,
     expected_status: Callable[[str], SessionStatus | None] = lambda _sid: None,
+    partial: Callable[[Snapshot], None] | None = None,
 ) -> Snapshot:
     """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
 
@@ -173,7 +182,13 @@ async def fetch_snapshot(
     stream has carried every event, None: it does not vouch; MessageCache.vouched) and the
     status map agrees with what the events said (`expected_status(id)`, as `running_kind`; a
     status that changed with no event refutes the stream): then `vouch(session id, cached
-    message)` brings it up to date from the journal."""
+    message)` brings it up to date from the journal.
+
+    The last messages are read running sessions first, then the most recently updated. With
+    `partial`, it is handed the Snapshot as soon as the maps are in (every last message still to
+    read listed in `Snapshot.loading`), and again as they arrive (about every tenth of them, at
+    least 200 apart, and PARTIAL_EVERY seconds), so that a large server is shown in the time of a
+    handful of requests."""
     started = clock()
     before = client.requests
     bad_names: list[str] = []
@@ -228,46 +243,77 @@ async def fetch_snapshot(
             vouched += 1
             continue
         need.append(s)
-    sem = asyncio.Semaphore(max(1, concurrency))
+    # what is running first (its stale check rests on it), then what changed last
+    need.sort(key=lambda s: (s.id not in status and s.id not in active, -s.time.updated))
     done = 0
     if progress is not None:
         progress(0, len(need))
+    version = health.get("version") if isinstance(health.get("version"), str) else None
+    arrived: set[str] = set()
+
+    def snapshot_now(loading: frozenset[str] = frozenset()) -> Snapshot:
+        return Snapshot(
+            server=client.url,
+            started_at=started,
+            sessions=sessions,
+            status=status,
+            permissions=permissions,
+            questions=questions,
+            messages={sid: cache.get(sid) for sid in sessions},
+            active=frozenset(active),
+            version=version,
+            journal_seq=journal_seq,
+            requests=client.requests - before,
+            vouched=vouched,
+            skipped=len(bad_names),
+            malformed=tuple(bad_names[:5]),
+            loading=loading,
+        )
+
+    step = max(200, len(need) // 10)
+    shown = [0, time.monotonic()]  # messages read, and when, at the last partial
+    if partial is not None and need:
+        partial(snapshot_now(frozenset(s.id for s in need)))
 
     async def last_message(s: Session) -> None:
         nonlocal done
         try:
-            async with sem:
-                try:
-                    raw = await client.messages(s.id, limit=1, directory=s.directory or None)
-                except NotFound:  # deleted between the list and this request
-                    cache.put(s, None, fetched=started)
-                    return
+            try:
+                raw = await client.messages(s.id, limit=1, directory=s.directory or None)
+            except NotFound:  # deleted between the list and this request
+                cache.put(s, None, fetched=started)
+                return
             msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
             bad_names.extend(bad)
             cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active,
                       fetched=started)
         finally:
             done += 1
+            arrived.add(s.id)
             if progress is not None:
                 progress(done, len(need))
+            if partial is not None and done < len(need) and (
+                    done - shown[0] >= step and time.monotonic() - shown[1] >= PARTIAL_EVERY):
+                shown[:] = [done, time.monotonic()]
+                partial(snapshot_now(frozenset(
+                    x.id for x in need if x.id not in arrived)))
 
-    await asyncio.gather(*(last_message(s) for s in need))
+    order = iter(need)  # shared by the workers: each takes the next one, in that order
+
+    async def worker() -> None:
+        for s in order:
+            await last_message(s)
+            # a server on loopback can answer without the loop ever waiting: let the rest of
+            # the program (the dashboard painting the partial rows) in between two requests
+            await asyncio.sleep(0)
+
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(need))))]
+    try:
+        await asyncio.gather(*workers)
+    except BaseException:  # one failed (or this was cancelled): stop the others too
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        raise
     cache.prune(sessions)
-    messages = {sid: cache.get(sid) for sid in sessions}
-    version = health.get("version") if isinstance(health.get("version"), str) else None
-    return Snapshot(
-        server=client.url,
-        started_at=started,
-        sessions=sessions,
-        status=status,
-        permissions=permissions,
-        questions=questions,
-        messages=messages,
-        active=frozenset(active),
-        version=version,
-        journal_seq=journal_seq,
-        requests=client.requests - before,
-        vouched=vouched,
-        skipped=len(bad_names),
-        malformed=tuple(bad_names[:5]),
-    )
+    return snapshot_now()

@@ -17,8 +17,10 @@ State = Literal["busy", "retry", "input", "idle", "unknown"]
 Reason = Literal["completed", "aborted", "error", "interrupted"]
 #: Why a row is not settled: a prompt the server accepted but does not report busy for yet; an
 #: idle reported before the run's final message is saved; a finished run that only events (sent
-#: before it ended) call busy, until a snapshot confirms or denies it; a server not reachable.
-Settling = Literal["starting", "finishing", "confirming", "unreachable"]
+#: before it ended) call busy, until a snapshot confirms or denies it; a server not reachable; a
+#: first snapshot that has not read the session's last message yet (the state is `busy` when the
+#: server reports it running, else `unknown`).
+Settling = Literal["starting", "finishing", "confirming", "unreachable", "loading"]
 STATES: tuple[State, ...] = get_args(State)
 REASONS: tuple[Reason, ...] = get_args(Reason)
 SETTLING: tuple[Settling, ...] = get_args(Settling)
@@ -326,6 +328,16 @@ def duration(seconds: float | None, unknown: str = "–") -> str:
         return f"{h}h{m:02d}m"
     d, h = divmod(h, 24)
     return f"{d}d{h:02d}h"
+
+
+def duration_next(seconds: float) -> int:
+    """The whole number of seconds at which `duration(seconds)` next reads differently."""
+    s = max(0, int(seconds))
+    if s < 3600:
+        return s + 1
+    if s < 86400:
+        return (s // 60 + 1) * 60
+    return (s // 3600 + 1) * 3600
 
 
 def iso(t: float | None) -> str | None:

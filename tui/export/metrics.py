@@ -202,6 +202,8 @@ class Metrics(Collector):
             "unbounded: ids and titles are labels).",
             labels=["server", "session_id", "parent_id", "title", "state", "reason", "stale"])
         for row in rows.values():
+            if row.settling == "loading" and row.state == "unknown":
+                continue  # the dashboard's first snapshot has not read its last message yet
             server = names.get(row.server, row.server)
             mark = (server, row.state, row.reason or "")
             counts[mark] = counts.get(mark, 0) + 1

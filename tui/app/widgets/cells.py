@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -79,6 +80,16 @@ class CellRenderer:
             (row.cost, ctx),
             (row.tokens, ctx),
         )
+
+    def until(self, row: SessionRow) -> float:
+        """Until when (a clock second) the row's time cells read as they do at `now`: before
+        it, a refresh with the same row need not look at the row again."""
+        now, out = self.now, math.inf
+        if row.since is not None:
+            out = row.since + fmt.duration_next(now - row.since)
+        if row.updated is not None:
+            out = min(out, row.updated + fmt.age_next(now - row.updated))
+        return out
 
     def cell(self, column: str, row: SessionRow, line: TreeLine, multi: bool) -> Text:
         """Render one cell (styles from theme variables; text never parsed as markup)."""

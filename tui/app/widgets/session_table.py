@@ -63,6 +63,7 @@ class _Shown:
     cells: list[Text]
     row: SessionRow | None  # the View row rendered (None: compare the inputs again)
     line: TreeLine | None
+    until: float = 0.0  # its time cells read the same before this clock second
 
 
 def _discard(cache: LRUCache[Any, Any], drop: Callable[[Any], bool]) -> None:
@@ -386,10 +387,13 @@ class SessionTable(DataTable[Text]):
                                    match_key=(self.state_filter, self.text_filter))
         multi = len({k[0] for k in view.rows}) > 1
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
-        # Same row object, same line, same clock second: the cells cannot have changed.
-        context = (self._now, multi)
+        # Same row object, same line, and its time cells still read the same (CellRenderer.
+        # until): the cells cannot have changed. So a refresh of an idle table looks again only
+        # at the rows whose `3s ago` / `2m05s` moved this second, not at every row.
+        context = (multi,)
         same_context = context == self._shown_for
         self._shown_for = context
+        now = self._now
         wanted = {row_key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
@@ -413,6 +417,7 @@ class SessionTable(DataTable[Text]):
                 row = view.rows[line.key]
                 cached = self._cache.get(k)
                 if (same_context and cached is not None and cached.row is row
+                        and now < cached.until
                         and (cached.line is line or cached.line == line)):
                     if k not in self._row_keys:  # the table was cleared: re-add as it was
                         self._row_keys[k] = self.add_row(*cached.cells, key=k)
@@ -425,6 +430,7 @@ class SessionTable(DataTable[Text]):
                         if k not in self._row_keys:
                             self._row_keys[k] = self.add_row(*cached.cells, key=k)
                         cached.row, cached.line, cached.inputs = row, line, inputs
+                        cached.until = self.cells.until(row)
                         continue
                 else:
                     changed = shown
@@ -441,7 +447,7 @@ class SessionTable(DataTable[Text]):
                         cells[n] = data[column_keys[n]] = self.cells.cell(
                             columns[n], row, line, multi)
                         updated.add((row_key, column_keys[n]))
-                self._cache[k] = _Shown(inputs, cells, row, line)
+                self._cache[k] = _Shown(inputs, cells, row, line, self.cells.until(row))
             order = list(wanted)
             if order != self._order or gone:
                 self._set_order(order, updated)

@@ -25,15 +25,22 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     counts = view.counts() if view is not None else {}
     split = _idle_reasons(view) if view is not None and counts.get("idle") else []
     total = len(view.rows) if view is not None else 0
-    for line in (_counts_line(counts, split, total), _counts_line(counts, [], total),
-                 _counts_line(counts, [], None), _counts_line(counts, [], None, words=False)):
+    # rows a first snapshot has not read the last message of yet: not (yet) unknown
+    loading = sum(r.settling == "loading" and r.state == "unknown"
+                  for r in view.rows.values()) if view is not None and counts.get("unknown") else 0
+    if loading:
+        counts = {**counts, "unknown": counts["unknown"] - loading}
+    for line in (_counts_line(counts, split, total, loading=loading),
+                 _counts_line(counts, [], total, loading=loading),
+                 _counts_line(counts, [], None, loading=loading),
+                 _counts_line(counts, [], None, words=False, loading=loading)):
         if width is None or line.cell_length <= width:
             return line
     return line
 
 
 def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
-                 total: int | None, words: bool = True) -> Content:
+                 total: int | None, words: bool = True, loading: int = 0) -> Content:
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
         n = counts.get(name, 0)
@@ -45,6 +52,8 @@ def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
             parts += [(f"idle {n}", style), *split, "  "]
             continue
         parts += [(f"{glyph} {name} {n}" if words else f"{glyph} {n}", style), "  "]
+    if loading:
+        parts += [(f"… loading {loading}" if words else f"… {loading}", "$foreground-muted"), "  "]
     if total is not None:
         parts.append((f"{total} total", "$foreground-muted"))
     return Content.assemble(*parts).rstrip()

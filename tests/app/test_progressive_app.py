@@ -1,0 +1,46 @@
+"""The dashboard paints a large server's rows before their last messages are in (issue 15):
+what the maps decide shows at once, the rest says `loading` in the reason column and in the
+counts line, and the server bar says how far the reading is; then every row settles."""
+
+from __future__ import annotations
+
+import asyncio
+
+from tests.unit.test_progressive import URL, Held, server
+from tui.app import create_app
+from tui.app.widgets.session_table import row_key_str
+from tui.core.fleet import Fleet
+
+
+def cells(app, sid: str) -> list[str]:  # type: ignore[no-untyped-def]
+    table = app.main_screen.table
+    return [c.plain for c in table.get_row(row_key_str((URL, sid)))]
+
+
+async def test_rows_show_while_their_last_messages_load() -> None:
+    api = Held(server())
+    fleet = Fleet([URL], transport=api.transport(), progressive=True)
+    app = create_app(fleet, server_urls=[URL])
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.main_screen.table
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if table.row_count == 7:
+                break
+        assert table.row_count == 7  # every session, though no last message is read
+        assert api.asked and not api.release.is_set()
+        assert "loading" in cells(app, "ses_i0")
+        assert any("input" in c or "?" in c for c in cells(app, "ses_ask"))
+        counts = str(app.main_screen.query_one("Summary").render())
+        assert "loading 4" in counts  # the four that are not busy (ses_busy is, unsettled)
+        assert "unknown 0" in counts or "◌ 0" in counts
+        bar = str(app.main_screen.query_one("ServerBar").render())
+        assert "loading sessions" in bar
+        api.release.set()
+        for _ in range(200):
+            await pilot.pause(0.02)
+            if "loading" not in cells(app, "ses_i0"):
+                break
+        assert "completed" in cells(app, "ses_i0")
+        assert "loading" not in str(app.main_screen.query_one("Summary").render())
+        await asyncio.sleep(0)
