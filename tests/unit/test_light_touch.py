@@ -103,8 +103,53 @@ async def test_a_removed_message_or_a_moved_update_time_is_asked_again() -> None
 
     clock.t = T0 + 20
     api.sessions[1]["time"]["updated"] = (T0 + 15) * 1000
+    mon.on_data(frame("session.updated", {"sessionID": "ses_1", "info": api.sessions[1]}))
     assert await mon.take_snapshot()
     assert api.hits[MSG] == 7  # only the session whose time.updated moved
+
+
+async def test_a_session_changed_with_no_event_is_seen_at_the_next_list() -> None:
+    """While the stream vouches, a resync does not read the session list; a session the server
+    changed without an event (its time.updated moved) is seen when the list is read again,
+    `relist_every` after the last read, and its last message is asked again then."""
+    api, clock = busy_server(), Clock(T0)
+    settings = Settings(grace=3.0, relist_every=60.0)
+    mon = ServerMonitor("http://test", settings=settings, transport=api.transport(), clock=clock)
+    mon.stream_opened()
+    assert await mon.take_snapshot()
+    clock.t = T0 + 20
+    api.sessions[1]["time"]["updated"] = (T0 + 15) * 1000
+    assert await mon.take_snapshot()
+    assert api.hits[MSG] == 3 and api.hits["/experimental/session"] == 1
+    clock.t = T0 + 61
+    assert await mon.take_snapshot()
+    assert api.hits["/experimental/session"] == 2
+    assert api.hits[MSG] == 4  # the one whose time.updated moved
+
+
+async def test_a_vouched_resync_reads_only_the_maps() -> None:
+    """No health, no session list, no project list: the status, permission and question maps of
+    each folder and the active list; the sessions the events created or deleted are in it."""
+    api, clock = busy_server(), Clock(T0)
+    api.active_route = True
+    mon = await watched(api, clock)
+    first = dict(api.hits)
+    new = wire_session("ses_new", folder="/p/b", updated=(T0 + 5) * 1000)
+    api.sessions.append(new)
+    clock.t = T0 + 5
+    mon.on_data(frame("session.created", {"sessionID": "ses_new", "info": new}))
+    mon.on_data(frame("session.deleted", {"sessionID": "ses_2", "info": api.sessions[2]}))
+    del api.sessions[2]
+    clock.t = T0 + 30
+    assert await mon.take_snapshot()
+    asked = {k: v - first.get(k, 0) for k, v in api.hits.items() if v != first.get(k, 0)}
+    # the maps of /p/a, and of /p/b (a folder only the event named); the active list
+    assert asked == {"/session/status": 2, "/permission": 2, "/question": 2,
+                     "/api/session/active": 1, MSG: 1}  # (ses_new: never read)
+    assert mon.snapshot is not None
+    assert set(mon.snapshot.sessions) == {"ses_0", "ses_1", "ses_new"}
+    assert mon.snapshot.folders == ("/p/a", "/p/b")
+    assert mon.snapshot.listed_at == T0
 
 
 async def test_a_stream_that_is_down_vouches_for_nothing() -> None:
@@ -122,9 +167,15 @@ async def test_a_vouched_message_is_asked_again_once_it_is_old() -> None:
     clock.t = T0 + S.vouch_max_age - 1
     assert await mon.take_snapshot()
     assert api.hits[MSG] == 3
-    clock.t = T0 + S.vouch_max_age + 1  # fetched longer ago than that: a safety net
+    clock.t = T0 + S.vouch_max_age + 1  # fetched longer ago than that: a safety net,
+    assert await mon.take_snapshot()  # a few at a time (reverify_per_resync)
+    assert api.hits[MSG] == 3 + S.reverify_per_resync
+    clock.t += 30
     assert await mon.take_snapshot()
-    assert api.hits[MSG] == 6
+    assert api.hits[MSG] == 6  # then the rest
+    clock.t += 30
+    assert await mon.take_snapshot()
+    assert api.hits[MSG] == 6  # each asked again once
 
 
 async def test_the_stream_vouches_only_while_nothing_was_missed_since_the_snapshot() -> None:

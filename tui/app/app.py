@@ -63,8 +63,10 @@ READ_ONLY = "Read-only dashboard: abort, reply, answer and attach are off."
 ACTIONS = frozenset({"respond", "abort", "attach"})
 """What --read-only turns off (hidden from the footer and the palette)."""
 PULL_INTERVAL = 0.05
-"""Least seconds between two pulls (at most 20 redraws a second); also how often the timer
-checks whether a second has passed since the last pull."""
+"""Least seconds between two pulls (at most 20 redraws a second)."""
+TICK_CHECK = 0.25
+"""How often the timer checks whether a second has passed since the last pull (an idle
+dashboard wakes 4 times a second, not 20)."""
 TICK_INTERVAL = 1.0
 LOADING_PULL_INTERVAL = 0.25
 """Seconds between pulls while a server's first snapshot is still reading last messages (the
@@ -269,7 +271,7 @@ class OcwatchApp(App[None]):
         for notice in self.notices:
             self.notify(notice, title="Config", severity="warning", timeout=15, markup=False)
         self.pull()
-        self.set_interval(PULL_INTERVAL, self._tick)
+        self.set_interval(TICK_CHECK, self._tick)
         self._run_source()
         if self.deliverer is not None:
             self.run_worker(self.deliverer.run(), name="alert deliveries", exit_on_error=False)

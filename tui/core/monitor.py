@@ -24,7 +24,7 @@ from .events import EventParser
 from .journal import Journal, merge_message, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
-from .snapshot import MessageCache, Snapshot, fetch_snapshot
+from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
 from .tap import SNAPSHOT, Tap
 from .view import ServerInfo, SessionRow
 
@@ -361,7 +361,8 @@ class ServerMonitor:
                 vouch=lambda sid, msg: merge_message(msg, facts(), sid),
                 expected_status=self._expected_status,
                 vouched_since=lambda: self._vouch_since if self.connected else None,
-                vouch_max_age=self.settings.vouch_max_age, partial=partial)
+                vouch_max_age=self.settings.vouch_max_age, partial=partial,
+                relist=self._relist(begun), reverify=self.settings.reverify_per_resync)
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -399,6 +400,23 @@ class ServerMonitor:
             self._count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
+
+    def _relist(self, begun: SnapshotStart) -> Relist | None:
+        """What a resync takes instead of reading the session list again, while the stream has
+        carried every event since the last snapshot began (nothing missed or unreadable, see
+        `vouches`) and the list is younger than `relist_every`: the last list with the sessions
+        the events created, changed or deleted before this one began (the later ones stay in the
+        journal). None: read it."""
+        snap = self.snapshot
+        if snap is None or snap.loading or not self.vouches() or (
+                begun.started - snap.listed_at >= self.settings.relist_every):
+            return None
+        facts = self.journal.facts()
+        sessions = dict(snap.sessions)
+        sessions.update(facts.sessions)
+        for sid in facts.deleted:
+            sessions.pop(sid, None)
+        return Relist(sessions, snap.folders, snap.version, snap.listed_at)
 
     def _partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading): the

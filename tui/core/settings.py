@@ -19,6 +19,14 @@ class Settings:
     vouch_max_age: float = 300.0
     """Seconds at most a last message is brought up to date from the journal instead of asked
     again at a resync (a safety net for a server that saves a message and sends no event)."""
+    relist_every: float = 300.0
+    """Seconds at most between two reads of the session list (and the server's health and
+    project folders) while the event stream vouches for what it carried: the resyncs between
+    them read only the status, permission and question maps, and take the sessions from the last
+    list and the events since (a safety net for a session changed with no event)."""
+    reverify_per_resync: int = 2
+    """Last messages at most a resync asks again only because they are older than
+    vouch_max_age (the oldest first): a light touch on a server with many running sessions."""
     snapshot_debounce: float = 0.15
     """Seconds to coalesce events that call for a snapshot into one."""
     snapshot_min_gap: float = 2.0

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -49,6 +50,20 @@ class Snapshot:
     # a first snapshot published before it is complete (fetch_snapshot's `partial`): the
     # sessions whose last message is still being read (their `messages` entry means nothing)
     loading: frozenset[str] = frozenset()
+    folders: tuple[str | None, ...] = ()  # the project folders the maps were asked for
+    listed_at: float = 0.0  # when the session list was read (a listless resync keeps its time)
+
+
+@dataclass(frozen=True, slots=True)
+class Relist:
+    """What a resync over a stream that vouches for every event takes instead of reading the
+    session list, the health and the project folders again: the last list with the events'
+    sessions laid over it, the folders and version then, and when that list was read."""
+
+    sessions: dict[str, Session]
+    folders: tuple[str | None, ...]
+    version: str | None
+    listed_at: float
 
 
 @dataclass
@@ -170,6 +185,8 @@ async def fetch_snapshot(
     vouch_max_age: float = 300.0,
     expected_status: Callable[[str], SessionStatus | None] = lambda _sid: None,
     partial: Callable[[Snapshot], None] | None = None,
+    relist: Relist | None = None,
+    reverify: int | None = None,
 ) -> Snapshot:
     """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
 
@@ -188,17 +205,32 @@ async def fetch_snapshot(
     `partial`, it is handed the Snapshot as soon as the maps are in (every last message still to
     read listed in `Snapshot.loading`), and again as they arrive (about every tenth of them, at
     least 200 apart, and PARTIAL_EVERY seconds), so that a large server is shown in the time of a
-    handful of requests."""
+    handful of requests.
+
+    `relist`: the session list is not read (nor the health, nor the project folders): the maps
+    are asked for its folders and those of its sessions. `reverify`: at most that many vouched
+    messages are asked again only for being older than `vouch_max_age`, the longest vouched
+    first (None: all of them)."""
     started = clock()
     before = client.requests
     bad_names: list[str] = []
-    health = await client.health()
-    raw_sessions = await client.all_sessions()
-    sessions_list, bad = cache.sessions_from(raw_sessions)
-    bad_names += bad
-    sessions = {s.id: s for s in sessions_list}
-
-    dirs = await client.folders(sessions_list)
+    dirs: list[str | None]
+    if relist is None:
+        health = await client.health()
+        raw_sessions = await client.all_sessions()
+        sessions_list, bad = cache.sessions_from(raw_sessions)
+        bad_names += bad
+        sessions = {s.id: s for s in sessions_list}
+        dirs = await client.folders(sessions_list)
+        version = health.get("version") if isinstance(health.get("version"), str) else None
+        listed_at = started
+    else:
+        sessions = relist.sessions
+        sessions_list = list(sessions.values())
+        found = {d for d in relist.folders if d} | {s.directory for s in sessions_list
+                                                    if s.directory}
+        dirs = [*sorted(found)] or [None]
+        version, listed_at = relist.version, relist.listed_at
 
     async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
         st, perms, qs = await asyncio.gather(
@@ -232,23 +264,36 @@ async def fetch_snapshot(
     need: list[Session] = []
     vouched = 0
     since = vouched_since() if vouch is not None else None
+    overdue: list[tuple[float, Session]] = []  # vouched but for their age: (fetched, session)
     for s in sessions_list:
         if cache.fresh(s, started) and s.id not in status and s.id not in active and (
                 s.id not in touched_set):
             continue
         if vouch is not None and s.id not in active and cache.vouched(
-                s, since, started, vouch_max_age) and running_kind(
+                s, since, started, math.inf) and running_kind(
                 expected_status(s.id)) == running_kind(status.get(s.id)):
+            fetched = cache.entries[s.id][3]
+            if started - fetched > vouch_max_age:
+                overdue.append((fetched, s))
+                continue
             cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
             vouched += 1
             continue
         need.append(s)
+    overdue.sort(key=lambda item: item[0])
+    budget = len(overdue) if reverify is None else max(0, reverify)
+    for i, (_fetched, s) in enumerate(overdue):
+        if i < budget:
+            need.append(s)  # asked again: the safety net, a few at a time
+            continue
+        assert vouch is not None
+        cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
+        vouched += 1
     # what is running first (its stale check rests on it), then what changed last
     need.sort(key=lambda s: (s.id not in status and s.id not in active, -s.time.updated))
     done = 0
     if progress is not None:
         progress(0, len(need))
-    version = health.get("version") if isinstance(health.get("version"), str) else None
     arrived: set[str] = set()
 
     def snapshot_now(loading: frozenset[str] = frozenset()) -> Snapshot:
@@ -268,6 +313,8 @@ async def fetch_snapshot(
             skipped=len(bad_names),
             malformed=tuple(bad_names[:5]),
             loading=loading,
+            folders=tuple(dirs),
+            listed_at=listed_at,
         )
 
     step = max(200, len(need) // 10)

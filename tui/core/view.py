@@ -228,9 +228,10 @@ def transitions(before: Settled | None, after: View) -> Changes:
             settled[key] = row
             continue
         _step(key, row, prev, settled, out, asks, at)
-    for key, prev in old.items():
-        if key not in rows:
-            out.append(Transition(key, prev, None, at))
+    # sessions gone, by key (not by when each was first settled: the same whichever way the
+    # settled rows were kept, transitions_of's or this)
+    for key in sorted(key for key in old if key not in rows):
+        out.append(Transition(key, old[key], None, at))
     return Changes(out, settled, asks)
 
 
