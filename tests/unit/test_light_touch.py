@@ -168,13 +168,22 @@ async def test_a_vouched_message_is_asked_again_once_it_is_old() -> None:
     assert await mon.take_snapshot()
     assert api.hits[MSG] == 3
     clock.t = T0 + S.vouch_max_age + 1  # fetched longer ago than that: a safety net,
-    assert await mon.take_snapshot()  # a few at a time (reverify_per_resync)
-    assert api.hits[MSG] == 3 + S.reverify_per_resync
+    assert await mon.take_snapshot()  # one a minute (reverify_per_minute), the oldest first
+    assert api.hits[MSG] == 4
     clock.t += 30
     assert await mon.take_snapshot()
-    assert api.hits[MSG] == 6  # then the rest
-    clock.t += 30
-    assert await mon.take_snapshot()
+    assert api.hits[MSG] == 4  # half a minute: no credit yet
+    for _ in range(2):
+        clock.t += 30
+        assert await mon.take_snapshot()
+    assert api.hits[MSG] == 5
+    for _ in range(2):
+        clock.t += 30
+        assert await mon.take_snapshot()
+    assert api.hits[MSG] == 6  # then the last one
+    for _ in range(4):
+        clock.t += 30
+        assert await mon.take_snapshot()
     assert api.hits[MSG] == 6  # each asked again once
 
 

@@ -142,6 +142,8 @@ class ServerMonitor:
         # brings the last messages fetched after it up to date from the journal (snapshot.py)
         self._vouch_since: float | None = None
         self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
+        self._reverified_at: float | None = None  # the last snapshot's start (_reverify)
+        self._reverify_credit = 0.0
         self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
@@ -362,7 +364,7 @@ class ServerMonitor:
                 expected_status=self._expected_status,
                 vouched_since=lambda: self._vouch_since if self.connected else None,
                 vouch_max_age=self.settings.vouch_max_age, partial=partial,
-                relist=self._relist(begun), reverify=self.settings.reverify_per_resync)
+                relist=self._relist(begun), reverify=self._reverify(begun.started))
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -387,6 +389,7 @@ class ServerMonitor:
             before = derive_server(old, self.journal.facts(), now, self.settings,
                                    previous=self._rows, memo=self._memo)
         self.snapshot = snap
+        self._reverify_credit = max(0.0, self._reverify_credit - snap.reverified)
         self.journal.cut(seq)
         self.parser.prune(snap.sessions)
         self.snapshots_taken += 1
@@ -400,6 +403,18 @@ class ServerMonitor:
             self._count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
+
+    def _reverify(self, now: float) -> int:
+        """How many old vouched messages this snapshot may ask again: reverify_per_minute,
+        as credit earned since the last snapshot (at most a minute's, and at least one a
+        snapshot once that has come)."""
+        rate = self.settings.reverify_per_minute
+        last, self._reverified_at = self._reverified_at, now
+        if last is None:
+            return 0
+        self._reverify_credit = min(self._reverify_credit + (now - last) / 60.0 * rate,
+                                    max(1.0, rate))
+        return int(self._reverify_credit)  # (what the snapshot asks is taken off it then)
 
     def _relist(self, begun: SnapshotStart) -> Relist | None:
         """What a resync takes instead of reading the session list again, while the stream has

@@ -24,9 +24,10 @@ class Settings:
     project folders) while the event stream vouches for what it carried: the resyncs between
     them read only the status, permission and question maps, and take the sessions from the last
     list and the events since (a safety net for a session changed with no event)."""
-    reverify_per_resync: int = 2
-    """Last messages at most a resync asks again only because they are older than
-    vouch_max_age (the oldest first): a light touch on a server with many running sessions."""
+    reverify_per_minute: float = 1.0
+    """Last messages a minute at most asked again only because they are older than
+    vouch_max_age (the oldest first, at the resyncs): a light touch on a server with many
+    running sessions, whose messages the stream vouches for."""
     snapshot_debounce: float = 0.15
     """Seconds to coalesce events that call for a snapshot into one."""
     snapshot_min_gap: float = 2.0

@@ -52,6 +52,7 @@ class Snapshot:
     loading: frozenset[str] = frozenset()
     folders: tuple[str | None, ...] = ()  # the project folders the maps were asked for
     listed_at: float = 0.0  # when the session list was read (a listless resync keeps its time)
+    reverified: int = 0  # vouched messages asked again only for being old (`reverify`)
 
 
 @dataclass(frozen=True, slots=True)
@@ -282,6 +283,7 @@ async def fetch_snapshot(
         need.append(s)
     overdue.sort(key=lambda item: item[0])
     budget = len(overdue) if reverify is None else max(0, reverify)
+    reverified = min(budget, len(overdue))
     for i, (_fetched, s) in enumerate(overdue):
         if i < budget:
             need.append(s)  # asked again: the safety net, a few at a time
@@ -315,6 +317,7 @@ async def fetch_snapshot(
             loading=loading,
             folders=tuple(dirs),
             listed_at=listed_at,
+            reverified=reverified,
         )
 
     step = max(200, len(need) // 10)
