@@ -30,6 +30,10 @@ async def test_rows_show_while_their_last_messages_load() -> None:
         assert table.row_count == 7  # every session, though no last message is read
         assert api.asked and not api.release.is_set()
         assert "loading" in cells(app, "ses_i0")
+        # what needs someone first; rows that claim nothing yet last
+        order = [str(r.key.value).split("\x1f")[1] for r in table.ordered_rows]
+        assert order[0] == "ses_ask"
+        assert set(order[-4:]) == {"ses_new", "ses_i0", "ses_i1", "ses_i2"}
         assert any("input" in c or "?" in c for c in cells(app, "ses_ask"))
         counts = str(app.main_screen.query_one("Summary").render())
         assert "loading 4" in counts  # the four that are not busy (ses_busy is, unsettled)
@@ -42,5 +46,6 @@ async def test_rows_show_while_their_last_messages_load() -> None:
             if "loading" not in cells(app, "ses_i0"):
                 break
         assert "completed" in cells(app, "ses_i0")
+        assert "loading" not in cells(app, "ses_busy")  # same state, busy: the cell is redrawn
         assert "loading" not in str(app.main_screen.query_one("Summary").render())
         await asyncio.sleep(0)

@@ -299,10 +299,13 @@ def count_states(rows: Iterable[SessionRow]) -> dict[str, int]:
 
 
 def attention_rank(row: SessionRow) -> int:
-    """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other.
+    """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other,
+    then rows whose last message is not read yet (a first snapshot loading: they claim nothing).
     The dashboard's state sort and the `status` table both order by it."""
     if row.stale:
         return 1
+    if row.settling == "loading" and row.state == "unknown":
+        return 9
     if row.state == "idle":
         return {"error": 5, "aborted": 6}.get(row.reason or "", 7)
     return _RANK.get(row.state, 8)

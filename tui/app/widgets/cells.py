@@ -70,7 +70,8 @@ class CellRenderer:
         return (
             (row.state, row.reason, ctx),
             (row.state, row.reason, row.stale, row.retry_attempt,
-             tuple(p.kind for p in row.pending) if row.pending else (), ctx),
+             tuple(p.kind for p in row.pending) if row.pending else (),
+             row.settling == "loading", ctx),
             row.stale,
             (row.title, row.id, row.state, row.stale, line, row.key in self.unread,
              fmt.asked_text(row)),
