@@ -12,12 +12,13 @@ import re
 import time
 from collections.abc import Iterable
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote, urlencode, urlsplit
 
 import httpx
 
 from . import text
 from .models import Session
+from .quick import QuickGet
 from .settings import Auth
 from .tap import KEPT_HEADERS, SNAPSHOT, Tap
 
@@ -148,12 +149,19 @@ class Client:
             headers={"accept": "application/json"},
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
         )
+        # last messages read on stdlib connections (a third of httpx's cost each, tui.core.
+        # quick); not through a test's or a replay's transport, nor while recording
+        self._quick = QuickGet(self.url, auth, timeout=timeout, deadline=deadline,
+                               max_body=max_body) if transport is None and QuickGet.usable(
+            self.url, trust_env) and os.environ.get("OCWATCH_QUICK_READS") != "0" else None
 
     @property
     def http(self) -> httpx.AsyncClient:
         return self._http
 
     async def aclose(self) -> None:
+        if self._quick is not None:
+            self._quick.close()
         await self._http.aclose()
 
     async def __aenter__(self) -> Client:
@@ -373,7 +381,24 @@ class Client:
         if directory:
             params["directory"] = directory
         path = f"/session/{quote(session_id, safe='')}/message"
+        if self._quick is not None and self.tap is None:
+            got = await self._quick_get(f"{path}?{urlencode(params, quote_via=quote)}")
+            if isinstance(got, list):
+                return _list(got, self.url, path)
         return _list(await self.request("GET", path, params=params), self.url, path)
+
+    async def _quick_get(self, target: str) -> Any | None:
+        """A quick read (tui.core.quick) within the deadline; None: ask the usual way."""
+        quick = self._quick
+        assert quick is not None
+        self.requests += 1
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(self.deadline):
+                return await loop.run_in_executor(quick.pool, quick.get, target)
+        except TimeoutError:
+            quick.kill()  # the stalled read's thread ends; the usual way says what happened
+            return None
 
     async def active(self, directory: str | None = None) -> set[str] | None:
         """Sessions listed by the newer `/api/session/active`; None when the route is absent."""
