@@ -228,3 +228,22 @@ async def test_the_servers_requests_a_minute_are_measured_over_a_minute() -> Non
     per_resync = (mon.client.requests - sent) / 6
     assert info.requests == mon.client.requests
     assert info.requests_per_minute == pytest.approx(6 * per_resync)
+
+
+async def test_what_a_resync_reads_is_decided_when_it_begins() -> None:
+    """A replay begins a snapshot when the recording says it began and takes it when it ended,
+    with the events of the meantime in between: the list it takes, and so the messages it asks
+    for, are those known at its beginning, as they were live."""
+    api, clock = busy_server(), Clock(T0)
+    mon = await watched(api, clock)
+    clock.t = T0 + 30
+    begun = mon.begin_snapshot()
+    assert begun.relist is not None and set(begun.relist.sessions) == {"ses_0", "ses_1", "ses_2"}
+    new = wire_session("ses_late", updated=(T0 + 31) * 1000)
+    api.sessions.append(new)
+    mon.on_data(frame("session.created", {"sessionID": "ses_late", "info": new}))
+    sent = api.hits[MSG]
+    assert await mon.take_snapshot(begun)
+    assert api.hits[MSG] == sent  # ses_late came after it began: not asked by this one
+    assert mon.snapshot is not None and "ses_late" not in mon.snapshot.sessions
+    assert ("http://test", "ses_late") in mon.rows(clock.t)  # the journal still shows it

@@ -45,6 +45,8 @@ class SnapshotStart:
     seq: int
     touched: frozenset[str]
     started: float
+    relist: Relist | None = None  # the session list it takes instead of reading it (_relist)
+    reverify: int = 0  # old vouched messages it may ask again (_reverify)
 
 
 async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
@@ -338,8 +340,12 @@ class ServerMonitor:
     def begin_snapshot(self) -> SnapshotStart:
         """What a snapshot starts from: the journal's position and the sessions it touched."""
         self._snapshot_no += 1
+        started = self.clock()
+        # what it reads is decided here, from what was known when it began (a replay calls
+        # this when the recording says the snapshot began, and takes it when it ended)
         begun = SnapshotStart(self._snapshot_no, self.journal.seq,
-                              frozenset(self.journal.facts().touched), self.clock())
+                              frozenset(self.journal.facts().touched), started,
+                              self._relist(started), self._reverify(started))
         if self._tap is not None:
             self._tap.snapshot(self.url, begun.started, begun.number, True)
         return begun
@@ -364,7 +370,7 @@ class ServerMonitor:
                 expected_status=self._expected_status,
                 vouched_since=lambda: self._vouch_since if self.connected else None,
                 vouch_max_age=self.settings.vouch_max_age, partial=partial,
-                relist=self._relist(begun), reverify=self._reverify(begun.started))
+                relist=begun.relist, reverify=begun.reverify)
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -416,7 +422,7 @@ class ServerMonitor:
                                     max(1.0, rate))
         return int(self._reverify_credit)  # (what the snapshot asks is taken off it then)
 
-    def _relist(self, begun: SnapshotStart) -> Relist | None:
+    def _relist(self, started: float) -> Relist | None:
         """What a resync takes instead of reading the session list again, while the stream has
         carried every event since the last snapshot began (nothing missed or unreadable, see
         `vouches`) and the list is younger than `relist_every`: the last list with the sessions
@@ -424,7 +430,7 @@ class ServerMonitor:
         journal). None: read it."""
         snap = self.snapshot
         if snap is None or snap.loading or not self.vouches() or (
-                begun.started - snap.listed_at >= self.settings.relist_every):
+                started - snap.listed_at >= self.settings.relist_every):
             return None
         facts = self.journal.facts()
         sessions = dict(snap.sessions)

@@ -17,13 +17,14 @@ import http.client
 import socket
 import threading
 import time
-import urllib.request
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from . import text
 from .settings import Auth
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 CHUNK = 1 << 16
 
@@ -56,6 +57,8 @@ class QuickGet:
     def pool(self) -> ThreadPoolExecutor:
         """The worker threads (started on first use: most clients never read this way)."""
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
             self._pool = ThreadPoolExecutor(max_workers=self._workers,
                                             thread_name_prefix="ocwatch-quick")
         return self._pool
@@ -69,6 +72,8 @@ class QuickGet:
             return False
         if not trust_env:
             return True
+        import urllib.request  # (only here: it costs a few ms to import)
+
         proxies = urllib.request.getproxies()
         return not (proxies.get("http") or proxies.get("all")) or bool(
             urllib.request.proxy_bypass(parts.hostname))

@@ -72,6 +72,9 @@ class ReplayClient(Client):
 
     def __init__(self, url: str) -> None:
         super().__init__(url)
+        if self._quick is not None:  # every answer comes from the recording, none from a socket
+            self._quick.close()
+            self._quick = None
         self.prefix = urlsplit(self.url).path
         self.pending: dict[tuple[str, str, str], list[Record]] = {}
         self.missing: list[str] = []
