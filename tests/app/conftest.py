@@ -16,6 +16,15 @@ from . import views
 
 
 @pytest.fixture(autouse=True)
+def steady_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A focused text box's cursor does not blink: a snapshot taken more than half a second
+    after the last key (a loaded CI machine) would otherwise catch it hidden."""
+    from textual.widgets import Input
+
+    monkeypatch.setattr(Input, "_toggle_cursor", lambda self: None)
+
+
+@pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Keep the developer's own config, themes, password and time zone out of the tests."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))

@@ -132,3 +132,26 @@ def test_api_session_active_ignores_v1_runs(oc: Driver, all_states: Any) -> None
     assert set(body) == {"data"}
     assert all_states.busy not in body["data"]
     assert oc.status_map()[all_states.busy]["type"] == "busy"
+
+
+async def test_last_messages_are_plain_answers_that_quick_reads_take(
+        oc_server_auth: OpenCodeServer, oc_auth: Driver, oc_password: str) -> None:
+    """`GET /session/{id}/message` answers 200 JSON, uncompressed, on a kept-alive connection
+    (with the password, too): tui.core.quick reads it so, and gets what the usual read gets."""
+    from tui.core.client import Client
+    from tui.core.settings import Auth
+
+    sid = oc_auth.create_session(title="quick reads")["id"]
+    oc_auth.prompt(sid, "Say hello", "text")
+    wait_until(lambda: any(m["info"]["role"] == "assistant" and m["info"]["time"].get("completed")
+                           for m in oc_auth.messages(sid)), 60, what="a completed reply")
+    async with Client(oc_server_auth.url, Auth("opencode", oc_password)) as client:
+        assert client._quick is not None
+        usual = await client.request("GET", f"/session/{sid}/message", params={"limit": 1})
+        sent = client.requests
+        for _ in range(3):  # the same connection, asked again
+            quick = await client._quick_get(f"/session/{sid}/message?limit=1")
+            assert quick == usual and quick
+        assert client.requests == sent + 3
+        assert await client.messages(sid) == usual
+        assert client.requests == sent + 4  # taken the quick way: not asked again
