@@ -14,7 +14,6 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import load_config, resolve_options
@@ -102,6 +101,16 @@ def _metrics_arg(p: argparse.ArgumentParser, default: object) -> None:
                    help="also serve Prometheus metrics on HOST:PORT (as `ocwatch metrics`)")
 
 
+class _Version(argparse.Action):
+    """`--version`: the version is read from the package metadata only when asked for."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_args: object) -> None:
+        from .. import __version__
+
+        print(f"ocwatch {__version__}")
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocwatch",
@@ -109,7 +118,8 @@ def build_parser() -> argparse.ArgumentParser:
                     "the dashboard. The password comes from $OPENCODE_SERVER_PASSWORD (or the file "
                     "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
     )
-    parser.add_argument("--version", action="version", version=f"ocwatch {__version__}")
+    parser.add_argument("--version", action=_Version, nargs=0,
+                        help="show the version and exit")
     parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
                         help="seconds a finished run may still read busy before it is flagged "
                              "stale (default 3)")
