@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TypeVar
 
@@ -59,7 +58,7 @@ class Fleet:
         self.monitors: list[ServerMonitor] = list(seen.values())
         self._feed = TransitionFeed()
         self.last_changes: Changes | None = None
-        self._history: dict[tuple[str, str], deque[Transition]] = {}
+        self._history: dict[tuple[str, str], list[Transition]] = {}
         self._history_limit = history_limit
 
     @classmethod
@@ -90,7 +89,12 @@ class Fleet:
             if tr.after is None:
                 self._history.pop(tr.key, None)
                 continue
-            self._history.setdefault(tr.key, deque(maxlen=self._history_limit)).append(tr)
+            # a list, trimmed, not a deque(maxlen=...): a deque's first block costs ~600
+            # bytes, and most of 10,000 sessions have one or two transitions
+            kept = self._history.setdefault(tr.key, [])
+            kept.append(tr)
+            if len(kept) > self._history_limit:
+                del kept[0]
         return view
 
     async def act(self, server: str, act: Callable[[Client], Awaitable[T]], *,
