@@ -116,3 +116,22 @@ async def test_time_cells_are_right_each_second_though_rows_are_looked_at_less()
                 got = [cell.plain for cell in t.get_row(f"{key[0]}\x1f{key[1]}")]
                 assert got == want, (dt, key)
         await pilot.pause()
+
+
+async def test_a_clock_that_steps_back_is_shown_right_at_once() -> None:
+    """Rows are looked at again when their time cells move (CellRenderer.until); a clock set
+    back (an NTP step) makes every row's times read again, not an hour later."""
+    start = many()
+    app, _source = make_app(start)
+    async with app.run_test(size=(160, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        columns = [spec.key for spec in t._columns()]
+        base = float(int(views.NOW))
+        for dt in (3600, 0):
+            t.show(start, base + dt)
+            for line in t.lines:
+                row = start.rows[line.key]
+                want = [t.cells.cell(c, row, line, False).plain for c in columns]
+                got = [cell.plain for cell in t.get_row(f"{line.key[0]}\x1f{line.key[1]}")]
+                assert got == want, (dt, line.key)

@@ -247,3 +247,21 @@ async def test_what_a_resync_reads_is_decided_when_it_begins() -> None:
     assert api.hits[MSG] == sent  # ses_late came after it began: not asked by this one
     assert mon.snapshot is not None and "ses_late" not in mon.snapshot.sessions
     assert ("http://test", "ses_late") in mon.rows(clock.t)  # the journal still shows it
+
+
+async def test_an_overflowing_journal_ends_the_vouch() -> None:
+    """Past its limit the journal drops entries (their facts stay folded until a cut): the next
+    snapshot reads the session list again instead of taking it from facts a cut may lose."""
+    api, clock = busy_server(), Clock(T0)
+    settings = Settings(grace=3.0, journal_limit=5)
+    mon = ServerMonitor("http://test", settings=settings, transport=api.transport(), clock=clock)
+    mon.stream_opened()
+    assert await mon.take_snapshot()
+    clock.t = T0 + 5
+    for i in range(8):
+        mon.on_data(frame("session.status", {"sessionID": "ses_0",
+                                             "status": {"type": "busy" if i % 2 else "idle"}}))
+    assert not mon.vouches()
+    clock.t = T0 + 30
+    assert await mon.take_snapshot()
+    assert api.hits["/experimental/session"] == 2  # read again, not taken from the journal

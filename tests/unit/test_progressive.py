@@ -225,3 +225,20 @@ async def test_status_and_headless_monitors_take_whole_snapshots() -> None:
     api.release.set()
     await task
     assert mon.snapshot is not None and not mon.snapshot.loading
+
+
+async def test_a_loaded_row_still_settling_is_not_held_to_the_loading_state() -> None:
+    """A loading row is no settled state to keep: a session whose message, once read, is a
+    prompt just sent (not yet reported busy: `starting`) reads as at first sight, busy."""
+    api = server()
+    api.messages["ses_i0"] = [wire_msg("ses_i0", created=T0 - 1, role="user")]
+    partials: list[Snapshot] = []
+    from tui.core.client import Client
+
+    async with Client(URL, transport=api.transport()) as client:
+        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
+                                     partial=partials.append)
+    prev = derive_server(partials[0], Journal().facts(), T0, S)
+    assert prev[(URL, "ses_i0")].state == "unknown"
+    row = rows_of(final, prev=prev)["ses_i0"]
+    assert (row.state, row.settling) == ("busy", "starting")

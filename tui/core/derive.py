@@ -424,8 +424,8 @@ def _derive(
         if seen is not None and seen > updated:
             updated = seen
         old = get_prev(key)
-        if old is not None and old.settling == "unreachable":
-            old = None  # what an outage showed is no settled state to keep
+        if old is not None and old.settling in ("unreachable", "loading"):
+            old = None  # what an outage or a first snapshot loading showed is no settled state
         since: float | None
         if not settled:
             # the facts are still arriving: not a new state. Keep the last settled one (or, at

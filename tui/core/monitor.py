@@ -622,8 +622,11 @@ class ServerMonitor:
         facts = self.journal.facts()
         malformed = facts.malformed
         self.journal.add(ev)
-        if ev.type == "message.removed" or facts.malformed != malformed:
-            self._vouch_since = now  # a fact the journal cannot hold
+        if ev.type == "message.removed" or facts.malformed != malformed or (
+                self.journal.overflowed):
+            # a fact the journal cannot hold; or it overflowed (a cut then folds only the
+            # entries it kept): the next snapshot reads everything again
+            self._vouch_since = now
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()
         self._notify()

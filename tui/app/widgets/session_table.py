@@ -138,6 +138,7 @@ class SessionTable(DataTable[Text]):
         self._title_width = MIN_TITLE
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
+        self._synced_at = 0.0  # the clock second of the last sync
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
         self._row_keys: dict[str, RowKey] = {}
@@ -394,6 +395,10 @@ class SessionTable(DataTable[Text]):
         same_context = context == self._shown_for
         self._shown_for = context
         now = self._now
+        if now < self._synced_at:  # the clock stepped back: every row's times are looked at again
+            for was in self._cache.values():
+                was.until = 0.0
+        self._synced_at = now
         wanted = {row_key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
         column_keys = [ColumnKey(c) for c in columns]
