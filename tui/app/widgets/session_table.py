@@ -359,8 +359,8 @@ class SessionTable(DataTable[Text]):
 
     def _sync(self) -> None:
         view = self._view
-        if view is None:
-            return
+        if view is None or not self.size.width:
+            return  # (not laid out yet: its first resize syncs, once, at its real width)
         # Rendering allocates many short-lived, acyclic objects; a full collection over the
         # app's heap in the middle of it costs more than the update itself.
         was_enabled = gc.isenabled()
