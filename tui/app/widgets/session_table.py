@@ -139,6 +139,8 @@ class SessionTable(DataTable[Text]):
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
         self._synced_at = 0.0  # the clock second of the last sync
+        self._synced_rows: dict[Key, SessionRow] | None = None  # the View's rows then
+        self._next_until = 0.0  # the soonest time a row's time cells move after it
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
         self._row_keys: dict[str, RowKey] = {}
@@ -158,9 +160,24 @@ class SessionTable(DataTable[Text]):
         # together once a second, instead of some row ticking on almost every redraw (each
         # changed cell makes the table re-render its visible lines).
         self._now = self.cells.now = float(math.floor(now))
-        self._mark_unread(unread)
-        self.collapsed = {k for k in self.collapsed if k in view.rows}
+        flipped = self._mark_unread(unread)
+        collapsed = {k for k in self.collapsed if k in view.rows}
+        if not flipped and collapsed == self.collapsed and self._unchanged(view):
+            return  # same rows, no time cell moved: nothing to look at (an idle table's pull)
+        self.collapsed = collapsed
         self._sync()
+
+    def _unchanged(self, view: View) -> bool:
+        """Whether the table shows `view` as it is: every row the same object as at the last
+        sync, none of their time cells moved since (the soonest `until`), at the same size."""
+        last = self._synced_rows
+        rows = view.rows
+        if last is None or self._now >= self._next_until or self._now < self._synced_at or (
+                len(rows) != len(last) or self._measure() != (
+                    self._wide, self._tiny, self._title_width)):
+            return False
+        get = rows.get
+        return all(get(k) is r for k, r in last.items())
 
     @property
     def cursor_key(self) -> Key | None:
@@ -462,6 +479,9 @@ class SessionTable(DataTable[Text]):
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
+        # what show() compares the next View with (_unchanged)
+        self._synced_rows = view.rows
+        self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
 
     def _mark_unread(self, unread: AbstractSet[Key]) -> bool:
         """Set the rows with an unread mark; the rows whose mark changed are compared again on
