@@ -28,6 +28,14 @@ def test_main_narrow_80x24(snap_compare) -> None:
     assert snap_compare(app, terminal_size=NARROW)
 
 
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_a_first_snapshot_shown_while_it_loads(snap_compare, size: tuple[int, int]) -> None:
+    """Rows whose last message is not read yet say `loading` and sort last; the counts line
+    and the server bar say how many are still loading."""
+    app, _ = make_app(views.partly_loaded(), server_urls=[views.A])
+    assert snap_compare(app, terminal_size=size)
+
+
 async def _doing_shown(pilot: Pilot, key: tuple[str, str]) -> None:
     """Select `key` and wait until what it is doing is on screen."""
     app = pilot.app

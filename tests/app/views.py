@@ -151,6 +151,27 @@ def loading(done: int = 812, total: int = 2005) -> View:
         ServerInfo(url=A, reachable=False, loading=(done, total)),), rows={})
 
 
+def partly_loaded() -> View:
+    """A first snapshot shown as it arrives: the maps decided the waiting, retrying and busy
+    rows; three finished sessions are read; the rest still load (unsettled, `loading`)."""
+    ev = ("not in the status map", "last message not read yet (the first snapshot is loading)")
+    rows = [r for r in ROWS if r.server == A and r.state in ("input", "retry")]
+    rows += [
+        row("ses_run1", "Add Stripe checkout flow", "busy", settled=False, settling="loading",
+            since=-1, evidence=("server reports busy", ev[1])),
+        row("ses_run2", "Migrate login to OAuth 2.1", "busy", settled=False,
+            settling="loading", since=-1, evidence=("server reports busy", ev[1])),
+        row("ses_ok1", "Refactor cart totals", "idle", reason="completed", since=-3600),
+        row("ses_ok2", "Write the release notes", "idle", reason="completed", since=-7200),
+        row("ses_err", "Tune Prometheus alert rules", "idle", reason="error", since=-900),
+    ]
+    rows += [row(f"ses_l{i}", f"Older session {i}", "unknown", settled=False,
+                 settling="loading", since=-86_400 - i, updated=-86_400 - i, evidence=ev)
+             for i in range(8)]
+    server = replace(SERVERS[0], loading=(5, 2005))
+    return View(generated_at=NOW, servers=(server,), rows={r.key: r for r in rows})
+
+
 def with_drift() -> View:
     """Every state; server A has seen drift and skipped events (for the servers view)."""
     a = replace(SERVERS[0], drift_count=3, skipped_events=2, unknown_events=5, drift_examples=(
