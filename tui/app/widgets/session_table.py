@@ -78,6 +78,9 @@ def row_key_str(key: Key) -> str:
     return f"{key[0]}\x1f{key[1]}"
 
 
+DEFER_UNLAID = 500
+"""Rows from which a table not laid out yet waits for its size before taking a View in (each
+row is rendered again when the width turns out different)."""
 TINY_BELOW = 70
 """Columns under which the folder column goes too (the rest would not fit whole)."""
 
@@ -376,8 +379,10 @@ class SessionTable(DataTable[Text]):
 
     def _sync(self) -> None:
         view = self._view
-        if view is None or not self.size.width:
-            return  # (not laid out yet: its first resize syncs, once, at its real width)
+        if view is None or not self.size.width and len(view.rows) > DEFER_UNLAID:
+            # not laid out yet: a large View waits for its first resize, to be taken in once,
+            # at the table's real width (a small one is shown at once, at the app's)
+            return
         # Rendering allocates many short-lived, acyclic objects; a full collection over the
         # app's heap in the middle of it costs more than the update itself.
         was_enabled = gc.isenabled()
