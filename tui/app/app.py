@@ -68,11 +68,11 @@ TICK_CHECK = 0.25
 """How often the timer checks whether a second has passed since the last pull (an idle
 dashboard wakes 4 times a second, not 20)."""
 TICK_INTERVAL = 1.0
+"""Seconds between pulls even without a change (time in state counts up)."""
 LOADING_PULL_INTERVAL = 0.25
 """Seconds between pulls while a server's first snapshot is still reading last messages (the
 table shows its rows already): each pull repaints every row, and the reading shares this
 process's one core with the painting."""
-"""Seconds between pulls even without a change (time in state counts up)."""
 
 
 class OcwatchApp(App[None]):

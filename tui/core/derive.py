@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import cast
 
-from .journal import Entry, Facts, fold, merge_message, status_after
+from .journal import Entry, Facts, fold, merge_message, sessions_after, status_after
 from .models import (
     Message,
     MessageError,
@@ -509,10 +509,7 @@ class _Merged:
 
 def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
     # sessions: snapshot, then journal creations/updates/deletions observed after it
-    sessions: dict[str, Session] = dict(snapshot.sessions)
-    sessions.update(facts.sessions)
-    for sid in facts.deleted:
-        sessions.pop(sid, None)
+    sessions = sessions_after(snapshot.sessions, facts)
     # status: snapshot map, overridden by status events observed after it
     status: dict[str, SessionStatus] = dict(snapshot.status)
     for sid, fact in facts.status.items():

@@ -8,7 +8,7 @@ that snapshot is in place, `cut(seq)` drops every entry older than it: the snaps
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pydantic import ValidationError
@@ -262,6 +262,16 @@ def _apply(f: Facts, ev: Event) -> None:
             f.answered[rid] = ev.received
             if sid is None:  # whose request it answered is not said: any row may change
                 f.changed.append(None)
+
+
+def sessions_after(listed: Mapping[str, Session], facts: Facts) -> dict[str, Session]:
+    """The sessions now: those listed (a snapshot's), then the ones the events created,
+    changed or deleted since."""
+    sessions = dict(listed)
+    sessions.update(facts.sessions)
+    for sid in facts.deleted:
+        sessions.pop(sid, None)
+    return sessions
 
 
 def status_after(facts: Facts, sid: str, snapshot_entry: SessionStatus | None,

@@ -21,7 +21,7 @@ from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
-from .journal import Journal, merge_message, status_after
+from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
@@ -432,12 +432,8 @@ class ServerMonitor:
         if snap is None or snap.loading or not self.vouches() or (
                 started - snap.listed_at >= self.settings.relist_every):
             return None
-        facts = self.journal.facts()
-        sessions = dict(snap.sessions)
-        sessions.update(facts.sessions)
-        for sid in facts.deleted:
-            sessions.pop(sid, None)
-        return Relist(sessions, snap.folders, snap.version, snap.listed_at)
+        return Relist(sessions_after(snap.sessions, self.journal.facts()), snap.folders,
+                      snap.version, snap.listed_at)
 
     def _partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading): the
