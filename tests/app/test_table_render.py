@@ -95,6 +95,17 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
         assert any("Seen after scrolling" in "".join(s.text for s in line) for line in paint(t))
 
 
+def assert_shown_afresh(t: SessionTable, view: View, at: float) -> None:
+    """After `show(view, at)`, every row's cells equal cells rendered afresh at `at`."""
+    t.show(view, at)
+    columns = [spec.key for spec in t._columns()]
+    for line in t.lines:
+        row = view.rows[line.key]
+        want = [t.cells.cell(c, row, line, False).plain for c in columns]
+        got = [cell.plain for cell in t.get_row(f"{line.key[0]}\x1f{line.key[1]}")]
+        assert got == want, (at, line.key)
+
+
 async def test_time_cells_are_right_each_second_though_rows_are_looked_at_less() -> None:
     """A refresh looks again only at rows whose time cells moved (CellRenderer.until): at every
     second across the `now` / `Ns ago` / `Nm ago` and `59s` / `1m00s` boundaries, each row's
@@ -103,18 +114,9 @@ async def test_time_cells_are_right_each_second_though_rows_are_looked_at_less()
     app, _source = make_app(start)
     async with app.run_test(size=(160, 24)) as pilot:
         await pilot.pause()
-        t = app.main_screen.table
-        columns = [spec.key for spec in t._columns()]
         base = float(int(views.NOW))
-        ticks = [0, 1, 2, 4, 5, 6, 30, 59, 60, 61, 119, 120, 3599, 3600, 3601, 5000, 86_400]
-        for dt in ticks:
-            t.show(start, base + dt)
-            lines = {line.key: line for line in t.lines}
-            for key, line in lines.items():
-                row = start.rows[key]
-                want = [t.cells.cell(c, row, line, False).plain for c in columns]
-                got = [cell.plain for cell in t.get_row(f"{key[0]}\x1f{key[1]}")]
-                assert got == want, (dt, key)
+        for dt in [0, 1, 2, 4, 5, 6, 30, 59, 60, 61, 119, 120, 3599, 3600, 3601, 5000, 86_400]:
+            assert_shown_afresh(app.main_screen.table, start, base + dt)
         await pilot.pause()
 
 
@@ -125,13 +127,6 @@ async def test_a_clock_that_steps_back_is_shown_right_at_once() -> None:
     app, _source = make_app(start)
     async with app.run_test(size=(160, 24)) as pilot:
         await pilot.pause()
-        t = app.main_screen.table
-        columns = [spec.key for spec in t._columns()]
         base = float(int(views.NOW))
         for dt in (3600, 0):
-            t.show(start, base + dt)
-            for line in t.lines:
-                row = start.rows[line.key]
-                want = [t.cells.cell(c, row, line, False).plain for c in columns]
-                got = [cell.plain for cell in t.get_row(f"{line.key[0]}\x1f{line.key[1]}")]
-                assert got == want, (dt, line.key)
+            assert_shown_afresh(app.main_screen.table, start, base + dt)

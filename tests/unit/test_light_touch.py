@@ -28,8 +28,8 @@ def busy_server(n: int = 3) -> FakeAPI:
                    messages={s["id"]: [wire_msg(s["id"], created=T0 - 5)] for s in sessions})
 
 
-async def watched(api: FakeAPI, clock: Clock) -> ServerMonitor:
-    mon = ServerMonitor("http://test", settings=S, transport=api.transport(), clock=clock)
+async def watched(api: FakeAPI, clock: Clock, settings: Settings = S) -> ServerMonitor:
+    mon = ServerMonitor("http://test", settings=settings, transport=api.transport(), clock=clock)
     mon.stream_opened()  # the stream is up before the first snapshot
     assert await mon.take_snapshot()
     return mon
@@ -113,10 +113,7 @@ async def test_a_session_changed_with_no_event_is_seen_at_the_next_list() -> Non
     changed without an event (its time.updated moved) is seen when the list is read again,
     `relist_every` after the last read, and its last message is asked again then."""
     api, clock = busy_server(), Clock(T0)
-    settings = Settings(grace=3.0, relist_every=60.0)
-    mon = ServerMonitor("http://test", settings=settings, transport=api.transport(), clock=clock)
-    mon.stream_opened()
-    assert await mon.take_snapshot()
+    mon = await watched(api, clock, Settings(grace=3.0, relist_every=60.0))
     clock.t = T0 + 20
     api.sessions[1]["time"]["updated"] = (T0 + 15) * 1000
     assert await mon.take_snapshot()
@@ -253,10 +250,7 @@ async def test_an_overflowing_journal_ends_the_vouch() -> None:
     """Past its limit the journal drops entries (their facts stay folded until a cut): the next
     snapshot reads the session list again instead of taking it from facts a cut may lose."""
     api, clock = busy_server(), Clock(T0)
-    settings = Settings(grace=3.0, journal_limit=5)
-    mon = ServerMonitor("http://test", settings=settings, transport=api.transport(), clock=clock)
-    mon.stream_opened()
-    assert await mon.take_snapshot()
+    mon = await watched(api, clock, Settings(grace=3.0, journal_limit=5))
     clock.t = T0 + 5
     for i in range(8):
         mon.on_data(frame("session.status", {"sessionID": "ses_0",

@@ -68,6 +68,17 @@ class Held(FakeAPI):
         return httpx.MockTransport(self.handle_async)
 
 
+async def fetched(api: FakeAPI) -> tuple[Snapshot, list[Snapshot]]:
+    """A first snapshot of `api`, and the partial ones it was shown as on the way."""
+    from tui.core.client import Client
+
+    partials: list[Snapshot] = []
+    async with Client(URL, transport=api.transport()) as client:
+        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
+                                     partial=partials.append)
+    return final, partials
+
+
 def rows_of(snap: Snapshot, memo: DeriveMemo | None = None, prev: Any = None,
             now: float = T0) -> dict[str, Any]:
     rows = derive_server(snap, Journal().facts(), now, S, memo=memo, previous=prev)
@@ -76,12 +87,7 @@ def rows_of(snap: Snapshot, memo: DeriveMemo | None = None, prev: Any = None,
 
 async def test_the_maps_decide_first_and_the_rest_says_loading() -> None:
     api = server()
-    partials: list[Snapshot] = []
-    from tui.core.client import Client
-
-    async with Client(URL, transport=api.transport()) as client:
-        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                     partial=partials.append)
+    final, partials = await fetched(api)
     assert partials, "no partial snapshot before the last messages"
     first = partials[0]
     assert set(first.sessions) == set(final.sessions)  # the whole list, at once
@@ -124,11 +130,7 @@ async def test_partials_come_as_the_messages_arrive_each_holding_fewer_loading(
         monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(snapshot, "PARTIAL_EVERY", 0.0)  # (a fake server answers at once)
     api = server(n_idle=600)
-    partials: list[Snapshot] = []
-    from tui.core.client import Client
-
-    async with Client(URL, transport=api.transport()) as client:
-        await fetch_snapshot(client, MessageCache(), clock=lambda: T0, partial=partials.append)
+    _final, partials = await fetched(api)
     sizes = [len(p.loading) for p in partials]
     assert sizes == sorted(sizes, reverse=True) and len(set(sizes)) == len(sizes)
     assert sizes[0] == 604 and 1 < len(sizes) <= 4  # at least 200 apart
@@ -142,12 +144,7 @@ async def test_a_memo_never_keeps_a_loading_row_once_the_message_is_in() -> None
     """A session with no message reads None both while loading and once read: the memo must
     not take the loading row for the loaded one."""
     api = server()
-    partials: list[Snapshot] = []
-    from tui.core.client import Client
-
-    async with Client(URL, transport=api.transport()) as client:
-        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                     partial=partials.append)
+    final, partials = await fetched(api)
     memo = DeriveMemo()
     prev = derive_server(partials[0], Journal().facts(), T0, S, memo=memo)
     rows = rows_of(final, memo=memo, prev=prev)
@@ -162,12 +159,7 @@ async def test_a_memo_never_keeps_a_loading_row_once_the_message_is_in() -> None
 
 async def test_no_transition_while_loading_then_one_per_session() -> None:
     api = server()
-    partials: list[Snapshot] = []
-    from tui.core.client import Client
-
-    async with Client(URL, transport=api.transport()) as client:
-        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                     partial=partials.append)
+    final, partials = await fetched(api)
     feed = TransitionFeed()
     first = feed.feed(View(T0, (), derive_server(partials[0], Journal().facts(), T0, S)))
     assert sorted(t.key[1] for t in first.transitions) == ["ses_ask", "ses_retry"]
@@ -232,12 +224,7 @@ async def test_a_loaded_row_still_settling_is_not_held_to_the_loading_state() ->
     prompt just sent (not yet reported busy: `starting`) reads as at first sight, busy."""
     api = server()
     api.messages["ses_i0"] = [wire_msg("ses_i0", created=T0 - 1, role="user")]
-    partials: list[Snapshot] = []
-    from tui.core.client import Client
-
-    async with Client(URL, transport=api.transport()) as client:
-        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                     partial=partials.append)
+    final, partials = await fetched(api)
     prev = derive_server(partials[0], Journal().facts(), T0, S)
     assert prev[(URL, "ses_i0")].state == "unknown"
     row = rows_of(final, prev=prev)["ses_i0"]
