@@ -21,6 +21,7 @@ from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import DeriveMemo, Link, clock_text, derive_server
 from .events import EventParser
+from .gcpause import gc_paused
 from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
@@ -177,9 +178,10 @@ class ServerMonitor:
             self._changed = None
             return {}
         link = self.link()
-        self._rows = rows = derive_server(
-            self.snapshot, self.journal.facts(), now, self.settings,
-            previous=self._rows, link=link, memo=self._memo)
+        with gc_paused():
+            self._rows = rows = derive_server(
+                self.snapshot, self.journal.facts(), now, self.settings,
+                previous=self._rows, link=link, memo=self._memo)
         changed = self._memo.changed
         if changed is None:  # every row derived again
             self._changed = None
@@ -392,8 +394,9 @@ class ServerMonitor:
         if old is not None:
             # what the events had made of the old snapshot, now: the new snapshot's rows
             # differ from these only by what the snapshot itself corrected (drift)
-            before = derive_server(old, self.journal.facts(), now, self.settings,
-                                   previous=self._rows, memo=self._memo)
+            with gc_paused():
+                before = derive_server(old, self.journal.facts(), now, self.settings,
+                                       previous=self._rows, memo=self._memo)
         self.snapshot = snap
         self._reverify_credit = max(0.0, self._reverify_credit - snap.reverified)
         self.journal.cut(seq)

@@ -1,0 +1,225 @@
+"""decide(), the pure decision, and the memo's one reuse condition around it.
+
+The memo (derive.DeriveMemo) reuses a row exactly when its SessionInputs equal those it was
+decided from and `at <= now < valid_until`. That is sound only if `valid_until` is honest: the
+same inputs decide the same row at every moment before it. These properties hold decide() to
+that, and each part of the reuse condition to a case that fails without it.
+"""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import math
+from pathlib import Path
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders import SERVER, T0, assistant, busy, session, snap, status_event, user
+from tests.unit.test_derive_properties import assert_memo_agrees, events, now_st, snapshots
+from tui.core import derive as derive_mod
+from tui.core.decide import Link, SessionInputs, decide
+from tui.core.derive import DeriveMemo, derive_server, inputs_of
+from tui.core.journal import Journal
+from tui.core.settings import Settings
+
+S = Settings(grace=3.0)
+
+
+def journal_of(evs) -> Journal:
+    j = Journal()
+    for e in evs:
+        j.add(e)
+    return j
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st,
+       st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=4),
+       st.booleans())
+@settings(max_examples=300, deadline=None)
+def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, with_previous):
+    """For any inputs, decide() gives the same row at every moment in [now, valid_until): the
+    memo may reuse it there. (A rule that reads the clock without saying when its verdict can
+    change fails this.)"""
+    facts = journal_of(evs).facts()
+    previous = derive_server(snapshot, facts, now - 7.0, S) if with_previous else None
+    for inputs in inputs_of(snapshot, facts, previous).values():
+        first = decide(inputs, now, S)
+        assert first == decide(inputs, now, S)  # deterministic
+        assert first.valid_until >= now
+        horizon = min(first.valid_until, now + 600.0)
+        for f in fractions:
+            later = now + f * (horizon - now)
+            if later >= first.valid_until:
+                continue  # rounded up onto the boundary
+            assert decide(inputs, later, S).row == first.row, (later - now, first.valid_until)
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st)
+@settings(max_examples=200, deadline=None)
+def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):
+    """derive_server() is decide() of each session's gathered inputs, nothing more."""
+    facts = journal_of(evs).facts()
+    rows = derive_server(snapshot, facts, now, S)
+    decided = {(SERVER, sid): decide(i, now, S).row
+               for sid, i in inputs_of(snapshot, facts).items()}
+    assert rows == decided
+
+
+@given(snapshots(), snapshots(), st.lists(st.one_of(
+    events(), st.floats(min_value=-6, max_value=6), st.just("snapshot")), max_size=40))
+@settings(max_examples=200, deadline=None)
+def test_a_memo_agrees_when_the_clock_goes_back_too(first, second, steps):
+    """The memo's `at <= now`: a clock stepped back (NTP, a replay seeking) decides again."""
+    assert_memo_agrees(first, [*steps, 0.0],
+                       lambda step, _snapshot: second if step == "snapshot" else None)
+
+
+def _counting(monkeypatch) -> list[str]:
+    """decide() wrapped to record which sessions derive asks it about."""
+    asked: list[str] = []
+    real = derive_mod.decide
+
+    def counted(inputs: SessionInputs, now: float, settings: Settings):
+        asked.append(inputs.session.id)
+        return real(inputs, now, settings)
+
+    monkeypatch.setattr(derive_mod, "decide", counted)
+    return asked
+
+
+def _prompted():
+    """One session whose prompt has no reply: unsettled ("starting") within the grace period,
+    settled unknown after it, with an "N s ago" that ticks every second."""
+    s = session("ses_a")
+    return snap([s], messages={"ses_a": user("msg_1", "ses_a", created=T0)},
+                started_at=T0 + 20)
+
+
+def test_the_same_inputs_inside_their_validity_are_not_decided_again(monkeypatch):
+    asked = _counting(monkeypatch)
+    snapshot, memo = _prompted(), DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 10.2, S, memo=memo)
+    rows = derive_server(snapshot, (), T0 + 10.2, S, previous=rows, memo=memo)
+    asked.clear()
+    again = derive_server(snapshot, (), T0 + 10.7, S, previous=rows, memo=memo)
+    assert asked == [] and again[(SERVER, "ses_a")] is rows[(SERVER, "ses_a")]
+
+
+def test_a_clock_gone_back_decides_again(monkeypatch):
+    """Without `at <= now` the row of T0+10 (settled, "10s ago") would be reused at T0+1, where
+    the prompt is still within its grace period (unsettled, starting)."""
+    asked = _counting(monkeypatch)
+    snapshot, memo = _prompted(), DeriveMemo()
+    late = derive_server(snapshot, (), T0 + 10.0, S, memo=memo)
+    assert late[(SERVER, "ses_a")].settled
+    asked.clear()
+    early = derive_server(snapshot, (), T0 + 1.0, S, memo=memo)  # the same inputs
+    assert asked == ["ses_a"]
+    assert early == derive_server(snapshot, (), T0 + 1.0, S)
+    assert early[(SERVER, "ses_a")].settling == "starting"
+
+
+def test_past_its_validity_a_row_is_decided_again(monkeypatch):
+    """Without `now < valid_until` the "10s ago" evidence would stay at 10s."""
+    asked = _counting(monkeypatch)
+    snapshot, memo = _prompted(), DeriveMemo()
+    first = derive_server(snapshot, (), T0 + 10.2, S, memo=memo)
+    assert memo.rows["ses_a"].decided.valid_until == T0 + 11.0
+    asked.clear()
+    later = derive_server(snapshot, (), T0 + 11.0, S, previous=first, memo=memo)
+    assert asked == ["ses_a"]
+    assert "11s ago" in later[(SERVER, "ses_a")].evidence[0]
+
+
+def test_inputs_that_differ_are_decided_again(monkeypatch):
+    """Without the inputs' equality a new status entry (busy now) would keep the idle row."""
+    asked = _counting(monkeypatch)
+    s = session("ses_a")
+    done = assistant("msg_2", "ses_a", created=T0 - 2, completed=T0 - 1, finish="stop")
+    idle = snap([s], messages={"ses_a": done}, started_at=T0)
+    memo = DeriveMemo()
+    rows = derive_server(idle, (), T0 + 1, S, memo=memo)
+    assert rows[(SERVER, "ses_a")].state == "idle"
+    running = dataclasses.replace(idle, status={"ses_a": busy()})
+    asked.clear()
+    rows = derive_server(running, (), T0 + 1, S, previous=rows, memo=memo)
+    assert asked == ["ses_a"] and rows[(SERVER, "ses_a")].state == "busy"
+
+
+def test_an_equal_row_decided_again_is_the_previous_object(monkeypatch):
+    """Deciding again what did not change returns the caller's previous row itself, so that
+    consumers comparing by identity (transitions, the table) see nothing changed."""
+    s = session("ses_a")
+    snapshot = snap([s], status={"ses_a": busy()}, started_at=T0)
+    memo = DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    again = derive_server(dataclasses.replace(snapshot, status={"ses_a": busy()}), (), T0 + 1,
+                          S, previous=rows, memo=memo)
+    assert again[(SERVER, "ses_a")] is rows[(SERVER, "ses_a")]
+
+
+def test_a_row_counted_from_first_sight_is_not_reused_later():
+    """No server fact dates a busy session with no message: its time in state counts from the
+    moment ocwatch first saw it, so that row read the clock and holds for that moment only;
+    with the previous row passed, the count goes on from it and holds."""
+    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0)
+    memo = DeriveMemo()
+    first = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    assert first[(SERVER, "ses_a")].since == T0 + 1
+    assert memo.rows["ses_a"].decided.valid_until == T0 + 1
+    alone = derive_server(snapshot, (), T0 + 5, S, memo=memo)
+    assert alone[(SERVER, "ses_a")].since == T0 + 5  # no previous row: counted afresh
+    kept = derive_server(snapshot, (), T0 + 9, S, previous=alone, memo=memo)
+    assert kept[(SERVER, "ses_a")].since == T0 + 5
+    assert memo.rows["ses_a"].decided.valid_until == math.inf
+
+
+def test_a_changed_link_or_settings_decides_every_row_again(monkeypatch):
+    asked = _counting(monkeypatch)
+    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0)
+    memo = DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    asked.clear()
+    down = derive_server(snapshot, (), T0 + 1, S, previous=rows, memo=memo,
+                         link=Link(False, "connection refused", T0))
+    assert asked == ["ses_a"] and down[(SERVER, "ses_a")].settling == "unreachable"
+    asked.clear()
+    derive_server(snapshot, (), T0 + 1, Settings(grace=9.0), previous=down, memo=memo,
+                  link=Link(False, "connection refused", T0))
+    assert asked == ["ses_a"]
+
+
+def test_a_validity_of_inf_is_kept_out_of_the_memos_deadlines():
+    """A busy row dated by its prompt holds until its inputs change: no deadline to watch."""
+    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0,
+                    messages={"ses_a": user("msg_1", "ses_a", created=T0 - 5)})
+    memo = DeriveMemo()
+    derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    assert memo.rows["ses_a"].decided.valid_until == math.inf and memo.deadlines == []
+
+
+def test_a_busy_row_stays_its_object_as_events_arrive_for_others():
+    """The warm path: an event for one session leaves every other row the same object."""
+    sessions = [session(f"ses_{i}") for i in range(3)]
+    snapshot = snap(sessions, status={s.id: busy() for s in sessions}, started_at=T0)
+    j, memo = Journal(), DeriveMemo()
+    rows = derive_server(snapshot, j.facts(), T0 + 1, S, memo=memo)
+    j.add(status_event("ses_1", "idle", T0 + 1))
+    after = derive_server(snapshot, j.facts(), T0 + 1, S, previous=rows, memo=memo)
+    assert memo.changed == [(SERVER, "ses_1")]
+    assert after[(SERVER, "ses_0")] is rows[(SERVER, "ses_0")]
+    assert after[(SERVER, "ses_2")] is rows[(SERVER, "ses_2")]
+
+
+def test_decide_reads_no_clock_and_imports_nothing_impure():
+    """decide.py is the decision alone: no clock, no I/O, no GC policy, no cache."""
+    tree = ast.parse(Path(derive_mod.__file__).with_name("decide.py").read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported.update(a.name.split(".")[0] for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0:
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= {"__future__", "math", "dataclasses", "typing"}, imported
