@@ -9,6 +9,7 @@ from textual.widgets import Input, OptionList, Static
 from textual.widgets.data_table import ColumnKey
 
 from tui.app import OcwatchApp
+from tui.app.app import LOADING_PULL_INTERVAL
 from tui.app.screens.detail import DetailScreen, pending_section
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.servers import ServerPanel, ServersScreen
@@ -324,7 +325,13 @@ async def test_a_first_snapshot_under_way_says_how_far_it_has_loaded() -> None:
         bar = str(app.main_screen.query_one(ServerBar).render())
         assert "connecting" in bar and "loading sessions 812/2,005" in bar
         source.set(views.loading(2004))
-        await pilot.pause(0.2)
+        # while a first snapshot loads, pulls are LOADING_PULL_INTERVAL apart (0.25 s): a fixed
+        # 0.2 s pause raced it when the app started quickly
+        await pilot.pause(LOADING_PULL_INTERVAL + 0.1)
+        for _ in range(20):  # a loaded machine may run the timer late
+            if "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render()):
+                break
+            await pilot.pause(0.1)
         assert "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render())
 
 

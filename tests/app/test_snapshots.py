@@ -110,7 +110,7 @@ def test_detail(snap_compare, session: str) -> None:
     app, _ = make_app()
 
     async def open_detail(pilot: Pilot) -> None:
-        app.push_screen(DetailScreen((views.A, session)))
+        app.push_screen(DetailScreen(app.dashboard, (views.A, session)))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=(100, 36), run_before=open_detail)
@@ -120,7 +120,7 @@ def test_detail_narrow_input(snap_compare) -> None:
     app, _ = make_app()
 
     async def open_detail(pilot: Pilot) -> None:
-        app.push_screen(DetailScreen((views.A, "ses_perm")))
+        app.push_screen(DetailScreen(app.dashboard, (views.A, "ses_perm")))
         await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)

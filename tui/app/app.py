@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 from . import format as fmt
 from .actions import Actions
 from .alerts import Attention, app_sinks
+from .dashboard import Dashboard, OpenDetails
 from .heap import HeapKeeper
 from .inspect import Inspector, Peek
 from .launch import Launch, Launcher, LaunchError, has_graphical_browser, web_url
@@ -107,11 +108,20 @@ class OcwatchApp(App[None]):
         peek: Peek | None = None,
     ) -> None:
         super().__init__()
+        config = alerts or AlertConfig()
+        sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
+                          focused=lambda: self.app_focus)
+        self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
         self.activity_changed: Signal[Key] = Signal(self, "activity-changed")
         self.inspector = Inspector(self, peek, changed=self.activity_changed.publish)
         """Reads what the selected session is doing (None peek: no live server)."""
-        self.show_pane = True
-        """The details pane beside the table (wide terminals; d toggles it)."""
+        self.dashboard = Dashboard(
+            self, clock, server_urls, inspector=self.inspector,
+            activity_changed=self.activity_changed, unread=self.attention.unread,
+            read=self.attention.read, history=source.history,
+            raw=getattr(source, "raw", None),  # live servers and replays have it
+            read_only=read_only, replay=replay, recording=recording)
+        """What the screens read (the app is its only writer)."""
         self.read_only = read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
         self.launcher = launcher
@@ -130,9 +140,7 @@ class OcwatchApp(App[None]):
         self.source = source
         self.clock = clock
         self.server_urls = list(server_urls)
-        self.view: View | None = None
-        self.now = clock()
-        self.view_changed: Signal[View] = Signal(self, "view-changed")
+        self.view_changed = self.dashboard.view_changed
         self._dirty = True
         self._pulled_at = -math.inf
         self._loading = False  # a server's first snapshot is loading (LOADING_PULL_INTERVAL)
@@ -148,10 +156,6 @@ class OcwatchApp(App[None]):
             self.responder.no_actions = ("This is a replay of a recording: abort, reply and "
                                          "answer are off.")
         self.heap = HeapKeeper()
-        config = alerts or AlertConfig()
-        sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
-                          focused=lambda: self.app_focus)
-        self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
         loaded = load_themes(user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
         self.ocwatch_themes: list[str] = []
@@ -170,7 +174,7 @@ class OcwatchApp(App[None]):
         # the user's), which define the state colours; Textual's own do not
         for other in [n for n in self.available_themes if n not in self.ocwatch_themes]:
             self.unregister_theme(other)
-        self.main_screen = MainScreen()
+        self.main_screen = MainScreen(self.dashboard)
 
     # -- Textual hooks ------------------------------------------------------------------------
 
@@ -343,7 +347,7 @@ class OcwatchApp(App[None]):
             self.log.error(f"ViewSource.current failed: {error!r}")
             return
         before = self.view
-        self.view, self.now = view, now
+        self.dashboard.view, self.dashboard.now = view, now
         self._loading = any(s.loading is not None for s in view.servers)
         if view is not before:
             self.attention.apply(self.source.last_changes, self.looking_at)
@@ -373,8 +377,29 @@ class OcwatchApp(App[None]):
 
     def mark_read(self, key: Key | None) -> None:
         """The user looked at this row: clear its unread mark."""
-        if self.attention.read(key):
-            self.main_screen.table.set_unread(self.unread)
+        self.dashboard.mark_read(key)
+
+    @property
+    def view(self) -> View | None:
+        """The latest View (Dashboard.view)."""
+        return self.dashboard.view
+
+    @view.setter
+    def view(self, view: View | None) -> None:
+        self.dashboard.view = view
+
+    @property
+    def now(self) -> float:
+        """The clock the latest View was derived at."""
+        return self.dashboard.now
+
+    @property
+    def show_pane(self) -> bool:
+        return self.dashboard.show_pane
+
+    @show_pane.setter
+    def show_pane(self, value: bool) -> None:
+        self.dashboard.show_pane = value
 
     def write_terminal(self, data: str) -> None:
         """Write an escape sequence (OSC 9) to the terminal, between two frames."""
@@ -404,7 +429,10 @@ class OcwatchApp(App[None]):
         screen = self.screen
         if isinstance(screen, DetailScreen) and screen.key == key:
             return
-        self.push_screen(DetailScreen(key))
+        self.push_screen(DetailScreen(self.dashboard, key))
+
+    def on_open_details(self, message: OpenDetails) -> None:
+        self.open_details(message.key)
 
     def selected_key(self, screen: Screen[Any] | None = None) -> Key | None:
         """The session the user has in front of them: the detail view's, or the cursor's."""
@@ -444,7 +472,7 @@ class OcwatchApp(App[None]):
         if isinstance(self.screen, ConversationScreen) and self.screen.key == row.key:
             return
         self.mark_read(row.key)
-        self.push_screen(ConversationScreen(row.key, row))
+        self.push_screen(ConversationScreen(self.dashboard, row.key, row))
 
     def action_attach(self) -> None:
         """Suspend the dashboard and run OpenCode's TUI on the selected session; back when it
@@ -543,7 +571,7 @@ class OcwatchApp(App[None]):
     def action_servers(self) -> None:
         """Show each server's connection, snapshot, skipped events and drift."""
         if not isinstance(self.screen, ServersScreen):
-            self.push_screen(ServersScreen())
+            self.push_screen(ServersScreen(self.dashboard))
 
     def action_help(self) -> None:
         """Show every key."""

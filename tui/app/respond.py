@@ -76,10 +76,10 @@ class Responder:
             return
         pending = waiting[0]
         if pending.kind == "permission":
-            self.app.push_screen(PermissionScreen(row, pending),
+            self.app.push_screen(PermissionScreen(row, pending, self.app.dashboard),
                                  lambda reply: self._permission(row, pending, reply))
         else:
-            self.app.push_screen(QuestionScreen(row, pending),
+            self.app.push_screen(QuestionScreen(row, pending, self.app.dashboard),
                                  lambda reply: self._question(row, pending, reply))
 
     def _permission(self, row: SessionRow, pending: Pending,

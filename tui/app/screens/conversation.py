@@ -22,6 +22,7 @@ from tui.core.conversation import FIRST_PAGE, Entry, entries, merge
 from tui.core.view import SessionRow
 
 from .. import format as fmt
+from ..dashboard import Dashboard
 from ..widgets.conversation_log import Block, BlockLog
 from . import session_keys
 from .view_screen import ViewScreen
@@ -115,8 +116,8 @@ class ConversationScreen(ViewScreen):
         Binding("end,G", "bottom", "Last message (and follow)", show=False),
     ]
 
-    def __init__(self, key: Key, row: SessionRow | None = None) -> None:
-        super().__init__()
+    def __init__(self, dashboard: Dashboard, key: Key, row: SessionRow | None = None) -> None:
+        super().__init__(dashboard)
         self.key = key
         self.row = row
         self.items: list[Entry] = []
@@ -152,7 +153,7 @@ class ConversationScreen(ViewScreen):
         return body.scroll_y >= body.max_scroll_y - 1
 
     async def _read(self, limit: int | None) -> list[Entry] | None:
-        peek = self.ocwatch.inspector.peek
+        peek = self.dashboard.inspector.peek
         row = self.row
         if peek is None or row is None:
             self.error = "The conversation is read from a live server."
@@ -205,7 +206,7 @@ class ConversationScreen(ViewScreen):
     def _paint(self, stick: bool = False) -> None:
         """Show the messages; stay at the end when the user was there (or `stick`)."""
         at_end = stick or self._at_end()
-        now = self.ocwatch.now
+        now = self.dashboard.now
         directory = self.row.directory if self.row is not None else ""
         self._painted_tick = int(now)
         blocks = conversation_blocks(self.items, now, directory)
@@ -232,7 +233,7 @@ class ConversationScreen(ViewScreen):
 
     def show_view(self) -> None:
         """A new View: read the newest messages again when the session changed."""
-        view = self.ocwatch.view
+        view = self.dashboard.view
         row = view.rows.get(self.key) if view is not None else None
         if row is not None:
             self.row = row
@@ -244,7 +245,7 @@ class ConversationScreen(ViewScreen):
             work = self._load() if not self.loaded_all else self._follow()
             self.run_worker(work, group="conversation", exclusive=True, exit_on_error=False)
             return
-        tick = int(self.ocwatch.now)
+        tick = int(self.dashboard.now)
         if tick != self._painted_tick and any(running(e) for e in self.items[-FIRST_PAGE:]):
             self._paint()  # a running tool's time counts up
         if (row is None or self._reading or row.updated == self._read_for

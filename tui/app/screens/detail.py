@@ -16,6 +16,7 @@ from tui.core.raw import RawFacts
 from tui.core.view import Pending, SessionRow, Transition, View
 
 from .. import format as fmt
+from ..dashboard import Dashboard, OpenDetails
 from ..widgets.activity import activity_content
 from . import session_keys
 from .dialog import block, multiline
@@ -251,8 +252,8 @@ class DetailScreen(ViewScreen):
         session_keys.WEB,
     ]
 
-    def __init__(self, key: Key) -> None:
-        super().__init__()
+    def __init__(self, dashboard: Dashboard, key: Key) -> None:
+        super().__init__(dashboard)
         self.key = key
         self.row: SessionRow | None = None
         self._children: list[Key] = []
@@ -289,7 +290,7 @@ class DetailScreen(ViewScreen):
         yield Footer()
 
     def on_mount(self) -> None:
-        self.ocwatch.activity_changed.subscribe(self, self._on_activity)
+        self.dashboard.activity_changed.subscribe(self, self._on_activity)
         self.follow_view()
         self.query_one("#detail-body").focus()
 
@@ -298,14 +299,15 @@ class DetailScreen(ViewScreen):
             self._show_activity(self.row)
 
     def _show_activity(self, row: SessionRow) -> None:
-        app = self.ocwatch
+        app = self.dashboard
         gone = app.view is None or self.key not in app.view.rows
         look = app.inspector.look(row, app.now, ask=not gone)
         self.query_one("#detail-activity", Static).update(activity_content(row, look, app.now))
 
     def show_view(self) -> None:
-        """Display the session from the app's latest View (the last known row if it is gone)."""
-        app = self.ocwatch
+        """Display the session from the dashboard's latest View (the last known row if it is
+        gone)."""
+        app = self.dashboard
         view, now = app.view, app.now
         if view is None:
             return
@@ -345,9 +347,8 @@ class DetailScreen(ViewScreen):
             self.query_one("#detail-error", Static).update(
                 Content.styled(fmt.literal(row.error), "$state-error"))
         self.query_one("#detail-timeline", Static).update(
-            timeline_section(app.source.history(self.key), now))
-        reader = getattr(app.source, "raw", None)  # live servers and replays have it
-        facts = reader(self.key) if callable(reader) else None
+            timeline_section(app.history(self.key), now))
+        facts = app.raw(self.key) if app.raw is not None else None
         for widget in self.query(".raw"):
             widget.display = facts is not None
         if facts is not None:
@@ -378,7 +379,7 @@ class DetailScreen(ViewScreen):
         event.stop()
         server, _, session = (event.option.id or "").partition("\x1f")
         if session:
-            self.ocwatch.open_details((server, session))
+            self.post_message(OpenDetails((server, session)))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         if action == "parent":  # only offered when there is a parent
@@ -392,4 +393,4 @@ class DetailScreen(ViewScreen):
     def action_parent(self) -> None:
         """Open the parent session's details."""
         if self.row is not None and self.row.parent_id:
-            self.ocwatch.open_details((self.row.server, self.row.parent_id))
+            self.post_message(OpenDetails((self.row.server, self.row.parent_id)))

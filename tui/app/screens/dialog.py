@@ -12,6 +12,7 @@ from textual.widgets import Static
 from tui.core.view import Pending, SessionRow, View
 
 from .. import format as fmt
+from ..dashboard import Dashboard
 
 Key = tuple[str, str]
 R = TypeVar("R")
@@ -72,8 +73,12 @@ def still_open(view: View | None, pending: Pending) -> bool:
 class RequestDialog(ModalScreen[R]):
     """A dialog about one open request of one row; warns when the request closes meanwhile."""
 
-    def __init__(self, row: SessionRow, pending: Pending) -> None:
+    def __init__(self, row: SessionRow, pending: Pending,
+                 dashboard: Dashboard | None = None) -> None:
+        """`dashboard`: whose Views say whether the request is still open (None: none to
+        watch)."""
         super().__init__()
+        self.dashboard = dashboard
         self.row = row
         self.pending = pending
         self.session_key: Key = row.key
@@ -87,11 +92,9 @@ class RequestDialog(ModalScreen[R]):
         return banner
 
     def on_mount(self) -> None:
-        from ..app import OcwatchApp
-
-        if isinstance(self.app, OcwatchApp):
-            self.app.view_changed.subscribe(self, self._on_view)
-            self._on_view(self.app.view)
+        if self.dashboard is not None:
+            self.dashboard.view_changed.subscribe(self, self._on_view)
+            self._on_view(self.dashboard.view)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.fit_body)

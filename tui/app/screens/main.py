@@ -12,6 +12,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from tui.core.view import View, loaded
 
 from .. import format as fmt
+from ..dashboard import OpenDetails
 from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
@@ -132,12 +133,13 @@ class MainScreen(ViewScreen):
 
     def on_mount(self) -> None:
         self.query_one("#filter", Input).display = False
-        self.ocwatch.activity_changed.subscribe(self, self._on_activity)
+        self.dashboard.activity_changed.subscribe(self, self._on_activity)
+        self.dashboard.unread_changed.subscribe(self, self.table.set_unread, immediate=True)
         self.follow_view()
 
     def show_view(self) -> None:
-        """Display the app's latest View."""
-        app = self.ocwatch
+        """Display the dashboard's latest View."""
+        app = self.dashboard
         view, now = app.view, app.now
         self.show_banner()
         self.query_one(ServerBar).show(view, now, app.server_urls)
@@ -153,8 +155,8 @@ class MainScreen(ViewScreen):
 
     def show_pane(self) -> None:
         """The details pane: shown when it fits and is wanted, on the cursor's session."""
-        app = self.ocwatch
-        if app.screen is not self:
+        app = self.dashboard
+        if not self.is_active:
             return  # another screen is on top: nothing to read for a pane nobody sees
         pane = self.pane
         want = app.show_pane and self.size.width >= PANE_AT and bool(
@@ -180,7 +182,7 @@ class MainScreen(ViewScreen):
 
     def show_banner(self) -> None:
         """The line above the servers: a replay's state and keys, or a recording running."""
-        app = self.ocwatch
+        app = self.dashboard
         banner = self.query_one("#banner", Static)
         said = None
         if app.read_only:
@@ -196,12 +198,12 @@ class MainScreen(ViewScreen):
 
     def _refresh_status(self) -> None:
         table = self.table
-        view = self.ocwatch.view
+        view = self.dashboard.view
         total = len(view.rows) if view is not None else 0
         shown = sum(1 for line in table.lines if not line.context)
         self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
         typing = isinstance(self.app.focused, Input)
-        message = empty_message(view, self.ocwatch.server_urls, len(table.lines),
+        message = empty_message(view, self.dashboard.server_urls, len(table.lines),
                                 typing=typing, state_filter=table.state_filter)
         empty = self.query_one("#empty", Static)
         empty.display = message is not None
@@ -222,16 +224,16 @@ class MainScreen(ViewScreen):
         """The row the cursor leaves and the row it reaches have been seen."""
         key = self.table.cursor_key
         if key != self._highlighted:
-            self.ocwatch.mark_read(self._highlighted)
+            self.dashboard.mark_read(self._highlighted)
             self._highlighted = key
             self.show_pane()
-        self.ocwatch.mark_read(key)
+        self.dashboard.mark_read(key)
 
     def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
         event.stop()
         key = self.table.cursor_key
         if key is not None:
-            self.ocwatch.open_details(key)
+            self.post_message(OpenDetails(key))
 
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
         self._refresh_status()  # the no-match hint names the keys that work where keys go
@@ -270,9 +272,9 @@ class MainScreen(ViewScreen):
         if self.size.width < PANE_AT:
             key = self.table.cursor_key
             if key is not None:
-                self.ocwatch.open_details(key)
+                self.post_message(OpenDetails(key))
             return
-        self.ocwatch.show_pane = not self.ocwatch.show_pane
+        self.dashboard.show_pane = not self.dashboard.show_pane
         self.show_pane()
 
     def action_state_filter(self, state: str) -> None:

@@ -20,6 +20,7 @@ from textual.widgets.selection_list import Selection
 
 from tui.core.view import Pending, SessionRow
 
+from ..dashboard import Dashboard
 from .dialog import Part, RequestDialog, asked_by, literal
 
 QUESTION_EXTRA = (
@@ -123,8 +124,9 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, row: SessionRow, pending: Pending) -> None:
-        super().__init__(row, pending)
+    def __init__(self, row: SessionRow, pending: Pending,
+                 dashboard: Dashboard | None = None) -> None:
+        super().__init__(row, pending, dashboard)
         self.asked = questions_of(pending)
 
     def compose(self) -> ComposeResult:

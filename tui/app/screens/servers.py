@@ -16,6 +16,7 @@ from textual.widgets import Footer, Static
 from tui.core.view import ServerInfo, SessionRow, count_states, loaded
 
 from .. import format as fmt
+from ..dashboard import Dashboard
 from ..widgets.server_bar import server_line, shown_servers
 from ..widgets.summary import COUNTED
 from .view_screen import ViewScreen
@@ -156,8 +157,8 @@ class ServersScreen(ViewScreen):
         Binding("escape,i", "back", "Back"),
     ]
 
-    def __init__(self) -> None:
-        super().__init__()
+    def __init__(self, dashboard: Dashboard) -> None:
+        super().__init__(dashboard)
         self._panels: dict[str, ServerPanel] = {}  # by server URL, in the View's order
 
     def compose(self) -> ComposeResult:
@@ -170,7 +171,7 @@ class ServersScreen(ViewScreen):
         self.query_one("#servers-body").focus()
 
     def show_view(self) -> None:
-        app = self.ocwatch
+        app = self.dashboard
         view = app.view
         listed = shown_servers(view, app.server_urls)
         servers = list({s.url: s for s in listed}.values())  # one panel per URL

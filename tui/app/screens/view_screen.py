@@ -2,32 +2,27 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from textual import events
 from textual.screen import Screen
 from textual.widgets import Footer
 
 from tui.core.view import View
 
-if TYPE_CHECKING:
-    from ..app import OcwatchApp
+from ..dashboard import Dashboard
 
 
 class ViewScreen(Screen[None]):
-    """Shows the app's latest View with `show_view()`: once `follow_view()` is called (from
-    `on_mount`), on every new View, and whenever the screen comes back to the top."""
+    """Shows the dashboard's latest View with `show_view()`: once `follow_view()` is called
+    (from `on_mount`), on every new View, and whenever the screen comes back to the top. It
+    reads the `Dashboard` it is built with, never the App."""
 
-    @property
-    def ocwatch(self) -> OcwatchApp:
-        from ..app import OcwatchApp
-
-        assert isinstance(self.app, OcwatchApp)
-        return self.app
+    def __init__(self, dashboard: Dashboard) -> None:
+        super().__init__()
+        self.dashboard = dashboard
 
     def follow_view(self) -> None:
         """Show the current View now and each new one as it comes."""
-        self.ocwatch.view_changed.subscribe(self, self._on_view)
+        self.dashboard.view_changed.subscribe(self, self._on_view)
         self.show_view()
 
     COMPACT_FOOTER_BELOW = 100
