@@ -188,15 +188,7 @@ class OcwatchApp(App[None]):
     def get_theme_variable_defaults(self) -> dict[str, str]:
         """State colours for themes that do not define them (e.g. Textual's own themes)."""
         colors = self.current_theme.to_color_system().generate()
-        return {
-            "state-busy": colors["primary"],
-            "state-retry": colors["warning"],
-            "state-input": colors["accent"],
-            "state-idle": colors["success"],
-            "state-error": colors["error"],
-            "state-unknown": colors["foreground-muted"],
-            "state-stale": colors["secondary"],
-        }
+        return {variable: colors[fallback] for variable, fallback in fmt.THEME_FALLBACKS.items()}
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

@@ -25,42 +25,50 @@ from tui.core.view import duration_next as duration_next
 class Look:
     """How a state, an idle reason or the stale flag is shown, on every screen: a glyph (so
     nothing depends on colour alone), a word, the theme variable that colours it (without `$`),
-    and what it means (the help's legend)."""
+    what it means (the help's legend), and the colour of Textual's colour system that variable
+    takes in a theme that does not set it (e.g. Textual's own themes)."""
 
     glyph: str
     word: str
     variable: str
     meaning: str
+    fallback: str
 
 
 #: The one presentation table: each state, in the View's order (view.STATES)...
 STATE_LOOK: dict[State, Look] = {
-    "busy": Look("●", "busy", "state-busy", "running (the server says busy)"),
-    "retry": Look("↻", "retry", "state-retry", "the provider failed; retrying"),
-    "input": Look("?", "input", "state-input", "waiting for you: a permission or a question"),
-    "idle": Look("○", "idle", "state-idle", "idle, nothing ran yet"),
+    "busy": Look("●", "busy", "state-busy", "running (the server says busy)", "primary"),
+    "retry": Look("↻", "retry", "state-retry", "the provider failed; retrying", "warning"),
+    "input": Look("?", "input", "state-input", "waiting for you: a permission or a question",
+                  "accent"),
+    "idle": Look("○", "idle", "state-idle", "idle, nothing ran yet", "success"),
     "unknown": Look("◌", "unknown", "state-unknown",
-                    "the facts contradict idle (e.g. interrupted)"),
+                    "the facts contradict idle (e.g. interrupted)", "foreground-muted"),
 }
 #: ...each reason an idle or unknown row gives (its glyph replaces the state's)...
 REASON_LOOK: dict[Reason, Look] = {
-    "completed": Look("✓", "idle", "state-idle", "idle, the run completed"),
-    "aborted": Look("⊘", "idle", "state-idle", "idle, the run was aborted"),
-    "error": Look("✗", "idle", "state-error", "idle, the run failed (an error)"),
+    "completed": Look("✓", "idle", "state-idle", "idle, the run completed", "success"),
+    "aborted": Look("⊘", "idle", "state-idle", "idle, the run was aborted", "success"),
+    "error": Look("✗", "idle", "state-error", "idle, the run failed (an error)", "error"),
     "interrupted": Look("◌", "unknown", "state-unknown",
-                        "the run was cut off (server restart or crash?)"),
+                        "the run was cut off (server restart or crash?)", "foreground-muted"),
 }
 #: ...and the stale flag of a busy row whose run visibly ended.
-STALE_LOOK = Look("⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended")
+STALE_LOOK = Look("⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended",
+                  "secondary")
 assert tuple(STATE_LOOK) == STATES and tuple(REASON_LOOK) == REASONS  # one vocabulary
 
 STATE_GLYPH = {state: look.glyph for state, look in STATE_LOOK.items()}
 REASON_GLYPH = {reason: look.glyph for reason, look in REASON_LOOK.items()}
 STALE_GLYPH = STALE_LOOK.glyph
 STALE_WORD = STALE_LOOK.word
-#: Every theme variable a state is coloured with (`$state-busy`, ... `$state-error`, ...).
-THEME_VARIABLES = tuple(dict.fromkeys(
-    look.variable for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)))
+#: Every theme variable a state is coloured with (`$state-busy`, ... `$state-error`, ...), with
+#: the colour it falls back to in a theme that does not set it.
+THEME_FALLBACKS = {look.variable: look.fallback
+                   for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)}
+THEME_VARIABLES = tuple(THEME_FALLBACKS)
+assert all(THEME_FALLBACKS[look.variable] == look.fallback  # one fallback per variable
+           for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK))
 STATE_FILTERS = ("all", *STATE_LOOK, "stale")
 """The state filters offered by the dashboard, in key order (`1`..`7`)."""
 

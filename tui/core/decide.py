@@ -24,7 +24,7 @@ from .models import (
     id_time,
 )
 from .settings import Settings
-from .view import Pending, Reason, SessionRow, Settling, State
+from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State
 
 #: Finishes that do not end a run: the model asked for tools and another step follows.
 NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
@@ -254,7 +254,7 @@ def _verdict(i: SessionInputs, st: SessionStatus | None, pending: tuple[Pending,
                 dated = None
                 if info is not None:
                     dated = ms(info.time.completed) or ms(info.time.created)
-                return Verdict("unknown" if reason == "interrupted" else "idle", reason, False,
+                return Verdict(REASON_STATE[reason], reason, False,
                                (f"server reports idle, reason {st.reason}",), True,
                                dated or i.status_at)
     elif i.active:

@@ -26,6 +26,14 @@ REASONS: tuple[Reason, ...] = get_args(Reason)
 SETTLING: tuple[Settling, ...] = get_args(Settling)
 #: States in which a run goes on (and can be aborted): the stale flag aside.
 RUNNING: tuple[State, ...] = ("busy", "retry", "input")
+#: The state a row with each reason is in: a run cut off is unknown (the evidence contradicts
+#: idle), every other ended run idle.
+REASON_STATE: dict[Reason, State] = {
+    "completed": "idle", "aborted": "idle", "error": "idle", "interrupted": "unknown"}
+#: Every (state, reason) a row can have, in the View's order ("": no reason).
+STATE_REASONS: tuple[tuple[State, str], ...] = tuple(
+    pair for state in STATES for pair in (
+        *((state, r) for r in REASONS if REASON_STATE[r] == state), (state, "")))
 
 
 @dataclass(frozen=True, slots=True)

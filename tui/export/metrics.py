@@ -24,7 +24,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ..core.text import plain
-from ..core.view import RUNNING, Changes, SessionRow, View
+from ..core.view import REASONS, RUNNING, STATE_REASONS, STATES, Changes, SessionRow, View
 
 #: Histogram buckets (seconds): a run lasts seconds to hours; a person answers in minutes.
 RUN_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200,
@@ -32,13 +32,10 @@ RUN_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3
 WAIT_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 #: Every (state, reason) a row can have: each is served, zero or not, so a query or an alert
 #: on a state that has no session yet reads 0, not "no data".
-SESSION_STATES: tuple[tuple[str, str], ...] = (
-    ("busy", ""), ("retry", ""), ("input", ""), ("idle", "completed"), ("idle", "aborted"),
-    ("idle", "error"), ("idle", ""), ("unknown", "interrupted"), ("unknown", ""))
+SESSION_STATES: tuple[tuple[str, str], ...] = STATE_REASONS
 #: How a run ended (`ocwatch_runs_total{outcome}`): an idle or unknown row's reason, `stale`
 #: (the server still says busy; its messages show the run ended), or the bare state.
-OUTCOMES: tuple[str, ...] = ("completed", "aborted", "error", "interrupted", "stale", "idle",
-                             "unknown")
+OUTCOMES: tuple[str, ...] = (*REASONS, "stale", *(s for s in STATES if s not in RUNNING))
 KINDS: tuple[str, ...] = ("permission", "question")
 
 Key = tuple[str, str]
