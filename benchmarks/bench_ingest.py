@@ -56,7 +56,7 @@ def main() -> None:
     best = floor = 0.0
     for _ in range(args.repeat):
         monitor = ServerMonitor("http://bench:4096")
-        monitor.connected = True
+        monitor._connected = True
         started = time.perf_counter()
         for d in data:
             monitor.on_data(d)

@@ -129,7 +129,7 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     a = SimpleNamespace(url="http://a:1", loading=(510, 3000))
     b = SimpleNamespace(url="http://b\x1b[2J:2", loading=None)
     out = io.StringIO()
-    show = _progress_line(SimpleNamespace(monitors=[a, b]), out)  # type: ignore[arg-type]
+    show = _progress_line(SimpleNamespace(servers=lambda: (a, b)), out)  # type: ignore[arg-type]
     show()
     assert out.getvalue() == "\r\x1b[Kocwatch: loading sessions of http://a:1 510/3,000"
     b.loading = (1, 2)
@@ -142,7 +142,7 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     many = [SimpleNamespace(url=f"http://server-{i}.example:4096", loading=(i, 3000))
             for i in range(9)]
     out = io.StringIO()  # not a terminal: 80 columns assumed; a wrapped line would not erase
-    _progress_line(SimpleNamespace(monitors=many), out)()  # type: ignore[arg-type]
+    _progress_line(SimpleNamespace(servers=lambda: many), out)()  # type: ignore[arg-type]
     line = out.getvalue().removeprefix("\r\x1b[K")
     assert len(line) == 79 and line.endswith("…")
 

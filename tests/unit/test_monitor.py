@@ -214,17 +214,17 @@ def test_a_silent_stream_reads_stalled_and_asks_for_a_snapshot():
     clock = {"t": T0}
     mon = ServerMonitor("http://x", settings=FAST, clock=lambda: clock["t"],
                         transport=FakeAPI().transport())
-    mon.connected, mon._connected_at, mon.last_event_at = True, T0, T0
+    mon._connected, mon._connected_at, mon._last_event_at = True, T0, T0
     assert mon.info().stream == "connected"
     clock["t"] = T0 + FAST.stall_after + 1
     assert mon.info().stream == "stalled"
     from tests.builders import session, snap
 
-    mon.snapshot = snap([session("s1")], started_at=T0)
+    mon.store.snapshot = snap([session("s1")], started_at=T0)
     mon._want_snapshot.clear()
     mon.rows(clock["t"])
     assert mon._want_snapshot.is_set()
-    mon.connected = False
+    mon._connected = False
     assert mon.info().stream == "lost"
 
 
@@ -268,11 +268,11 @@ def test_a_run_that_ended_while_events_were_missed_is_drift():
 
     mon = ServerMonitor("http://x", settings=FAST, transport=FakeAPI().transport())
     key = ("http://x", "ses_1")
-    mon._count_drift({key: row(T0)}, {key: row(T0)}, outage=T0 + 5)
+    mon.store.count_drift({key: row(T0)}, {key: row(T0)}, outage=T0 + 5)
     assert mon.drift_count == 0  # the same run
-    mon._count_drift({key: row(T0)}, {key: row(T0 + 8)})
+    mon.store.count_drift({key: row(T0)}, {key: row(T0 + 8)})
     assert mon.drift_count == 0  # no outage: the events saw it (the journal derived it)
-    mon._count_drift({key: row(T0)}, {key: row(T0 + 8)}, outage=T0 + 5)
+    mon.store.count_drift({key: row(T0)}, {key: row(T0 + 8)}, outage=T0 + 5)
     assert mon.drift_count == 1
     assert "a run ended and the next began while events were missed" in mon.drift_examples[-1]
 

@@ -63,7 +63,7 @@ def running(kind: type[FakeAPI], n: int) -> FakeAPI:
 
 def monitor(api: FakeAPI, clock: Clock) -> ServerMonitor:
     mon = ServerMonitor(SERVER, settings=S, clock=clock, transport=api.transport())
-    mon.connected = True  # the event stream is up; events are fed with on_data
+    mon._connected = True  # the event stream is up; events are fed with on_data
     return mon
 
 
@@ -139,7 +139,7 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     feed = TransitionFeed()
     assert await mon.take_snapshot()
     feed.feed(View(clock.t, (), mon.rows(clock.t)))
-    mon.connected, api.failing = False, {"*"}
+    mon._connected, api.failing = False, {"*"}
     clock.t += 5
     assert not await mon.take_snapshot()
     down = mon.rows(clock.t)
@@ -148,7 +148,7 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     assert feed.feed(View(clock.t, (), down)).transitions == []
     # back: every run was cut off meanwhile (the server restarted)
     api.failing, api.status = set(), {}
-    mon.connected = True
+    mon._connected = True
     clock.t += 60
     assert await mon.take_snapshot()
     after = feed.feed(View(clock.t, (), mon.rows(clock.t)))
@@ -274,7 +274,7 @@ async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     mon.rows(clock.t)
     mon.stream_down(OcwatchError("event stream lost"))
     clock.t += 5
-    mon.connected, mon._connected_at = True, clock.t  # reconnected; meanwhile all runs ended
+    mon._connected, mon._connected_at = True, clock.t  # reconnected; meanwhile all runs ended
     api.status = {}
     api.messages = {s["id"]: [wire_msg(s["id"], created=T0 - 10, completed=T0 + 1)]
                     for s in sessions}

@@ -362,8 +362,8 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
         width = 79
 
     def show() -> None:
-        parts = [f"{literal(m.url)} {loaded(m.loading)}" for m in fleet.monitors
-                 if m.loading is not None]
+        parts = [f"{literal(s.url)} {loaded(s.loading)}" for s in fleet.servers()
+                 if s.loading is not None]
         text = "ocwatch: loading sessions of " + ", ".join(parts) if parts else ""
         if len(text) > width:
             text = text[:max(0, width - 1)] + "…"

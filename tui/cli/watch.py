@@ -93,9 +93,10 @@ async def watch(
     task = asyncio.create_task(fleet.run(changed.set))
     try:
         await first_looks(fleet, task, settings.request_timeout * 2)
-        if not any(m.snapshot is not None for m in fleet.monitors):
-            for m in fleet.monitors:
-                print(f"ocwatch watch: {literal(m.error or m.url + ': unreachable')}", file=err)
+        servers = fleet.servers()
+        if not any(s.snapshot_at is not None for s in servers):
+            for s in servers:
+                print(f"ocwatch watch: {literal(s.error or s.url + ': unreachable')}", file=err)
             return EXIT_USAGE
         down: set[str] = set()
         with_server = len(fleet.monitors) > 1

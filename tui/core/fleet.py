@@ -18,7 +18,7 @@ from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
 from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
-from .view import Changes, Transition, TransitionFeed, View
+from .view import Changes, ServerInfo, Transition, TransitionFeed, View
 
 T = TypeVar("T")
 
@@ -75,6 +75,11 @@ class Fleet:
                 return m
         return None
 
+    def servers(self) -> tuple[ServerInfo, ...]:
+        """Each server as published now (link state, first snapshot, loading), in order: what
+        a reader of the fleet reads, never a monitor's own fields."""
+        return tuple(m.info() for m in self.monitors)
+
     def current(self, now: float | None = None) -> View:
         now = self.clock() if now is None else now
         rows = {}
@@ -83,7 +88,7 @@ class Fleet:
             rows.update(m.rows(now))
             theirs = m.take_changed()
             changed = None if theirs is None or changed is None else changed + theirs
-        view = View(now, tuple(m.info() for m in self.monitors), rows)
+        view = View(now, self.servers(), rows)
         self.last_changes = changes = self._feed.feed(view, changed)
         for tr in changes.transitions:
             if tr.after is None:
@@ -143,5 +148,10 @@ class Fleet:
         try:
             await asyncio.gather(*(m.snapshot_once(notify) for m in self.monitors))
         finally:
-            await asyncio.gather(*(m.client.aclose() for m in self.monitors))
+            await self.aclose()
         return self.current()
+
+    async def aclose(self) -> None:
+        """Close every server's connections (errors closing are nobody's concern)."""
+        await asyncio.gather(*(m.client.aclose() for m in self.monitors),
+                             return_exceptions=True)

@@ -19,13 +19,13 @@ import httpx
 
 from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
-from .derive import DeriveMemo, Link, clock_text, derive_server
+from .derive import Link
 from .events import EventParser
-from .gcpause import gc_paused
 from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
+from .store import ServerStore
 from .tap import SNAPSHOT, Tap
 from .view import ServerInfo, SessionRow
 
@@ -111,46 +111,107 @@ class ServerMonitor:
         self.client.clock = clock
         self._tap: Tap | None = None
         self._snapshot_no = 0
-        self.journal = Journal(self.settings.journal_limit)
+        self.store = ServerStore(self.settings)
+        """The snapshot, the journal and the rows derived from them (written here only)."""
         self.parser = EventParser()
         self.cache = MessageCache()
-        self.snapshot: Snapshot | None = None
         # (last messages fetched, to fetch) while a snapshot is being taken
-        self.loading: tuple[int, int] | None = None
-        self.error: str | None = None
-        self.error_since: float | None = None
-        self.connected = False
-        self.last_event_at: float | None = None
-        self.snapshots_taken = 0
-        self.drift_count = 0
-        self.drift_examples: deque[str] = deque(maxlen=5)
-        self.fatal = False  # e.g. authentication failed: retrying will not help without a fix
-        self.stream_error: str | None = None
-        self.stream_connects = 0  # event streams opened (each one after the first: a reconnect)
-        self.stream_drop: tuple[float, str] | None = None  # the last one's end: when, and why
+        self._loading: tuple[int, int] | None = None
+        self._error: str | None = None
+        self._error_since: float | None = None
+        self._connected = False
+        self._last_event_at: float | None = None
+        self._snapshots_taken = 0
+        self._fatal = False  # e.g. authentication failed: retrying will not help without a fix
+        self._stream_error: str | None = None
+        self._stream_connects = 0  # event streams opened (each one after the first: a reconnect)
+        self._stream_drop: tuple[float, str] | None = None  # the last one's end: when, and why
         self._want_snapshot = asyncio.Event()
         self._urgent = asyncio.Event()
         self._snapshot_done = asyncio.Event()
-        self._rows: dict[tuple[str, str], SessionRow] = {}
         self._down_since: float | None = None  # rows last derived while unreachable, since
         self._gap_since: float | None = None  # the stream was lost then; no snapshot since
         self._connected_at = 0.0
         self._stall_checked = False  # a snapshot was asked for the current silence
-        self._memo = DeriveMemo()
-        # the keys of rows changed since take_changed() (None: any), and those confirming a
-        # run's end with the server (kept up to date from the memo's changed rows)
-        self._changed: set[tuple[str, str]] | None = None
-        self._confirming: set[tuple[str, str]] = set()
         # since when the event stream has carried every event (None: it is down): a resync
         # brings the last messages fetched after it up to date from the journal (snapshot.py)
         self._vouch_since: float | None = None
         self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
         self._reverified_at: float | None = None  # the last snapshot's start (_reverify)
         self._reverify_credit = 0.0
-        self.recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
+        self._recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
         self._notify: Notify = lambda: None
+
+    # -- what it holds, for reading (only the monitor writes it) --------------------------------
+    @property
+    def snapshot(self) -> Snapshot | None:
+        """The current snapshot (a first one may still be loading: Snapshot.loading)."""
+        return self.store.snapshot
+
+    @property
+    def journal(self) -> Journal:
+        """What the event stream said since the snapshot's fetch began."""
+        return self.store.journal
+
+    @property
+    def loading(self) -> tuple[int, int] | None:
+        """(last messages fetched, to fetch) while a snapshot is being taken."""
+        return self._loading
+
+    @property
+    def error(self) -> str | None:
+        """Why the last snapshot failed (None: it succeeded)."""
+        return self._error
+
+    @property
+    def error_since(self) -> float | None:
+        return self._error_since
+
+    @property
+    def connected(self) -> bool:
+        """The event stream is up."""
+        return self._connected
+
+    @property
+    def last_event_at(self) -> float | None:
+        return self._last_event_at
+
+    @property
+    def snapshots_taken(self) -> int:
+        return self._snapshots_taken
+
+    @property
+    def drift_count(self) -> int:
+        """Snapshots that corrected what the events had derived (DESIGN.md: drift)."""
+        return self.store.drift_count
+
+    @property
+    def drift_examples(self) -> tuple[str, ...]:
+        return tuple(self.store.drift_examples)
+
+    @property
+    def fatal(self) -> bool:
+        """Retrying will not help without a fix (e.g. authentication failed)."""
+        return self._fatal
+
+    @property
+    def stream_error(self) -> str | None:
+        return self._stream_error
+
+    @property
+    def stream_connects(self) -> int:
+        return self._stream_connects
+
+    @property
+    def stream_drop(self) -> tuple[float, str] | None:
+        return self._stream_drop
+
+    @property
+    def recent(self) -> tuple[tuple[float, str], ...]:
+        """The last frames used (receive time, data as received): the raw events."""
+        return tuple(self._recent)
 
     @property
     def tap(self) -> Tap | None:
@@ -166,41 +227,26 @@ class ServerMonitor:
     def reachable(self) -> bool:
         """Whether the rows are live: a snapshot is in, and either the last one succeeded or the
         event stream is up (a failed snapshot then keeps the last one and its journal)."""
-        return self.snapshot is not None and self.link().reachable
+        return self.store.snapshot is not None and self.link().reachable
 
     def link(self) -> Link:
-        up = self.error is None or (self.connected and not self.fatal)
-        return Link(up, self.error, self.error_since)
+        up = self._error is None or (self._connected and not self._fatal)
+        return Link(up, self._error, self._error_since)
 
     def rows(self, now: float) -> dict[tuple[str, str], SessionRow]:
         """Derive this server's rows at `now` (keeps them as `previous` for time-in-state)."""
-        if self.snapshot is None:
-            self._changed = None
-            return {}
         link = self.link()
-        with gc_paused():
-            self._rows = rows = derive_server(
-                self.snapshot, self.journal.facts(), now, self.settings,
-                previous=self._rows, link=link, memo=self._memo)
-        changed = self._memo.changed
-        if changed is None:  # every row derived again
-            self._changed = None
-            self._confirming = {k for k, r in rows.items() if r.settling == "confirming"}
-        else:
-            if self._changed is not None:
-                self._changed.update(changed)
-            for key in changed:
-                if rows[key].settling == "confirming":
-                    self._confirming.add(key)
-                else:
-                    self._confirming.discard(key)
+        rows = self.store.rows(now, link)
+        snap = self.store.snapshot
+        if snap is None:
+            return rows
         if link.reachable:
             self._down_since = None
             if not self._stall_checked and self.stream_health(now) == "stalled":
                 self._stall_checked = True  # the rows may be behind: read the server once
                 self.request_snapshot()
-            if self.snapshot.started_at < now - self.settings.snapshot_debounce and (
-                    self._confirming):
+            if snap.started_at < now - self.settings.snapshot_debounce and (
+                    self.store.confirming):
                 # a run ended and only events from before its end call it busy: ask the
                 # server (a snapshot) instead of calling it stale on old news
                 self.request_snapshot()
@@ -226,34 +272,32 @@ class ServerMonitor:
         """The keys whose rows changed since the last call, in the rows' order (every other row
         is the same object as then); None: any may have (rows derived whole, sessions came or
         went)."""
-        changed, self._changed = self._changed, set()
-        if changed is None:
-            return None
-        order = self._memo.order
-        return sorted(changed, key=lambda key: order[key[1]])
+        return self.store.take_changed()
 
     def info(self) -> ServerInfo:
+        """The server as published now (what readers read: never the monitor's fields)."""
+        snap = self.store.snapshot
         return ServerInfo(
             url=self.url,
             name=self.name,
-            version=self.snapshot.version if self.snapshot else None,
+            version=snap.version if snap else None,
             reachable=self.reachable,
-            error=self.error,
-            error_since=self.error_since,
-            connected=self.connected,
-            last_event_at=self.last_event_at,
-            snapshot_at=self.snapshot.started_at if self.snapshot else None,
-            drift_count=self.drift_count,
-            drift_examples=tuple(self.drift_examples),
+            error=self._error,
+            error_since=self._error_since,
+            connected=self._connected,
+            last_event_at=self._last_event_at,
+            snapshot_at=snap.started_at if snap else None,
+            drift_count=self.store.drift_count,
+            drift_examples=tuple(self.store.drift_examples),
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
-            loading=self.loading if self.snapshot is None or self.snapshot.loading else None,
+            loading=self._loading if snap is None or snap.loading else None,
             stream=self.stream_health(self.clock()),
-            malformed=self.snapshot.skipped if self.snapshot else 0,
-            malformed_examples=self.snapshot.malformed if self.snapshot else (),
-            reconnects=max(0, self.stream_connects - 1),
-            snapshots=self.snapshots_taken,
-            stream_drop=self.stream_drop,
+            malformed=snap.skipped if snap else 0,
+            malformed_examples=snap.malformed if snap else (),
+            reconnects=max(0, self._stream_connects - 1),
+            snapshots=self._snapshots_taken,
+            stream_drop=self._stream_drop,
             requests=self.client.requests,
             requests_per_minute=self._request_rate(),
             vouched=self.vouches(),
@@ -263,8 +307,8 @@ class ServerMonitor:
         """`connected`; `stalled` once a heartbeat is missed (no event for `stall_after` s;
         after `heartbeat_timeout` s it is dropped and reconnected); `lost` while reconnecting;
         `none` before the first connection."""
-        if self.connected:
-            quiet = now - max(self.last_event_at or 0.0, self._connected_at)
+        if self._connected:
+            quiet = now - max(self._last_event_at or 0.0, self._connected_at)
             return "stalled" if quiet > self.settings.stall_after else "connected"
         return "lost" if self._connected_at else "none"
 
@@ -275,6 +319,12 @@ class ServerMonitor:
         self._want_snapshot.set()
         if urgent:
             self._urgent.set()
+
+    def read_everything_again(self) -> None:
+        """Take a snapshot now that reads every session's last message again (nothing cached),
+        as a fresh monitor would: a recording starting mid-run begins with it."""
+        self.cache = MessageCache()
+        self.request_snapshot(urgent=True)
 
     async def first_snapshot(self) -> None:
         """Wait until the first snapshot attempt finished (successfully or not)."""
@@ -305,15 +355,15 @@ class ServerMonitor:
 
     def _expected_status(self, sid: str) -> SessionStatus | None:
         """What the last snapshot and the events since say the session's status is."""
-        snap = self.snapshot
+        snap = self.store.snapshot
         return status_after(self.journal.facts(), sid,
                             snap.status.get(sid) if snap is not None else None)
 
     def vouches(self) -> bool:
         """Whether the event stream has carried every event since the current snapshot began
         (connected, nothing missed or unreadable since)."""
-        since, snap = self._vouch_since, self.snapshot
-        return self.connected and since is not None and snap is not None and (
+        since, snap = self._vouch_since, self.store.snapshot
+        return self._connected and since is not None and snap is not None and (
             since <= snap.started_at)
 
     async def _snapshot_loop(self) -> None:
@@ -359,7 +409,7 @@ class ServerMonitor:
         snapshot is in, show it as it arrives (`_partial`)."""
         begun = begun or self.begin_snapshot()
         partial = self._partial if progressive and (
-            self.snapshot is None or self.snapshot.loading) else None
+            self.store.snapshot is None or self.store.snapshot.loading) else None
         seq = begun.seq
         token = SNAPSHOT.set(begun.number)
         try:
@@ -367,10 +417,10 @@ class ServerMonitor:
             snap = await fetch_snapshot(
                 self.client, self.cache, clock=lambda: begun.started, journal_seq=seq,
                 touched=begun.touched,
-                concurrency=self.settings.message_concurrency, progress=self._loading,
+                concurrency=self.settings.message_concurrency, progress=self._progress,
                 vouch=lambda sid, msg: merge_message(msg, facts(), sid),
                 expected_status=self._expected_status,
-                vouched_since=lambda: self._vouch_since if self.connected else None,
+                vouched_since=lambda: self._vouch_since if self._connected else None,
                 vouch_max_age=self.settings.vouch_max_age, partial=partial,
                 relist=begun.relist, reverify=begun.reverify)
         except OcwatchError as exc:
@@ -383,33 +433,22 @@ class ServerMonitor:
             return False
         finally:
             SNAPSHOT.reset(token)
-            self.loading = None
+            self._loading = None
         if self._tap is not None:
             self._tap.snapshot(self.url, self.clock(), begun.number, False)
-        old, now = self.snapshot, self.clock()
-        if old is not None and old.loading:
-            old = None  # a first snapshot shown as it arrived: no complete one to compare
+        now = self.clock()
         outage = self._down_since or self._gap_since
-        before: dict[tuple[str, str], SessionRow] = {}
-        if old is not None:
-            # what the events had made of the old snapshot, now: the new snapshot's rows
-            # differ from these only by what the snapshot itself corrected (drift)
-            with gc_paused():
-                before = derive_server(old, self.journal.facts(), now, self.settings,
-                                       previous=self._rows, memo=self._memo)
-        self.snapshot = snap
+        before = self.store.install(snap, seq, now)
         self._reverify_credit = max(0.0, self._reverify_credit - snap.reverified)
-        self.journal.cut(seq)
         self.parser.prune(snap.sessions)
-        self.snapshots_taken += 1
-        self.error = None
-        self.error_since = None
-        self.fatal = False
-        if self.connected and snap.started_at >= self._connected_at:
+        self._snapshots_taken += 1
+        self._error = None
+        self._error_since = None
+        self._fatal = False
+        if self._connected and snap.started_at >= self._connected_at:
             self._gap_since = None  # this snapshot covers what the stream missed
-        if old is not None:  # derive once from the new snapshot; the next View reuses it (memo)
-            self._rows = before
-            self._count_drift(before, self.rows(now), outage)
+        if before is not None:  # derive once from the new snapshot; the next View reuses it
+            self.store.count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
         return True
 
@@ -431,7 +470,7 @@ class ServerMonitor:
         `vouches`) and the list is younger than `relist_every`: the last list with the sessions
         the events created, changed or deleted before this one began (the later ones stay in the
         journal). None: read it."""
-        snap = self.snapshot
+        snap = self.store.snapshot
         if snap is None or snap.loading or not self.vouches() or (
                 started - snap.listed_at >= self.settings.relist_every):
             return None
@@ -441,8 +480,7 @@ class ServerMonitor:
     def _partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading): the
         rows the maps decide (busy, retry, input) at once, the others as they arrive."""
-        self.snapshot = snap
-        self.journal.cut(snap.journal_seq)
+        self.store.show_partial(snap)
         self._notify()
 
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
@@ -453,61 +491,21 @@ class ServerMonitor:
         self._fail(exc)
         self._snapshot_done.set()
 
-    def _loading(self, done: int, total: int) -> None:
+    def _progress(self, done: int, total: int) -> None:
         """A snapshot's last messages arriving. Before the first snapshot the table is empty:
         tell the UI (each whole percent) so it can show how far the loading is."""
-        before = self.loading
-        self.loading = (done, total) if done < total else None
-        if self.snapshot is None and (
-                before is None or self.loading is None or done * 100 // total
+        before = self._loading
+        self._loading = (done, total) if done < total else None
+        if self.store.snapshot is None and (
+                before is None or self._loading is None or done * 100 // total
                 != before[0] * 100 // total):
             self._notify()
 
     def _fail(self, exc: OcwatchError) -> None:
-        if self.error is None:
-            self.error_since = self.clock()
-        self.error = exc.message
-        self.fatal = isinstance(exc, AuthFailed)
-
-    def _count_drift(self, before: dict[tuple[str, str], SessionRow],
-                     after: dict[tuple[str, str], SessionRow],
-                     outage: float | None = None) -> None:
-        """Count rows whose settled state the journal had derived differently from the new
-        snapshot. A row still settling made no claim to contradict, except a finished run that
-        only events called busy (its idle event was lost). After an outage (`outage`: since
-        when the server could not be reached) every difference is one drift: events were
-        missed."""
-        changed: list[str] = []
-        for key, row in after.items():
-            old = before.get(key)
-            if old is None or not row.settled:
-                continue
-            if not old.settled:
-                # a finished run only events called busy: the snapshot calling it idle is drift
-                # (its idle event was lost); calling it stale confirms it
-                if old.settling == "confirming" and row.state != old.state:
-                    changed.append(f"{key[1]}: events said busy (no idle event came), "
-                                   f"snapshot says {_word(row)}")
-                continue
-            if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
-                changed.append(
-                    f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
-            elif (outage is not None and row.state in ("busy", "retry") and old.since
-                  and row.since and row.since > old.since):
-                # busy again, but since a later prompt: a run ended and the next began unseen
-                changed.append(f"{key[1]}: a run ended and the next began while events were "
-                               f"missed ({_word(row)} since {clock_text(row.since)})")
-        if not changed:
-            return
-        if outage is not None:  # one gap in the events, however many sessions it hid
-            self.drift_count += 1
-            self.drift_examples.append(
-                f"events missed from {clock_text(outage)} (stream lost or server unreachable): "
-                f"{len(changed)} session{'s' if len(changed) != 1 else ''} changed unseen, "
-                f"e.g. {changed[0]}")
-            return
-        self.drift_count += len(changed)
-        self.drift_examples.extend(changed)
+        if self._error is None:
+            self._error_since = self.clock()
+        self._error = exc.message
+        self._fatal = isinstance(exc, AuthFailed)
 
     async def _stream_loop(self) -> None:
         backoff = 0.5
@@ -540,7 +538,7 @@ class ServerMonitor:
             except httpx.HTTPError as exc:
                 self.stream_down(
                     describe_transport_error(self.url, exc)
-                    if isinstance(exc, httpx.TransportError) and not self.connected
+                    if isinstance(exc, httpx.TransportError) and not self._connected
                     else OcwatchError(f"{self.url}: event stream lost ({type(exc).__name__})"))
             except Exception as exc:
                 log.exception("event stream failed")
@@ -554,15 +552,15 @@ class ServerMonitor:
                 continue
             await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
             # a stream accepted and closed at once keeps backing off (no reconnect storm)
-            backoff = min(backoff * 2, 15.0 if not self.fatal else 60.0)
+            backoff = min(backoff * 2, 15.0 if not self._fatal else 60.0)
 
     def stream_opened(self) -> None:
         """The event stream is up (a new connection)."""
-        self.stream_connects += 1
-        self.connected = True
+        self._stream_connects += 1
+        self._connected = True
         self._connected_at = self.clock()
         self._vouch_since = self._connected_at  # every event from now on arrives
-        self.stream_error = None
+        self._stream_error = None
         self.parser.reset_sequences()
         if self._tap is not None:
             self._tap.stream(self.url, self._connected_at, True, None)
@@ -573,14 +571,14 @@ class ServerMonitor:
     def stream_down(self, exc: OcwatchError) -> None:
         if self._tap is not None:
             self._tap.stream(self.url, self.clock(), False, exc.message)
-        was = self.connected
+        was = self._connected
         self._vouch_since = None
         if was and self._gap_since is None:
             self._gap_since = self.clock()
-        self.connected = False
-        self.stream_error = exc.message
+        self._connected = False
+        self._stream_error = exc.message
         if was:
-            self.stream_drop = (self.clock(), exc.message)
+            self._stream_drop = (self.clock(), exc.message)
             log.info("stream down: %s", exc.message)
         # the stream being down does not make the snapshot wrong; a failing snapshot does.
         # but an unreachable server is: probe it through a snapshot.
@@ -602,7 +600,7 @@ class ServerMonitor:
         now = self.clock()
         if self._tap is not None:
             self._tap.frame(self.url, now, data)
-        self.last_event_at = now
+        self._last_event_at = now
         self._stall_checked = False
         skipped = self.parser.skipped
         parsed = self.parser.parse(data, now)
@@ -617,7 +615,7 @@ class ServerMonitor:
                 self._vouch_since = now  # runs may have ended with no event
                 self.request_snapshot()
             return
-        self.recent.append((now, data[:raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
+        self._recent.append((now, data[:raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
         facts = self.journal.facts()
         malformed = facts.malformed
         self.journal.add(ev)
@@ -629,10 +627,3 @@ class ServerMonitor:
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()
         self._notify()
-
-
-
-def _word(row: SessionRow) -> str:
-    return (row.state + (f"/{row.reason}" if row.reason else "")
-            + (" (stale)" if row.stale else "")
-            + (f" ({row.settling})" if row.settling else ""))

@@ -104,5 +104,4 @@ async def follow(fleet: Fleet, observers: Sequence[Observer], *,
         for task in (runner, stopping):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
-        await asyncio.gather(*(m.client.aclose() for m in fleet.monitors),
-                             return_exceptions=True)
+        await fleet.aclose()

@@ -21,7 +21,6 @@ from typing import IO, Any, cast
 from ..core.config import state_dir
 from ..core.fleet import Fleet
 from ..core.settings import Settings
-from ..core.snapshot import MessageCache
 from .format import Header
 
 #: Seconds between two flushes to disk (a crash loses at most this much)
@@ -212,12 +211,11 @@ class FleetRecording:
         now = recorder.clock()
         for m in monitors:
             m.tap = recorder
-            if m.connected:  # the stream is up already: say so, as a replay starts from it
-                recorder.stream(m.url, now, True, None)
+            if m.info().connected:  # the stream is up already: say so, as a replay starts
+                recorder.stream(m.url, now, True, None)  # from it
             # the file starts with a whole snapshot, every last message read again (a replay
             # starts with nothing cached: it must be asked what a fresh monitor asks)
-            m.cache = MessageCache()
-            m.request_snapshot(urgent=True)
+            m.read_everything_again()
         return path
 
     def stop(self) -> Recorder | None:
