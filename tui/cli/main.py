@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..core import text
 from ..core.client import OcwatchError
-from ..core.config import load_config, resolve_options
-from ..core.settings import Auth, Settings
+from ..core.config import CORE, load_config, resolve_options
+from ..core.settings import DEFAULT_URL, Auth, Settings
 from ..core.view import View, count_states, loaded
 from . import actions
 from .output import literal, pipe_safe, render_table
@@ -49,10 +49,10 @@ def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
         p.add_argument("--server", "-s", action="append", metavar="URL",
                        default=argparse.SUPPRESS,
                        help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                            "http://127.0.0.1:4096)")
+                            f"{DEFAULT_URL})")
     else:
         p.add_argument("--server", "-s", metavar="URL", default=argparse.SUPPRESS,
-                       help="server URL (default $OPENCODE_SERVER_URL or http://127.0.0.1:4096)")
+                       help=f"server URL (default $OPENCODE_SERVER_URL or {DEFAULT_URL})")
 
 
 def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
@@ -122,11 +122,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the version and exit")
     parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
                         help="seconds a finished run may still read busy before it is flagged "
-                             "stale (default 3)")
+                             f"stale (default {CORE.grace:g})")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     parser.add_argument("--server", "-s", action="append", metavar="URL", default=None,
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                             "http://127.0.0.1:4096)")
+                             f"{DEFAULT_URL})")
     parser.add_argument("--theme", help=THEME_HELP)
     parser.add_argument("--read-only", action="store_true", default=False,
                         help="turn every action off (abort, reply, answer, attach): for wall "

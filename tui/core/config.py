@@ -1,9 +1,9 @@
-"""The config file: TOML in the platform config folder, overridden by environment, then flags.
+"""The config: defaults, under the TOML file, under the environment, under flags.
 
 Location: `$OCWATCH_CONFIG`, else `$XDG_CONFIG_HOME/ocwatch/config.toml` (default
-`~/.config/ocwatch/config.toml`). Every key is optional. An invalid file is reported (one line per
-problem) and ignored, never fatal. Passwords are not read from it: they come from the environment
-(`OPENCODE_SERVER_PASSWORD`) or a password file.
+`~/.config/ocwatch/config.toml`). Every key is optional. An invalid key or variable is reported
+(one line per problem) and ignored, never fatal. Passwords are not read from the file: they come
+from the environment (`OPENCODE_SERVER_PASSWORD`) or a password file.
 """
 
 from __future__ import annotations
@@ -19,7 +19,13 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .settings import Auth, Settings, default_server_urls
+from . import paths
+from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
+
+#: The core's defaults: the config's tunables default to them (written once, in Settings)
+CORE = Settings()
+DEFAULT_ATTACH = ("opencode", "attach", "{url}", "--session", "{session}", "--dir", "{dir}")
+"""`opencode attach URL --session ID --dir DIR` (OpenCode 1.x)."""
 
 AlertKind = Literal["input", "completed", "error", "aborted", "stale", "unknown"]
 DEFAULT_ALERTS: tuple[AlertKind, ...] = ("input", "error", "stale")
@@ -90,11 +96,11 @@ class Config(BaseModel):
     from its own `password_env` or `password_file`."""
     theme: str | None = None
     """Dashboard theme: ocwatch-dark, ocwatch-light, ocwatch-contrast, or a user theme's name."""
-    grace: float = Field(default=3.0, ge=0)
+    grace: float = Field(default=CORE.grace, ge=0)
     """Seconds a finished run may still read busy before it is flagged stale."""
-    resync_interval: float = Field(default=30.0, gt=0)
+    resync_interval: float = Field(default=CORE.resync_interval, gt=0)
     """Seconds between full resync snapshots."""
-    request_deadline: float = Field(default=60.0, ge=1)
+    request_deadline: float = Field(default=CORE.request_deadline, ge=1)
     """Seconds one HTTP request may take in all, its answer read to the end (a server that
     trickles its answer cannot hold a snapshot, `status` or `wait` longer)."""
     password_file: str | None = None
@@ -103,9 +109,7 @@ class Config(BaseModel):
     read_only: bool = False
     """Turn every dashboard action off (abort, reply, answer, attach): for wall screens
     ($OCWATCH_READ_ONLY=1, or --read-only)."""
-    attach_command: list[str] = Field(
-        default_factory=lambda: ["opencode", "attach", "{url}", "--session", "{session}",
-                                 "--dir", "{dir}"], min_length=1)
+    attach_command: list[str] = Field(default_factory=lambda: list(DEFAULT_ATTACH), min_length=1)
     """What `A` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
     filled in. The server's password goes in the child's environment
     (OPENCODE_SERVER_PASSWORD), never in its arguments."""
@@ -115,19 +119,12 @@ class Config(BaseModel):
                         request_deadline=self.request_deadline)
 
 
-def config_path(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$OCWATCH_CONFIG`, else the config file of the config folder (tui.core.paths)."""
+    env = os.environ if env is None else env
     if env.get("OCWATCH_CONFIG"):
         return Path(env["OCWATCH_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ocwatch" / "config.toml"
-
-
-def state_dir(env: dict[str, str] | None = None) -> Path:
-    """Where ocwatch keeps what it writes for the user (recordings, screenshots):
-    `$XDG_STATE_HOME/ocwatch`, default `~/.local/state/ocwatch`."""
-    env = dict(os.environ) if env is None else env
-    return Path(env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")) / "ocwatch"
+    return paths.config_file()
 
 
 def load_config(
@@ -204,7 +201,7 @@ class Options:
     auths: dict[str, Auth | None] = field(default_factory=dict)  # per server (normalized URL)
     names: dict[str, str] = field(default_factory=dict)  # per server (normalized URL): its name
     read_only: bool = False
-    attach_command: list[str] = field(default_factory=lambda: list(Config().attach_command))
+    attach_command: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH))
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -309,7 +306,7 @@ def _cleartext(url: str) -> bool:
 
 def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> Auth | None:
     """A server entry's own credentials ($password_env, else password_file), or None."""
-    user = entry.username or env.get("OPENCODE_SERVER_USERNAME") or "opencode"
+    user = entry.username or env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME
     if entry.password_env:
         password = env.get(entry.password_env)
         if password:
