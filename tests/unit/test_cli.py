@@ -10,10 +10,11 @@ import pytest
 
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
-from tui.cli.output import literal, render_table
+from tui.cli.output import render_table
 from tui.cli.wait import exit_code_for, report
 from tui.core.derive import derive_server
 from tui.core.settings import Settings
+from tui.core.text import literal
 from tui.core.view import ServerInfo, View
 
 S = Settings(grace=3.0)
@@ -56,7 +57,8 @@ def test_wait_keeps_waiting_while_unsettled(snapshot):
 
 
 def test_literal_makes_escapes_visible():
-    assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext") == "[bold]x[/] \\x1b[31mred\\x1b[0m next"
+    assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext", escapes=True) == (
+        "[bold]x[/] \\x1b[31mred\\x1b[0m next")
 
 
 def test_status_table_shows_tree_state_reason_and_literal_titles():
