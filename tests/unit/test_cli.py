@@ -174,3 +174,18 @@ def test_version_comes_from_the_package_metadata(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"ocwatch {version('ocwatch')}"
+
+
+def test_version_without_package_metadata_says_unknown(monkeypatch):
+    """Run from a source tree that was never installed: a PEP 440 version that says so."""
+    import importlib.metadata
+
+    import tui
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    monkeypatch.setitem(vars(tui), "__version__", "cached")  # undone: as it was before
+    monkeypatch.delitem(vars(tui), "__version__")  # read afresh, lazily
+    assert tui.__version__ == "0+unknown"
