@@ -93,12 +93,19 @@ async def test_no_alert_without_a_flag_or_config() -> None:
 async def test_headless_write_is_harmless() -> None:
     """Headless (tests, a pipe), an alert's escape sequence is dropped: nothing reaches the
     driver, and the screen is what it was."""
-    app, _ = make_app(alerts=LOUD)
+    app, source = make_app(alerts=LOUD)
     async with app.run_test() as pilot:
         await pilot.pause()
         assert app._driver is not None
         sent: list[str] = []
         app._driver.write = sent.append  # type: ignore[method-assign]
+        # A real alert, through the app's own sinks (bell and OSC 9): it is sent, and dropped.
+        source.set(later(source.current(), 1, ses_busy={"state": "idle", "reason": "error",
+                                                        "error": "APIError: boom"}))
+        await until(pilot, lambda: app.attention.alerter.sent == 1)
+        await pilot.pause()
+        assert sent == []
+        # What the sinks call, called again: the screen is what it was.
         before = app.export_screenshot()
         app.write_terminal("\x1b]9;x\x07")
         app.bell()

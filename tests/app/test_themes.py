@@ -14,8 +14,8 @@ from tui.app.themes import (
     builtin_themes,
     load_themes,
     parse_theme,
-    user_theme_dir,
 )
+from tui.core.paths import theme_dir
 
 from .conftest import make_app
 
@@ -35,9 +35,11 @@ def test_example_user_theme_is_valid() -> None:
     assert theme.variables["state-input"]
 
 
-def test_user_dir_follows_xdg() -> None:
-    assert user_theme_dir({"XDG_CONFIG_HOME": "/x"}) == Path("/x/ocwatch/themes")
-    assert user_theme_dir({}).parts[-3:] == (".config", "ocwatch", "themes")
+def test_user_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("XDG_CONFIG_HOME", "/x")
+    assert theme_dir() == Path("/x/ocwatch/themes")
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    assert theme_dir().parts[-3:] == (".config", "ocwatch", "themes")
 
 
 @pytest.mark.parametrize(("text", "problem"), [

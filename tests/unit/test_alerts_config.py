@@ -137,6 +137,22 @@ def test_config_file_env_and_bad_values(tmp_path):
     assert cfg.servers == [] and "cannot read" in warns[0]
 
 
+def test_the_environment_is_checked_as_the_file_is(tmp_path: Path) -> None:
+    """A variable over the file, an empty one unset, an invalid one said and ignored (the
+    file's value kept), and only the documented variables read."""
+    p = tmp_path / "config.toml"
+    p.write_text('grace = 5\nresync_interval = 20\ntheme = "ocwatch-light"\nrequest_deadline = 9\n')
+    cfg, warns = load_config(p, env={"OCWATCH_GRACE": "-1", "OCWATCH_RESYNC": "soon",
+                                     "OCWATCH_THEME": "", "OCWATCH_REQUEST_DEADLINE": "99",
+                                     "OCWATCH_SERVERS": " , "})
+    assert (cfg.grace, cfg.resync_interval, cfg.theme) == (5, 20, "ocwatch-light")
+    assert cfg.request_deadline == 9 and cfg.servers == []
+    assert len(warns) == 2 and warns[0].startswith("$OCWATCH_GRACE='-1' (") and warns[1] == (
+        "$OCWATCH_RESYNC='soon' is not a number; ignored")
+    p.write_text('servers = ["http://a:1"]\n')
+    assert load_config(p, env={"OCWATCH_SERVERS": " , "})[0].servers == []  # set, to none
+
+
 def test_the_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
     """Every key the README's example shows is one the config accepts, with a valid value."""
     import re

@@ -10,10 +10,11 @@ import pytest
 
 from tests.builders import SERVER, T0, assistant, busy, permission, session, snap, user
 from tui.cli.main import main
-from tui.cli.output import literal, render_table
+from tui.cli.output import render_table
 from tui.cli.wait import exit_code_for, report
 from tui.core.derive import derive_server
 from tui.core.settings import Settings
+from tui.core.text import literal
 from tui.core.view import ServerInfo, View
 
 S = Settings(grace=3.0)
@@ -56,7 +57,8 @@ def test_wait_keeps_waiting_while_unsettled(snapshot):
 
 
 def test_literal_makes_escapes_visible():
-    assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext") == "[bold]x[/] \\x1b[31mred\\x1b[0m next"
+    assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext", escapes=True) == (
+        "[bold]x[/] \\x1b[31mred\\x1b[0m next")
 
 
 def test_status_table_shows_tree_state_reason_and_literal_titles():
@@ -172,3 +174,18 @@ def test_version_comes_from_the_package_metadata(capsys):
         main(["--version"])
     assert exit_info.value.code == 0
     assert capsys.readouterr().out.strip() == f"ocwatch {version('ocwatch')}"
+
+
+def test_version_without_package_metadata_says_unknown(monkeypatch):
+    """Run from a source tree that was never installed: a PEP 440 version that says so."""
+    import importlib.metadata
+
+    import tui
+
+    def missing(name: str) -> str:
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    monkeypatch.setitem(vars(tui), "__version__", "cached")  # undone: as it was before
+    monkeypatch.delitem(vars(tui), "__version__")  # read afresh, lazily
+    assert tui.__version__ == "0+unknown"

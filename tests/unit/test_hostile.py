@@ -133,8 +133,8 @@ HOSTILE = [
 
 @pytest.mark.parametrize("s", HOSTILE)
 def test_every_text_path_neutralises_controls(s: str):
-    for out in (text.visible(s), text.plain(s), osc9(Alert("input", ("u", "s"), (), s, s))[5:-1],
-                text.dumps({"t": s})):
+    for out in (text.literal(s, escapes=True), text.plain(s),
+                osc9(Alert("input", ("u", "s"), (), s, s))[5:-1], text.dumps({"t": s})):
         assert not text.UNSAFE.search(out), (s, out)
     assert json.loads(text.dumps({"t": s})) == {"t": s}  # valid JSON, the text unchanged
 

@@ -29,7 +29,8 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.signal import Signal
 
-from tui.core.config import AlertConfig, state_dir
+from tui.core.config import AlertConfig
+from tui.core.paths import state_dir
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
 from tui.core.view import Changes, SessionRow, View

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import time
-import unicodedata
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -15,6 +14,7 @@ from pathlib import PurePath
 
 from rich.cells import cell_len, set_cell_size
 
+from tui.core.text import literal as literal  # one escaping for the dashboard and the CLI
 from tui.core.view import REASONS, STATES, Reason, SessionRow, State
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
@@ -267,43 +267,6 @@ def server_label(url: str) -> str:
     """A short name for a server: `host:port` without the scheme."""
     rest = url.split("://", 1)[-1]
     return rest.rstrip("/")
-
-
-# Control characters become visible "control pictures" (␛ for ESC); bidi overrides and other
-# format characters that could reorder or hide text are replaced. Tabs and newlines become spaces.
-_SPACE_LIKE = {"\t", "\n", "\r", "\v", "\f"}
-_DROP = {"\u200c", "\u200d"}  # joiners: terminals and Rich disagree on the width of joined emoji
-
-
-@lru_cache(maxsize=8192)
-def literal(text: str | None) -> str:
-    """Make untrusted text (titles, errors) safe to show on one line, *as characters*.
-
-    The result is meant for `rich.text.Text(...)` / `textual.content.Content(...)`, never for a
-    markup parser: markup like `[bold]` stays literal text. Escape sequences cannot reach the
-    terminal: ESC and the other C0/C1 controls are shown as control pictures (`␛`), bidi and
-    other invisible format characters as `�`.
-    """
-    if not text:
-        return ""
-    if text.isprintable():  # no control, format, separator or private-use character
-        return text
-    out: list[str] = []
-    for ch in text:
-        code = ord(ch)
-        if ch in _SPACE_LIKE:
-            out.append(" ")
-        elif ch in _DROP:
-            continue
-        elif code < 0x20:
-            out.append(chr(0x2400 + code))
-        elif code == 0x7F:
-            out.append("␡")
-        elif 0x80 <= code < 0xA0 or unicodedata.category(ch) in ("Cf", "Cs", "Co", "Zl", "Zp"):
-            out.append("\ufffd")
-        else:
-            out.append(ch)
-    return "".join(out)
 
 
 def truncate(text: str, width: int) -> str:

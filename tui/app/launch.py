@@ -20,10 +20,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from tui.core.config import DEFAULT_ATTACH
 from tui.core.settings import Auth
 
-DEFAULT_ATTACH = ("opencode", "attach", "{url}", "--session", "{session}", "--dir", "{dir}")
-"""`opencode attach URL --session ID --dir DIR` (OpenCode 1.x)."""
 FIELDS = frozenset({"url", "session", "dir"})
 CREDENTIALS = ("OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_PASSWORD_FILE",
                "OPENCODE_SERVER_USERNAME")

@@ -14,11 +14,11 @@ from typing import TYPE_CHECKING
 from textual.content import Content
 
 from tui.core.client import OcwatchError
+from tui.core.text import literal
 from tui.core.view import RUNNING, Pending, SessionRow
 
 from .actions import Actions
 from .screens.confirm import ConfirmScreen
-from .screens.dialog import literal
 from .screens.permission import PermissionReply, PermissionScreen
 from .screens.question import QuestionReply, QuestionScreen, describe
 

@@ -20,7 +20,6 @@ A theme file looks like:
 
 from __future__ import annotations
 
-import os
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
@@ -29,6 +28,8 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 from textual.color import Color, ColorParseError
 from textual.theme import Theme
+
+from tui.core.paths import theme_dir
 
 from .format import THEME_VARIABLES
 
@@ -158,17 +159,10 @@ def builtin_themes() -> list[Theme]:
     return out
 
 
-def user_theme_dir(env: dict[str, str] | None = None) -> Path:
-    """`$XDG_CONFIG_HOME/ocwatch/themes`, default `~/.config/ocwatch/themes`."""
-    env = dict(os.environ) if env is None else env
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ocwatch" / "themes"
-
-
 def load_themes(user_dir: Path | None = None) -> LoadedThemes:
     """Built-in themes, then the user's (a user theme may replace a built-in of the same name)."""
     loaded = LoadedThemes(themes=builtin_themes())
-    folder = user_theme_dir() if user_dir is None else user_dir
+    folder = theme_dir() if user_dir is None else user_dir
     try:
         paths = sorted(folder.glob("*.toml")) if folder.is_dir() else []
     except OSError as error:

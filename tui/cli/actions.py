@@ -10,7 +10,8 @@ from typing import TypeVar
 from ..core import actions
 from ..core.client import Client, OcwatchError
 from ..core.settings import Auth
-from .output import literal, pipe_safe
+from ..core.text import literal
+from .output import pipe_safe
 
 T = TypeVar("T")
 
@@ -25,7 +26,7 @@ def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[T]],
     try:
         result = asyncio.run(go())
     except OcwatchError as exc:
-        print(f"ocwatch: {literal(exc.message)}", file=sys.stderr)
+        print(f"ocwatch: {literal(exc.message, escapes=True)}", file=sys.stderr)
         return exc.exit_code
     with pipe_safe():
         print(ok(result))

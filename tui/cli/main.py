@@ -16,11 +16,12 @@ from typing import TYPE_CHECKING, TextIO
 
 from ..core import text
 from ..core.client import OcwatchError
-from ..core.config import load_config, resolve_options
-from ..core.settings import Auth, Settings
+from ..core.config import CORE, load_config, resolve_options
+from ..core.settings import DEFAULT_URL, Auth, Settings
+from ..core.text import literal
 from ..core.view import View, count_states, loaded
 from . import actions
-from .output import literal, pipe_safe, render_table
+from .output import pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
@@ -49,10 +50,10 @@ def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
         p.add_argument("--server", "-s", action="append", metavar="URL",
                        default=argparse.SUPPRESS,
                        help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                            "http://127.0.0.1:4096)")
+                            f"{DEFAULT_URL})")
     else:
         p.add_argument("--server", "-s", metavar="URL", default=argparse.SUPPRESS,
-                       help="server URL (default $OPENCODE_SERVER_URL or http://127.0.0.1:4096)")
+                       help=f"server URL (default $OPENCODE_SERVER_URL or {DEFAULT_URL})")
 
 
 def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
@@ -122,11 +123,11 @@ def build_parser() -> argparse.ArgumentParser:
                         help="show the version and exit")
     parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
                         help="seconds a finished run may still read busy before it is flagged "
-                             "stale (default 3)")
+                             f"stale (default {CORE.grace:g})")
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
     parser.add_argument("--server", "-s", action="append", metavar="URL", default=None,
                         help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                             "http://127.0.0.1:4096)")
+                             f"{DEFAULT_URL})")
     parser.add_argument("--theme", help=THEME_HELP)
     parser.add_argument("--read-only", action="store_true", default=False,
                         help="turn every action off (abort, reply, answer, attach): for wall "
@@ -258,7 +259,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except OcwatchError as exc:
-        print(f"ocwatch: {literal(exc.message)}", file=sys.stderr)
+        print(f"ocwatch: {literal(exc.message, escapes=True)}", file=sys.stderr)
         return exc.exit_code
 
 
@@ -289,7 +290,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,
                            notices=warnings, alert_flags=alert_flags(args))
     for notice in opts.notices:
-        print(f"ocwatch: {literal(notice)}", file=sys.stderr)
+        print(f"ocwatch: {literal(notice, escapes=True)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
     if cmd == "status":
         if args.format is not None and args.json and args.format != "json":
@@ -362,7 +363,7 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
         width = 79
 
     def show() -> None:
-        parts = [f"{literal(s.url)} {loaded(s.loading)}" for s in fleet.servers()
+        parts = [f"{literal(s.url, escapes=True)} {loaded(s.loading)}" for s in fleet.servers()
                  if s.loading is not None]
         text = "ocwatch: loading sessions of " + ", ".join(parts) if parts else ""
         if len(text) > width:
@@ -420,11 +421,12 @@ def print_view(view: View, form: str) -> int:
             print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]
     for s in bad:
-        print(f"ocwatch: {literal(s.error or 'unreachable')}", file=sys.stderr)
+        print(f"ocwatch: {literal(s.error or 'unreachable', escapes=True)}", file=sys.stderr)
     partial = [s for s in view.servers if s.reachable and s.malformed]
     for s in partial:  # what could not be read is said, never passed over as nothing
-        print(f"ocwatch: {literal(s.url)}: skipped {s.malformed} malformed record"
-              f"{'s' if s.malformed != 1 else ''} ({literal(', '.join(s.malformed_examples))}"
+        examples = literal(", ".join(s.malformed_examples), escapes=True)
+        print(f"ocwatch: {literal(s.url, escapes=True)}: skipped {s.malformed} malformed record"
+              f"{'s' if s.malformed != 1 else ''} ({examples}"
               f"{', ...' if s.malformed > len(s.malformed_examples) else ''})", file=sys.stderr)
     return EXIT_USAGE if bad or partial else 0
 

@@ -18,8 +18,9 @@ from ..core.alerts import Alerter
 from ..core.config import AlertConfig
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.text import literal
 from ..core.view import Changes, View
-from .output import literal, stop_on_signals
+from .output import stop_on_signals
 
 
 def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
@@ -35,11 +36,11 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
                 up[s.url] = True
                 continue
             if was is not False and not s.reachable:
-                print(f"ocwatch metrics: {literal(s.label)}: "
-                      f"{literal(s.error or 'unreachable')}", file=err, flush=True)
+                print(f"ocwatch metrics: {literal(s.label, escapes=True)}: "
+                      f"{literal(s.error or 'unreachable', escapes=True)}", file=err, flush=True)
             elif was is False and s.reachable:
-                print(f"ocwatch metrics: {literal(s.label)}: reachable again", file=err,
-                      flush=True)
+                print(f"ocwatch metrics: {literal(s.label, escapes=True)}: reachable again",
+                      file=err, flush=True)
             up[s.url] = s.reachable
 
     return observe
@@ -61,13 +62,13 @@ def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
 
     def report(text: str) -> None:
-        print(f"ocwatch metrics: {literal(text)}", file=err, flush=True)
+        print(f"ocwatch metrics: {literal(text, escapes=True)}", file=err, flush=True)
 
     deliverer = deliverer_for(alerts, fleet, report) if alerts is not None else None
     metrics = Metrics(session_info=session_info, version=__version__,
                       extra=[deliverer.metrics] if deliverer is not None else [])
     server, _thread = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
-    shown = ", ".join(literal(m.name or m.url) for m in fleet.monitors)
+    shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
     print(f"ocwatch metrics: serving {served_url(server)} for {shown}", file=err, flush=True)
     watchers = [metrics.publish, server_log(err), *observers]
     if deliverer is not None and alerts is not None:

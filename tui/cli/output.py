@@ -10,7 +10,7 @@ import sys
 import time
 from collections.abc import Iterator
 
-from ..core.text import visible
+from ..core.text import literal
 from ..core.view import SessionRow, View, attention_rank, duration
 
 
@@ -25,12 +25,6 @@ def pipe_safe() -> Iterator[None]:
         # stdout is gone: point it at /dev/null so the interpreter's last flush is quiet too
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def literal(text: str) -> str:
-    """Make control and invisible characters (ESC, C1, bidi overrides, zero-width) visible, so
-    they can neither drive the terminal nor reorder what is printed (core.text.visible)."""
-    return visible(text)
 
 
 def state_word(row: SessionRow) -> str:
@@ -75,7 +69,7 @@ def render_table(view: View, now: float | None = None) -> str:
         # an unreachable server's error goes to stderr once (run_status), not here as well
         health = "reachable" if s.reachable else "UNREACHABLE"
         named = f"{s.name} ({s.url})" if s.name else s.url
-        lines.append(literal(f"server {named}  version {s.version or '?'}  {health}"))
+        lines.append(literal(f"server {named}  version {s.version or '?'}  {health}", escapes=True))
     rows = list(view.rows.values())
     if not rows:
         if all(s.reachable for s in view.servers):
@@ -86,14 +80,15 @@ def render_table(view: View, now: float | None = None) -> str:
     for depth, r in tree_order(rows):
         detail = ""
         if r.pending:
-            detail = literal(r.pending[0].summary)
+            detail = literal(r.pending[0].summary, escapes=True)
         elif r.stale or r.state == "unknown" or r.reason in ("error",):
-            detail = literal(r.evidence[0] if r.stale or not r.error else r.error)
+            detail = literal(r.evidence[0] if r.stale or not r.error else r.error, escapes=True)
         elif r.state == "retry" and r.retry_message:
-            detail = literal(r.retry_message)
-        title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)")
+            detail = literal(r.retry_message, escapes=True)
+        title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)",
+                                                                   escapes=True)
         held = duration(now - r.since if r.since else None, unknown="-")
-        table.append((state_word(r), held, literal(r.id), _clip(title, 40),
+        table.append((state_word(r), held, literal(r.id, escapes=True), _clip(title, 40),
                       _clip(_folder(r.directory), 24), _clip(detail, 60)))
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:

@@ -16,8 +16,9 @@ from ..core import text
 from ..core.client import OcwatchError
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.text import literal
 from ..core.view import Changes, View
-from .output import literal, stop_on_signals
+from .output import stop_on_signals
 
 
 def parse_time(value: str, start: float | None = None) -> float:
@@ -70,8 +71,8 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
         raise OcwatchError(f"{path}: cannot write it ({exc.strerror or exc})") from None
     for m in fleet.monitors:
         m.tap = recorder
-    shown = ", ".join(literal(m.name or m.url) for m in fleet.monitors)
-    print(f"ocwatch record: recording {shown} to {literal(str(path))} (Ctrl-C stops)",
+    shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
+    print(f"ocwatch record: recording {shown} to {literal(str(path), escapes=True)} (Ctrl-C stops)",
           file=err, flush=True)
     said: set[str] = set()
 
@@ -79,7 +80,7 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
         for s in view.servers:  # what could not be read is said, once per error
             if s.error and s.error not in said:
                 said.add(s.error)
-                print(f"ocwatch record: {literal(s.error)}", file=err, flush=True)
+                print(f"ocwatch record: {literal(s.error, escapes=True)}", file=err, flush=True)
 
     async def main() -> None:
         stop_on_signals(stop)
@@ -94,7 +95,7 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
     if recorder.stopped:
         print(f"ocwatch record: {recorder.stopped}", file=err)
     print(f"ocwatch record: {recorder.records:,} records, {recorder.size():,} bytes in "
-          f"{literal(str(path))}", file=err)
+          f"{literal(str(path), escapes=True)}", file=err)
     return 0
 
 

@@ -27,8 +27,8 @@ from ..core.client import OcwatchError
 from ..core.fleet import Fleet
 from ..core.raw import about
 from ..core.settings import Auth, Settings
+from ..core.text import literal
 from ..core.view import iso
-from .output import literal
 from .watch import transition_json
 
 FORMAT = "ocwatch-report"
@@ -202,7 +202,7 @@ def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings:
                     shutil.copyfileobj(src, dst)
             except OSError as exc:
                 raise OcwatchError(f"{output}: cannot write it ({exc.strerror or exc})") from None
-            print(f"ocwatch report: wrote the capture to {literal(str(output))} "
+            print(f"ocwatch report: wrote the capture to {literal(str(output), escapes=True)} "
                   "(ocwatch replay opens it)", file=sys.stderr)
             return 0
         dumped = text.dumps(bundle, indent=2)
@@ -214,7 +214,7 @@ def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings:
                     dst.write((dumped + "\n").encode("utf-8"))
             except OSError as exc:
                 raise OcwatchError(f"{output}: cannot write it ({exc.strerror or exc})") from None
-            print(f"ocwatch report: wrote {literal(str(output))}", file=sys.stderr)
+            print(f"ocwatch report: wrote {literal(str(output), escapes=True)}", file=sys.stderr)
         return 0
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -13,8 +13,9 @@ from typing import Any
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow
-from .output import literal, pipe_safe
+from .output import pipe_safe
 
 EXIT_COMPLETED = 0
 EXIT_ERROR = 1
@@ -233,14 +234,14 @@ def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
             }, indent=2))
         else:
             for o in outs:
-                print(f"{literal(o.session_id)}: "
+                print(f"{literal(o.session_id, escapes=True)}: "
                       + (_word(o.row) if o.row is not None else "not found")
                       + ("" if o.code is not None else " (still waiting)")
                       + (f" [exit {o.code}]" if o.code is not None else ""))
     for o in outs:
         if o.message and o.code not in (None, EXIT_COMPLETED):
-            print(f"ocwatch wait: {literal(o.session_id)}: {literal(o.message)}",
-                  file=sys.stderr)
+            print(f"ocwatch wait: {literal(o.session_id, escapes=True)}: "
+                  f"{literal(o.message, escapes=True)}", file=sys.stderr)
     return code
 
 
@@ -261,9 +262,10 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
                                    "message": message}
             print(text.dumps(out, indent=2))
         elif row is not None:  # its last state, also when it timed out
-            print(f"{literal(row.id)}: {_word(row)}")
+            print(f"{literal(row.id, escapes=True)}: {_word(row)}")
             for p in row.pending:
-                print(f"  waiting for: {literal(p.summary)} [{literal(p.id)}]")
+                print(f"  waiting for: {literal(p.summary, escapes=True)} "
+                      f"[{literal(p.id, escapes=True)}]")
     if message:
-        print(f"ocwatch wait: {literal(message)}", file=sys.stderr)
+        print(f"ocwatch wait: {literal(message, escapes=True)}", file=sys.stderr)
     return code

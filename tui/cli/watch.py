@@ -17,8 +17,9 @@ from typing import Any, TextIO
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.text import literal
 from ..core.view import SessionRow, Transition, iso
-from .output import literal, state_word, stop_on_signals
+from .output import state_word, stop_on_signals
 from .wait import EXIT_USAGE, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
@@ -57,11 +58,12 @@ def transition_text(tr: Transition, with_server: bool) -> str:
     assert row is not None
     before = state_word(tr.before) if tr.before is not None else "new"
     after = state_word(tr.after) if tr.after is not None else "deleted"
-    line = f"{iso(tr.at)}  {literal(row.id)}  {before} -> {after}  {literal(row.title or '')}"
+    line = (f"{iso(tr.at)}  {literal(row.id, escapes=True)}  {before} -> {after}  "
+            f"{literal(row.title or '', escapes=True)}")
     if tr.after is not None and tr.after.pending:
-        line += f"  [{literal(tr.after.pending[0].summary)}]"
+        line += f"  [{literal(tr.after.pending[0].summary, escapes=True)}]"
     if with_server:
-        line += f"  @{literal(row.server)}"
+        line += f"  @{literal(row.server, escapes=True)}"
     return line
 
 
@@ -96,7 +98,8 @@ async def watch(
         servers = fleet.servers()
         if not any(s.snapshot_at is not None for s in servers):
             for s in servers:
-                print(f"ocwatch watch: {literal(s.error or s.url + ': unreachable')}", file=err)
+                why = s.error or s.url + ": unreachable"
+                print(f"ocwatch watch: {literal(why, escapes=True)}", file=err)
             return EXIT_USAGE
         down: set[str] = set()
         with_server = len(fleet.monitors) > 1
@@ -106,12 +109,12 @@ async def watch(
             for info in view.servers:
                 if not info.reachable and info.url not in down:
                     down.add(info.url)
-                    print(f"ocwatch watch: {literal(info.error or info.url + ': unreachable')}",
-                          file=err, flush=True)
+                    why = info.error or info.url + ": unreachable"
+                    print(f"ocwatch watch: {literal(why, escapes=True)}", file=err, flush=True)
                 elif info.reachable and info.url in down:
                     down.discard(info.url)
-                    print(f"ocwatch watch: {literal(info.url)}: reachable again", file=err,
-                          flush=True)
+                    print(f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
+                          file=err, flush=True)
             changes = fleet.last_changes
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:

@@ -1,9 +1,10 @@
-"""The config file: TOML in the platform config folder, overridden by environment, then flags.
+"""The config: defaults, under the TOML file, under the environment, under flags.
 
 Location: `$OCWATCH_CONFIG`, else `$XDG_CONFIG_HOME/ocwatch/config.toml` (default
-`~/.config/ocwatch/config.toml`). Every key is optional. An invalid file is reported (one line per
-problem) and ignored, never fatal. Passwords are not read from it: they come from the environment
-(`OPENCODE_SERVER_PASSWORD`) or a password file.
+`~/.config/ocwatch/config.toml`). Every key is optional. An invalid key or variable is reported
+(one line per problem) and ignored, never fatal. The layers are pydantic-settings sources
+(`load_config`); flags are merged over them by `resolve_options`. Passwords are not read from the
+file: they come from the environment (`OPENCODE_SERVER_PASSWORD`) or a password file.
 """
 
 from __future__ import annotations
@@ -14,12 +15,21 @@ import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from .settings import Auth, Settings, default_server_urls
+from . import paths
+from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
+
+if TYPE_CHECKING:
+    from pydantic.fields import FieldInfo
+
+#: The core's defaults: the config's tunables default to them (written once, in Settings)
+CORE = Settings()
+DEFAULT_ATTACH = ("opencode", "attach", "{url}", "--session", "{session}", "--dir", "{dir}")
+"""`opencode attach URL --session ID --dir DIR` (OpenCode 1.x)."""
 
 AlertKind = Literal["input", "completed", "error", "aborted", "stale", "unknown"]
 DEFAULT_ALERTS: tuple[AlertKind, ...] = ("input", "error", "stale")
@@ -90,11 +100,11 @@ class Config(BaseModel):
     from its own `password_env` or `password_file`."""
     theme: str | None = None
     """Dashboard theme: ocwatch-dark, ocwatch-light, ocwatch-contrast, or a user theme's name."""
-    grace: float = Field(default=3.0, ge=0)
+    grace: float = Field(default=CORE.grace, ge=0)
     """Seconds a finished run may still read busy before it is flagged stale."""
-    resync_interval: float = Field(default=30.0, gt=0)
+    resync_interval: float = Field(default=CORE.resync_interval, gt=0)
     """Seconds between full resync snapshots."""
-    request_deadline: float = Field(default=60.0, ge=1)
+    request_deadline: float = Field(default=CORE.request_deadline, ge=1)
     """Seconds one HTTP request may take in all, its answer read to the end (a server that
     trickles its answer cannot hold a snapshot, `status` or `wait` longer)."""
     password_file: str | None = None
@@ -103,9 +113,7 @@ class Config(BaseModel):
     read_only: bool = False
     """Turn every dashboard action off (abort, reply, answer, attach): for wall screens
     ($OCWATCH_READ_ONLY=1, or --read-only)."""
-    attach_command: list[str] = Field(
-        default_factory=lambda: ["opencode", "attach", "{url}", "--session", "{session}",
-                                 "--dir", "{dir}"], min_length=1)
+    attach_command: list[str] = Field(default_factory=lambda: list(DEFAULT_ATTACH), min_length=1)
     """What `A` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
     filled in. The server's password goes in the child's environment
     (OPENCODE_SERVER_PASSWORD), never in its arguments."""
@@ -115,29 +123,85 @@ class Config(BaseModel):
                         request_deadline=self.request_deadline)
 
 
-def config_path(env: dict[str, str] | None = None) -> Path:
-    env = dict(os.environ) if env is None else env
+def config_path(env: Mapping[str, str] | None = None) -> Path:
+    """`$OCWATCH_CONFIG`, else the config file of the config folder (tui.core.paths)."""
+    env = os.environ if env is None else env
     if env.get("OCWATCH_CONFIG"):
         return Path(env["OCWATCH_CONFIG"]).expanduser()
-    base = env.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(base) / "ocwatch" / "config.toml"
+    return paths.config_file()
 
 
-def state_dir(env: dict[str, str] | None = None) -> Path:
-    """Where ocwatch keeps what it writes for the user (recordings, screenshots):
-    `$XDG_STATE_HOME/ocwatch`, default `~/.local/state/ocwatch`."""
-    env = dict(os.environ) if env is None else env
-    return Path(env.get("XDG_STATE_HOME") or str(Path.home() / ".local" / "state")) / "ocwatch"
+#: The environment variables that set a config key: over the file, under a flag. An empty one
+#: is not set.
+ENV_NAMES: dict[str, str] = {
+    "servers": "OCWATCH_SERVERS",  # comma-separated URLs
+    "theme": "OCWATCH_THEME",
+    "grace": "OCWATCH_GRACE",
+    "resync_interval": "OCWATCH_RESYNC",
+    "read_only": "OCWATCH_READ_ONLY",  # anything but 0, false, no, off turns it on
+}
 
 
 def load_config(
-    path: Path | None = None, env: dict[str, str] | None = None,
+    path: Path | None = None, env: Mapping[str, str] | None = None,
 ) -> tuple[Config, list[str]]:
-    """Load the file (if any) and apply environment overrides. Returns (config, warnings)."""
-    env = dict(os.environ) if env is None else env
-    named = path is None and bool(env.get("OCWATCH_CONFIG"))
-    path = path or config_path(env)
+    """The config: defaults, under the file (if any), under the environment (ENV_NAMES), each
+    a pydantic-settings source. Returns (config, warnings): a key of the file or a variable that
+    is not valid is said in the warnings and left out, the rest kept."""
+    from pydantic_settings import BaseSettings, PydanticBaseSettingsSource
+
+    environ: Mapping[str, str] = os.environ if env is None else env
+    named = path is None and bool(environ.get("OCWATCH_CONFIG"))
+    path = path or config_path(environ)
     warnings: list[str] = []
+    file_data = _read_file(path, named, warnings)
+
+    # The sources read this call's file and environment; pydantic-settings is imported here, not
+    # by the module: `--help`, `--version` and what never reads the config do not pay for it.
+    class File(PydanticBaseSettingsSource):
+        """The valid keys of the config file."""
+
+        def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+            return self().get(field_name), field_name, False
+
+        def __call__(self) -> dict[str, Any]:
+            return file_data
+
+    class Environment(PydanticBaseSettingsSource):
+        """The valid values of the variables of ENV_NAMES."""
+
+        def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+            name = ENV_NAMES.get(field_name, "")
+            return environ.get(name) or None, name, False
+
+        def __call__(self) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for field_name, info in self.settings_cls.model_fields.items():
+                raw, name, _ = self.get_field_value(info, field_name)
+                if raw is None:
+                    continue
+                value = _from_env(field_name, raw)
+                problem = _invalid(field_name, value)
+                if problem is None:
+                    out[field_name] = value
+                else:
+                    warnings.append(f"${name}={raw!r} {problem}; ignored")
+            return out
+
+    class Layered(BaseSettings, Config):  # type: ignore[misc]  # its model_config: both kinds
+        @classmethod
+        def settings_customise_sources(
+            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            file_secret_settings: PydanticBaseSettingsSource,
+        ) -> tuple[PydanticBaseSettingsSource, ...]:
+            return Environment(settings_cls), File(settings_cls)  # nothing else is read
+
+    return Config.model_validate(dict(Layered())), warnings
+
+
+def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
+    """The valid top-level keys of the config file (none when there is no file)."""
     data: dict[str, Any] = {}
     if named and not path.is_file():
         warnings.append(f"config {path} (from $OCWATCH_CONFIG): no such file; using defaults")
@@ -152,43 +216,33 @@ def load_config(
                         "or password_file")
         data.pop("password")
     try:
-        cfg = Config.model_validate(data)
+        Config.model_validate(data)
     except ValidationError as exc:
         for err in exc.errors():
             where = ".".join(str(x) for x in err["loc"])
             warnings.append(f"config {path}: {where}: {err['msg']}")
-        cfg = _salvage(data)
-    return _apply_env(cfg, env, warnings), warnings
+        return {key: value for key, value in data.items() if _invalid(key, value) is None}
+    return data
 
 
-def _salvage(data: dict[str, Any]) -> Config:
-    """Keep every valid top-level key of an invalid file."""
-    good: dict[str, Any] = {}
-    for key, value in data.items():
-        try:
-            Config.model_validate({key: value})
-        except ValidationError:
-            continue
-        good[key] = value
-    return Config.model_validate(good)
+def _from_env(field_name: str, raw: str) -> Any:
+    """A variable's text as the config key's value: servers split at commas, read_only on for
+    anything but 0, false, no or off."""
+    if field_name == "servers":
+        return [u.strip() for u in raw.split(",") if u.strip()]
+    if field_name == "read_only":
+        return raw.strip().lower() not in ("0", "false", "no", "off", "")
+    return raw
 
 
-def _apply_env(cfg: Config, env: dict[str, str], warnings: list[str]) -> Config:
-    upd: dict[str, Any] = {}
-    if env.get("OCWATCH_SERVERS"):
-        upd["servers"] = [u.strip() for u in env["OCWATCH_SERVERS"].split(",") if u.strip()]
-    if env.get("OCWATCH_THEME"):
-        upd["theme"] = env["OCWATCH_THEME"]
-    if env.get("OCWATCH_READ_ONLY"):
-        upd["read_only"] = env["OCWATCH_READ_ONLY"].strip().lower() not in ("0", "false", "no",
-                                                                            "off", "")
-    for key, name in (("grace", "OCWATCH_GRACE"), ("resync_interval", "OCWATCH_RESYNC")):
-        if env.get(name):
-            try:
-                upd[key] = float(env[name])
-            except ValueError:
-                warnings.append(f"${name}={env[name]!r} is not a number; ignored")
-    return cfg.model_copy(update=upd) if upd else cfg
+def _invalid(key: str, value: Any) -> str | None:
+    """What is wrong with one top-level key's value (None: it is valid)."""
+    try:
+        Config.model_validate({key: value})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        return "is not a number" if err["type"] == "float_parsing" else f"({err['msg']})"
+    return None
 
 
 @dataclass
@@ -204,7 +258,7 @@ class Options:
     auths: dict[str, Auth | None] = field(default_factory=dict)  # per server (normalized URL)
     names: dict[str, str] = field(default_factory=dict)  # per server (normalized URL): its name
     read_only: bool = False
-    attach_command: list[str] = field(default_factory=lambda: list(Config().attach_command))
+    attach_command: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH))
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -309,7 +363,7 @@ def _cleartext(url: str) -> bool:
 
 def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> Auth | None:
     """A server entry's own credentials ($password_env, else password_file), or None."""
-    user = entry.username or env.get("OPENCODE_SERVER_USERNAME") or "opencode"
+    user = entry.username or env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME
     if entry.password_env:
         password = env.get(entry.password_env)
         if password:

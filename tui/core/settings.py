@@ -6,6 +6,7 @@ import os
 from dataclasses import dataclass
 
 DEFAULT_URL = "http://127.0.0.1:4096"
+DEFAULT_USERNAME = "opencode"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +73,7 @@ class Auth:
                 password = fh.read().strip()
         if not password:
             return None
-        return cls(env.get("OPENCODE_SERVER_USERNAME") or "opencode", password)
+        return cls(env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME, password)
 
 
 def default_server_urls(env: dict[str, str] | None = None) -> list[str]:

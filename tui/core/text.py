@@ -3,9 +3,10 @@
 - `loads()` parses JSON from the server: `NaN`/`Infinity` become null, and lone surrogates
   (`"\\ud800"`, valid JSON but no text: printing it raises UnicodeEncodeError) become U+FFFD, at
   parse time, so nothing downstream ever holds one.
-- `visible()` makes a string safe for a terminal: C0/C1 controls, bidi overrides and isolates,
-  and zero-width characters are shown as `\\xNN` / `\\uNNNN`, so a title can neither drive the
-  terminal nor reorder or hide what is printed around it (`H\\u202egnp.exe`).
+- `literal()` makes a string safe to show on one line, as characters, for the dashboard and
+  the CLI alike: C0/C1 controls, bidi overrides and isolates, zero-width and other invisible
+  characters are shown (as control pictures, `␛`, or as escapes, `\\x1b`), so a title can
+  neither drive the terminal nor reorder or hide what is shown around it (`H\\u202egnp.exe`).
 - `dumps()` is `json.dumps` that keeps non-ASCII text readable but escapes those same characters,
   so JSON output is valid, parseable, and carries no raw control for a terminal to act on.
 """
@@ -14,6 +15,8 @@ from __future__ import annotations
 
 import json
 import re
+import unicodedata
+from functools import lru_cache
 from typing import Any
 
 #: DEL and C1 controls, bidi embeddings, overrides, isolates and marks, zero-width and invisible
@@ -61,16 +64,53 @@ def _fix(value: Any) -> Any:
     return value
 
 
-def _escape(m: re.Match[str]) -> str:
-    c = ord(m.group())
-    return f"\\x{c:02x}" if c < 0x100 else f"\\u{c:04x}"
+#: Shown as a space: what is shown is one line
+_SPACE_LIKE = frozenset("\t\n\r\v\f")
+#: Dropped: terminals and Rich disagree on the width of joined emoji
+_DROP = frozenset("\u200c\u200d")
+#: Shown, whatever the form: format characters (bidi, zero-width, BOM), surrogates, private use,
+#: line and paragraph separators
+_SHOWN_CATEGORIES = frozenset({"Cf", "Cs", "Co", "Zl", "Zp"})
 
 
-def visible(text: str) -> str:
-    """The text for a terminal line: newlines and tabs as spaces, every other control or
-    invisible character shown as an escape."""
-    text = text.replace("\n", " ").replace("\t", " ")
-    return UNSAFE.sub(_escape, text)
+@lru_cache(maxsize=8192)
+def literal(text: str | None, *, escapes: bool = False) -> str:
+    """Untrusted text (a title, an error) made safe to show on one line, *as characters*.
+
+    Markup like `[bold]` stays literal text (the result is for `rich.text.Text(...)` /
+    `textual.content.Content(...)` or a plain print, never for a markup parser). No control or
+    invisible character is left to drive the terminal or to reorder or hide the line: tabs and
+    newlines become spaces, joiners are dropped, and every other C0/C1 control, DEL, format
+    character (bidi, zero-width), surrogate, private-use character or separator is shown in its
+    place: for the dashboard as its control picture (`␛`, `␡`) or `�`; with `escapes` (the
+    CLI's plain text, which is copied and searched) as an escape, `\\x1b`, `\\u202e`.
+    """
+    if not text:
+        return ""
+    if text.isprintable():  # no control, format, separator or private-use character
+        return text
+    out: list[str] = []
+    for ch in text:
+        code = ord(ch)
+        if ch in _SPACE_LIKE:
+            out.append(" ")
+        elif ch in _DROP:
+            continue
+        elif code < 0x20 or 0x7F <= code < 0xA0 or unicodedata.category(ch) in _SHOWN_CATEGORIES:
+            out.append(_escape(code) if escapes else _picture(code))
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+def _escape(code: int) -> str:
+    return (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
+            else f"\\U{code:08x}")
+
+
+def _picture(code: int) -> str:
+    """A C0 control's control picture (U+2400 + code), ␡ for DEL, else `�`."""
+    return chr(0x2400 + code) if code < 0x20 else "␡" if code == 0x7F else "\ufffd"
 
 
 def _json_escape(m: re.Match[str]) -> str:

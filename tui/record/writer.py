@@ -18,8 +18,8 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, cast
 
-from ..core.config import state_dir
 from ..core.fleet import Fleet
+from ..core.paths import state_dir
 from ..core.settings import Settings
 from .format import Header
 

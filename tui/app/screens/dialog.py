@@ -9,9 +9,9 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
+from tui.core.text import literal
 from tui.core.view import Pending, SessionRow, View
 
-from .. import format as fmt
 from ..dashboard import Dashboard
 
 Key = tuple[str, str]
@@ -22,11 +22,6 @@ Part = str | tuple[str, str]
 def label(name: str, width: int = 12) -> tuple[str, str]:
     """A field name, padded, muted."""
     return (f"{name:<{width - 1}} ", "$foreground-muted")
-
-
-def literal(value: Any) -> str:
-    """A value shown as text, never markup or escape codes."""
-    return fmt.literal(str(value))
 
 
 BLOCK_LINES = 12

@@ -12,9 +12,10 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
+from tui.core.text import literal
 from tui.core.view import Pending
 
-from .dialog import Part, RequestDialog, asked_by, block, label, literal, multiline
+from .dialog import Part, RequestDialog, asked_by, block, label, multiline
 
 
 @dataclass(frozen=True)
@@ -39,7 +40,7 @@ def permission_fields(pending: Pending) -> Content:
                          (literal((req.permission if req is not None else "") or "?"), "bold")]
     command = metadata.get("command") or metadata.get("cmd")
     if command:
-        parts += ["\n", label("command"), (literal(command), "bold")]
+        parts += ["\n", label("command"), (literal(str(command)), "bold")]
     blocks: list[Part] = []
     for key, value in metadata.items():
         if key in ("command", "cmd") or isinstance(value, (dict, list, tuple)) or value in (
@@ -48,7 +49,7 @@ def permission_fields(pending: Pending) -> Content:
         if multiline(value):
             blocks += _block(literal(key), value)
         else:
-            parts += ["\n", label(literal(key)), literal(value)]
+            parts += ["\n", label(literal(key)), literal(str(value))]
     patterns = req.patterns if req is not None else ()
     if patterns:
         parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]

@@ -18,10 +18,11 @@ from textual.widgets._toggle_button import ToggleButton
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
+from tui.core.text import literal
 from tui.core.view import Pending, SessionRow
 
 from ..dashboard import Dashboard
-from .dialog import Part, RequestDialog, asked_by, literal
+from .dialog import Part, RequestDialog, asked_by
 
 QUESTION_EXTRA = (
     ("↑ ↓, space", "Move between options, choose one (or toggle one of several)"),
