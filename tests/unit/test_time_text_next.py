@@ -36,3 +36,17 @@ def test_times_before_the_event_read_as_its_first_text() -> None:
     same moment as a zero age."""
     assert age_next(-3.0) == age_next(0.0)
     assert duration_next(-3.0) == duration_next(0.0) == 1
+
+
+def test_one_time_text_for_the_evidence_and_the_table() -> None:
+    """view.ago is the evidence's text (its duration, `ago`) and, coarse, the table's age."""
+    from tui.core.view import ago
+
+    now = 10_000_000.0
+    cases = {0: ("0s ago", "0s ago"), 59: ("59s ago", "59s ago"), 125: ("2m05s ago", "2m ago"),
+             3725: ("1h02m ago", "1h ago"), 90_061: ("1d01h ago", "1d ago")}
+    for s, (precise, coarse) in cases.items():
+        assert ago(now, now - s) == precise == duration(s) + " ago"
+        assert ago(now, now - s, coarse=True) == coarse
+        assert age(now - s, now) == ("now" if s < 5 else coarse)
+    assert ago(now, now + 30) == "0s ago"  # a time after now: not negative

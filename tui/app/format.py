@@ -15,7 +15,7 @@ from pathlib import PurePath
 from rich.cells import cell_len, set_cell_size
 
 from tui.core.text import literal as literal  # one escaping for the dashboard and the CLI
-from tui.core.view import REASONS, STATES, Reason, SessionRow, State
+from tui.core.view import REASONS, STATES, Reason, SessionRow, State, ago
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
 from tui.core.view import duration_next as duration_next
@@ -191,16 +191,9 @@ def age(t: float | None, now: float) -> str:
     """How long ago `t` was, coarse (`12s`, `3m`, `2h`, `5d`); `–` when unknown."""
     if t is None:
         return "–"
-    s = max(0, int(now - t))
-    if s < JUST_NOW:
+    if now - t < JUST_NOW:
         return "now"
-    if s < 60:
-        return f"{s}s ago"
-    if s < 3600:
-        return f"{s // 60}m ago"
-    if s < 86400:
-        return f"{s // 3600}h ago"
-    return f"{s // 86400}d ago"
+    return ago(now, t, coarse=True)
 
 
 def age_next(seconds: float) -> int:

@@ -24,7 +24,7 @@ from .models import (
     id_time,
 )
 from .settings import Settings
-from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State
+from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State, ago
 
 #: Finishes that do not end a run: the model asked for tools and another step follows.
 NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
@@ -124,15 +124,6 @@ def clock_text(t: float) -> str:
     """HH:MM:SSZ in UTC (two table lookups: formatting dominated derive's hot path)."""
     sec = int(t) % 86400
     return _HM[sec // 60] + _SZ[sec % 60]
-
-
-def ago(now: float, t: float) -> str:
-    d = int(max(0.0, now - t))
-    if d < 60:
-        return f"{d}s ago"
-    if d < 3600:
-        return f"{d // 60}m{d % 60:02d}s ago"
-    return f"{d // 3600}h{d % 3600 // 60:02d}m ago"
 
 
 def tick(now: float, t: float) -> float:

@@ -342,6 +342,20 @@ def duration(seconds: float | None, unknown: str = "–") -> str:
     return f"{d}d{h:02d}h"
 
 
+def ago(now: float, t: float, *, coarse: bool = False) -> str:
+    """How long before `now` `t` was: `4s ago`, `2m05s ago`, `1h02m ago`, `3d04h ago` (its
+    `duration`), or `coarse`, one unit: `12s ago`, `3m ago`, `2h ago`, `5d ago`. The one time
+    text of the evidence (derive) and the table (format.age)."""
+    s = max(0, int(now - t))
+    if not coarse or s < 60:
+        return duration(s) + " ago"
+    if s < 3600:
+        return f"{s // 60}m ago"
+    if s < 86400:
+        return f"{s // 3600}h ago"
+    return f"{s // 86400}d ago"
+
+
 def duration_next(seconds: float) -> int:
     """The whole number of seconds at which `duration(seconds)` next reads differently."""
     s = max(0, int(seconds))
