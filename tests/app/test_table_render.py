@@ -1,9 +1,11 @@
 """The session table paints what a table rendered from scratch would, after in-place updates.
 
-SessionTable drops DataTable's render caches row by row (`_rerender`) rather than all at once.
-Had it dropped too little, a stale cell, or a row index that sends a mouse click to the wrong
-session (it lives in the segments' style meta), would stay on screen. Each step compares every
-painted line (text and style, meta included) with a paint after every cache is dropped.
+The table (RowTable) keeps its rendered cells and lines across updates, drops them for the cells
+replaced, re-stamps the rows that moved, and keeps every row but the cursor's and the mouse's
+across cursor moves. Had it kept too much, a stale cell, or a row index that sends a mouse
+click to the wrong session (it lives in the segments' style meta), would stay on screen. Each
+step compares every painted line (text and style, meta included) with a paint after every
+cache is dropped (`forget_rendering`).
 """
 
 from __future__ import annotations
@@ -24,9 +26,8 @@ def paint(t: SessionTable) -> list[list[Segment]]:
 
 
 def paint_from_scratch(t: SessionTable) -> list[list[Segment]]:
-    """What DataTable itself does on any change: every render cache invalid."""
-    t._update_count += 1
-    t._line_cache.clear()
+    """The same table painted with every render cache dropped."""
+    t.forget_rendering()
     return paint(t)
 
 
@@ -86,8 +87,8 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
         # scrolled down, an update below the fold paints right when it comes into view
         t.scroll_to(y=20, animate=False, immediate=True)
         await pilot.pause()
-        below = t.ordered_rows[t.scroll_y + 3].key.value
-        server, _, sid = str(below).partition("\x1f")
+        below = t.row_keys[t.scroll_y + 3]
+        server, _, sid = below.partition("\x1f")
         source.set(views.with_row(steps[-1], (server, sid), title="Seen after scrolling"))
         app.pull()
         await pilot.pause()
