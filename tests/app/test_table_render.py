@@ -131,3 +131,23 @@ async def test_a_clock_that_steps_back_is_shown_right_at_once() -> None:
         base = float(int(views.NOW))
         for dt in (3600, 0):
             assert_shown_afresh(app.main_screen.table, start, base + dt)
+
+
+async def test_the_mouse_hover_paints_like_a_full_render() -> None:
+    """The row under the mouse (and the header, under it) is painted apart from the cached
+    rows; moving the mouse, or hiding the hover with a key, repaints what it left."""
+    app, _source = make_app(many())
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        for offset in ((5, 4), (5, 6), (5, 0), (100, 3)):
+            await pilot.hover(SessionTable, offset=offset)
+            await pilot.pause()
+            assert t.hover_row == offset[1] - 1
+            assert paint(t) == paint_from_scratch(t)
+        hovered = paint(t)
+        await pilot.press("right")  # a key hides the hover (the cursor stays)
+        await pilot.pause()
+        unhovered = paint(t)
+        assert unhovered == paint_from_scratch(t)
+        assert hovered[3] != unhovered[3] and hovered[5:] == unhovered[5:]
