@@ -13,7 +13,7 @@ from __future__ import annotations
 from rich.segment import Segment
 
 from tui.app.widgets.session_table import SessionTable
-from tui.core.view import View
+from tui.core.view import SessionRow, View
 
 from . import views
 from .conftest import make_app
@@ -151,3 +151,41 @@ async def test_the_mouse_hover_paints_like_a_full_render() -> None:
         unhovered = paint(t)
         assert unhovered == paint_from_scratch(t)
         assert hovered[3] != unhovered[3] and hovered[5:] == unhovered[5:]
+
+
+def without(view: View, *keys: tuple[str, str], add: tuple[SessionRow, ...] = ()) -> View:
+    rows = {k: r for k, r in view.rows.items() if k not in keys}
+    rows.update({r.key: r for r in add})
+    return View(view.generated_at, view.servers, rows)
+
+
+async def test_rows_removed_and_added_paint_like_a_full_render() -> None:
+    """Rows leaving move the rows below them up (their cells keep their rendering, with new
+    mouse targets); with the cursor on the last row, a removal clamps it first, and it comes
+    back to its session."""
+    start = many()
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        last = t.row_keys[-1]
+        server, _, sid = last.partition("\x1f")
+        t.select_key((server, sid))
+        await pilot.pause()
+        t.scroll_to(y=0, animate=False, immediate=True)  # the rows at the top in view
+        await pilot.pause()
+        paint(t)  # (cached as they are)
+        new = views.row("ses_x_new", "A new one", "idle", reason="completed", since=-10,
+                        updated=-10)
+        for view in (without(start, (A, "ses_x00"), (A, "ses_busy")),
+                     without(start, (A, "ses_x01"), add=(new,)),
+                     start):
+            source.set(view)
+            app.pull()
+            await pilot.pause()
+            assert paint(t) == paint_from_scratch(t)  # (scrolled to the cursor: clamped)
+            assert t.cursor_key == (server, sid)
+            assert t.row_count == len(t.lines) == len(view.rows)
+            t.scroll_to(y=0, animate=False, immediate=True)  # the rows that moved up
+            await pilot.pause()
+            assert paint(t) == paint_from_scratch(t)

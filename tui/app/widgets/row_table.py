@@ -262,8 +262,9 @@ class RowTable(ScrollView, can_focus=True):
         if len(cells) != len(self.columns):
             raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
         self._data[key] = list(cells)
-        self._index[key] = len(self._keys)
-        self._keys.append(key)
+        keys = self._ordered()
+        self._index[key] = len(keys)
+        keys.append(key)
         self._reshaped()
         self._refresh_index(self._index[key])
         if len(self._data) == 1:  # a cursor has a row to be on now
@@ -291,8 +292,7 @@ class RowTable(ScrollView, can_focus=True):
             rendered[1][i] = None
         self._lines.pop(key, None)
         self._special.pop(key, None)
-        if not self._holes:
-            self._refresh_index(self._index[key])
+        self._refresh_index(self.get_row_index(key))
 
     def set_order(self, keys: Iterable[str]) -> None:
         """Show the rows in this order (every row key, once each). Rows that moved keep
@@ -300,18 +300,23 @@ class RowTable(ScrollView, can_focus=True):
         order = list(keys)
         if len(order) != len(self._data) or any(k not in self._data for k in order):
             raise ValueError("set_order takes every row key once")
+        if len(set(order)) != len(order):
+            raise ValueError("set_order takes every row key once")
+        self._reindex(order)
+        self._settle_size()
+
+    def _reindex(self, order: list[str]) -> None:
+        """Take an order of every row: the lines of the rows whose index changed are dropped
+        (their cells keep their rendering, re-stamped when painted) and repainted."""
         old = self._index
         self._keys, self._holes = order, False
         self._index = index = {k: i for i, k in enumerate(order)}
-        if len(index) != len(order):
-            raise ValueError("set_order takes every row key once")
-        lines = self._lines
+        lines, special = self._lines, self._special
         for k, i in index.items():
             if old.get(k) != i:
                 lines.pop(k, None)
-                self._special.pop(k, None)
+                special.pop(k, None)
                 self._refresh_index(i)
-        self._settle_size()
 
     def clear(self, columns: bool = False) -> None:
         """Remove every row (and every column too if asked); cursor and scroll go to the top."""
@@ -348,11 +353,9 @@ class RowTable(ScrollView, can_focus=True):
         raise KeyError(column)
 
     def _ordered(self) -> list[str]:
-        if self._holes:
+        if self._holes:  # rows were removed: the ones below them move up
             data = self._data
-            self._keys = [k for k in self._keys if k in data]
-            self._index = {k: i for i, k in enumerate(self._keys)}
-            self._holes = False
+            self._reindex([k for k in self._keys if k in data])
         return self._keys
 
     def _columns_changed(self) -> None:
