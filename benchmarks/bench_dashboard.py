@@ -168,18 +168,18 @@ def record_table_changes() -> None:
     def timed_sync(self: SessionTable, view: Any) -> None:
         sync(self, view)
         for key, at in SHOWN_IDLE.items():
-            if not at and key in self._row_keys and "idle" in str(self.get_row(key)[0]):
+            if not at and self.has_row(key) and "idle" in str(self.get_row(key)[0]):
                 SHOWN_IDLE[key] = time.perf_counter()
 
     SessionTable._sync_view = timed_sync  # type: ignore[method-assign]
-    watch = SessionTable.watch_cursor_coordinate
+    watch = SessionTable.watch_cursor_row
 
     def timed_watch(self: SessionTable, old: Any, new: Any) -> None:
         watch(self, old, new)
         if old != new:
             MOVES.append(time.perf_counter())
 
-    SessionTable.watch_cursor_coordinate = timed_watch  # type: ignore[method-assign]
+    SessionTable.watch_cursor_row = timed_watch  # type: ignore[method-assign]
 
 
 async def painted_after(t: float) -> float:

@@ -119,18 +119,18 @@ async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one(
     async with app.run_test(size=(100, 30)) as pilot:
         await pilot.pause()
         table = app.main_screen.query_one(SessionTable)
-        header = table.columns[next(k for k in table.columns if k.value == "title")].label.plain
+        header = table.columns["title"].label.plain
         assert header.endswith("+activity cost tokens: d")
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
-        header = table.columns[next(k for k in table.columns if k.value == "title")].label.plain
+        header = table.columns["title"].label.plain
         assert "+3 columns: d" in header
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
-        keys = [k.value for k in table.columns]
+        keys = list(table.columns)
         assert "folder" not in keys and keys[-1] == "in_state"
         spec = {c.key: c for c in COLUMNS}
-        used = sum(c.get_render_width(table) for c in table.columns.values())
+        used = sum(c.render_width for c in table.columns.values())
         assert used <= table.size.width, (used, table.size.width)
-        assert table.columns[next(k for k in table.columns if k.value == "in_state")].width == (
+        assert table.columns["in_state"].width == (
             spec["in_state"].width)

@@ -23,8 +23,7 @@ async def test_demo_state_change_reaches_the_table() -> None:
             table = app.main_screen.query_one(SessionTable)
 
             def states() -> dict[str, str]:
-                return {str(row.key.value): table.get_cell(row.key, "state").plain
-                        for row in table.ordered_rows}
+                return {key: table.get_cell(key, "state").plain for key in table.row_keys}
 
             async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
                 loop = asyncio.get_running_loop()

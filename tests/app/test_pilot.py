@@ -6,7 +6,6 @@ from dataclasses import replace
 
 from rich.text import Text
 from textual.widgets import Input, OptionList, Static
-from textual.widgets.data_table import ColumnKey
 
 from tui.app import OcwatchApp
 from tui.app.app import LOADING_PULL_INTERVAL
@@ -28,9 +27,9 @@ def table(app: OcwatchApp) -> SessionTable:
 
 
 def shown(app: OcwatchApp) -> list[str]:
-    """Session ids in display order (as the DataTable holds them)."""
+    """Session ids in display order (as the table holds them)."""
     t = table(app)
-    return [str(row.key.value).split("\x1f")[1] for row in t.ordered_rows]
+    return [key.split("\x1f")[1] for key in t.row_keys]
 
 
 async def test_rows_match_lines_and_titles_are_literal() -> None:
@@ -125,10 +124,10 @@ async def test_sort_by_key_and_header_click() -> None:
         await pilot.pause()
         roots = [rows[ln.key].title.casefold() for ln in t.lines if ln.depth == 0]
         assert roots == sorted(roots, reverse=True) and t.sort_reverse
-        assert "▼" in t.columns[ColumnKey("title")].label.plain
+        assert "▼" in t.columns["title"].label.plain
         # Click the "cost" header: most expensive root first.
-        col = [c.key.value for c in t.ordered_columns].index("cost")
-        x = sum(c.get_render_width(t) for c in t.ordered_columns[:col]) + 2
+        col = list(t.columns).index("cost")
+        x = sum(c.render_width for c in list(t.columns.values())[:col]) + 2
         await pilot.click(SessionTable, offset=(x, 0))
         await pilot.pause()
         assert t.sort_column == "cost"
@@ -236,7 +235,7 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         t = table(app)
         key = (A, "ses_busy")
         t.select_key(key)
-        row_keys = dict(t._row_keys)
+        row_keys = set(t.row_keys)
         calls: list[str] = []
         for name in ("add_row", "remove_row", "clear"):
             original = getattr(t, name)
@@ -254,7 +253,7 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         source.set(view)
         await pilot.pause(0.3)
         assert calls == []  # no row added, removed or the table cleared
-        assert t._row_keys == row_keys
+        assert set(t.row_keys) == row_keys
         assert t.cursor_key == key
         assert t.get_cell(f"{A}\x1fses_busy", "cost").plain == "$9.99"
         assert shown(app)[0] == "ses_done" or shown(app).index("ses_done") < 3

@@ -1,9 +1,11 @@
 """The session table paints what a table rendered from scratch would, after in-place updates.
 
-SessionTable drops DataTable's render caches row by row (`_rerender`) rather than all at once.
-Had it dropped too little, a stale cell, or a row index that sends a mouse click to the wrong
-session (it lives in the segments' style meta), would stay on screen. Each step compares every
-painted line (text and style, meta included) with a paint after every cache is dropped.
+The table (RowTable) keeps its rendered cells and lines across updates, drops them for the cells
+replaced, re-stamps the rows that moved, and keeps every row but the cursor's and the mouse's
+across cursor moves. Had it kept too much, a stale cell, or a row index that sends a mouse
+click to the wrong session (it lives in the segments' style meta), would stay on screen. Each
+step compares every painted line (text and style, meta included) with a paint after every
+cache is dropped (`forget_rendering`).
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 from rich.segment import Segment
 
 from tui.app.widgets.session_table import SessionTable
-from tui.core.view import View
+from tui.core.view import SessionRow, View
 
 from . import views
 from .conftest import make_app
@@ -24,9 +26,8 @@ def paint(t: SessionTable) -> list[list[Segment]]:
 
 
 def paint_from_scratch(t: SessionTable) -> list[list[Segment]]:
-    """What DataTable itself does on any change: every render cache invalid."""
-    t._update_count += 1
-    t._line_cache.clear()
+    """The same table painted with every render cache dropped."""
+    t.forget_rendering()
     return paint(t)
 
 
@@ -86,8 +87,8 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
         # scrolled down, an update below the fold paints right when it comes into view
         t.scroll_to(y=20, animate=False, immediate=True)
         await pilot.pause()
-        below = t.ordered_rows[t.scroll_y + 3].key.value
-        server, _, sid = str(below).partition("\x1f")
+        below = t.row_keys[t.scroll_y + 3]
+        server, _, sid = below.partition("\x1f")
         source.set(views.with_row(steps[-1], (server, sid), title="Seen after scrolling"))
         app.pull()
         await pilot.pause()
@@ -130,3 +131,61 @@ async def test_a_clock_that_steps_back_is_shown_right_at_once() -> None:
         base = float(int(views.NOW))
         for dt in (3600, 0):
             assert_shown_afresh(app.main_screen.table, start, base + dt)
+
+
+async def test_the_mouse_hover_paints_like_a_full_render() -> None:
+    """The row under the mouse (and the header, under it) is painted apart from the cached
+    rows; moving the mouse, or hiding the hover with a key, repaints what it left."""
+    app, _source = make_app(many())
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        for offset in ((5, 4), (5, 6), (5, 0), (100, 3)):
+            await pilot.hover(SessionTable, offset=offset)
+            await pilot.pause()
+            assert t.hover_row == offset[1] - 1
+            assert paint(t) == paint_from_scratch(t)
+        hovered = paint(t)
+        await pilot.press("right")  # a key hides the hover (the cursor stays)
+        await pilot.pause()
+        unhovered = paint(t)
+        assert unhovered == paint_from_scratch(t)
+        assert hovered[3] != unhovered[3] and hovered[5:] == unhovered[5:]
+
+
+def without(view: View, *keys: tuple[str, str], add: tuple[SessionRow, ...] = ()) -> View:
+    rows = {k: r for k, r in view.rows.items() if k not in keys}
+    rows.update({r.key: r for r in add})
+    return View(view.generated_at, view.servers, rows)
+
+
+async def test_rows_removed_and_added_paint_like_a_full_render() -> None:
+    """Rows leaving move the rows below them up (their cells keep their rendering, with new
+    mouse targets); with the cursor on the last row, a removal clamps it first, and it comes
+    back to its session."""
+    start = many()
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        last = t.row_keys[-1]
+        server, _, sid = last.partition("\x1f")
+        t.select_key((server, sid))
+        await pilot.pause()
+        t.scroll_to(y=0, animate=False, immediate=True)  # the rows at the top in view
+        await pilot.pause()
+        paint(t)  # (cached as they are)
+        new = views.row("ses_x_new", "A new one", "idle", reason="completed", since=-10,
+                        updated=-10)
+        for view in (without(start, (A, "ses_x00"), (A, "ses_busy")),
+                     without(start, (A, "ses_x01"), add=(new,)),
+                     start):
+            source.set(view)
+            app.pull()
+            await pilot.pause()
+            assert paint(t) == paint_from_scratch(t)  # (scrolled to the cursor: clamped)
+            assert t.cursor_key == (server, sid)
+            assert t.row_count == len(t.lines) == len(view.rows)
+            t.scroll_to(y=0, animate=False, immediate=True)  # the rows that moved up
+            await pilot.pause()
+            assert paint(t) == paint_from_scratch(t)

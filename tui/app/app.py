@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from textual import work
 from textual.app import App, SuspendNotSupported, SystemCommand
 from textual.binding import Binding
+from textual.driver import Driver
 from textual.screen import Screen
 from textual.signal import Signal
 
@@ -109,6 +110,8 @@ class OcwatchApp(App[None]):
         peek: Peek | None = None,
     ) -> None:
         super().__init__()
+        self.terminal_driver: Driver | None = None
+        """The driver of the terminal the app runs on, once it runs (see `get_driver_class`)."""
         config = alerts or AlertConfig()
         sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
                           focused=lambda: self.app_focus)
@@ -396,8 +399,13 @@ class OcwatchApp(App[None]):
 
     def write_terminal(self, data: str) -> None:
         """Write an escape sequence (OSC 9) to the terminal, between two frames."""
-        if not self.is_headless and self._driver is not None:
-            self._driver.write(data)
+        if not self.is_headless and self.terminal_driver is not None:
+            self.terminal_driver.write(data)
+
+    def get_driver_class(self) -> type[Driver]:
+        """The platform's driver, made to say it drives this app's terminal (Textual keeps its
+        own reference to it private): `write_terminal` writes through it."""
+        return announcing(super().get_driver_class())
 
     @work(exclusive=True, exit_on_error=False, group="source")
     async def _run_source(self) -> None:
@@ -642,3 +650,15 @@ def create_app(
                       alerts=alerts, notices=notices, observers=observers,
                       deliverer=deliverer, replay=replay, recording=recording,
                       read_only=read_only, launcher=launcher, peek=peek)
+
+
+def announcing(base: type[Driver]) -> type[Driver]:
+    """A subclass of a driver class whose instances set themselves as their OcwatchApp's
+    `terminal_driver` when built."""
+
+    def __init__(self: Driver, app: App[Any], **kwargs: Any) -> None:
+        base.__init__(self, app, **kwargs)
+        if isinstance(app, OcwatchApp):
+            app.terminal_driver = self
+
+    return type(base.__name__, (base,), {"__init__": __init__, "__doc__": base.__doc__})

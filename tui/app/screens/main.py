@@ -7,7 +7,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.content import Content
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import Footer, Input, Static
 
 from tui.core.view import View, loaded
 
@@ -220,7 +220,7 @@ class MainScreen(ViewScreen):
     def on_session_table_changed(self, _event: SessionTable.Changed) -> None:
         self._refresh_status()
 
-    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+    def on_row_table_row_highlighted(self, event: SessionTable.RowHighlighted) -> None:
         """The row the cursor leaves and the row it reaches have been seen."""
         key = self.table.cursor_key
         if key != self._highlighted:
@@ -229,7 +229,7 @@ class MainScreen(ViewScreen):
             self.show_pane()
         self.dashboard.mark_read(key)
 
-    def on_data_table_row_selected(self, event: DataTable.RowSelected) -> None:
+    def on_row_table_row_selected(self, event: SessionTable.RowSelected) -> None:
         event.stop()
         key = self.table.cursor_key
         if key is not None:

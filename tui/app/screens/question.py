@@ -13,8 +13,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.strip import Strip
 from textual.widget import Widget
-from textual.widgets import Button, Input, RadioButton, RadioSet, SelectionList, Static
-from textual.widgets._toggle_button import ToggleButton
+from textual.widgets import Button, Checkbox, Input, RadioButton, RadioSet, SelectionList, Static
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
@@ -93,10 +92,11 @@ def answer_of(asked: Asked, chosen: Sequence[str], typed: str) -> list[str]:
 class ChoiceButton(RadioButton):
     """A radio button whose mark shows its state without colour: ● chosen, ○ not."""
 
-    @property
-    def _button(self) -> Content:
-        self.BUTTON_INNER = "●" if self.value else "○"
-        return super()._button
+    BUTTON_INNER = "○"  # (made unchosen)
+
+    def watch_value(self) -> None:
+        super().watch_value()
+        self.BUTTON_INNER = "●" if self.value else "○"  # what RadioButton draws its mark with
 
 
 class ChoiceList(SelectionList[int]):
@@ -105,7 +105,8 @@ class ChoiceList(SelectionList[int]):
     def render_line(self, y: int) -> Strip:
         strip = super().render_line(y)
         segments = list(strip)
-        if len(segments) < 3 or segments[1].text != ToggleButton.BUTTON_INNER:
+        # (SelectionList draws ToggleButton's mark, which Checkbox keeps as it is)
+        if len(segments) < 3 or segments[1].text != Checkbox.BUTTON_INNER:
             return strip
         try:
             option = self.get_option_at_index(self.scroll_offset.y + y)

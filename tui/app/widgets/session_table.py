@@ -1,58 +1,40 @@
-"""The session table: View rows as a tree in a DataTable, updated in place by row key.
+"""The session table: View rows as a tree in a RowTable, updated in place by row key.
 
 Each refresh (dolphie style, inside `batch_update()`): rows that left the display are removed,
 rows the View reused unchanged are skipped, only the cells whose rendering changed are updated,
 new rows are added with their key, then the rows are put in tree order. The cursor stays on the
 same session and the scroll offset stays put. The table is cleared only when the columns change
-(a resize) or when more than BULK_REMOVE rows leave at once (a filter): then the remaining rows
-are re-added from the render cache.
+(a resize): then the rows are rendered again at the new width.
 
-DataTable internals are touched, as `DataTable.sort()` and `update_cell()` themselves do:
-`_row_locations` (to apply an explicit tree order), `_data` (to replace cells), and the render
-caches, which are dropped for the changed cells and rows only (`_rerender`): DataTable itself
-would invalidate every cached cell on any change. Two render methods are wrapped: `_render_cell`
-gives a moved row's cached cells their new index, and `_render_line_in_row` keeps the rows the
-cursor is not on cached across cursor moves. `tests/app/test_table_render.py` checks that what
-the table paints equals what it paints with every cache dropped.
+The table (`RowTable`) owns its rows and its render caches, on Textual's public API: a replaced
+cell is rendered again alone, a moved row keeps its rendered cells, and a cursor move repaints
+the two rows it leaves and reaches. `tests/app/test_table_render.py` checks that what the table
+paints equals what it paints with every cache dropped.
 """
 
 from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Callable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
-from typing import Any
 
-from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
-from textual._two_way_dict import TwoWayDict
+from textual import events
 from textual.binding import Binding
-from textual.cache import LRUCache
-from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.theme import Theme
-from textual.widgets import DataTable
-from textual.widgets._data_table import SegmentLines
-from textual.widgets.data_table import CellDoesNotExist, ColumnKey, RowKey
 
 from tui.core.view import SessionRow, View
 
 from .. import format as fmt
 from ..tree import SORT_COLUMNS, Key, Layouts, TreeLine
 from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, CellRenderer, ColumnSpec
+from .row_table import PAD, RowTable
 
 WIDE_AT = 110
 """Terminal columns from which stale, activity, cost and tokens get their own columns."""
-BULK_REMOVE = 32
-"""Rows leaving at once beyond which the table re-adds the rest rather than remove each."""
-PAD = 1  # DataTable cell_padding, on each side of every column
-NOWHERE = Coordinate(-1, -1)
-"""A cursor or hover position on no row."""
-REPAINT_ALL = 8
-"""Changed rows beyond which the whole table is marked for repainting, not each row."""
 
 
 @dataclass(slots=True)
@@ -64,13 +46,6 @@ class _Shown:
     row: SessionRow | None  # the View row rendered (None: compare the inputs again)
     line: TreeLine | None
     until: float = 0.0  # its time cells read the same before this clock second
-
-
-def _discard(cache: LRUCache[Any, Any], drop: Callable[[Any], bool]) -> None:
-    """Remove the entries whose key `drop` selects from one of DataTable's render caches."""
-    # (an LRUCache has keys() but no __iter__: hence the noqa)
-    for key in [key for key in cache.keys() if drop(key)]:  # noqa: SIM118
-        cache.discard(key)
 
 
 def row_key_str(key: Key) -> str:
@@ -103,7 +78,7 @@ def hidden_hint(room: int, tiny: bool = False) -> str:
     return ""
 
 
-class SessionTable(DataTable[Text]):
+class SessionTable(RowTable):
     """Sessions of every server as a tree, with filters, sort and folding."""
 
     DEFAULT_CSS = """
@@ -115,7 +90,6 @@ class SessionTable(DataTable[Text]):
 
     BINDINGS = [
         Binding("enter", "select_cursor", "Details"),
-        # DataTable moves sideways on home/end; in a table of rows they go to the first/last row
         Binding("home,ctrl+home,g", "first_row", "First row", show=False),
         Binding("end,ctrl+end,G", "last_row", "Last row", show=False),
         Binding("j", "cursor_down", "Down", show=False),
@@ -127,7 +101,7 @@ class SessionTable(DataTable[Text]):
         """Sort, filter or folding changed (the screen refreshes its summary)."""
 
     def __init__(self, *, id: str | None = None) -> None:
-        super().__init__(id=id, cursor_type="row", cell_padding=PAD, zebra_stripes=False)
+        super().__init__(id=id)
         self.sort_column = "state"
         self.sort_reverse = False
         self.state_filter = "all"
@@ -146,7 +120,6 @@ class SessionTable(DataTable[Text]):
         self._next_until = 0.0  # the soonest time a row's time cells move after it
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
-        self._row_keys: dict[str, RowKey] = {}
         self._order: list[str] = []
         self._styles: dict[str, Style] = {}
         self.cells = CellRenderer(self._style)
@@ -185,19 +158,18 @@ class SessionTable(DataTable[Text]):
     @property
     def cursor_key(self) -> Key | None:
         """The session under the cursor."""
-        if not self.row_count or self._view is None:
+        if self._view is None:
             return None
-        try:
-            row_key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-        except CellDoesNotExist:
+        row_key = self.row_key_at(self.cursor_row)
+        if row_key is None:
             return None
-        server, _, session = str(row_key.value).partition("\x1f")
+        server, _, session = row_key.partition("\x1f")
         return (server, session)
 
     def select_key(self, key: Key) -> bool:
         """Put the cursor on a session if it is displayed."""
         k = row_key_str(key)
-        if k not in self._row_keys:
+        if not self.has_row(k):
             return False
         self.move_cursor(row=self.get_row_index(k), animate=False)
         return True
@@ -275,16 +247,6 @@ class SessionTable(DataTable[Text]):
         """Whether a state or text filter is active."""
         return self.state_filter != "all" or bool(self.text_filter)
 
-    def action_first_row(self) -> None:
-        """Move the cursor to the first row."""
-        if self.row_count:
-            self.action_scroll_top()
-
-    def action_last_row(self) -> None:
-        """Move the cursor to the last row."""
-        if self.row_count:
-            self.action_scroll_bottom()
-
     def action_next_input(self) -> None:
         """Move the cursor to the next row waiting for input (after the cursor, wrapping)."""
         view = self._view
@@ -300,11 +262,11 @@ class SessionTable(DataTable[Text]):
 
     # -- events -------------------------------------------------------------------------------
 
-    def on_data_table_header_selected(self, event: DataTable.HeaderSelected) -> None:
+    def on_row_table_header_selected(self, event: RowTable.HeaderSelected) -> None:
         event.stop()
-        self.set_sort(str(event.column_key.value))
+        self.set_sort(event.column_key)
 
-    def on_resize(self) -> None:
+    def on_resize(self, _event: events.Resize) -> None:
         if self._view is not None:
             self._sync()
 
@@ -338,7 +300,6 @@ class SessionTable(DataTable[Text]):
         # The column set changed (a resize, not a data update): rebuild once, keep cursor/scroll.
         self.clear(columns=True)
         self._cache.clear()
-        self._row_keys.clear()
         self._order = []
         for spec in self._columns():
             self.add_column(self._label(spec), key=spec.key,
@@ -357,11 +318,8 @@ class SessionTable(DataTable[Text]):
 
     def _relabel(self) -> None:
         for spec in self._columns():
-            column = self.columns.get(ColumnKey(spec.key))
-            if column is not None:
-                column.label = self._label(spec)
-        self._update_count += 1  # as DataTable does after changing its data
-        self.refresh()
+            if spec.key in self.columns:
+                self.set_label(spec.key, self._label(spec))
 
     def _style(self, spec: str) -> Style:
         """A Rich style from a Textual style spec with theme variables (`$state-busy bold`).
@@ -423,63 +381,41 @@ class SessionTable(DataTable[Text]):
         self._synced_at = now
         wanted = {row_key_str(line.key): line for line in self.lines}
         columns = [spec.key for spec in self._columns()]
-        column_keys = [ColumnKey(c) for c in columns]
-        updated: set[tuple[RowKey, ColumnKey]] = set()  # cells replaced in place
         shown = [ALL_COLUMNS.index(c) for c in columns]  # positions in `inputs()`
 
         with self.app.batch_update():
-            gone = [k for k in self._row_keys if k not in wanted]
+            gone = [k for k in self.row_keys if k not in wanted]
             for k in gone:
                 self._cache.pop(k, None)
-            if len(gone) > BULK_REMOVE:
-                # Many rows left at once (a filter, a mass deletion): re-adding the others from
-                # the cache beats removing rows one by one (each removal is O(rows)).
-                self.clear()
-                self._row_keys.clear()
-                self._order = []
-            else:
-                for k in gone:
-                    self.remove_row(self._row_keys.pop(k))
+                self.remove_row(k)
             for k, line in wanted.items():
                 row = view.rows[line.key]
-                cached = self._cache.get(k)
+                cached = self._cache.get(k)  # (a row of the table: they come and go together)
                 if (same_context and cached is not None and cached.row is row
                         and now < cached.until
                         and (cached.line is line or cached.line == line)):
-                    if k not in self._row_keys:  # the table was cleared: re-add as it was
-                        self._row_keys[k] = self.add_row(*cached.cells, key=k)
                     continue
                 inputs = self.cells.inputs(row, line, multi)
-                if cached is not None and cached.inputs is not None:
+                if cached is None:
+                    cells = [self.cells.cell(c, row, line, multi) for c in columns]
+                    self.add_row(*cells, key=k)
+                else:
                     old = cached.inputs
-                    changed = [i for i in shown if old[i] != inputs[i]]
+                    changed = shown if old is None else [i for i in shown if old[i] != inputs[i]]
                     if not changed:  # nothing shown has changed
-                        if k not in self._row_keys:
-                            self._row_keys[k] = self.add_row(*cached.cells, key=k)
                         cached.row, cached.line, cached.inputs = row, line, inputs
                         cached.until = self.cells.until(row)
                         continue
-                else:
-                    changed = shown
-                if k not in self._row_keys:
-                    cells = [self.cells.cell(c, row, line, multi) for c in columns]
-                    self._row_keys[k] = self.add_row(*cells, key=k)
-                else:
-                    assert cached is not None
                     cells = list(cached.cells)
-                    row_key = self._row_keys[k]
-                    data = self._data[row_key]
                     for i in changed:
                         n = shown.index(i)
-                        cells[n] = data[column_keys[n]] = self.cells.cell(
-                            columns[n], row, line, multi)
-                        updated.add((row_key, column_keys[n]))
+                        cells[n] = self.cells.cell(columns[n], row, line, multi)
+                        self.update_cell(k, columns[n], cells[n])
                 self._cache[k] = _Shown(inputs, cells, row, line, self.cells.until(row))
             order = list(wanted)
             if order != self._order or gone:
-                self._set_order(order, updated)
-            elif updated:
-                self._rerender(updated, set())
+                self.set_order(order)
+                self._order = order
             if rebuilt:
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
@@ -502,10 +438,9 @@ class SessionTable(DataTable[Text]):
 
     def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
         """Keep the cursor on the same session after rows moved. Unless asked to, do not
-        scroll: the DataTable's cursor watcher would scroll the cursor into view, so the
-        coordinate is set without it (the highlighted session is the same, nothing to post)."""
+        scroll (the highlighted session is the same, nothing to post)."""
         k = row_key_str(key)
-        if k not in self._row_keys:
+        if not self.has_row(k):
             return
         index = self.get_row_index(k)
         if index == self.cursor_row:
@@ -513,90 +448,4 @@ class SessionTable(DataTable[Text]):
         if scroll:
             self.move_cursor(row=index, animate=False)
         else:
-            self.set_reactive(DataTable.cursor_coordinate,
-                              Coordinate(index, self.cursor_column))
-            self.refresh()
-
-    def _set_order(self, order: list[str], updated: set[tuple[RowKey, ColumnKey]]) -> None:
-        """Put rows in display order (what `DataTable.sort` does, with an explicit order), and
-        re-render the cells that changed and re-assemble the rows that moved."""
-        old = self._row_locations
-        locations = {self._row_keys[k]: i for i, k in enumerate(order)}
-        moved = {rk for rk, i in locations.items() if old.get(rk) != i}
-        self._row_locations = TwoWayDict(locations)
-        self._order = order
-        # what DataTable keys on `_update_count` and that depends on the order
-        self._offset_cache.clear()
-        self._ordered_row_cache.clear()
-        self._rerender(updated, moved)
-
-    def _rerender(self, cells: set[tuple[RowKey, ColumnKey]], moved: set[RowKey]) -> None:
-        """Drop the render caches of these cells and rows only, and repaint.
-
-        `DataTable.update_cell` and `sort` bump `_update_count`, which every render cache of the
-        table is keyed on: one changed cell re-rendered every visible cell (about 45 ms at
-        160x48, ten times a second under a stream of events). Here a changed cell is rendered
-        again (its cache is keyed by row and column key), and a row that changed or moved is
-        re-assembled from its cells (keyed by row key, and by index for its renderables). A
-        moved row's cells keep their rendering; `_render_cell` gives them their new index."""
-        rows = moved | {rk for rk, _ in cells}
-        if not rows:
-            return
-        located = (self._row_locations.get(k) for k in rows)
-        indexes = {i for i in located if i is not None}
-        _discard(self._cell_render_cache, lambda key: key[:2] in cells)
-        _discard(self._row_render_cache, lambda key: key[0] in rows)
-        _discard(self._row_renderable_cache, lambda key: key[1] in indexes)
-        # every row is one line high: row i is line i below the header
-        lines = {self.header_height + i for i in indexes}
-        _discard(self._line_cache, lambda key: key[0] in lines)
-        if len(indexes) > REPAINT_ALL:
-            self.refresh()
-        else:
-            for i in indexes:
-                self.refresh_row(i)
-
-    def _render_line_in_row(self, row_key: RowKey, line_no: int, base_style: Style,
-                            cursor_location: Coordinate,
-                            hover_location: Coordinate) -> tuple[SegmentLines, SegmentLines]:
-        """A row's line as DataTable assembles it, cached the same for every cursor position
-        that is not on this row.
-
-        DataTable keys a row's assembled line on where the cursor and the mouse are, so each
-        cursor move re-assembled every visible row (40 to 75 ms at 160x48 here). A row-cursor
-        highlights a row only when it is on that row, so the others are asked for with the
-        cursor and the hover nowhere, which is what they show."""
-        index = self._row_locations.get(row_key)
-        if index is not None and self.cursor_type == "row":
-            if cursor_location.row != index:
-                cursor_location = NOWHERE
-            if hover_location.row != index:
-                hover_location = NOWHERE
-        return super()._render_line_in_row(row_key, line_no, base_style, cursor_location,
-                                           hover_location)
-
-    def _render_cell(self, row_index: int, column_index: int, base_style: Style, width: int,
-                     cursor: bool = False, hover: bool = False) -> SegmentLines:
-        """A cell as DataTable renders it, with the row index that mouse clicks and hovers
-        read (the `row` in the segments' style meta) set to where its row is now.
-
-        DataTable caches a cell by row key and bakes the index into the meta; rendering a cell
-        again only because its row moved (every row below a session that changed state) cost
-        as much as rendering a changed one. Re-stamping the meta costs a style addition per
-        segment, and the re-stamped lines replace the cached ones."""
-        lines = super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
-        if row_index < 0 or not lines or not lines[0]:
-            return lines
-        first = lines[0][0].style
-        if first is not None and first.meta.get("row") == row_index:
-            return lines
-        stamp = Style.from_meta({"row": row_index, "column": column_index})
-        lines = [[Segment(seg.text, seg.style + stamp if seg.style else stamp, seg.control)
-                  for seg in line] for line in lines]
-        row_key = self._row_locations.get_key(row_index)
-        column_key = self._column_locations.get_key(column_index)
-        if row_key is not None and column_key is not None:
-            self._cell_render_cache[(row_key, column_key, base_style, cursor, hover,
-                                     self._show_hover_cursor, self._update_count,
-                                     self._pseudo_class_state)] = lines
-        return lines
+            self.place_cursor(index)
