@@ -22,7 +22,6 @@ from .decide import (
     Link,
     Request,
     SessionInputs,
-    ago,
     clock_text,
     decide,
     ms,
@@ -33,7 +32,7 @@ from .journal import Entry, Facts, fold, merge_message, sessions_after, status_a
 from .models import Message, Session, SessionStatus
 from .settings import Settings
 from .snapshot import Snapshot
-from .view import SessionRow
+from .view import SessionRow, ago
 
 __all__ = [
     "SERVER_REASONS", "DeriveMemo", "Link", "ago", "clock_text", "derive_server", "inputs_of",
