@@ -33,8 +33,7 @@ from tui.core.source import StaticSource  # noqa: E402
 async def run(n: int, repeat: int) -> None:
     record_paints()
     source = StaticSource(views.every_state(), views.history())
-    app = create_app(source, clock=views.clock, server_urls=[views.A],
-                     peek=ChatPeek(chat(n)))
+    app = create_app(source, clock=views.clock, server_urls=[views.A], peek=ChatPeek(chat(n)))
     first: list[float] = []
     whole: list[float] = []
     async with app.run_test(size=(160, 48)) as pilot:
@@ -56,9 +55,11 @@ async def run(n: int, repeat: int) -> None:
             assert len(screen.items) == n
             await pilot.press("escape")
             await pilot.pause(0.05)
-    print(f"conversation of {n} messages, {repeat} openings: first screen p50 "
-          f"{pct(first, 50):.0f} ms, p95 {pct(first, 95):.0f} ms, max {max(first):.0f} ms; "
-          f"every message p50 {pct(whole, 50):.0f} ms, p95 {pct(whole, 95):.0f} ms")
+    print(
+        f"conversation of {n} messages, {repeat} openings: first screen p50 "
+        f"{pct(first, 50):.0f} ms, p95 {pct(first, 95):.0f} ms, max {max(first):.0f} ms; "
+        f"every message p50 {pct(whole, 50):.0f} ms, p95 {pct(whole, 95):.0f} ms"
+    )
 
 
 def main() -> None:

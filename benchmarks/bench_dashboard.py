@@ -49,8 +49,12 @@ def frame(etype: str, props: dict[str, Any]) -> bytes:
 
 
 def assistant(sid: str, done: float | None) -> dict[str, Any]:
-    info: dict[str, Any] = {"id": "msg_2", "sessionID": sid, "role": "assistant",
-                            "time": {"created": 1_000}}
+    info: dict[str, Any] = {
+        "id": "msg_2",
+        "sessionID": sid,
+        "role": "assistant",
+        "time": {"created": 1_000},
+    }
     if done is not None:
         info["time"]["completed"] = done
         info["finish"] = "stop"
@@ -61,8 +65,9 @@ class StreamAPI(FakeAPI):
     """FakeAPI plus an endless event stream at a fixed rate, and a queue of marker events."""
 
     def __init__(self, n: int, busy: int, rate: int) -> None:
-        sessions = [wire_session(f"ses_{i:05d}", f"/p/{'ab'[i % 2]}", updated=1e12 + i)
-                    for i in range(n)]
+        sessions = [
+            wire_session(f"ses_{i:05d}", f"/p/{'ab'[i % 2]}", updated=1e12 + i) for i in range(n)
+        ]
         status = {"/p/a": {}, "/p/b": {}}
         messages = {}
         for i in range(n):
@@ -71,9 +76,12 @@ class StreamAPI(FakeAPI):
             messages[sid] = [{"info": assistant(sid, done), "parts": []}]
             if i < busy:
                 status["/p/" + "ab"[i % 2]][sid] = {"type": "busy"}
-        super().__init__(sessions=sessions, status=status, messages=messages,
-                         projects=[{"id": "a", "worktree": "/p/a"},
-                                   {"id": "b", "worktree": "/p/b"}])
+        super().__init__(
+            sessions=sessions,
+            status=status,
+            messages=messages,
+            projects=[{"id": "a", "worktree": "/p/a"}, {"id": "b", "worktree": "/p/b"}],
+        )
         self.busy = busy
         self.rate = rate
         self.markers: asyncio.Queue[bytes] = asyncio.Queue()
@@ -83,8 +91,9 @@ class StreamAPI(FakeAPI):
     def handle(self, request: httpx.Request) -> httpx.Response:
         if request.url.path != "/global/event":
             return super().handle(request)
-        return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                              content=self.stream())
+        return httpx.Response(
+            200, headers={"content-type": "text/event-stream"}, content=self.stream()
+        )
 
     async def stream(self):  # type: ignore[no-untyped-def]
         rnd = random.Random(1)
@@ -103,16 +112,38 @@ class StreamAPI(FakeAPI):
                     sid = f"ses_{self.busy - 1:05d}"  # the last busy one never finishes
                 r = rnd.random()
                 if r < 0.6:
-                    chunks.append(frame("message.part.delta", {
-                        "sessionID": sid, "messageID": "msg_2", "partID": "prt_1",
-                        "field": "text", "delta": "tok "}))
+                    chunks.append(
+                        frame(
+                            "message.part.delta",
+                            {
+                                "sessionID": sid,
+                                "messageID": "msg_2",
+                                "partID": "prt_1",
+                                "field": "text",
+                                "delta": "tok ",
+                            },
+                        )
+                    )
                 elif r < 0.9:
-                    chunks.append(frame("message.part.updated", {"sessionID": sid, "part": {
-                        "id": "prt_1", "sessionID": sid, "messageID": "msg_2", "type": "text",
-                        "text": "streaming"}}))
+                    chunks.append(
+                        frame(
+                            "message.part.updated",
+                            {
+                                "sessionID": sid,
+                                "part": {
+                                    "id": "prt_1",
+                                    "sessionID": sid,
+                                    "messageID": "msg_2",
+                                    "type": "text",
+                                    "text": "streaming",
+                                },
+                            },
+                        )
+                    )
                 else:
-                    chunks.append(frame("session.status", {"sessionID": sid,
-                                                           "status": {"type": "busy"}}))
+                    chunks.append(
+                        frame("session.status", {"sessionID": sid, "status": {"type": "busy"}})
+                    )
             self.sent += per_tick
             yield b"".join(chunks)
             k += 1
@@ -123,10 +154,12 @@ class StreamAPI(FakeAPI):
         """A busy session's run ends: completed message, then status idle (as 1.18.33 sends)."""
         now = time.time() * 1000
         self.finished.add(sid)
-        self.markers.put_nowait(frame("message.updated", {"sessionID": sid,
-                                                          "info": assistant(sid, now)}))
-        self.markers.put_nowait(frame("session.status", {"sessionID": sid,
-                                                         "status": {"type": "idle"}}))
+        self.markers.put_nowait(
+            frame("message.updated", {"sessionID": sid, "info": assistant(sid, now)})
+        )
+        self.markers.put_nowait(
+            frame("session.status", {"sessionID": sid, "status": {"type": "idle"}})
+        )
         self.markers.put_nowait(frame("session.idle", {"sessionID": sid}))
         folder = "/p/" + "ab"[int(sid[4:]) % 2]
         self.status[folder].pop(sid, None)
@@ -223,9 +256,11 @@ async def run(n: int, rate: int, changes: int, pane: bool = False) -> None:
             shown = await painted_after(SHOWN_IDLE[key])
             latencies.append((shown - t) * 1000)
             await asyncio.sleep(0.1)
-        print(f"state change on screen, {changes} changes under {rate} events/s: "
-              f"p50 {pct(latencies, 50):.0f} ms, p95 {pct(latencies, 95):.0f} ms, "
-              f"max {max(latencies):.0f} ms")
+        print(
+            f"state change on screen, {changes} changes under {rate} events/s: "
+            f"p50 {pct(latencies, 50):.0f} ms, p95 {pct(latencies, 95):.0f} ms, "
+            f"max {max(latencies):.0f} ms"
+        )
         keys = []
         table.focus()
         for _ in range(50):
@@ -242,13 +277,17 @@ async def run(n: int, rate: int, changes: int, pane: bool = False) -> None:
             shown = await painted_after(MOVES[moves])
             keys.append((shown - t) * 1000)
             await asyncio.sleep(0.05)
-        print(f"key press (cursor down) on screen{' with the details pane' if pane else ''}: "
-              f"p50 {pct(keys, 50):.0f} ms, p95 {pct(keys, 95):.0f} ms")
+        print(
+            f"key press (cursor down) on screen{' with the details pane' if pane else ''}: "
+            f"p50 {pct(keys, 50):.0f} ms, p95 {pct(keys, 95):.0f} ms"
+        )
         if pane:
             print(f"sessions read by the pane: {len(app.inspector._kept)}")
         sent = api.sent
-        print(f"events sent by the stream: {sent} ({sent / (time.perf_counter() - t0):.0f}/s); "
-              f"snapshots taken: {fleet.monitors[0].snapshots_taken}")
+        print(
+            f"events sent by the stream: {sent} ({sent / (time.perf_counter() - t0):.0f}/s); "
+            f"snapshots taken: {fleet.monitors[0].snapshots_taken}"
+        )
         mon = fleet.monitors[0]
         print(f"skipped {mon.parser.skipped}, unknown {mon.parser.unknown}")
 
@@ -258,8 +297,11 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=2000)
     ap.add_argument("--rate", type=int, default=2000)
     ap.add_argument("--changes", type=int, default=30)
-    ap.add_argument("--pane", action="store_true",
-                    help="the details pane open beside the table, reading where the cursor rests")
+    ap.add_argument(
+        "--pane",
+        action="store_true",
+        help="the details pane open beside the table, reading where the cursor rests",
+    )
     a = ap.parse_args()
     asyncio.run(run(a.sessions, a.rate, a.changes, a.pane))
 

@@ -59,19 +59,22 @@ def world(n: int):
             messages[sid] = user("msg_1", sid, created=T0 - 30)
         elif kind == 2:
             status[sid] = busy()
-            messages[sid] = assistant("msg_2", sid, created=T0 - 60, completed=T0 - 50,
-                                      finish="stop")
+            messages[sid] = assistant(
+                "msg_2", sid, created=T0 - 60, completed=T0 - 50, finish="stop"
+            )
         elif kind == 3:
             perms.append(permission(f"per_{i}", sid))
             status[sid] = busy()
         elif kind == 4:
-            messages[sid] = assistant("msg_2", sid, created=T0 - 90, completed=T0 - 80,
-                                      error="APIError")
+            messages[sid] = assistant(
+                "msg_2", sid, created=T0 - 90, completed=T0 - 80, error="APIError"
+            )
         elif kind == 5:
             messages[sid] = assistant("msg_2", sid, created=T0 - 900)
         else:
-            messages[sid] = assistant("msg_2", sid, created=T0 - 90, completed=T0 - 80,
-                                      finish="stop")
+            messages[sid] = assistant(
+                "msg_2", sid, created=T0 - 90, completed=T0 - 80, finish="stop"
+            )
     s = snap(sessions, status=status, messages=messages, permissions=perms)
     j = entries(*[status_event(f"ses_{i:06d}", "busy", T0 - 1) for i in range(0, n, 50)])
     return s, j
@@ -126,8 +129,9 @@ def measure_resync(n: int, memo: bool, repeat: int = 15) -> float:
     times = []
     for r in range(repeat):
         s = resync(s, max(1, n // 100), r)
-        rows, elapsed = timed(lambda: derive(s, (), T0, settings,  # noqa: B023
-                                                    previous=rows, memo=keep))  # noqa: B023
+        rows, elapsed = timed(
+            lambda s=s, rows=rows: derive(s, (), T0, settings, previous=rows, memo=keep)
+        )
         times.append(elapsed)
     return statistics.median(times) * 1000
 
@@ -153,17 +157,24 @@ if __name__ == "__main__":
     sizes = [int(a) for a in sys.argv[1:]] or [1000, 2500, 5000, 10000]
     for n in sizes:
         ms = measure(n)
-        print(f"derive() {n:>6} sessions, cold:  {ms:7.1f} ms median  "
-              f"({ms / n * 1000:.2f} us/session)")
+        print(
+            f"derive() {n:>6} sessions, cold:  {ms:7.1f} ms median  "
+            f"({ms / n * 1000:.2f} us/session)"
+        )
     for n in sizes:
         ms = measure_resync(n, memo=True)
-        print(f"derive() {n:>6} sessions, after a resync (1% changed), monitor's memo: "
-              f"{ms:6.1f} ms median")
+        print(
+            f"derive() {n:>6} sessions, after a resync (1% changed), monitor's memo: "
+            f"{ms:6.1f} ms median"
+        )
     for n in sizes:
         ms = measure_resync(n, memo=False)
-        print(f"derive() {n:>6} sessions, after a resync (1% changed), every row again: "
-              f"{ms:6.1f} ms median")
+        print(
+            f"derive() {n:>6} sessions, after a resync (1% changed), every row again: "
+            f"{ms:6.1f} ms median"
+        )
     for n in sizes:
         ms = measure_warm(n, max(1, n // 100))
-        print(f"derive() {n:>6} sessions, warm (memo, 1% touched since the last): "
-              f"{ms:6.1f} ms median")
+        print(
+            f"derive() {n:>6} sessions, warm (memo, 1% touched since the last): {ms:6.1f} ms median"
+        )

@@ -34,8 +34,12 @@ def free_port() -> int:
 
 def after_print(argv: list[str], env: dict[str, str]) -> tuple[float, int]:
     """(milliseconds from the first printed line to the exit, exit code)."""
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli.main", *argv], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.main", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        env=env,
+    )
     assert proc.stdout is not None
     proc.stdout.readline()
     printed = time.monotonic()
@@ -48,8 +52,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=15)
     a = ap.parse_args()
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "tui.demo.server", "--port", str(port)],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "tui.demo.server", "--port", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     try:
         for _ in range(100):
@@ -60,11 +67,15 @@ def main() -> None:
             except OSError:
                 time.sleep(0.1)
         env = {**cli_env(), "PYTHONPATH": str(ROOT)}
-        for name, argv in (("wait --timeout 0", ["wait", sid, "--server", url, "--timeout", "0"]),
-                           ("status --json", ["status", "--json", "--server", url])):
+        for name, argv in (
+            ("wait --timeout 0", ["wait", sid, "--server", url, "--timeout", "0"]),
+            ("status --json", ["status", "--json", "--server", url]),
+        ):
             times = [after_print(argv, env)[0] for _ in range(a.runs)]
-            print(f"{name:18} printed -> exited: min {min(times):5.1f}  median "
-                  f"{statistics.median(times):5.1f}  max {max(times):5.1f} ms ({a.runs} runs)")
+            print(
+                f"{name:18} printed -> exited: min {min(times):5.1f}  median "
+                f"{statistics.median(times):5.1f}  max {max(times):5.1f} ms ({a.runs} runs)"
+            )
     finally:
         server.terminate()
         server.wait(10)

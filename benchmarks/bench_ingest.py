@@ -30,19 +30,43 @@ def frames(n: int, busy: int) -> list[str]:
         sid = f"ses_{rnd.randrange(busy):05d}"
         r = rnd.random()
         if r < 0.6:
-            payload = {"id": "evt_x", "type": "message.part.delta", "properties": {
-                "sessionID": sid, "messageID": "msg_2", "partID": "prt_1", "field": "text",
-                "delta": "tok "}}
+            payload = {
+                "id": "evt_x",
+                "type": "message.part.delta",
+                "properties": {
+                    "sessionID": sid,
+                    "messageID": "msg_2",
+                    "partID": "prt_1",
+                    "field": "text",
+                    "delta": "tok ",
+                },
+            }
         elif r < 0.9:
-            payload = {"id": "evt_x", "type": "message.part.updated", "properties": {
-                "sessionID": sid, "part": {"id": "prt_1", "sessionID": sid,
-                                           "messageID": "msg_2", "type": "text",
-                                           "text": "streaming " * 20}}}
+            payload = {
+                "id": "evt_x",
+                "type": "message.part.updated",
+                "properties": {
+                    "sessionID": sid,
+                    "part": {
+                        "id": "prt_1",
+                        "sessionID": sid,
+                        "messageID": "msg_2",
+                        "type": "text",
+                        "text": "streaming " * 20,
+                    },
+                },
+            }
         else:
-            payload = {"id": "evt_x", "type": "session.status",
-                       "properties": {"sessionID": sid, "status": {"type": "busy"}}}
-        out.append(json.dumps({"directory": "/p/a", "project": "prj", "payload": payload},
-                              separators=(",", ":")))
+            payload = {
+                "id": "evt_x",
+                "type": "session.status",
+                "properties": {"sessionID": sid, "status": {"type": "busy"}},
+            }
+        out.append(
+            json.dumps(
+                {"directory": "/p/a", "project": "prj", "payload": payload}, separators=(",", ":")
+            )
+        )
     return out
 
 
@@ -65,9 +89,11 @@ def main() -> None:
         for d in data:
             json.loads(d)
         floor = max(floor, len(data) / (time.perf_counter() - started))
-    print(f"ingest, {len(data):,} frames (60 % token deltas, 30 % text parts, 10 % status): "
-          f"{best:,.0f} events/s ({1e6 / best:.1f} us/event) [target >= 100,000]; "
-          f"json.loads alone: {floor:,.0f}/s ({1e6 / floor:.1f} us)")
+    print(
+        f"ingest, {len(data):,} frames (60 % token deltas, 30 % text parts, 10 % status): "
+        f"{best:,.0f} events/s ({1e6 / best:.1f} us/event) [target >= 100,000]; "
+        f"json.loads alone: {floor:,.0f}/s ({1e6 / floor:.1f} us)"
+    )
 
 
 if __name__ == "__main__":

@@ -30,28 +30,38 @@ T0 = 1_800_000_000.0
 
 def server(n: int, folders: int, busy: float) -> FakeAPI:
     dirs = [f"/p/{chr(97 + i)}" for i in range(folders)]
-    sessions = [wire_session(f"ses_{i:05d}", folder=dirs[i % folders], updated=(T0 - i) * 1000)
-                for i in range(n)]
+    sessions = [
+        wire_session(f"ses_{i:05d}", folder=dirs[i % folders], updated=(T0 - i) * 1000)
+        for i in range(n)
+    ]
     running = sessions[: int(n * busy)]
     status: dict[str, dict[str, dict[str, str]]] = {d: {} for d in dirs}
     for s in running:
         status[s["directory"]][s["id"]] = {"type": "busy"}
-    messages = {s["id"]: [wire_msg(s["id"], created=T0 - 50, completed=None if s in running
-                                   else T0 - 40)] for s in sessions}
-    return FakeAPI(sessions=sessions, status=status, messages=messages,
-                   projects=[{"id": d, "worktree": d} for d in dirs])
+    messages = {
+        s["id"]: [wire_msg(s["id"], created=T0 - 50, completed=None if s in running else T0 - 40)]
+        for s in sessions
+    }
+    return FakeAPI(
+        sessions=sessions,
+        status=status,
+        messages=messages,
+        projects=[{"id": d, "worktree": d} for d in dirs],
+    )
 
 
-async def per_resync(n: int, folders: int, busy: float, stream: bool,
-                     minutes: float) -> tuple[int, int, float]:
+async def per_resync(
+    n: int, folders: int, busy: float, stream: bool, minutes: float
+) -> tuple[int, int, float]:
     """(requests of the first snapshot, of the resync after it, and a minute's on average over
     `minutes` of resyncs: the session list read again every relist_every, old vouched messages
     asked again a few at a time)."""
     api = server(n, folders, busy)
     now = [T0]
     settings = Settings()
-    mon = ServerMonitor("http://bench", settings=settings, transport=api.transport(),
-                        clock=lambda: now[0])
+    mon = ServerMonitor(
+        "http://bench", settings=settings, transport=api.transport(), clock=lambda: now[0]
+    )
     if stream:
         mon.stream_opened()
     sent = mon.client.requests
@@ -78,15 +88,20 @@ def main() -> None:
     args = ap.parse_args()
     for busy in sorted({0.0, args.busy}):
         for stream in (True, False):
-            first, again, rate = asyncio.run(per_resync(
-                args.sessions, args.folders, busy, stream, args.minutes))
+            first, again, rate = asyncio.run(
+                per_resync(args.sessions, args.folders, busy, stream, args.minutes)
+            )
             how = "stream vouches" if stream else "no stream    "
-            print(f"{args.sessions:,} sessions, {args.folders} folders, {busy:.0%} busy, {how}: "
-                  f"first snapshot {first:,} requests; the next resync {again} requests; "
-                  f"{rate:.1f} a minute over {args.minutes:g} min [issue 15 target <= 10]")
+            print(
+                f"{args.sessions:,} sessions, {args.folders} folders, {busy:.0%} busy, {how}: "
+                f"first snapshot {first:,} requests; the next resync {again} requests; "
+                f"{rate:.1f} a minute over {args.minutes:g} min [issue 15 target <= 10]"
+            )
         naive = args.folders * 60 / 2
-        print(f"  beside: a naive 2 s status poller {naive:.0f} a minute; a per-busy-session "
-              f"message poller {naive + int(args.sessions * busy) * 30:.0f} a minute")
+        print(
+            f"  beside: a naive 2 s status poller {naive:.0f} a minute; a per-busy-session "
+            f"message poller {naive + int(args.sessions * busy) * 30:.0f} a minute"
+        )
 
 
 if __name__ == "__main__":

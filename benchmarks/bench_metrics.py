@@ -48,8 +48,17 @@ def big_view(servers: int, sessions: int) -> View:
         url = f"http://server-{k}:4096"
         snapshot = dataclasses.replace(base, server=url)
         rows.update(derive_server(snapshot, Journal(5000).facts(), T0, Settings()))
-        infos.append(ServerInfo(url=url, name=f"s{k}", version="1.18.33", reachable=True,
-                                connected=True, last_event_at=T0 - 2, snapshot_at=T0 - 10))
+        infos.append(
+            ServerInfo(
+                url=url,
+                name=f"s{k}",
+                version="1.18.33",
+                reachable=True,
+                connected=True,
+                last_event_at=T0 - 2,
+                snapshot_at=T0 - 10,
+            )
+        )
     return View(T0, tuple(infos), rows)
 
 
@@ -78,14 +87,32 @@ async def exporter_rss(servers: int, sessions: int) -> tuple[float, float, float
     base = rss_mb()
     apis = []
     for k in range(servers):
-        wire = [wire_session(f"ses_{k}_{i:05d}", f"/p/{'ab'[i % 2]}", updated=1e12 + i)
-                for i in range(sessions)]
-        messages = {s["id"]: [{"info": {"id": "msg_1", "sessionID": s["id"], "role": "assistant",
-                                        "time": {"created": 1_000, "completed": 2_000},
-                                        "finish": "stop"}, "parts": []}] for s in wire}
-        apis.append(FakeAPI(sessions=wire, messages=messages,
-                            projects=[{"id": "a", "worktree": "/p/a"},
-                                      {"id": "b", "worktree": "/p/b"}]))
+        wire = [
+            wire_session(f"ses_{k}_{i:05d}", f"/p/{'ab'[i % 2]}", updated=1e12 + i)
+            for i in range(sessions)
+        ]
+        messages = {
+            s["id"]: [
+                {
+                    "info": {
+                        "id": "msg_1",
+                        "sessionID": s["id"],
+                        "role": "assistant",
+                        "time": {"created": 1_000, "completed": 2_000},
+                        "finish": "stop",
+                    },
+                    "parts": [],
+                }
+            ]
+            for s in wire
+        }
+        apis.append(
+            FakeAPI(
+                sessions=wire,
+                messages=messages,
+                projects=[{"id": "a", "worktree": "/p/a"}, {"id": "b", "worktree": "/p/b"}],
+            )
+        )
     data = rss_mb()
 
     def route(request: httpx.Request) -> httpx.Response:
@@ -119,17 +146,25 @@ def main() -> None:
     parser.add_argument("--servers", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=500)
     parser.add_argument("--scrapes", type=int, default=30)
-    parser.add_argument("--rss-sessions", type=int, default=1000,
-                        help="sessions per server for the RSS figure (10 x 1,000 = 10,000)")
+    parser.add_argument(
+        "--rss-sessions",
+        type=int,
+        default=1000,
+        help="sessions per server for the RSS figure (10 x 1,000 = 10,000)",
+    )
     args = parser.parse_args()
     times, size, rows = scrape_times(args.servers, args.sessions, args.scrapes)
     ms = sorted(t * 1000 for t in times)
-    print(f"scrape of {args.servers} servers x {args.sessions} sessions ({rows:,} rows, "
-          f"{size / 1024:.0f} KiB): min {ms[0]:.1f} / median {statistics.median(ms):.1f} / "
-          f"max {ms[-1]:.1f} ms over {len(ms)} scrapes [target < 50 ms]")
+    print(
+        f"scrape of {args.servers} servers x {args.sessions} sessions ({rows:,} rows, "
+        f"{size / 1024:.0f} KiB): min {ms[0]:.1f} / median {statistics.median(ms):.1f} / "
+        f"max {ms[-1]:.1f} ms over {len(ms)} scrapes [target < 50 ms]"
+    )
     base, data, total, n, asked = asyncio.run(exporter_rss(args.servers, args.rss_sessions))
-    print(f"exporter RSS with {n:,} sessions: {total:.0f} MB (interpreter and imports "
-          f"{base:.0f} MB; the fake servers' data {data - base:.0f} MB of it)")
+    print(
+        f"exporter RSS with {n:,} sessions: {total:.0f} MB (interpreter and imports "
+        f"{base:.0f} MB; the fake servers' data {data - base:.0f} MB of it)"
+    )
     print(f"requests the servers received during 20 scrapes: {asked} [target 0]")
 
 

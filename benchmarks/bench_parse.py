@@ -62,7 +62,11 @@ def weight(fn, items: list[dict]) -> float:
 if __name__ == "__main__":
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10000
     raw_s, raw_m = payloads(n)
-    for label, fn, items in (("sessions", Session.parse, raw_s),
-                             ("last messages", Message.parse, raw_m)):
-        print(f"parse {n} {label}: {timed(fn, items):6.1f} ms median, "
-              f"{weight(fn, items):5.1f} MB held")
+    for label, fn, items in (
+        ("sessions", Session.parse, raw_s),
+        ("last messages", Message.parse, raw_m),
+    ):
+        print(
+            f"parse {n} {label}: {timed(fn, items):6.1f} ms median, "
+            f"{weight(fn, items):5.1f} MB held"
+        )

@@ -50,8 +50,9 @@ def wait_latency(d: Driver, url: str) -> float:
     box: dict[str, object] = {}
 
     def go() -> None:
-        box["res"] = asyncio.run(wait_for(sid, url, auth=None, settings=Settings(), timeout=60,
-                                          on_ready=ready.set))
+        box["res"] = asyncio.run(
+            wait_for(sid, url, auth=None, settings=Settings(), timeout=60, on_ready=ready.set)
+        )
         box["at"] = time.time()
 
     th = threading.Thread(target=go)
@@ -71,19 +72,26 @@ def main() -> None:
     with scripted_server() as srv:
         with Driver(srv.url, default_directory=str(srv.project)) as d:
             lat = [wait_latency(d, srv.url) for _ in range(args.runs)]
-            print(f"wait latency after time.completed, {args.runs} runs: "
-                  f"median {statistics.median(lat):.0f} ms, max {max(lat):.0f} ms "
-                  f"({', '.join(f'{x:.0f}' for x in lat)})")
+            print(
+                f"wait latency after time.completed, {args.runs} runs: "
+                f"median {statistics.median(lat):.0f} ms, max {max(lat):.0f} ms "
+                f"({', '.join(f'{x:.0f}' for x in lat)})"
+            )
             folders = [str(srv.project), str(srv.project2)]
             t = time.perf_counter()
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda i: d.create_session(directory=folders[i % 2],
-                                                         title=f"idle {i}"),
-                              range(args.sessions)))
+                list(
+                    pool.map(
+                        lambda i: d.create_session(directory=folders[i % 2], title=f"idle {i}"),
+                        range(args.sessions),
+                    )
+                )
             print(f"created {args.sessions} sessions in {time.perf_counter() - t:.1f}s")
         first, second, t1, t2, n = asyncio.run(resync_cost(srv.url))
-        print(f"snapshot of {n} sessions: first {first} requests ({t1:.2f}s), "
-              f"resync with nothing changed {second} requests ({t2:.2f}s)")
+        print(
+            f"snapshot of {n} sessions: first {first} requests ({t1:.2f}s), "
+            f"resync with nothing changed {second} requests ({t2:.2f}s)"
+        )
 
 
 if __name__ == "__main__":

@@ -41,8 +41,9 @@ async def run(args: argparse.Namespace, path: Path | None) -> tuple[float, int, 
     """CPU seconds spent over `args.seconds` of following the stream (from the first snapshot
     on), the events received, and the file's size."""
     api = StreamAPI(args.sessions, args.busy, args.rate)
-    fleet = Fleet([URL], settings=Settings(resync_interval=3600),
-                  transport=httpx.MockTransport(api.handle))
+    fleet = Fleet(
+        [URL], settings=Settings(resync_interval=3600), transport=httpx.MockTransport(api.handle)
+    )
     recorder = None
     if path is not None:
         recorder = Recorder(path, [(URL, "")], fleet.settings, version="bench")
@@ -89,8 +90,12 @@ def main() -> None:
     parser.add_argument("--busy", type=int, default=200)
     parser.add_argument("--rate", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=15)
-    parser.add_argument("--repeat", type=int, default=3,
-                        help="runs of each kind, interleaved (CPU shares: the median)")
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=3,
+        help="runs of each kind, interleaved (CPU shares: the median)",
+    )
     args = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="ocwatch-bench-rec-"))
     names = ("rec.ndjson", "rec.ndjson.gz")
@@ -103,20 +108,26 @@ def main() -> None:
             cpu[name].append(100 * spent / args.seconds)
             sizes[name] = size
     base = statistics.median(cpu["none"])
-    print(f"following {n:,} events in {args.seconds:g} s ({n / args.seconds:,.0f}/s), "
-          f"no recording: {base:.1f} % of a core (median of {args.repeat}: "
-          f"{', '.join(f'{c:.1f}' for c in cpu['none'])})")
+    print(
+        f"following {n:,} events in {args.seconds:g} s ({n / args.seconds:,.0f}/s), "
+        f"no recording: {base:.1f} % of a core (median of {args.repeat}: "
+        f"{', '.join(f'{c:.1f}' for c in cpu['none'])})"
+    )
     for name in names:
         path = folder / f"0-{name}"
         mid = statistics.median(cpu[name])
         per_hour = sizes[name] / args.seconds * 3600
-        print(f"  recording to {name}: {mid:.1f} % of a core ({mid - base:+.1f} points; runs "
-              f"{', '.join(f'{c:.1f}' for c in cpu[name])}) [target < +5]; "
-              f"{sizes[name] / 2**20:.1f} MiB, {per_hour / 2**30:.2f} GiB per hour at this rate")
+        print(
+            f"  recording to {name}: {mid:.1f} % of a core ({mid - base:+.1f} points; runs "
+            f"{', '.join(f'{c:.1f}' for c in cpu[name])}) [target < +5]; "
+            f"{sizes[name] / 2**20:.1f} MiB, {per_hour / 2**30:.2f} GiB per hour at this rate"
+        )
         watch_rate, status_rate, after, events = asyncio.run(replay_speed(path))
-        print(f"  replaying it ({events:,} events): watch's way {watch_rate:,.0f} events/s; "
-              f"status's way {status_rate:,.0f} events/s, {after:,.0f} events/s once the "
-              "first snapshot is in [target >= 50,000]")
+        print(
+            f"  replaying it ({events:,} events): watch's way {watch_rate:,.0f} events/s; "
+            f"status's way {status_rate:,.0f} events/s, {after:,.0f} events/s once the "
+            "first snapshot is in [target >= 50,000]"
+        )
 
 
 if __name__ == "__main__":

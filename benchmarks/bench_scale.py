@@ -47,9 +47,19 @@ def spread(xs: list[float]) -> str:
 class Synthetic:
     def __init__(self, n: int, folders: int, busy: float) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "benchmarks" / "synthetic_server.py"),
-             "--sessions", str(n), "--folders", str(folders), "--busy", str(busy)],
-            stdout=subprocess.PIPE, text=True)
+            [
+                sys.executable,
+                str(ROOT / "benchmarks" / "synthetic_server.py"),
+                "--sessions",
+                str(n),
+                "--folders",
+                str(folders),
+                "--busy",
+                str(busy),
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
         m = re.search(r"(http://\S+)", line)
@@ -69,8 +79,13 @@ def status_wall(url: str) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("OPENCODE_")}
     t = time.perf_counter()
     ocwatch = shutil.which("ocwatch") or str(Path(sys.executable).parent / "ocwatch")
-    subprocess.run([ocwatch, "status", "--json", "--server", url],
-                   check=True, stdout=subprocess.DEVNULL, env=env, cwd=ROOT)
+    subprocess.run(
+        [ocwatch, "status", "--json", "--server", url],
+        check=True,
+        stdout=subprocess.DEVNULL,
+        env=env,
+        cwd=ROOT,
+    )
     return time.perf_counter() - t
 
 
@@ -91,10 +106,12 @@ def urls_of(url: str) -> list[str]:
                 break
     folders = sorted({s["directory"] for s in sessions})
     for d in folders:
-        out += [f"{url}/session/status?directory={d}", f"{url}/permission?directory={d}",
-                f"{url}/question?directory={d}"]
-    out += [f"{url}/session/{s['id']}/message?limit=1&directory={s['directory']}"
-            for s in sessions]
+        out += [
+            f"{url}/session/status?directory={d}",
+            f"{url}/permission?directory={d}",
+            f"{url}/question?directory={d}",
+        ]
+    out += [f"{url}/session/{s['id']}/message?limit=1&directory={s['directory']}" for s in sessions]
     return out
 
 
@@ -120,8 +137,10 @@ def curl_parallel(urls: list[str]) -> float | None:
         for u in urls:
             f.write(f'url = "{u}"\noutput = "/dev/null"\n')
     t = time.perf_counter()
-    subprocess.run([curl, "-s", "--no-progress-meter", "--parallel", "--parallel-max", "8",
-                    "-K", f.name], check=True)
+    subprocess.run(
+        [curl, "-s", "--no-progress-meter", "--parallel", "--parallel-max", "8", "-K", f.name],
+        check=True,
+    )
     took = time.perf_counter() - t
     os.unlink(f.name)
     return took
@@ -181,17 +200,23 @@ def main() -> None:
         if args.skip_status:
             raise _Skip
         urls = urls_of(server.url)
-        print(f"{n} sessions, {args.folders} folder(s), {args.busy:.0%} busy: "
-              f"{len(urls)} requests for a whole snapshot")
+        print(
+            f"{n} sessions, {args.folders} folder(s), {args.busy:.0%} busy: "
+            f"{len(urls)} requests for a whole snapshot"
+        )
         st = [status_wall(server.url) for _ in range(args.runs)]
         hx = [asyncio.run(httpx_alone(urls)) for _ in range(args.runs)]
         cu = [c for c in (curl_parallel(urls) for _ in range(args.runs)) if c is not None]
         print(f"ocwatch status --json        {spread(st)}")
-        print(f"httpx alone, same requests   {spread(hx)}   (status / httpx "
-              f"{statistics.median(st) / statistics.median(hx):.1f}x)")
+        print(
+            f"httpx alone, same requests   {spread(hx)}   (status / httpx "
+            f"{statistics.median(st) / statistics.median(hx):.1f}x)"
+        )
         if cu:
-            print(f"curl --parallel 8            {spread(cu)}   (status / curl "
-                  f"{statistics.median(st) / statistics.median(cu):.1f}x)")
+            print(
+                f"curl --parallel 8            {spread(cu)}   (status / curl "
+                f"{statistics.median(st) / statistics.median(cu):.1f}x)"
+            )
     except _Skip:
         pass
     finally:
@@ -205,17 +230,23 @@ def main() -> None:
             runs.append(asyncio.run(dashboard(server.url, n, args.idle)))
         finally:
             hits = server.stop()
-        print(f"  run: first paint {runs[-1][0]:.2f} s, all read {runs[-1][1]:.2f} s, "
-              f"RSS {runs[-1][2]:.0f} MB, idle CPU {runs[-1][3]:.1f} %, "
-              f"server saw {sum(hits.values())} requests")
+        print(
+            f"  run: first paint {runs[-1][0]:.2f} s, all read {runs[-1][1]:.2f} s, "
+            f"RSS {runs[-1][2]:.0f} MB, idle CPU {runs[-1][3]:.1f} %, "
+            f"server saw {sum(hits.values())} requests"
+        )
     print(f"dashboard first paint        {spread([r[0] for r in runs])}")
     print(f"dashboard every message read {spread([r[1] for r in runs])}")
     rss = [r[2] for r in runs]
-    print(f"dashboard RSS once loaded    {min(rss):.0f} / {statistics.median(rss):.0f} / "
-          f"{max(rss):.0f} MB (peak {max(r[4] for r in runs):.0f} MB)")
+    print(
+        f"dashboard RSS once loaded    {min(rss):.0f} / {statistics.median(rss):.0f} / "
+        f"{max(rss):.0f} MB (peak {max(r[4] for r in runs):.0f} MB)"
+    )
     cpu = [r[3] for r in runs]
-    print(f"dashboard idle CPU ({args.idle:g} s)    {min(cpu):.1f} / {statistics.median(cpu):.1f} "
-          f"/ {max(cpu):.1f} % of a core")
+    print(
+        f"dashboard idle CPU ({args.idle:g} s)    {min(cpu):.1f} / {statistics.median(cpu):.1f} "
+        f"/ {max(cpu):.1f} % of a core"
+    )
 
 
 if __name__ == "__main__":

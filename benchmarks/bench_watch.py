@@ -57,7 +57,11 @@ class Watch:
     def __init__(self, url: str) -> None:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", url],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env())
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env(),
+        )
         self.lines: list[tuple[float, dict[str, Any]]] = []
         threading.Thread(target=self._read, daemon=True).start()
 
@@ -105,18 +109,24 @@ def main() -> None:
             watch = Watch(srv.url)
             wait_until(lambda: watch.lines, 60, what="watch following the server")
             lat = latency(d, watch, args.runs)
-            print(f"watch --json line after time.completed, {args.runs} runs: median "
-                  f"{statistics.median(lat):.0f} ms, max {max(lat):.0f} ms "
-                  f"({', '.join(f'{x:.0f}' for x in lat)})")
+            print(
+                f"watch --json line after time.completed, {args.runs} runs: median "
+                f"{statistics.median(lat):.0f} ms, max {max(lat):.0f} ms "
+                f"({', '.join(f'{x:.0f}' for x in lat)})"
+            )
             watch.stop()
             folders = [str(srv.project), str(srv.project2)]
             with ThreadPoolExecutor(8) as pool:
-                list(pool.map(lambda i: d.create_session(directory=folders[i % 2],
-                                                         title=f"idle {i}"),
-                              range(args.sessions)))
+                list(
+                    pool.map(
+                        lambda i: d.create_session(directory=folders[i % 2], title=f"idle {i}"),
+                        range(args.sessions),
+                    )
+                )
         watch = Watch(srv.url)
-        core = subprocess.Popen([sys.executable, "-c", CORE, srv.url], stdout=subprocess.PIPE,
-                                text=True, env=env())
+        core = subprocess.Popen(
+            [sys.executable, "-c", CORE, srv.url], stdout=subprocess.PIPE, text=True, env=env()
+        )
         assert core.stdout is not None and core.stdout.readline().strip() == "ready"
         wait_until(lambda: len(watch.lines) >= args.sessions, 120, what="watch's first lines")
         time.sleep(2)
@@ -125,10 +135,12 @@ def main() -> None:
         w1, c1 = cpu_seconds(watch.proc.pid), cpu_seconds(core.pid)
         code = watch.stop()
         core.kill()
-        print(f"{args.sessions + args.runs + 1} sessions, idle {args.idle:g}s: watch "
-              f"{w1 - w0:.2f} CPU s ({100 * (w1 - w0) / args.idle:.1f} % of a core), dashboard "
-              f"core {c1 - c0:.2f} CPU s ({100 * (c1 - c0) / args.idle:.1f} %); watch exited "
-              f"{code} on SIGINT")
+        print(
+            f"{args.sessions + args.runs + 1} sessions, idle {args.idle:g}s: watch "
+            f"{w1 - w0:.2f} CPU s ({100 * (w1 - w0) / args.idle:.1f} % of a core), dashboard "
+            f"core {c1 - c0:.2f} CPU s ({100 * (c1 - c0) / args.idle:.1f} %); watch exited "
+            f"{code} on SIGINT"
+        )
 
 
 if __name__ == "__main__":

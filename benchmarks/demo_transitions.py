@@ -51,24 +51,30 @@ async def main(minutes: float, speed: float) -> int:
                 pairs[(word(tr.before), word(tr.after))] += 1
                 if tr.after.state == "unknown":
                     entered_unknown[tr.key] = view.generated_at
-                elif (tr.key in entered_unknown
-                      and view.generated_at - entered_unknown.pop(tr.key) < 5):
+                elif (
+                    tr.key in entered_unknown
+                    and view.generated_at - entered_unknown.pop(tr.key) < 5
+                ):
                     brief_unknown += 1
             if time.monotonic() >= next_report:
                 next_report += 60
                 info = view.servers[0]
-                print(f"{time.strftime('%H:%M:%S')} drift {info.drift_count} "
-                      f"transitions {sum(pairs.values())} restarts {server.restarts}",
-                      flush=True)
+                print(
+                    f"{time.strftime('%H:%M:%S')} drift {info.drift_count} "
+                    f"transitions {sum(pairs.values())} restarts {server.restarts}",
+                    flush=True,
+                )
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), 0.25)
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
         info = fleet.current().servers[0]
-        print(f"\nafter {minutes:g} min at speed {speed:g}: {sum(pairs.values())} transitions, "
-              f"{brief_unknown} through a brief unknown (< 5 s), drift {info.drift_count}, "
-              f"server restarts staged {server.restarts}")
+        print(
+            f"\nafter {minutes:g} min at speed {speed:g}: {sum(pairs.values())} transitions, "
+            f"{brief_unknown} through a brief unknown (< 5 s), drift {info.drift_count}, "
+            f"server restarts staged {server.restarts}"
+        )
         for ex in info.drift_examples:
             print("  drift:", ex)
         for (a, b), n in pairs.most_common():

@@ -30,12 +30,19 @@ from tests.integration.oc_server import scripted_server  # noqa: E402
 from tests.procstat import cpu_s, rss_mb  # noqa: E402
 
 
-def explain(runs: Counter[str], per: dict[str, Counter[str]], lines: list[dict],
-            history: dict[str, list[dict]], cut_at: list[float]) -> None:
+def explain(
+    runs: Counter[str],
+    per: dict[str, Counter[str]],
+    lines: list[dict],
+    history: dict[str, list[dict]],
+    cut_at: list[float],
+) -> None:
     """Print, for each session whose runs watch did not all show, when each of its runs ran on
     the server (prompt created, reply completed) beside the cut times and watch's lines."""
+
     def t(ms: float) -> str:
         return time.strftime("%H:%M:%S", time.localtime(ms / 1000)) + f".{int(ms) % 1000:03d}"
+
     print("cuts:", ", ".join(t(c * 1000) for c in cut_at))
     for sid, n in runs.items():
         c = per.get(sid, Counter())
@@ -45,8 +52,10 @@ def explain(runs: Counter[str], per: dict[str, Counter[str]], lines: list[dict],
         for m in history[sid]:
             info = m["info"]
             tm = info.get("time", {})
-            print(f"  {info['role']:9} created {t(tm['created'])}"
-                  + (f" completed {t(tm['completed'])}" if tm.get("completed") else ""))
+            print(
+                f"  {info['role']:9} created {t(tm['created'])}"
+                + (f" completed {t(tm['completed'])}" if tm.get("completed") else "")
+            )
         for x in lines:
             if x["session_id"] == sid:
                 print(f"  watch {x['at']} {x['from']} -> {x['to']}")
@@ -57,18 +66,28 @@ def main() -> None:
     ap.add_argument("--minutes", type=float, default=20)
     ap.add_argument("--sessions", type=int, default=50)
     ap.add_argument("--cut-every", type=float, default=60)
-    ap.add_argument("--explain", action="store_true",
-                    help="for each session with a missed run: its runs' server times, the cuts, "
-                         "and what watch printed")
+    ap.add_argument(
+        "--explain",
+        action="store_true",
+        help="for each session with a missed run: its runs' server times, the cuts, "
+        "and what watch printed",
+    )
     a = ap.parse_args()
     env = {**cli_env(), "PYTHONPATH": str(ROOT)}
     lines: list[dict] = []
-    with scripted_server("ocwatch-soak-") as srv, FaultProxy(srv.url) as proxy, \
-            Driver(srv.url, default_directory=str(srv.project)) as d:
+    with (
+        scripted_server("ocwatch-soak-") as srv,
+        FaultProxy(srv.url) as proxy,
+        Driver(srv.url, default_directory=str(srv.project)) as d,
+    ):
         sids = [d.create_session(title=f"soak {i}")["id"] for i in range(a.sessions)]
         watch = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", proxy.url],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=env,
+        )
 
         def read() -> None:
             assert watch.stdout is not None
@@ -116,24 +135,36 @@ def main() -> None:
     per: dict[str, Counter[str]] = {}
     for x in lines:
         to = x["to"]
-        word = "deleted" if to is None else to["state"] + (f"/{to['reason']}" if to["reason"]
-                                                           else "")
+        word = (
+            "deleted" if to is None else to["state"] + (f"/{to['reason']}" if to["reason"] else "")
+        )
         per.setdefault(x["session_id"], Counter())[word] += 1
     total = sum(runs.values())
-    seen = sum(min(per.get(s, Counter())["busy"], per.get(s, Counter())["idle/completed"], n)
-               for s, n in runs.items())
-    other = Counter(w for c in per.values() for w, n in c.items() for _ in range(n)
-                    if w not in ("busy", "idle/completed", "idle"))
+    seen = sum(
+        min(per.get(s, Counter())["busy"], per.get(s, Counter())["idle/completed"], n)
+        for s, n in runs.items()
+    )
+    other = Counter(
+        w
+        for c in per.values()
+        for w, n in c.items()
+        for _ in range(n)
+        if w not in ("busy", "idle/completed", "idle")
+    )
     assert warm is not None
     if a.explain:
         explain(runs, per, lines, history, cut_at)
-    print(f"{a.minutes:g} min, {a.sessions} sessions, stream cut {cuts} times: {total} runs; "
-          f"watch printed busy and idle completed for {seen} of them "
-          f"({total - seen} missed); other states printed: {dict(other) or 'none'}")
-    print(f"watch RSS {warm[0]:.1f} MB after warm-up -> {rss_end:.1f} MB at the end "
-          f"({100 * (rss_end - warm[0]) / warm[0]:+.1f} %); CPU {cpu_end - warm[1]:.1f} s over "
-          f"{a.minutes * 60 - 30:.0f} s ({100 * (cpu_end - warm[1]) / (a.minutes * 60 - 30):.1f} "
-          f"% of a core); exit {code} on SIGINT")
+    print(
+        f"{a.minutes:g} min, {a.sessions} sessions, stream cut {cuts} times: {total} runs; "
+        f"watch printed busy and idle completed for {seen} of them "
+        f"({total - seen} missed); other states printed: {dict(other) or 'none'}"
+    )
+    print(
+        f"watch RSS {warm[0]:.1f} MB after warm-up -> {rss_end:.1f} MB at the end "
+        f"({100 * (rss_end - warm[0]) / warm[0]:+.1f} %); CPU {cpu_end - warm[1]:.1f} s over "
+        f"{a.minutes * 60 - 30:.0f} s ({100 * (cpu_end - warm[1]) / (a.minutes * 60 - 30):.1f} "
+        f"% of a core); exit {code} on SIGINT"
+    )
 
 
 if __name__ == "__main__":

@@ -36,29 +36,50 @@ T0 = 1_800_000_000.0
 def world(n: int, folders: int, busy: float) -> FakeAPI:
     """N sessions in `folders` folders, a `busy` share running, the rest finished."""
     dirs = [f"/p/{chr(97 + i)}" for i in range(folders)]
-    sessions = [wire_session(f"ses_{i:05d}", folder=dirs[i % folders],
-                             updated=(T0 - 60 * i) * 1000) for i in range(n)]
+    sessions = [
+        wire_session(f"ses_{i:05d}", folder=dirs[i % folders], updated=(T0 - 60 * i) * 1000)
+        for i in range(n)
+    ]
     running = {s["id"] for s in sessions[: int(n * busy)]}
     status: dict[str, dict[str, Any]] = {d: {} for d in dirs}
     messages: dict[str, list[dict[str, Any]]] = {}
     for s in sessions:
         sid = s["id"]
         info: dict[str, Any] = {
-            "id": "msg_0001", "sessionID": sid, "role": "assistant", "modelID": "m",
-            "providerID": "p", "agent": "build", "cost": 0.01,
-            "tokens": {"input": 1200, "output": 300, "reasoning": 0,
-                       "cache": {"read": 0, "write": 0}},
-            "time": {"created": (T0 - 60 * 60) * 1000}}
+            "id": "msg_0001",
+            "sessionID": sid,
+            "role": "assistant",
+            "modelID": "m",
+            "providerID": "p",
+            "agent": "build",
+            "cost": 0.01,
+            "tokens": {
+                "input": 1200,
+                "output": 300,
+                "reasoning": 0,
+                "cache": {"read": 0, "write": 0},
+            },
+            "time": {"created": (T0 - 60 * 60) * 1000},
+        }
         if sid in running:
             status[s["directory"]][sid] = {"type": "busy"}
         else:
             info["time"]["completed"] = (T0 - 50 * 60) * 1000
             info["finish"] = "stop"
-        text = {"id": "prt_1", "sessionID": sid, "messageID": "msg_0001", "type": "text",
-                "text": "Done: the tests pass. " * 8}
+        text = {
+            "id": "prt_1",
+            "sessionID": sid,
+            "messageID": "msg_0001",
+            "type": "text",
+            "text": "Done: the tests pass. " * 8,
+        }
         messages[sid] = [{"info": info, "parts": [text]}]
-    return FakeAPI(sessions=sessions, status=status, messages=messages,
-                   projects=[{"id": d, "worktree": d} for d in dirs])
+    return FakeAPI(
+        sessions=sessions,
+        status=status,
+        messages=messages,
+        projects=[{"id": d, "worktree": d} for d in dirs],
+    )
 
 
 def serve(api: FakeAPI, host: str, port: int, noise: int) -> ThreadingHTTPServer:
@@ -98,8 +119,9 @@ def serve(api: FakeAPI, host: str, port: int, noise: int) -> ThreadingHTTPServer
             self.end_headers()
 
             def send(etype: str, props: dict[str, Any]) -> None:
-                data = json.dumps({"directory": "/p/a",
-                                   "payload": {"type": etype, "properties": props}})
+                data = json.dumps(
+                    {"directory": "/p/a", "payload": {"type": etype, "properties": props}}
+                )
                 self.wfile.write(f"data: {data}\n\n".encode())
 
             try:
@@ -109,9 +131,16 @@ def serve(api: FakeAPI, host: str, port: int, noise: int) -> ThreadingHTTPServer
                 while True:
                     if noise:
                         for _ in range(max(1, noise // 20)):
-                            send("message.part.delta", {
-                                "sessionID": "ses_00000", "messageID": "msg_0001",
-                                "partID": "prt_1", "field": "text", "delta": "tok "})
+                            send(
+                                "message.part.delta",
+                                {
+                                    "sessionID": "ses_00000",
+                                    "messageID": "msg_0001",
+                                    "partID": "prt_1",
+                                    "field": "text",
+                                    "delta": "tok ",
+                                },
+                            )
                         self.wfile.flush()
                         time.sleep(0.05)
                     else:
@@ -138,8 +167,7 @@ def main() -> None:
     ap.add_argument("--host", default="127.0.0.1")
     ap.add_argument("--port", type=int, default=0)
     args = ap.parse_args()
-    server = serve(world(args.sessions, args.folders, args.busy), args.host, args.port,
-                   args.noise)
+    server = serve(world(args.sessions, args.folders, args.busy), args.host, args.port, args.noise)
 
     def stop(*_: object) -> None:
         print(json.dumps(dict(server.hits)), flush=True)  # type: ignore[attr-defined]

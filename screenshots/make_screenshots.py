@@ -32,8 +32,13 @@ def clock() -> float:
     return NOW
 
 
-async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int] = (160, 40),
-                steps: Callable[..., Awaitable[None]] | None = None) -> None:
+async def shoot(
+    name: str,
+    *,
+    theme: str = "ocwatch-dark",
+    size: tuple[int, int] = (160, 40),
+    steps: Callable[..., Awaitable[None]] | None = None,
+) -> None:
     server = DemoServer(clock=clock, seed=0, port=PORT)
     server.freeze()
     try:
@@ -44,8 +49,14 @@ async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int]
         await server.start()
     try:
         fleet = Fleet([server.url], settings=Settings(), clock=clock)
-        app = create_app(fleet, theme=theme, server_urls=[server.url], clock=clock,
-                         actions=FleetActions(fleet), peek=FleetPeek(fleet))
+        app = create_app(
+            fleet,
+            theme=theme,
+            server_urls=[server.url],
+            clock=clock,
+            actions=FleetActions(fleet),
+            peek=FleetPeek(fleet),
+        )
         async with app.run_test(size=size) as pilot:
             for _ in range(200):  # until the first snapshot is on screen
                 await pilot.pause(0.05)
@@ -56,8 +67,9 @@ async def shoot(name: str, *, theme: str = "ocwatch-dark", size: tuple[int, int]
                 await steps(pilot)
                 await pilot.pause(0.3)
             for _ in range(100):  # what the selected session is doing, read from the server
-                if not any(w.is_running for w in app.workers if w.group in ("inspect",
-                                                                          "conversation")):
+                if not any(
+                    w.is_running for w in app.workers if w.group in ("inspect", "conversation")
+                ):
                     break
                 await pilot.pause(0.05)
             await pilot.pause(0.3)

@@ -13,21 +13,43 @@ SERVER = "http://test"
 T0 = 1_800_000_000.0  # a fixed "now" base
 
 
-def session(sid: str, *, parent: str | None = None, directory: str = "/p/a", title: str = "",
-            updated: float = T0 - 100) -> Session:
-    raw: dict[str, Any] = {"id": sid, "title": title or f"title {sid}", "directory": directory,
-                           "time": {"created": (updated - 50) * 1000, "updated": updated * 1000}}
+def session(
+    sid: str,
+    *,
+    parent: str | None = None,
+    directory: str = "/p/a",
+    title: str = "",
+    updated: float = T0 - 100,
+) -> Session:
+    raw: dict[str, Any] = {
+        "id": sid,
+        "title": title or f"title {sid}",
+        "directory": directory,
+        "time": {"created": (updated - 50) * 1000, "updated": updated * 1000},
+    }
     if parent:
         raw["parentID"] = parent
     return Session.parse(raw)
 
 
-def assistant(mid: str, sid: str, *, created: float, completed: float | None = None,
-              finish: str | None = None, error: str | None = None,
-              tools: tuple[str, ...] = (), cost: float | None = None) -> Message:
+def assistant(
+    mid: str,
+    sid: str,
+    *,
+    created: float,
+    completed: float | None = None,
+    finish: str | None = None,
+    error: str | None = None,
+    tools: tuple[str, ...] = (),
+    cost: float | None = None,
+) -> Message:
     """An assistant message; `tools` lists tool part statuses (pending/running/completed)."""
-    info: dict[str, Any] = {"id": mid, "sessionID": sid, "role": "assistant",
-                            "time": {"created": created * 1000}}
+    info: dict[str, Any] = {
+        "id": mid,
+        "sessionID": sid,
+        "role": "assistant",
+        "time": {"created": created * 1000},
+    }
     if completed is not None:
         info["time"]["completed"] = completed * 1000
     if finish is not None:
@@ -36,15 +58,33 @@ def assistant(mid: str, sid: str, *, created: float, completed: float | None = N
         info["error"] = {"name": error, "data": {"message": f"{error} happened"}}
     if cost is not None:
         info["cost"] = cost
-    parts = [{"id": f"prt_{mid}_{i}", "sessionID": sid, "messageID": mid, "type": "tool",
-              "tool": "bash", "callID": f"call{i}", "state": {"status": st}}
-             for i, st in enumerate(tools)]
+    parts = [
+        {
+            "id": f"prt_{mid}_{i}",
+            "sessionID": sid,
+            "messageID": mid,
+            "type": "tool",
+            "tool": "bash",
+            "callID": f"call{i}",
+            "state": {"status": st},
+        }
+        for i, st in enumerate(tools)
+    ]
     return Message.parse({"info": info, "parts": parts})
 
 
 def user(mid: str, sid: str, *, created: float) -> Message:
-    return Message.parse({"info": {"id": mid, "sessionID": sid, "role": "user",
-                                            "time": {"created": created * 1000}}, "parts": []})
+    return Message.parse(
+        {
+            "info": {
+                "id": mid,
+                "sessionID": sid,
+                "role": "user",
+                "time": {"created": created * 1000},
+            },
+            "parts": [],
+        }
+    )
 
 
 def busy() -> SessionStatus:
@@ -56,17 +96,35 @@ def retry(attempt: int = 2, message: str = "overloaded", next_: float = T0 + 5) 
 
 
 def permission(rid: str, sid: str, command: str = "git push") -> PermissionRequest:
-    return PermissionRequest.parse({
-        "id": rid, "sessionID": sid, "permission": "bash", "patterns": [command],
-        "metadata": {"command": command}, "always": [f"{command.split()[0]} *"]})
+    return PermissionRequest.parse(
+        {
+            "id": rid,
+            "sessionID": sid,
+            "permission": "bash",
+            "patterns": [command],
+            "metadata": {"command": command},
+            "always": [f"{command.split()[0]} *"],
+        }
+    )
 
 
 def question(rid: str, sid: str, text: str = "Which database?") -> QuestionRequest:
-    return QuestionRequest.parse({
-        "id": rid, "sessionID": sid, "questions": [{
-            "question": text, "header": "DB",
-            "options": [{"label": "Postgres", "description": ""},
-                        {"label": "SQLite", "description": ""}]}]})
+    return QuestionRequest.parse(
+        {
+            "id": rid,
+            "sessionID": sid,
+            "questions": [
+                {
+                    "question": text,
+                    "header": "DB",
+                    "options": [
+                        {"label": "Postgres", "description": ""},
+                        {"label": "SQLite", "description": ""},
+                    ],
+                }
+            ],
+        }
+    )
 
 
 def snap(
@@ -82,13 +140,16 @@ def snap(
 ) -> Snapshot:
     messages = messages or {}
     return Snapshot(
-        server=SERVER, started_at=started_at,
+        server=SERVER,
+        started_at=started_at,
         sessions={s.id: s for s in sessions},
         status=dict(status or {}),
         permissions={p.id: p for p in permissions},
         questions={q.id: q for q in questions},
         messages={s.id: messages.get(s.id) for s in sessions},
-        active=active, version="test", journal_seq=journal_seq,
+        active=active,
+        version="test",
+        journal_seq=journal_seq,
     )
 
 
@@ -105,5 +166,6 @@ def status_event(sid: str, type_: str, at: float, **extra: Any) -> Event:
 
 
 def message_event(msg: Message, at: float) -> Event:
-    return event("message.updated", {"sessionID": msg.info.session_id,
-                                      "info": msg.info.to_wire()}, at)
+    return event(
+        "message.updated", {"sessionID": msg.info.session_id, "info": msg.info.to_wire()}, at
+    )

@@ -57,15 +57,27 @@ class FakeAPI:
                 for reqs in self.permissions.values():
                     if any(r["id"] == rid for r in reqs):
                         return _json(True)
-                return _json({"_tag": "PermissionNotFoundError", "requestID": rid,
-                              "message": f"Permission request not found: {rid}"}, 404)
+                return _json(
+                    {
+                        "_tag": "PermissionNotFoundError",
+                        "requestID": rid,
+                        "message": f"Permission request not found: {rid}",
+                    },
+                    404,
+                )
             if path.startswith("/question/"):
                 rid = path.split("/")[2]
                 for reqs in self.questions.values():
                     if any(r["id"] == rid for r in reqs):
                         return _json(True)
-                return _json({"_tag": "QuestionNotFoundError", "requestID": rid,
-                              "message": f"Question request not found: {rid}"}, 404)
+                return _json(
+                    {
+                        "_tag": "QuestionNotFoundError",
+                        "requestID": rid,
+                        "message": f"Question request not found: {rid}",
+                    },
+                    404,
+                )
             return _json(True)
         if path == "/global/health":
             return _json({"healthy": True, "version": "fake"})
@@ -91,12 +103,12 @@ class FakeAPI:
             return _json(self.messages.get(sid, [])[-limit:])
         return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
 
-
     def _page(self, request: httpx.Request) -> httpx.Response:
         """Like 1.18.33: newest `time.updated` first, cursor = last item's `time.updated`."""
         limit = int(request.url.params.get("limit", "100"))
-        items = sorted(self.sessions, key=lambda x: x.get("time", {}).get("updated", 0),
-                       reverse=True)
+        items = sorted(
+            self.sessions, key=lambda x: x.get("time", {}).get("updated", 0), reverse=True
+        )
         cursor = request.url.params.get("cursor")
         if cursor is not None:
             items = [x for x in items if x.get("time", {}).get("updated", 0) < float(cursor)]
@@ -111,10 +123,17 @@ def _json(data: Any, status: int = 200) -> httpx.Response:
     return httpx.Response(status, json=data)
 
 
-def wire_session(sid: str, folder: str = "/p/a", updated: float = 1_000_000.0,
-                 parent: str | None = None) -> dict[str, Any]:
-    out: dict[str, Any] = {"id": sid, "title": f"t {sid}", "directory": folder, "version": "x",
-                           "projectID": "prj", "time": {"created": updated, "updated": updated}}
+def wire_session(
+    sid: str, folder: str = "/p/a", updated: float = 1_000_000.0, parent: str | None = None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "id": sid,
+        "title": f"t {sid}",
+        "directory": folder,
+        "version": "x",
+        "projectID": "prj",
+        "time": {"created": updated, "updated": updated},
+    }
     if parent:
         out["parentID"] = parent
     return out

@@ -40,11 +40,18 @@ def gzip_bomb(size: int) -> Answer:
     return Answer(200, body, {"content-type": "application/json", "content-encoding": "gzip"})
 
 
-def session(sid: str, title: Any = "a title", updated: Any = 1_795_985_018_000,
-            **extra: Any) -> dict[str, Any]:
-    return {"id": sid, "title": title, "directory": "/tmp/p", "projectID": "prj",
-            "version": "1.18.33", "time": {"created": 1_795_985_000_000, "updated": updated},
-            **extra}
+def session(
+    sid: str, title: Any = "a title", updated: Any = 1_795_985_018_000, **extra: Any
+) -> dict[str, Any]:
+    return {
+        "id": sid,
+        "title": title,
+        "directory": "/tmp/p",
+        "projectID": "prj",
+        "version": "1.18.33",
+        "time": {"created": 1_795_985_000_000, "updated": updated},
+        **extra,
+    }
 
 
 class HostileServer:
@@ -80,8 +87,11 @@ class HostileServer:
         if path == "/global/health":
             return json_answer({"healthy": True, "version": "1.18.33"})
         if path in ("/experimental/session", "/session"):
-            return raw_json(self.sessions) if isinstance(self.sessions, str) else \
-                json_answer(self.sessions)
+            return (
+                raw_json(self.sessions)
+                if isinstance(self.sessions, str)
+                else json_answer(self.sessions)
+            )
         if path == "/project":
             return json_answer([])
         if path == "/session/status":
@@ -100,8 +110,9 @@ class HostileServer:
             h.send_header("content-type", "text/event-stream")
             h.end_headers()
             try:
-                h.wfile.write(b'data: {"payload": {"type": "server.connected", '
-                              b'"properties": {}}}\n\n')
+                h.wfile.write(
+                    b'data: {"payload": {"type": "server.connected", "properties": {}}}\n\n'
+                )
                 h.wfile.flush()
                 time.sleep(3600)
             except OSError:
@@ -118,7 +129,7 @@ class HostileServer:
                 h.wfile.write(ans.body)
             else:
                 for i in range(len(ans.body)):
-                    h.wfile.write(ans.body[i:i + 1])
+                    h.wfile.write(ans.body[i : i + 1])
                     h.wfile.flush()
                     time.sleep(ans.trickle)
         except OSError:

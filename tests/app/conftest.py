@@ -28,8 +28,15 @@ def steady_cursor(monkeypatch: pytest.MonkeyPatch) -> None:
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """Keep the developer's own config, themes, password and time zone out of the tests."""
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("OCWATCH_CONFIG", "OCWATCH_SERVERS", "OCWATCH_THEME", "OCWATCH_GRACE",
-                 "OCWATCH_RESYNC", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_PASSWORD_FILE"):
+    for name in (
+        "OCWATCH_CONFIG",
+        "OCWATCH_SERVERS",
+        "OCWATCH_THEME",
+        "OCWATCH_GRACE",
+        "OCWATCH_RESYNC",
+        "OPENCODE_SERVER_PASSWORD",
+        "OPENCODE_SERVER_PASSWORD_FILE",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("OPENCODE_SERVER_URL", views.A)
     monkeypatch.setenv("TZ", "UTC")

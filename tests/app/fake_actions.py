@@ -27,10 +27,10 @@ class FakeActions:
     async def abort(self, server: str, session_id: str) -> None:
         await self._do("abort", server, session_id)
 
-    async def reply(self, server: str, request_id: str, reply: str,
-                    message: str | None) -> None:
+    async def reply(self, server: str, request_id: str, reply: str, message: str | None) -> None:
         await self._do("reply", server, request_id, reply, message)
 
-    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
-                     reject: bool) -> None:
+    async def answer(
+        self, server: str, request_id: str, answers: list[list[str]] | None, reject: bool
+    ) -> None:
         await self._do("answer", server, request_id, answers, reject)

@@ -31,13 +31,23 @@ class FakePeek:
             raise self.fail
         now = self.clock()
         return Activity(
-            session_id, now, reply=f"Reply of {session_id}.\nSecond line [bold]literal[/]",
+            session_id,
+            now,
+            reply=f"Reply of {session_id}.\nSecond line [bold]literal[/]",
             reply_at=now - 30,
             running=(ToolRun("bash", "npm test", "running", started=now - 130),),
-            todos=(TodoItem("Read", "completed"), TodoItem("Fix it", "in_progress"),
-                   TodoItem("Test", "pending")),
-            model="fake/fake", agent="build", tokens=TokenSplit(1200, 300, 50, 9000, 100),
-            context=10_650, context_limit=100_000, messages=12)
+            todos=(
+                TodoItem("Read", "completed"),
+                TodoItem("Fix it", "in_progress"),
+                TodoItem("Test", "pending"),
+            ),
+            model="fake/fake",
+            agent="build",
+            tokens=TokenSplit(1200, 300, 50, 9000, 100),
+            context=10_650,
+            context_limit=100_000,
+            messages=12,
+        )
 
 
 def chat(n: int, *, start: int = 0, text: str = "Reply") -> list[dict[str, object]]:
@@ -48,19 +58,45 @@ def chat(n: int, *, start: int = 0, text: str = "Reply") -> list[dict[str, objec
     for i in range(start, start + n):
         created = t0 + i * 1000
         if i % 2 == 0:
-            out.append({"info": {"id": f"msg_{i:06d}", "role": "user", "agent": "build",
-                                 "time": {"created": created}},
-                        "parts": [{"type": "text", "text": f"Prompt {i}"}]})
+            out.append(
+                {
+                    "info": {
+                        "id": f"msg_{i:06d}",
+                        "role": "user",
+                        "agent": "build",
+                        "time": {"created": created},
+                    },
+                    "parts": [{"type": "text", "text": f"Prompt {i}"}],
+                }
+            )
             continue
         parts: list[dict[str, object]] = [{"type": "text", "text": f"{text} {i}\nline two"}]
         if i % 3 == 0:
-            parts.append({"type": "tool", "tool": "bash", "state": {
-                "status": "completed", "input": {"command": f"make step-{i}"},
-                "time": {"start": created + 100, "end": created + 2100}}})
-        out.append({"info": {"id": f"msg_{i:06d}", "role": "assistant", "agent": "build",
-                             "modelID": "fake", "providerID": "fake",
-                             "time": {"created": created, "completed": created + 900},
-                             "finish": "stop"}, "parts": parts})
+            parts.append(
+                {
+                    "type": "tool",
+                    "tool": "bash",
+                    "state": {
+                        "status": "completed",
+                        "input": {"command": f"make step-{i}"},
+                        "time": {"start": created + 100, "end": created + 2100},
+                    },
+                }
+            )
+        out.append(
+            {
+                "info": {
+                    "id": f"msg_{i:06d}",
+                    "role": "assistant",
+                    "agent": "build",
+                    "modelID": "fake",
+                    "providerID": "fake",
+                    "time": {"created": created, "completed": created + 900},
+                    "finish": "stop",
+                },
+                "parts": parts,
+            }
+        )
     return out
 
 
@@ -72,8 +108,9 @@ class ChatPeek(FakePeek):
         self.chat = messages
         self.reads: list[int | None] = []
 
-    async def messages(self, server: str, session_id: str, directory: str,
-                       limit: int | None) -> list[object]:
+    async def messages(
+        self, server: str, session_id: str, directory: str, limit: int | None
+    ) -> list[object]:
         self.reads.append(limit)
         if self.fail is not None:
             raise self.fail

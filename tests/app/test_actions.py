@@ -26,6 +26,7 @@ PERM = (A, "ses_perm")
 QUESTION = (A, "ses_question")
 BUSY = (A, "ses_busy")
 
+
 async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
@@ -36,8 +37,7 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
 
 async def settle(pilot: Pilot[None], app: OcwatchApp) -> None:
     """Until every action worker finished and the app pulled once more."""
-    await until(pilot, lambda: not any(w.group == "actions" and w.is_running
-                                       for w in app.workers))
+    await until(pilot, lambda: not any(w.group == "actions" and w.is_running for w in app.workers))
     await pilot.pause(0.15)
 
 
@@ -58,6 +58,7 @@ async def open_on(pilot: Pilot[None], app: OcwatchApp, key: tuple[str, str], pre
 
 # -- abort -----------------------------------------------------------------------------------
 
+
 async def test_abort_asks_first_and_no_is_the_default() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)
@@ -66,7 +67,8 @@ async def test_abort_asks_first_and_no_is_the_default() -> None:
             await open_on(pilot, app, BUSY, "a")
             assert isinstance(app.screen, ConfirmScreen)
             assert "Refactor the payment module" in str(
-                app.screen.query_one("#confirm-body", Static).render())
+                app.screen.query_one("#confirm-body", Static).render()
+            )
             await pilot.press(refuse)
             await settle(pilot, app)
             assert app.screen is app.main_screen and fake.calls == [], refuse
@@ -91,8 +93,10 @@ async def test_abort_of_an_idle_session_says_why_not() -> None:
 
 # -- permission ------------------------------------------------------------------------------
 
-@pytest.mark.parametrize(("keys", "reply"), [(("o",), "once"), (("a", "enter"), "always"),
-                                              (("r", "enter"), "reject")])
+
+@pytest.mark.parametrize(
+    ("keys", "reply"), [(("o",), "once"), (("a", "enter"), "always"), (("r", "enter"), "reject")]
+)
 async def test_permission_keys(keys: tuple[str, ...], reply: str) -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)
@@ -109,8 +113,10 @@ async def test_permission_keys(keys: tuple[str, ...], reply: str) -> None:
         assert app.screen is app.main_screen
 
 
-@pytest.mark.parametrize("keys", [("r",), ("a",), ("a", "a"), ("r", "r"), ("a", "r"),
-                                  ("r", "a", "r"), ("a", "escape", "a")])
+@pytest.mark.parametrize(
+    "keys",
+    [("r",), ("a",), ("a", "a"), ("r", "r"), ("a", "r"), ("r", "a", "r"), ("a", "escape", "a")],
+)
 async def test_no_repeated_or_neighbouring_key_from_the_table_answers(keys: tuple[str, ...]):
     """`r` opens the dialog (the table's Respond), `a` is the table's Abort: pressed again, or
     one after the other, they only show what always / reject would do; nothing is sent until
@@ -246,6 +252,7 @@ async def test_permission_cancel_sends_nothing() -> None:
 
 # -- question --------------------------------------------------------------------------------
 
+
 async def test_question_single_choice() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)
@@ -303,11 +310,19 @@ async def test_question_multiple_choice_and_several_questions() -> None:
         assert app.focused is screen.query_one("#choices-3")
         await pilot.press("space", "ctrl+s")
         await settle(pilot, app)
-        assert fake.calls == [("answer", A, views.SEVERAL.id,
-                               [["lint", "tests", "docs"], ["release"], ["yes"]], False)]
+        assert fake.calls == [
+            (
+                "answer",
+                A,
+                views.SEVERAL.id,
+                [["lint", "tests", "docs"], ["release"], ["yes"]],
+                False,
+            )
+        ]
 
 
 # -- what the server says ----------------------------------------------------------------------
+
 
 async def test_failure_shows_the_server_error_and_changes_nothing() -> None:
     fake = FakeActions()
@@ -318,8 +333,7 @@ async def test_failure_shows_the_server_error_and_changes_nothing() -> None:
         await open_on(pilot, app, PERM, "r")
         await pilot.press("o")
         await settle(pilot, app)
-        assert notes(app, "error") == [
-            "permission per_7Hq2 is no longer open (already answered?)"]
+        assert notes(app, "error") == ["permission per_7Hq2 is no longer open (already answered?)"]
         assert state_cell(app, PERM) == "? input"
         assert app.view is before and app.view.rows[PERM].pending
         # Nothing was recorded as answered: the dialog opens again.
@@ -345,19 +359,31 @@ async def test_the_row_changes_only_when_the_source_does() -> None:
 
 async def test_the_asking_sub_agent_and_a_request_answered_elsewhere() -> None:
     fake = FakeActions()
-    child_asks = Pending("permission", "per_child", "ses_child1", "permission bash: ls",
-                         views.permission_request("per_child", "ses_child1", permission="bash",
-                                                  patterns=["ls"], always=["ls *"],
-                                                  metadata={"command": "ls"}))
-    view = views.with_row(views.every_state(), (A, "ses_parent"), state="input",
-                          pending=(child_asks,))
+    child_asks = Pending(
+        "permission",
+        "per_child",
+        "ses_child1",
+        "permission bash: ls",
+        views.permission_request(
+            "per_child",
+            "ses_child1",
+            permission="bash",
+            patterns=["ls"],
+            always=["ls *"],
+            metadata={"command": "ls"},
+        ),
+    )
+    view = views.with_row(
+        views.every_state(), (A, "ses_parent"), state="input", pending=(child_asks,)
+    )
     app, source = make_app(view, actions=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, (A, "ses_parent"), "r")
         screen = app.screen
         assert isinstance(screen, PermissionScreen)
-        assert "asked by sub-agent ses_child1" in str(screen.query_one(".dialog-who",
-                                                                       Static).render())
+        assert "asked by sub-agent ses_child1" in str(
+            screen.query_one(".dialog-who", Static).render()
+        )
         gone = screen.query_one(".dialog-gone", Static)
         assert not gone.display
         source.set(views.with_row(view, (A, "ses_parent"), state="busy", pending=()))
@@ -374,8 +400,12 @@ async def test_without_actions_the_dashboard_says_so() -> None:
         assert app.screen is app.main_screen
         await open_on(pilot, app, BUSY, "a")
         assert app.screen is app.main_screen
-        assert notes(app, "warning").count("Actions need a live server: this dashboard shows "
-                                           "fixed Views.") == 2
+        assert (
+            notes(app, "warning").count(
+                "Actions need a live server: this dashboard shows fixed Views."
+            )
+            == 2
+        )
 
 
 async def test_nothing_to_respond_to() -> None:

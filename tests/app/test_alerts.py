@@ -55,8 +55,11 @@ async def test_bell_and_osc9_once_per_transition() -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause(0.2)
         assert written == []  # the first View is what is, not a change
-        failed = later(source.current(), 1, ses_busy={"state": "idle", "reason": "error",
-                                                        "error": "APIError: boom"})
+        failed = later(
+            source.current(),
+            1,
+            ses_busy={"state": "idle", "reason": "error", "error": "APIError: boom"},
+        )
         source.set(failed)
         await until(pilot, lambda: len(written) == 2)
         assert written[0] == "BEL"
@@ -69,8 +72,9 @@ async def test_bell_and_osc9_once_per_transition() -> None:
         await pilot.pause(0.3)
         assert len(written) == 2
         # Another session starts waiting for input: one more alert, no more.
-        asking = later(failed, 3, ses_done={"state": "input", "reason": None,
-                                            "pending": (views.PERMISSION,)})
+        asking = later(
+            failed, 3, ses_done={"state": "input", "reason": None, "pending": (views.PERMISSION,)}
+        )
         source.set(asking)
         await until(pilot, lambda: len(written) == 4)
         assert "Write the README" in written[3]
@@ -100,8 +104,13 @@ async def test_headless_write_is_harmless() -> None:
         sent: list[str] = []
         app._driver.write = sent.append  # type: ignore[method-assign]
         # A real alert, through the app's own sinks (bell and OSC 9): it is sent, and dropped.
-        source.set(later(source.current(), 1, ses_busy={"state": "idle", "reason": "error",
-                                                        "error": "APIError: boom"}))
+        source.set(
+            later(
+                source.current(),
+                1,
+                ses_busy={"state": "idle", "reason": "error", "error": "APIError: boom"},
+            )
+        )
         await until(pilot, lambda: app.attention.alerter.sent == 1)
         await pilot.pause()
         assert sent == []
@@ -116,8 +125,11 @@ async def test_headless_write_is_harmless() -> None:
 def test_app_sinks_follow_the_config() -> None:
     rung: list[str] = []
     alert = Alert("error", BUSY, (), "t", "x")
-    for config, expected in ((AlertConfig(), []), (AlertConfig(bell=True), ["BEL"]),
-                             (AlertConfig(osc9=True), ["\x1b]9;ocwatch: t: x\x07"])):
+    for config, expected in (
+        (AlertConfig(), []),
+        (AlertConfig(bell=True), ["BEL"]),
+        (AlertConfig(osc9=True), ["\x1b]9;ocwatch: t: x\x07"]),
+    ):
         rung.clear()
         for sink in app_sinks(config, lambda: rung.append("BEL"), rung.append):
             sink(alert)
@@ -125,6 +137,7 @@ def test_app_sinks_follow_the_config() -> None:
 
 
 # -- unread marks ----------------------------------------------------------------------------
+
 
 def title(app: OcwatchApp, key: tuple[str, str]) -> str:
     return app.main_screen.table.get_cell(f"{key[0]}\x1f{key[1]}", "title").plain
@@ -139,9 +152,14 @@ async def test_unread_marks_rows_changed_elsewhere_and_clears_on_highlight() -> 
         await pilot.pause()
         assert app.unread == set()
         # Two rows change: the one under the cursor is seen, the other is marked.
-        source.set(later(source.current(), 1,
-                         ses_done={"state": "busy", "reason": None},
-                         ses_perm={"state": "busy", "pending": ()}))
+        source.set(
+            later(
+                source.current(),
+                1,
+                ses_done={"state": "busy", "reason": None},
+                ses_perm={"state": "busy", "pending": ()},
+            )
+        )
         await until(pilot, lambda: DONE in app.unread)
         assert app.unread == {DONE}
         assert title(app, DONE).strip().startswith("• Write the README")
@@ -163,8 +181,14 @@ async def test_unread_while_in_details_or_away_and_cleared_by_opening() -> None:
         app.open_details((A, "ses_error"))
         await pilot.pause()
         # The detail view's own session is seen; the cursor row behind it is not.
-        source.set(later(source.current(), 1, ses_perm={"state": "busy", "pending": ()},
-                         ses_error={"state": "busy", "reason": None}))
+        source.set(
+            later(
+                source.current(),
+                1,
+                ses_perm={"state": "busy", "pending": ()},
+                ses_error={"state": "busy", "reason": None},
+            )
+        )
         await until(pilot, lambda: PERM in app.unread)
         assert app.unread == {PERM}
         await pilot.press("escape")
@@ -175,8 +199,7 @@ async def test_unread_while_in_details_or_away_and_cleared_by_opening() -> None:
         await pilot.pause()
         # The terminal lost the focus: even the highlighted row is marked.
         app.app_focus = False
-        source.set(later(source.current(), 1, ses_perm={"state": "idle",
-                                                        "reason": "completed"}))
+        source.set(later(source.current(), 1, ses_perm={"state": "idle", "reason": "completed"}))
         await until(pilot, lambda: PERM in app.unread)
         # A row that leaves the View loses its mark.
         rows = dict(source.current().rows)
@@ -189,8 +212,13 @@ def test_unfocused_only_holds_terminal_alerts_while_the_terminal_has_the_focus()
     written: list[str] = []
     focused = [True]
     config = AlertConfig(bell=True, osc777=True, unfocused_only=True)
-    sinks = app_sinks(config, lambda: written.append("BEL"), written.append,
-                      focused=lambda: focused[0], inside_tmux=False)
+    sinks = app_sinks(
+        config,
+        lambda: written.append("BEL"),
+        written.append,
+        focused=lambda: focused[0],
+        inside_tmux=False,
+    )
     alert = Alert("input", (A, "ses_perm"), ("per_1",), "deploy", "permission bash: ls")
     for sink in sinks:
         sink(alert)
@@ -215,17 +243,26 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
     try:
         sink = WebhookSink(f"http://127.0.0.1:{hole.getsockname()[1]}/hook", timeout=2.0)
         deliverer = Deliverer([sink], lambda _text: None)
-        app, source = make_app(alerts=AlertConfig(on=["error"], min_interval=0),
-                               deliverer=deliverer)
+        app, source = make_app(
+            alerts=AlertConfig(on=["error"], min_interval=0), deliverer=deliverer
+        )
         notes: list[tuple[str, object]] = []
         app.notify = lambda message, **kw: notes.append(  # type: ignore[method-assign]
-            (message, kw.get("title")))
+            (message, kw.get("title"))
+        )
         async with app.run_test(size=(120, 40)) as pilot:
             await pilot.pause(0.2)
             for n in range(5):  # five failures while the receiver hangs
-                source.set(later(source.current(), 1, ses_busy={
-                    "state": "idle" if n % 2 == 0 else "busy",
-                    "reason": "error" if n % 2 == 0 else None}))
+                source.set(
+                    later(
+                        source.current(),
+                        1,
+                        ses_busy={
+                            "state": "idle" if n % 2 == 0 else "busy",
+                            "reason": "error" if n % 2 == 0 else None,
+                        },
+                    )
+                )
                 await pilot.pause(0.05)
             slowest = 0.0
             for _ in range(10):
@@ -235,8 +272,9 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
                 slowest = max(slowest, time.monotonic() - started)
                 assert app.main_screen.table.cursor_row != before
             assert slowest < 0.5
-            await until(pilot, lambda: deliverer.counts.get(("webhook", "failed"), 0) >= 1,
-                        timeout=10)
+            await until(
+                pilot, lambda: deliverer.counts.get(("webhook", "failed"), 0) >= 1, timeout=10
+            )
             said = [text for text, title in notes if title == "Alerts"]
             assert len(said) == 1 and "no answer within 2s" in said[0]
     finally:

@@ -15,8 +15,9 @@ from .test_actions import BUSY, PERM, open_on, until
 
 def pane_text(app) -> str:  # type: ignore[no-untyped-def]
     screen = app.main_screen
-    return "\n".join(str(screen.query_one(f"#{i}", Static).render())
-                     for i in ("pane-header", "pane-activity"))
+    return "\n".join(
+        str(screen.query_one(f"#{i}", Static).render()) for i in ("pane-header", "pane-activity")
+    )
 
 
 async def test_the_pane_follows_the_cursor_and_reads_only_where_it_stops() -> None:
@@ -29,10 +30,17 @@ async def test_the_pane_follows_the_cursor_and_reads_only_where_it_stops() -> No
         assert table.select_key(BUSY)
         await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
         text = pane_text(app)
-        for shown in ("Refactor the payment module", "bash: npm test · 2m10s",
-                      "1/3 done · now: Fix it", "Second line [bold]literal[/]",
-                      "in 1.2k · out 300 · reasoning 50", "9.0k read · 100 written",
-                      "≈ 11% of 100.0k", "fake/fake · agent build", "12"):
+        for shown in (
+            "Refactor the payment module",
+            "bash: npm test · 2m10s",
+            "1/3 done · now: Fix it",
+            "Second line [bold]literal[/]",
+            "in 1.2k · out 300 · reasoning 50",
+            "9.0k read · 100 written",
+            "≈ 11% of 100.0k",
+            "fake/fake · agent build",
+            "12",
+        ):
             assert shown in text, shown
         looks = len(peek.looks)
         app.inspector.settle = 1.0  # (150 ms in use: a loaded CI machine may press slower)
@@ -89,8 +97,13 @@ async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         assert app.main_screen.table.select_key(BUSY)
-        await until(pilot, lambda: "Cannot read what it is doing" in pane_text(app)
-                    and "Refactor the payment module" in pane_text(app))
+        await until(
+            pilot,
+            lambda: (
+                "Cannot read what it is doing" in pane_text(app)
+                and "Refactor the payment module" in pane_text(app)
+            ),
+        )
         assert "cannot connect" in pane_text(app) and peek.looks[-1] == "ses_busy"
         looks = len(peek.looks)
         for _ in range(10):  # the 1 s tick and redraws do not hammer the server
@@ -110,13 +123,19 @@ async def test_a_failed_look_is_tried_again_after_a_while() -> None:
     peek = FakePeek()
     peek.clock = lambda: now[0]
     peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
-    app = create_app(StaticSource(views.every_state()), clock=lambda: now[0],
-                     server_urls=[views.A], peek=peek)
+    app = create_app(
+        StaticSource(views.every_state()), clock=lambda: now[0], server_urls=[views.A], peek=peek
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         assert app.main_screen.table.select_key(BUSY)
-        await until(pilot, lambda: "Cannot read what it is doing" in pane_text(app)
-                    and "Refactor the payment module" in pane_text(app))
+        await until(
+            pilot,
+            lambda: (
+                "Cannot read what it is doing" in pane_text(app)
+                and "Refactor the payment module" in pane_text(app)
+            ),
+        )
         looks = len(peek.looks)
         now[0] += RETRY_AFTER - 1
         app.pull()

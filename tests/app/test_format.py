@@ -29,17 +29,38 @@ def test_literal_never_lets_a_control_character_through(text: str) -> None:
     assert "\u202e" not in shown  # bidi override
 
 
-@pytest.mark.parametrize(("seconds", "expected"), [
-    (None, "–"), (-3, "0s"), (0, "0s"), (59, "59s"), (60, "1m00s"), (125, "2m05s"),
-    (3600, "1h00m"), (3720, "1h02m"), (86400 + 4 * 3600, "1d04h"),
-])
+@pytest.mark.parametrize(
+    ("seconds", "expected"),
+    [
+        (None, "–"),
+        (-3, "0s"),
+        (0, "0s"),
+        (59, "59s"),
+        (60, "1m00s"),
+        (125, "2m05s"),
+        (3600, "1h00m"),
+        (3720, "1h02m"),
+        (86400 + 4 * 3600, "1d04h"),
+    ],
+)
 def test_duration(seconds: float | None, expected: str) -> None:
     assert fmt.duration(seconds) == expected
 
 
-@pytest.mark.parametrize(("ago", "expected"), [
-    (None, "–"), (0, "now"), (4.9, "now"), (5, "5s ago"), (59, "59s ago"), (60, "1m ago"),
-    (7200, "2h ago"), (3 * 86400, "3d ago"), (-3, "now")])
+@pytest.mark.parametrize(
+    ("ago", "expected"),
+    [
+        (None, "–"),
+        (0, "now"),
+        (4.9, "now"),
+        (5, "5s ago"),
+        (59, "59s ago"),
+        (60, "1m ago"),
+        (7200, "2h ago"),
+        (3 * 86400, "3d ago"),
+        (-3, "now"),
+    ],
+)
 def test_age_reads_now_while_a_session_streams(ago: float | None, expected: str) -> None:
     now = 1000.0
     assert fmt.age(None if ago is None else now - ago, now) == expected
@@ -84,7 +105,8 @@ def test_what_a_waiting_row_waits_for_follows_its_title() -> None:
     asks = views.row("ses_perm", "t", "input", pending=(views.EDIT,))
     assert fmt.asked_text(asks) == "edit: /home/dev/src/blog/api/v1.py"
     assert fmt.asked_text(views.row("q", "t", "input", pending=(views.QUESTION,))) == (
-        "Which database?")
+        "Which database?"
+    )
     assert fmt.asked_text(views.row("b", "t", "busy")) == ""
     assert fmt.truncate_ask("edit: /home/dev/src/blog/api/v1.py", 17) == "edit: …/api/v1.py"
     assert fmt.truncate_ask("bash: rm -rf build/ --all", 14) == "bash: rm -rf …"
@@ -132,5 +154,4 @@ async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one(
         spec = {c.key: c for c in COLUMNS}
         used = sum(c.render_width for c in table.columns.values())
         assert used <= table.size.width, (used, table.size.width)
-        assert table.columns["in_state"].width == (
-            spec["in_state"].width)
+        assert table.columns["in_state"].width == (spec["in_state"].width)

@@ -31,8 +31,15 @@ from tests.hostile import HostileServer, json_answer, session
 
 T0 = 1_795_985_000_000  # ms
 #: What the titles try to do to the terminal, and what must never reach it raw.
-INJECTED = [b"\x1b]0;pwned", b"\x1b[31mRED", b"\x1bP+q", b"\xc2\x9b7m", b"\xe2\x80\xae",
-            b"\x1b[7mINV", b"\xe2\x80\x8b"]
+INJECTED = [
+    b"\x1b]0;pwned",
+    b"\x1b[31mRED",
+    b"\x1bP+q",
+    b"\xc2\x9b7m",
+    b"\xe2\x80\xae",
+    b"\x1b[7mINV",
+    b"\xe2\x80\x8b",
+]
 UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u202a-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
@@ -45,17 +52,26 @@ def sessions_json() -> str:
         session("ses_zw", title="zero\u200bwidth", updated=T0),
         session("ses_run", title="RUN \x1b[7mINV bell\x07 cr\rX", updated=T0),
     ]
-    surrogate = ('{"id": "ses_surr", "title": "SURR\\ud800", "directory": "/tmp/p", '
-                 '"time": {"created": 1795985000000, "updated": 1795985000000}}')
+    surrogate = (
+        '{"id": "ses_surr", "title": "SURR\\ud800", "directory": "/tmp/p", '
+        '"time": {"created": 1795985000000, "updated": 1795985000000}}'
+    )
     return json.dumps(items)[:-1] + ", " + surrogate + "]"
 
 
 def errored(sid: str) -> list[dict]:
-    return [{"info": {"id": "msg_2", "sessionID": sid, "role": "assistant",
-                      "time": {"created": T0 + 1000, "completed": T0 + 2000},
-                      "error": {"name": "APIError",
-                                "data": {"message": "boom \x1b[7mINV \u202eevil"}}},
-             "parts": []}]
+    return [
+        {
+            "info": {
+                "id": "msg_2",
+                "sessionID": sid,
+                "role": "assistant",
+                "time": {"created": T0 + 1000, "completed": T0 + 2000},
+                "error": {"name": "APIError", "data": {"message": "boom \x1b[7mINV \u202eevil"}},
+            },
+            "parts": [],
+        }
+    ]
 
 
 class Terminal:
@@ -64,8 +80,15 @@ class Terminal:
     def __init__(self, argv: list[str], env: dict[str, str], size: tuple[int, int]) -> None:
         self.master, slave = pty.openpty()
         fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", size[1], size[0], 0, 0))
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     start_new_session=True, close_fds=True)
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
         os.close(slave)
         self.out = bytearray()
 
@@ -99,34 +122,55 @@ def hostile() -> Iterator[HostileServer]:
     srv = HostileServer().start()
     srv.sessions = sessions_json()
     srv.routes["/session/status"] = json_answer({"ses_run": {"type": "busy"}})
-    srv.routes["/permission"] = json_answer([{
-        "id": "per_1", "sessionID": "ses_osc", "permission": "bash",
-        "patterns": ["rm -rf \x1b[7mINV /\u202e"], "metadata": {"command": "rm\x9b7m"},
-        "always": [], "tool": {"messageID": "m", "callID": "c"}}])
+    srv.routes["/permission"] = json_answer(
+        [
+            {
+                "id": "per_1",
+                "sessionID": "ses_osc",
+                "permission": "bash",
+                "patterns": ["rm -rf \x1b[7mINV /\u202e"],
+                "metadata": {"command": "rm\x9b7m"},
+                "always": [],
+                "tool": {"messageID": "m", "callID": "c"},
+            }
+        ]
+    )
     yield srv
     srv.stop()
 
 
 def test_hostile_titles_reach_the_terminal_as_text_and_alerts_carry_no_control(
-        hostile: HostileServer, tmp_path: Path):
+    hostile: HostileServer, tmp_path: Path
+):
     calls = tmp_path / "notify-send.calls"
     fake = tmp_path / "bin" / "notify-send"
     fake.parent.mkdir()
-    fake.write_text("#!/bin/sh\nfor a in \"$@\"; do printf '%s\\0' \"$a\"; done >> "
-                    f"'{calls}'\nprintf '\\n' >> '{calls}'\n")
+    fake.write_text(
+        '#!/bin/sh\nfor a in "$@"; do printf \'%s\\0\' "$a"; done >> '
+        f"'{calls}'\nprintf '\\n' >> '{calls}'\n"
+    )
     fake.chmod(0o755)
-    env = {**cli_env(), "TERM": "xterm-256color", "COLORTERM": "truecolor",
-           "PATH": f"{fake.parent}:{os.environ['PATH']}", "OCWATCH_RESYNC": "1",
-           "PYTHONIOENCODING": "utf-8"}
-    term = Terminal([sys.executable, "-m", "tui.cli.main", "--server", hostile.url, "--osc9",
-                     "--notify"], env, (160, 40))
+    env = {
+        **cli_env(),
+        "TERM": "xterm-256color",
+        "COLORTERM": "truecolor",
+        "PATH": f"{fake.parent}:{os.environ['PATH']}",
+        "OCWATCH_RESYNC": "1",
+        "PYTHONIOENCODING": "utf-8",
+    }
+    term = Terminal(
+        [sys.executable, "-m", "tui.cli.main", "--server", hostile.url, "--osc9", "--notify"],
+        env,
+        (160, 40),
+    )
     try:
         assert term.read_until(b"markup", 60), bytes(term.out[-2000:])
         # the run ends in an error whose message is hostile too: an alert is sent
         hostile.routes["/session/status"] = json_answer({})
         hostile.messages["ses_run"] = errored("ses_run")
-        assert term.read_until(re.compile(rb"\x1b\]9;ocwatch: RUN[^\x07]*\x07"), 30), \
-            bytes(term.out[-2000:])
+        assert term.read_until(re.compile(rb"\x1b\]9;ocwatch: RUN[^\x07]*\x07"), 30), bytes(
+            term.out[-2000:]
+        )
         code = term.close()
     finally:
         if term.proc.poll() is None:
@@ -149,8 +193,7 @@ def test_hostile_titles_reach_the_terminal_as_text_and_alerts_carry_no_control(
             text = m.group(2).decode()
             assert not UNSAFE.search(text), text
             assert text.startswith("ocwatch: RUN ") and "error" in text
-    args = [a for line in calls.read_bytes().split(b"\n") if line
-            for a in line.split(b"\0") if a]
+    args = [a for line in calls.read_bytes().split(b"\n") if line for a in line.split(b"\0") if a]
     assert args, "notify-send was not run"
     for a in args:
         assert not UNSAFE.search(a.decode("utf-8", errors="strict")), a

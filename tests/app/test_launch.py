@@ -47,26 +47,49 @@ def stand_in(folder: Path, code: int = 0) -> Path:
         f"#!{sys.executable}\n"
         "import json, os, sys\n"
         f"json.dump({{'argv': sys.argv, 'env': dict(os.environ)}}, open({str(out)!r}, 'w'))\n"
-        f"sys.exit({code})\n")
+        f"sys.exit({code})\n"
+    )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return out
 
 
-def launcher(bin_dir: Path, refreshed: list[str] | None = None,
-             auth: Auth | None = A_AUTH) -> Launcher:
-    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "HOME": "/nowhere",
-           "OPENCODE_SERVER_PASSWORD": OTHER, "OPENCODE_SERVER_USERNAME": "other-user"}
-    return Launcher(DEFAULT_ATTACH, auth_of=lambda url: auth if url == views.A else None,
-                    env=env, refresh=(refreshed if refreshed is not None else []).append)
+def launcher(
+    bin_dir: Path, refreshed: list[str] | None = None, auth: Auth | None = A_AUTH
+) -> Launcher:
+    env = {
+        "PATH": f"{bin_dir}:/usr/bin:/bin",
+        "HOME": "/nowhere",
+        "OPENCODE_SERVER_PASSWORD": OTHER,
+        "OPENCODE_SERVER_USERNAME": "other-user",
+    }
+    return Launcher(
+        DEFAULT_ATTACH,
+        auth_of=lambda url: auth if url == views.A else None,
+        env=env,
+        refresh=(refreshed if refreshed is not None else []).append,
+    )
 
 
 # -- the command -----------------------------------------------------------------------------
 
+
 def test_the_template_is_filled_in_and_an_empty_folder_leaves_its_flag_out() -> None:
     assert attach_argv(DEFAULT_ATTACH, "http://h:1", "ses_1", "/w/a b") == [
-        "opencode", "attach", "http://h:1", "--session", "ses_1", "--dir", "/w/a b"]
+        "opencode",
+        "attach",
+        "http://h:1",
+        "--session",
+        "ses_1",
+        "--dir",
+        "/w/a b",
+    ]
     assert attach_argv(DEFAULT_ATTACH, "http://h:1", "ses_1", "") == [
-        "opencode", "attach", "http://h:1", "--session", "ses_1"]
+        "opencode",
+        "attach",
+        "http://h:1",
+        "--session",
+        "ses_1",
+    ]
     # a value is one argument, never split or read by a shell
     assert attach_argv(["x", "{session}"], "u", "a; rm -rf ~", "") == ["x", "a; rm -rf ~"]
 
@@ -79,19 +102,30 @@ def test_a_template_with_an_unknown_field_is_refused() -> None:
 
 
 def test_the_child_gets_only_this_servers_credentials() -> None:
-    base = {"PATH": "/bin", "OPENCODE_SERVER_PASSWORD": OTHER,
-            "OPENCODE_SERVER_PASSWORD_FILE": "/x", "OPENCODE_SERVER_USERNAME": "u"}
+    base = {
+        "PATH": "/bin",
+        "OPENCODE_SERVER_PASSWORD": OTHER,
+        "OPENCODE_SERVER_PASSWORD_FILE": "/x",
+        "OPENCODE_SERVER_USERNAME": "u",
+    }
     own = child_env(base, Auth("opencode", SECRET))
-    assert own == {"PATH": "/bin", "OPENCODE_SERVER_USERNAME": "opencode",
-                   "OPENCODE_SERVER_PASSWORD": SECRET}
+    assert own == {
+        "PATH": "/bin",
+        "OPENCODE_SERVER_USERNAME": "opencode",
+        "OPENCODE_SERVER_PASSWORD": SECRET,
+    }
     assert child_env(base, None) == {"PATH": "/bin"}  # a server with no password gets none
 
 
 def test_values_from_the_server_never_become_options_or_break_the_argv(tmp_path: Path) -> None:
     stand_in(tmp_path / "bin")
     lau = launcher(tmp_path / "bin")
-    for session, folder in (("--help", "/w"), ("ses_1", "-rf"), ("ses\0x", "/w"),
-                            ("ses_1", "/w\0")):
+    for session, folder in (
+        ("--help", "/w"),
+        ("ses_1", "-rf"),
+        ("ses\0x", "/w"),
+        ("ses_1", "/w\0"),
+    ):
         with pytest.raises(LaunchError, match="cannot be passed"):
             lau.attach(views.A, session, folder)
     launch = lau.attach(views.A, "ses_1", "/w")
@@ -109,8 +143,10 @@ def test_the_web_address_names_the_folder_as_opencode_does() -> None:
 
 # -- A: attach -------------------------------------------------------------------------------
 
+
 async def test_A_runs_opencode_attach_on_the_session_with_the_password_in_the_env(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     called = stand_in(tmp_path / "bin")
     refreshed: list[str] = []
     app, _ = make_app(launcher=launcher(tmp_path / "bin", refreshed))
@@ -120,8 +156,14 @@ async def test_A_runs_opencode_attach_on_the_session_with_the_password_in_the_en
         seen = json.loads(called.read_text())
         row = app.view.rows[BUSY] if app.view else None
         assert row is not None
-        assert seen["argv"][1:] == ["attach", views.A, "--session", "ses_busy",
-                                    "--dir", row.directory]
+        assert seen["argv"][1:] == [
+            "attach",
+            views.A,
+            "--session",
+            "ses_busy",
+            "--dir",
+            row.directory,
+        ]
         assert seen["env"]["OPENCODE_SERVER_PASSWORD"] == SECRET
         assert seen["env"]["OPENCODE_SERVER_USERNAME"] == "opencode"
         assert not any(SECRET in arg or OTHER in arg for arg in seen["argv"])
@@ -131,8 +173,7 @@ async def test_A_runs_opencode_attach_on_the_session_with_the_password_in_the_en
         assert not notes(app, "error")
 
 
-async def test_a_server_without_a_password_gets_none_of_the_environments(
-        tmp_path: Path) -> None:
+async def test_a_server_without_a_password_gets_none_of_the_environments(tmp_path: Path) -> None:
     called = stand_in(tmp_path / "bin")
     app, _ = make_app(launcher=launcher(tmp_path / "bin", auth=None))
     async with app.run_test(size=(120, 40)) as pilot:
@@ -173,8 +214,10 @@ async def test_A_without_a_live_server_says_so() -> None:
 
 # -- w: the web UI ---------------------------------------------------------------------------
 
+
 async def test_w_without_a_browser_shows_and_copies_the_address(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr("tui.app.app.has_graphical_browser", lambda _env: False)
     app, _ = make_app()
     async with app.run_test(size=(120, 40)) as pilot:
@@ -187,6 +230,7 @@ async def test_w_without_a_browser_shows_and_copies_the_address(
 
 
 # -- --read-only ----------------------------------------------------------------------------
+
 
 async def test_read_only_offers_no_action_and_says_so(tmp_path: Path) -> None:
     called = stand_in(tmp_path / "bin")
@@ -207,8 +251,11 @@ async def test_read_only_offers_no_action_and_says_so(tmp_path: Path) -> None:
             assert app.screen is not None
         palette = [c.title for c in app.get_system_commands(app.main_screen)]
         assert "Open the selected session in the web UI" in palette  # reading stays
-        assert not [t for t in palette if t.startswith(("Abort", "Respond", "Open the selected "
-                                                        "session in OpenCode"))]
+        assert not [
+            t
+            for t in palette
+            if t.startswith(("Abort", "Respond", "Open the selected session in OpenCode"))
+        ]
         assert fake.calls == [] and not called.exists()
         assert app.screen is not None and not app.screen.is_modal
 
@@ -221,7 +268,7 @@ def test_read_only_from_the_flag_the_config_and_the_environment(tmp_path: Path) 
     assert resolve_options(Config(read_only=True), env={}).read_only
     assert not resolve_options(Config(), env={}).read_only
     path = tmp_path / "c.toml"
-    path.write_text('read_only = false\n')
+    path.write_text("read_only = false\n")
     for value, want in (("1", True), ("yes", True), ("0", False), ("false", False)):
         config, _ = load_config(path, env={"OCWATCH_READ_ONLY": value})
         assert config.read_only is want

@@ -13,10 +13,12 @@ T0 = views.NOW
 
 def servers(error: str) -> tuple[ServerInfo, ...]:
     return (
-        ServerInfo(url=views.A, reachable=False, error=error, last_event_at=T0 - 9,
-                   snapshot_at=T0 - 100),
-        ServerInfo(url=views.B, version="1.0", reachable=True, connected=True,
-                   last_event_at=T0 - 59),
+        ServerInfo(
+            url=views.A, reachable=False, error=error, last_event_at=T0 - 9, snapshot_at=T0 - 100
+        ),
+        ServerInfo(
+            url=views.B, version="1.0", reachable=True, connected=True, last_event_at=T0 - 59
+        ),
     )
 
 

@@ -197,7 +197,8 @@ def test_detail_shows_a_diff_line_by_line() -> None:
     assert "    -    ROUTE_0 = '/v1/r0'" in lines and "    +    ROUTE_0 = '/v2/r0'" in lines
     assert "    … 30 more lines" in lines  # 42 lines, 12 shown
     assert lines.index("    --- api/v1.py") > next(  # after the one-line fields
-        i for i, ln in enumerate(lines) if ln.strip().startswith("filepath"))
+        i for i, ln in enumerate(lines) if ln.strip().startswith("filepath")
+    )
 
 
 async def test_detail_shows_pending_evidence_and_error() -> None:
@@ -240,15 +241,21 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         for name in ("add_row", "remove_row", "clear"):
             original = getattr(t, name)
 
-            def spy(*args: object, _name: str = name, _original: object = original,
-                    **kwargs: object) -> object:
+            def spy(
+                *args: object, _name: str = name, _original: object = original, **kwargs: object
+            ) -> object:
                 calls.append(_name)
                 return _original(*args, **kwargs)  # type: ignore[operator]
 
             setattr(t, name, spy)
         # Another row changes state and moves up (idle -> input sorts first): the cursor stays.
-        view = views.with_row(source.current(), (A, "ses_done"), state="input",
-                              reason=None, pending=(views.PERMISSION,))
+        view = views.with_row(
+            source.current(),
+            (A, "ses_done"),
+            state="input",
+            reason=None,
+            pending=(views.PERMISSION,),
+        )
         view = views.with_row(view, key, cost=9.99, tokens=999_999)
         source.set(view)
         await pilot.pause(0.3)
@@ -362,7 +369,8 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
             "3 times the events had derived a state the next snapshot did not show",
             "• ses_busy: events said busy, snapshot says idle/completed",
             "• ses_lost: events said busy, snapshot says unknown/interrupted",
-            "• ses_␛[31mred: events said idle, snapshot says busy"]  # shown literally
+            "• ses_␛[31mred: events said idle, snapshot says busy",
+        ]  # shown literally
         assert "error" not in a
         assert b["snapshot"] == "none yet" and b["drift"] == "–"
         assert b["sessions"] == "– (not read yet)"  # not "0": nothing was read
@@ -438,8 +446,14 @@ async def test_quit() -> None:
 async def test_scroll_position_survives_updates() -> None:
     many = {r.key: r for r in views.ROWS}
     for i in range(60):
-        extra = views.row(f"ses_x{i:02d}", f"Extra session {i:02d}", "idle", reason="completed",
-                          since=-5000 - i, updated=-5000 - i)
+        extra = views.row(
+            f"ses_x{i:02d}",
+            f"Extra session {i:02d}",
+            "idle",
+            reason="completed",
+            since=-5000 - i,
+            updated=-5000 - i,
+        )
         many[extra.key] = extra
     start = View(views.NOW, views.SERVERS, many)
     app, source = make_app(start)
@@ -471,8 +485,11 @@ async def test_ops_keys_j_k_g_G_and_n_for_the_next_row_waiting_for_input() -> No
         assert t.cursor_row == 2
         await pilot.press("k")
         assert t.cursor_row == 1
-        waiting = [i for i, ln in enumerate(t.lines) if t._view is not None
-                   and t._view.rows[ln.key].state == "input"]
+        waiting = [
+            i
+            for i, ln in enumerate(t.lines)
+            if t._view is not None and t._view.rows[ln.key].state == "input"
+        ]
         assert len(waiting) >= 2
         await pilot.press("n")  # from the row after the first waiting one: the next, wrapping
         assert t.cursor_row == next((i for i in waiting if i > 1), waiting[0])
@@ -487,8 +504,9 @@ async def test_the_filter_takes_a_regular_expression_and_plain_text() -> None:
         await pilot.pause()
         table(app).set_filters(text="^fix|^pick")
         await pilot.pause()
-        assert set(shown(app)) == {r.id for r in views.ROWS
-                                   if r.title.lower().startswith(("fix", "pick"))}
+        assert set(shown(app)) == {
+            r.id for r in views.ROWS if r.title.lower().startswith(("fix", "pick"))
+        }
         table(app).set_filters(text="[bold red]")  # not what the regex means: the text itself
         await pilot.pause()
         assert shown(app) == ["ses_markup"]
@@ -502,8 +520,11 @@ async def test_numbers_sort_highest_first_on_the_first_press() -> None:
     async with app.run_test(size=(160, 40)) as pilot:
         await pilot.pause()
         t = table(app)
-        for column, value in (("in_state", lambda r: -r.since), ("cost", lambda r: r.cost or 0),
-                              ("tokens", lambda r: r.tokens or 0)):
+        for column, value in (
+            ("in_state", lambda r: -r.since),
+            ("cost", lambda r: r.cost or 0),
+            ("tokens", lambda r: r.tokens or 0),
+        ):
             t.set_sort(column)
             await pilot.pause()
             roots = [r for r in views.ROWS if r.parent_id is None]
@@ -512,7 +533,8 @@ async def test_numbers_sort_highest_first_on_the_first_press() -> None:
 
 
 async def test_a_screenshot_without_a_downloads_folder_goes_to_the_state_folder(
-        tmp_path, monkeypatch) -> None:
+    tmp_path, monkeypatch
+) -> None:
     import platformdirs
 
     monkeypatch.setattr(platformdirs, "user_downloads_path", lambda: tmp_path / "no-downloads")

@@ -33,7 +33,9 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
         await until("replay of run.ndjson")
         await until("ended")
         assert {k[1]: r.state for k, r in app.view.rows.items()} == {  # type: ignore[union-attr]
-            "ses_1": "idle", "ses_2": "input"}
+            "ses_1": "idle",
+            "ses_2": "input",
+        }
         await pilot.press("home", "r")  # the first row waits for input: no actions here
         await pilot.pause(0.05)
         assert any("replay of a recording" in n for n in notes), notes
@@ -47,8 +49,9 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
         assert "Pause/play" in help_text and "run.ndjson" in help_text
 
 
-async def test_recording_from_the_dashboard(tmp_path: Path,
-                                            monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_recording_from_the_dashboard(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """R starts a recording (said in the banner), R again stops it; the file replays."""
     import httpx
 
@@ -58,16 +61,27 @@ async def test_recording_from_the_dashboard(tmp_path: Path,
     from tui.record.writer import FleetRecording
 
     monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path / "state"))
-    done = {"info": {"id": "msg_1", "sessionID": "ses_2", "role": "assistant",
-                     "time": {"created": 1_000_000, "completed": 1_000_500}, "finish": "stop"},
-            "parts": []}
+    done = {
+        "info": {
+            "id": "msg_1",
+            "sessionID": "ses_2",
+            "role": "assistant",
+            "time": {"created": 1_000_000, "completed": 1_000_500},
+            "finish": "stop",
+        },
+        "parts": [],
+    }
     # ses_2's last message is cached before the recording starts: the recording must still
     # hold it (a replay starts with nothing cached)
-    api = FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2")],
-                  status={"/p/a": {"ses_1": {"type": "busy"}}}, messages={"ses_2": [done]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={"ses_2": [done]},
+    )
     fleet = Fleet(["http://fake:4096"], transport=httpx.MockTransport(api.handle))
-    app = create_app(fleet, server_urls=["http://fake:4096"],
-                     recording=FleetRecording(fleet, "test"))
+    app = create_app(
+        fleet, server_urls=["http://fake:4096"], recording=FleetRecording(fleet, "test")
+    )
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=(100, 30)) as pilot:
@@ -88,4 +102,6 @@ async def test_recording_from_the_dashboard(tmp_path: Path,
     assert any(f"to {path}" in n for n in notes)
     _r, view = await replay_to(path)
     assert {k[1]: (r.state, r.reason) for k, r in view.rows.items()} == {
-        "ses_1": ("busy", None), "ses_2": ("idle", "completed")}
+        "ses_1": ("busy", None),
+        "ses_2": ("idle", "completed"),
+    }

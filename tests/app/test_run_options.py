@@ -15,22 +15,33 @@ from .conftest import make_app
 
 
 def test_flags_win_over_the_config() -> None:
-    config = Config(servers=["http://h:1"], theme="ocwatch-light", grace=9.0,
-                    resync_interval=12.0, alerts=AlertConfig(bell=True))
+    config = Config(
+        servers=["http://h:1"],
+        theme="ocwatch-light",
+        grace=9.0,
+        resync_interval=12.0,
+        alerts=AlertConfig(bell=True),
+    )
     opts = run.resolve(config, env={})
     assert opts.urls == ["http://h:1"] and opts.theme == "ocwatch-light"
     assert (opts.settings.grace, opts.settings.resync_interval) == (9.0, 12.0)
     assert (opts.alerts.bell, opts.alerts.osc9, opts.alerts.desktop) == (True, False, False)
-    opts = run.resolve(config, urls=["http://flag:2"], grace=1.5, theme="ocwatch-contrast",
-                       osc9=True, desktop=True, env={})
+    opts = run.resolve(
+        config,
+        urls=["http://flag:2"],
+        grace=1.5,
+        theme="ocwatch-contrast",
+        osc9=True,
+        desktop=True,
+        env={},
+    )
     assert opts.urls == ["http://flag:2"] and opts.theme == "ocwatch-contrast"
     assert (opts.settings.grace, opts.settings.resync_interval) == (1.5, 12.0)
     assert (opts.alerts.bell, opts.alerts.osc9, opts.alerts.desktop) == (True, True, True)
 
 
 def test_servers_fall_back_to_the_environment_then_the_default() -> None:
-    assert run.resolve(Config(), env={"OPENCODE_SERVER_URL": "http://e:3"}).urls == [
-        "http://e:3"]
+    assert run.resolve(Config(), env={"OPENCODE_SERVER_URL": "http://e:3"}).urls == ["http://e:3"]
     assert run.resolve(Config(), env={}).urls == ["http://127.0.0.1:4096"]
 
 
@@ -79,18 +90,39 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr(run, "run_dashboard", fake)
     assert main(["--bell", "--notify", "--grace", "2", "--theme", "ocwatch-light"]) == 0
-    assert got == {"urls": None, "auth": None, "grace": 2.0, "theme": "ocwatch-light",
-                   "bell": True, "osc9": False, "desktop": True, "metrics": None,
-                   "read_only": False,
-                   "alert_flags": {"bell": True, "osc9": False, "desktop": True,
-                                   "osc777": False, "osc99": False, "unfocused_only": False}}
+    assert got == {
+        "urls": None,
+        "auth": None,
+        "grace": 2.0,
+        "theme": "ocwatch-light",
+        "bell": True,
+        "osc9": False,
+        "desktop": True,
+        "metrics": None,
+        "read_only": False,
+        "alert_flags": {
+            "bell": True,
+            "osc9": False,
+            "desktop": True,
+            "osc777": False,
+            "osc99": False,
+            "unfocused_only": False,
+        },
+    }
     got.clear()
     assert main(["--read-only"]) == 0 and got["read_only"] is True
     got.clear()
     assert main(["--notify-cmd", "notify me", "--webhook", "https://ntfy.sh/t", "--osc99"]) == 0
-    assert got["alert_flags"] == {"bell": False, "osc9": False, "desktop": False,
-                                  "osc777": False, "osc99": True, "unfocused_only": False,
-                                  "notify_cmd": "notify me", "webhook": "https://ntfy.sh/t"}
+    assert got["alert_flags"] == {
+        "bell": False,
+        "osc9": False,
+        "desktop": False,
+        "osc777": False,
+        "osc99": True,
+        "unfocused_only": False,
+        "notify_cmd": "notify me",
+        "webhook": "https://ntfy.sh/t",
+    }
     got.clear()
     assert main(["-s", "http://a:1", "--osc9"]) == 0
     assert got["urls"] == ["http://a:1"] and got["osc9"] is True and got["bell"] is False

@@ -9,16 +9,32 @@ T = 1_800_000_000.0
 
 
 def test_a_silent_stream_reads_stalled_in_the_header():
-    up = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T, stream="connected",
-                    last_event_at=T)
+    up = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="connected",
+        last_event_at=T,
+    )
     assert health(up) == "connected"
-    silent = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T,
-                        stream="stalled", last_event_at=T - 20)
+    silent = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="stalled",
+        last_event_at=T - 20,
+    )
     assert health(silent) == "stalled"
     line = server_line(silent, T).plain
     assert line.startswith("◐ stalled") and "last event 20s ago" in line
-    assert health(ServerInfo("http://x", reachable=True, connected=False, snapshot_at=T,
-                             stream="lost")) == "reconnecting"
+    assert (
+        health(
+            ServerInfo("http://x", reachable=True, connected=False, snapshot_at=T, stream="lost")
+        )
+        == "reconnecting"
+    )
 
 
 def test_the_servers_view_says_how_the_stream_was_last_lost_after_it_is_back():
@@ -26,12 +42,25 @@ def test_the_servers_view_says_how_the_stream_was_last_lost_after_it_is_back():
     lost (its text shown literally), while the stream is connected again."""
     from tui.app.screens.servers import server_fields
 
-    back = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T,
-                      stream="connected", last_event_at=T, reconnects=2,
-                      stream_drop=(T - 5, "http://x: event larger than 16 MiB [b]x[/b]; refused"))
+    back = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="connected",
+        last_event_at=T,
+        reconnects=2,
+        stream_drop=(T - 5, "http://x: event larger than 16 MiB [b]x[/b]; refused"),
+    )
     text = server_fields(back, [], T)["event stream"].plain
     assert "2 reconnects · last lost" in text
     assert "event larger than 16 MiB [b]x[/b]; refused" in text and "http://x:" not in text
-    never = ServerInfo("http://x", reachable=True, connected=True, snapshot_at=T,
-                       stream="connected", last_event_at=T)
+    never = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="connected",
+        last_event_at=T,
+    )
     assert "reconnect" not in server_fields(never, [], T)["event stream"].plain

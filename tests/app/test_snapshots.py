@@ -52,8 +52,9 @@ async def _doing_shown(pilot: Pilot, key: tuple[str, str]) -> None:
 def test_details_pane_beside_the_table(snap_compare, size: tuple[int, int]) -> None:
     """From 140 columns: the cursor's session and what it is doing, beside the table."""
     app, _ = make_app(peek=FakePeek())
-    assert snap_compare(app, terminal_size=size,
-                        run_before=lambda pilot: _doing_shown(pilot, (views.A, "ses_busy")))
+    assert snap_compare(
+        app, terminal_size=size, run_before=lambda pilot: _doing_shown(pilot, (views.A, "ses_busy"))
+    )
 
 
 def test_detail_doing_80x24(snap_compare) -> None:
@@ -74,9 +75,17 @@ def test_conversation(snap_compare, size: tuple[int, int]) -> None:
     calls on one line each, and a running reply."""
     messages = chat(40)
     messages[-1]["info"]["time"].pop("completed")  # type: ignore[index, union-attr]
-    messages[-1]["parts"].append({"type": "tool", "tool": "edit", "state": {  # type: ignore[union-attr]
-        "status": "running", "input": {"filePath": "/home/dev/src/shop/src/app.py"},
-        "time": {"start": int(views.clock() * 1000) - 75_000}}})
+    messages[-1]["parts"].append(
+        {
+            "type": "tool",
+            "tool": "edit",
+            "state": {  # type: ignore[union-attr]
+                "status": "running",
+                "input": {"filePath": "/home/dev/src/shop/src/app.py"},
+                "time": {"start": int(views.clock() * 1000) - 75_000},
+            },
+        }
+    )
     app, _ = make_app(peek=ChatPeek(messages))
 
     async def open_conversation(pilot: Pilot) -> None:
@@ -104,8 +113,9 @@ def test_main_each_theme(snap_compare, theme: str) -> None:
     assert snap_compare(app, terminal_size=(120, 30))
 
 
-@pytest.mark.parametrize("session", ["ses_stale", "ses_perm", "ses_question", "ses_error",
-                                     "ses_lost"])
+@pytest.mark.parametrize(
+    "session", ["ses_stale", "ses_perm", "ses_question", "ses_error", "ses_lost"]
+)
 def test_detail(snap_compare, session: str) -> None:
     app, _ = make_app()
 
@@ -162,6 +172,7 @@ def test_collapsed_and_sorted_by_cost(snap_compare) -> None:
 
 def press_on(session: str, *keys: str):
     """Put the cursor on a session, then press keys (opens a dialog)."""
+
     async def run(pilot: Pilot) -> None:
         await pilot.pause()
         pilot.app.main_screen.table.select_key((views.A, session))
@@ -177,8 +188,11 @@ def test_permission_dialog(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
 
 
-@pytest.mark.parametrize(("keys", "size"), [(("r", "a"), NARROW), (("r", "r"), (100, 32))],
-                         ids=["always-80x24", "reject-100x32"])
+@pytest.mark.parametrize(
+    ("keys", "size"),
+    [(("r", "a"), NARROW), (("r", "r"), (100, 32))],
+    ids=["always-80x24", "reject-100x32"],
+)
 def test_permission_dialog_shows_a_broad_answer_before_it_is_sent(snap_compare, keys, size):
     """`r a` / `r r` from the table: what always / reject would do, and Confirm focused."""
     app, _ = make_app(actions=FakeActions())
@@ -194,15 +208,20 @@ def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
 @pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
 def test_question_dialog(snap_compare, size: tuple[int, int]) -> None:
     app, _ = make_app(actions=FakeActions())
-    assert snap_compare(app, terminal_size=size,
-                        run_before=press_on("ses_question", "r", "down", "space"))
+    assert snap_compare(
+        app, terminal_size=size, run_before=press_on("ses_question", "r", "down", "space")
+    )
 
 
 def test_question_dialog_several_questions(snap_compare) -> None:
     app, _ = make_app(views.several_questions(), actions=FakeActions())
-    assert snap_compare(app, terminal_size=(100, 40),
-                        run_before=press_on("ses_question", "r", "space", "down", "down",
-                                            "space", "tab", "d", "o", "c", "s"))
+    assert snap_compare(
+        app,
+        terminal_size=(100, 40),
+        run_before=press_on(
+            "ses_question", "r", "space", "down", "down", "space", "tab", "d", "o", "c", "s"
+        ),
+    )
 
 
 def test_abort_confirmation(snap_compare) -> None:
@@ -216,8 +235,9 @@ def test_unread_marks(snap_compare) -> None:
     async def change(pilot: Pilot) -> None:
         await pilot.pause()
         view = source.current()
-        view = views.with_row(view, (views.A, "ses_done"), state="input", reason=None,
-                              pending=(views.PERMISSION,))
+        view = views.with_row(
+            view, (views.A, "ses_done"), state="input", reason=None, pending=(views.PERMISSION,)
+        )
         view = views.with_row(view, (views.A, "ses_child1"), state="idle", reason="error")
         source.set(View(view.generated_at + 1, view.servers, view.rows))
         await pilot.pause(0.3)

@@ -34,8 +34,14 @@ def paint_from_scratch(t: SessionTable) -> list[list[Segment]]:
 def many() -> View:
     rows = {r.key: r for r in views.ROWS}
     for i in range(40):
-        extra = views.row(f"ses_x{i:02d}", f"Extra session {i:02d}", "idle",
-                          reason="completed", since=-5000 - i, updated=-5000 - i)
+        extra = views.row(
+            f"ses_x{i:02d}",
+            f"Extra session {i:02d}",
+            "idle",
+            reason="completed",
+            since=-5000 - i,
+            updated=-5000 - i,
+        )
         rows[extra.key] = extra
     return View(views.NOW, views.SERVERS, rows)
 
@@ -54,11 +60,15 @@ async def test_in_place_updates_paint_like_a_full_render() -> None:
             # one cell changes, nothing moves
             views.with_row(start, (A, "ses_busy"), cost=9.99, tokens=999_999),
             # a state change moves a row to the top: rows below shift (new mouse targets)
-            views.with_row(start, (A, "ses_x05"), state="input", reason=None,
-                           pending=(views.PERMISSION,)),
+            views.with_row(
+                start, (A, "ses_x05"), state="input", reason=None, pending=(views.PERMISSION,)
+            ),
             # and back, with a cell change in the same refresh
-            views.with_row(views.with_row(start, (A, "ses_x05"), cost=3.0),
-                           (A, "ses_perm"), title="Renamed while it moved"),
+            views.with_row(
+                views.with_row(start, (A, "ses_x05"), cost=3.0),
+                (A, "ses_perm"),
+                title="Renamed while it moved",
+            ),
         ]
         for view in steps:
             source.set(view)
@@ -175,11 +185,14 @@ async def test_rows_removed_and_added_paint_like_a_full_render() -> None:
         t.scroll_to(y=0, animate=False, immediate=True)  # the rows at the top in view
         await pilot.pause()
         paint(t)  # (cached as they are)
-        new = views.row("ses_x_new", "A new one", "idle", reason="completed", since=-10,
-                        updated=-10)
-        for view in (without(start, (A, "ses_x00"), (A, "ses_busy")),
-                     without(start, (A, "ses_x01"), add=(new,)),
-                     start):
+        new = views.row(
+            "ses_x_new", "A new one", "idle", reason="completed", since=-10, updated=-10
+        )
+        for view in (
+            without(start, (A, "ses_x00"), (A, "ses_busy")),
+            without(start, (A, "ses_x01"), add=(new,)),
+            start,
+        ):
             source.set(view)
             app.pull()
             await pilot.pause()

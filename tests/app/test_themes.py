@@ -42,13 +42,16 @@ def test_user_dir_follows_xdg(monkeypatch: pytest.MonkeyPatch) -> None:
     assert theme_dir().parts[-3:] == (".config", "ocwatch", "themes")
 
 
-@pytest.mark.parametrize(("text", "problem"), [
-    ("name = ", "not valid TOML"),
-    ('name = "x"\n[colors]\nprimary = "notacolour"', "not a colour"),
-    ('name = "x"\n[colors]\nbackground = "#000000"', "primary"),
-    ('name = "x"\ncolours = 1\n[colors]\nprimary = "#fff"', "colours"),
-    ('name = "bad name!"\n[colors]\nprimary = "#fff"', "name"),
-])
+@pytest.mark.parametrize(
+    ("text", "problem"),
+    [
+        ("name = ", "not valid TOML"),
+        ('name = "x"\n[colors]\nprimary = "notacolour"', "not a colour"),
+        ('name = "x"\n[colors]\nbackground = "#000000"', "primary"),
+        ('name = "x"\ncolours = 1\n[colors]\nprimary = "#fff"', "colours"),
+        ('name = "bad name!"\n[colors]\nprimary = "#fff"', "name"),
+    ],
+)
 def test_invalid_theme_says_why(text: str, problem: str) -> None:
     with pytest.raises(ThemeError, match=problem):
         parse_theme(text, "t.toml")
@@ -56,7 +59,8 @@ def test_invalid_theme_says_why(text: str, problem: str) -> None:
 
 def test_user_themes_load_and_bad_ones_warn(tmp_path: Path) -> None:
     (tmp_path / "mine.toml").write_text(
-        'name = "mine"\ndark = false\n[colors]\nprimary = "#123456"\n[states]\ninput = "#ff0000"\n')
+        'name = "mine"\ndark = false\n[colors]\nprimary = "#123456"\n[states]\ninput = "#ff0000"\n'
+    )
     (tmp_path / "broken.toml").write_text("this is not toml =")
     loaded = load_themes(tmp_path)
     names = [t.name for t in loaded.themes]

@@ -23,8 +23,8 @@ def test_children_follow_their_parent() -> None:
     lines = layout(views.every_state().rows)
     order = keys(lines)
     i = order.index("ses_parent")
-    assert order[i + 1:i + 3] == ["ses_child1", "ses_child2"]
-    assert [ln.depth for ln in lines[i:i + 3]] == [0, 1, 1]
+    assert order[i + 1 : i + 3] == ["ses_child1", "ses_child2"]
+    assert [ln.depth for ln in lines[i : i + 3]] == [0, 1, 1]
     assert lines[i].has_children and lines[i + 2].last and not lines[i + 1].last
     assert len(lines) == len(views.ROWS)
 
@@ -64,7 +64,8 @@ def test_the_reason_column_sorts_by_what_it_shows() -> None:
     stale = replace(views.ROWS[0], state="busy", stale=True, pending=())
     assert reason_key(stale) == ("STALE", 0)  # the narrow table shows the flag in this column
     assert reason_key(replace(views.ROWS[0], state="retry", retry_attempt=10)) > reason_key(
-        replace(views.ROWS[0], state="retry", retry_attempt=9))  # 10 after 9, not before
+        replace(views.ROWS[0], state="retry", retry_attempt=9)
+    )  # 10 after 9, not before
 
 
 def test_every_header_has_room_for_its_sort_arrow() -> None:

@@ -626,8 +626,7 @@ class AllStates:
         it)."""
         st = d.status_of(self.retry)
         if not st or st.get("type") not in ("retry", "busy"):
-            self.retry = d.run("unavailable", directory=self.directory,
-                               title="state retry")["id"]
+            self.retry = d.run("unavailable", directory=self.directory, title="state retry")["id"]
             d.wait_status(self.retry, "retry", timeout=timeout)
         return self.retry
 

@@ -23,11 +23,13 @@ from typing import Any
 
 #: Event-stream frames no server should send: not JSON, JSON cut short, bytes that are not UTF-8,
 #: an unknown type and a known type with properties of the wrong shape.
-GARBLED = (b"data: {not json at all\n\n"
-           b"data: \xff\xfe\x00\x9b31m\n\n"
-           b'data: {"directory": "/x", "payload": {"type": "no.such.event", "properties": {}}}\n\n'
-           b'data: {"directory": "/x", "payload": {"type": "session.status", '
-           b'"properties": {"sessionID": 7, "status": "busy"}}}\n\n')
+GARBLED = (
+    b"data: {not json at all\n\n"
+    b"data: \xff\xfe\x00\x9b31m\n\n"
+    b'data: {"directory": "/x", "payload": {"type": "no.such.event", "properties": {}}}\n\n'
+    b'data: {"directory": "/x", "payload": {"type": "session.status", '
+    b'"properties": {"sessionID": 7, "status": "busy"}}}\n\n'
+)
 #: A frame cut in the middle, then the next frame: the reader must not glue them into one.
 TRUNCATED = b'data: {"directory": "/x", "payload": {"type": "session.st\n\n'
 
@@ -44,8 +46,11 @@ def redirect(status: int, location: str) -> bytes:
 
 def html() -> bytes:
     """What a reverse proxy's login page (or the server's web UI) answers."""
-    return response("200 OK", b"<!doctype html><html><body>Sign in</body></html>",
-                    "content-type: text/html; charset=utf-8")
+    return response(
+        "200 OK",
+        b"<!doctype html><html><body>Sign in</body></html>",
+        "content-type: text/html; charset=utf-8",
+    )
 
 
 def empty() -> bytes:
@@ -53,8 +58,9 @@ def empty() -> bytes:
 
 
 def truncated_json() -> bytes:
-    return response("200 OK", b'[{"id": "per_1", "sessionID": "ses_',
-                    "content-type: application/json")
+    return response(
+        "200 OK", b'[{"id": "per_1", "sessionID": "ses_', "content-type: application/json"
+    )
 
 
 def gzip_bomb(mib: int = 256) -> bytes:
@@ -103,6 +109,7 @@ class FaultProxy:
 
     def stop(self) -> None:
         """Close the listener and every connection, then end the loop's thread."""
+
         async def shut() -> None:
             if self._server is not None:
                 self._server.close()
@@ -121,30 +128,35 @@ class FaultProxy:
 
     def inject(self, data: bytes) -> None:
         """Write `data` into every open event stream, between two of the server's frames."""
+
         def send() -> None:
             for w in list(self._streams):
                 if w in self._mid_frame:
                     self._pending.setdefault(w, []).append(data)
                 else:
                     self._write(w, data)
+
         self._loop.call_soon_threadsafe(send)
 
     def _write(self, out: asyncio.StreamWriter, data: bytes) -> None:
         if out.transport.is_closing():
             return
-        out.write(f"{len(data):x}\r\n".encode() + data + b"\r\n" if self._chunked.get(out)
-                  else data)
+        out.write(
+            f"{len(data):x}\r\n".encode() + data + b"\r\n" if self._chunked.get(out) else data
+        )
 
     def cut_streams(self) -> None:
         def cut() -> None:
             for w in list(self._streams):
                 w.transport.abort()
+
         self._loop.call_soon_threadsafe(cut)
 
     def _run(self) -> None:
         asyncio.set_event_loop(self._loop)
         self._server = server = self._loop.run_until_complete(
-            asyncio.start_server(self._client, "127.0.0.1", 0))
+            asyncio.start_server(self._client, "127.0.0.1", 0)
+        )
         self.url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
         self._ready.set()
         self._loop.run_forever()
@@ -173,11 +185,14 @@ class FaultProxy:
                 return
             if path in self.fail:
                 status = self.fail[path]
-                payload = json.dumps({"name": "InjectedFault", "data": {
-                    "message": f"fault proxy: {status}"}}).encode()
-                writer.write(f"HTTP/1.1 {status} Injected\r\ncontent-type: application/json\r\n"
-                             f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n"
-                             .encode() + payload)
+                payload = json.dumps(
+                    {"name": "InjectedFault", "data": {"message": f"fault proxy: {status}"}}
+                ).encode()
+                writer.write(
+                    f"HTTP/1.1 {status} Injected\r\ncontent-type: application/json\r\n"
+                    f"content-length: {len(payload)}\r\nconnection: close\r\n\r\n".encode()
+                    + payload
+                )
                 await writer.drain()
                 return
             request = ("\r\n".join([*kept, "Connection: close", "", ""])).encode("latin-1") + body
@@ -212,12 +227,16 @@ class FaultProxy:
             writer.close()
 
     @staticmethod
-    async def _trickle(up: asyncio.StreamReader, out: asyncio.StreamWriter, head: bytes,
-                       every: float) -> None:
+    async def _trickle(
+        up: asyncio.StreamReader, out: asyncio.StreamWriter, head: bytes, every: float
+    ) -> None:
         """The response, head included, one byte per `every` seconds (told as the connection's
         last; the client gives up long before the end, which is the point)."""
-        lines = [h for h in head.split(b"\r\n")[:-2]
-                 if not h.lower().startswith((b"connection:", b"keep-alive:"))]
+        lines = [
+            h
+            for h in head.split(b"\r\n")[:-2]
+            if not h.lower().startswith((b"connection:", b"keep-alive:"))
+        ]
         data = b"\r\n".join([*lines, b"connection: close", b"", b""])
         while data:
             out.write(data[:1])
@@ -226,12 +245,14 @@ class FaultProxy:
             data = data[1:] or await up.read(1)
 
     @staticmethod
-    async def _pipe_one(up: asyncio.StreamReader, out: asyncio.StreamWriter,
-                        head: bytes) -> None:
+    async def _pipe_one(up: asyncio.StreamReader, out: asyncio.StreamWriter, head: bytes) -> None:
         """One response, to its end (the server may keep the connection open after it), told
         to the client as the connection's last (one request per connection here)."""
-        lines = [h for h in head.split(b"\r\n")[:-2]
-                 if not h.lower().startswith((b"connection:", b"keep-alive:"))]
+        lines = [
+            h
+            for h in head.split(b"\r\n")[:-2]
+            if not h.lower().startswith((b"connection:", b"keep-alive:"))
+        ]
         out.write(b"\r\n".join([*lines, b"connection: close", b"", b""]))
         low = head.lower()
         if b"transfer-encoding: chunked" in low:

@@ -50,8 +50,10 @@ def find_opencode_bin() -> str | None:
     env = os.environ.get("OPENCODE_BIN")
     if env:
         return env if os.access(env, os.X_OK) else None
-    for local in (REPO_ROOT / ".opencode" / "node_modules" / ".bin" / "opencode",
-                  REPO_ROOT / "node_modules" / ".bin" / "opencode"):
+    for local in (
+        REPO_ROOT / ".opencode" / "node_modules" / ".bin" / "opencode",
+        REPO_ROOT / "node_modules" / ".bin" / "opencode",
+    ):
         if local.exists() and os.access(local, os.X_OK):
             return str(local)
     return shutil.which("opencode")

@@ -53,8 +53,12 @@ class Recording:
         self.path = path
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "record", str(path), "-s", server.url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-            env=cli_env(server.password), cwd=REPO_ROOT)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=cli_env(server.password),
+            cwd=REPO_ROOT,
+        )
 
     def snapshots_done(self) -> int:
         """Snapshots the recording holds that succeeded (read while it is written)."""
@@ -69,8 +73,12 @@ class Recording:
 
     def wait_snapshot(self, count: int = 1, timeout: float = 60) -> None:
         """Until `count` snapshots succeeded (the first: the recording is ready)."""
-        wait_until(lambda: self.snapshots_done() >= count or self.proc.poll() is not None,
-                   timeout, interval=0.2, what=f"snapshot {count} of {self.path.name}")
+        wait_until(
+            lambda: self.snapshots_done() >= count or self.proc.poll() is not None,
+            timeout,
+            interval=0.2,
+            what=f"snapshot {count} of {self.path.name}",
+        )
         if self.proc.poll() is not None:
             err = self.proc.stderr.read() if self.proc.stderr else ""
             raise RuntimeError(f"ocwatch record ended: {err}")
@@ -120,10 +128,18 @@ class Recorder:
         path = self.out / f"{name}.ndjson"
         records = read_records(path)
         frames = sum(r.kind == "frame" for r in records)
-        self.manifest[name] = {**meta, "file": path.name, "records": len(records),
-                               "frames": frames, "seconds": round(took, 1)}
-        print(f"[record] {name}: {len(records)} records ({frames} frames), "
-              f"{path.stat().st_size} bytes", flush=True)
+        self.manifest[name] = {
+            **meta,
+            "file": path.name,
+            "records": len(records),
+            "frames": frames,
+            "seconds": round(took, 1),
+        }
+        print(
+            f"[record] {name}: {len(records)} records ({frames} frames), "
+            f"{path.stat().st_size} bytes",
+            flush=True,
+        )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -284,12 +300,18 @@ def record_all_states(r: Recorder) -> None:
             recording.wait_snapshot()
         finally:
             recording.stop()
-        r.done("all_states", {
-            "sessions": {sid: state for state, sid in st.ids().items()},
-            "requests": {"permission": st.permission_request["id"],
-                         "question": st.question_request["id"]},
-            "notes": "one session of every state live at once; the first snapshot",
-        }, 0)
+        r.done(
+            "all_states",
+            {
+                "sessions": {sid: state for state, sid in st.ids().items()},
+                "requests": {
+                    "permission": st.permission_request["id"],
+                    "question": st.question_request["id"],
+                },
+                "notes": "one session of every state live at once; the first snapshot",
+            },
+            0,
+        )
     finally:
         cleanup_states(d, r.model, st)
 
@@ -315,16 +337,24 @@ def record_kill_restart(r: Recorder) -> None:
         recording.wait_snapshot(2, timeout=120)  # reconnected and read everything again
         rec = EventRecorder(srv.url, auth=srv.auth).start()
         # give the fresh server a chance to announce anything about the dead runs
-        wait_until(lambda: time.time() - rec.snapshot()[-1].received > QUIET, 30,
-                   interval=0.2, what="quiet after restart")
+        wait_until(
+            lambda: time.time() - rec.snapshot()[-1].received > QUIET,
+            30,
+            interval=0.2,
+            what="quiet after restart",
+        )
         rec.stop()
     finally:
         recording.stop()
-    r.done("restart", {
-        "sessions": {busy["id"]: "interrupted-stream", perm["id"]: "interrupted-permission"},
-        "notes": "SIGKILL while one run streamed and one waited on a permission; restart on "
-                 "the same data dirs and port",
-    }, 0)
+    r.done(
+        "restart",
+        {
+            "sessions": {busy["id"]: "interrupted-stream", perm["id"]: "interrupted-permission"},
+            "notes": "SIGKILL while one run streamed and one waited on a permission; restart on "
+            "the same data dirs and port",
+        },
+        0,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -383,8 +413,10 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
         old.pop("_meta", None)
         old.update(r.manifest)
-        meta = {"opencode_version": version,
-                "projects": {"alpha": str(srv.project), "beta": str(srv.project2)}}
+        meta = {
+            "opencode_version": version,
+            "projects": {"alpha": str(srv.project), "beta": str(srv.project2)},
+        }
         manifest_path.write_text(json.dumps({"_meta": meta, **old}, indent=1) + "\n")
     except (AssertionError, httpx.HTTPError, RuntimeError):
         print(srv.tail(), file=sys.stderr)

@@ -343,12 +343,17 @@ class ScriptedModel:
             "todo",
             lambda r: tool_reply(
                 "todowrite",
-                {"todos": [
-                    {"content": "Read the failing test", "status": "completed",
-                     "priority": "high"},
-                    {"content": "Fix the parser", "status": "in_progress", "priority": "high"},
-                    {"content": "Run the suite", "status": "pending", "priority": "medium"},
-                ]},
+                {
+                    "todos": [
+                        {
+                            "content": "Read the failing test",
+                            "status": "completed",
+                            "priority": "high",
+                        },
+                        {"content": "Fix the parser", "status": "in_progress", "priority": "high"},
+                        {"content": "Run the suite", "status": "pending", "priority": "medium"},
+                    ]
+                },
                 text="Planning the work.",
             ),
         )

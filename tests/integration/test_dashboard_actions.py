@@ -38,8 +38,9 @@ def row_of(app: OcwatchApp, sid: str) -> SessionRow | None:
     return found[0] if found else None
 
 
-async def until(pilot: Pilot[None], condition: Callable[[], object], what: str,
-                timeout: float = DEADLINE) -> None:
+async def until(
+    pilot: Pilot[None], condition: Callable[[], object], what: str, timeout: float = DEADLINE
+) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
@@ -47,8 +48,9 @@ async def until(pilot: Pilot[None], condition: Callable[[], object], what: str,
         await pilot.pause(0.1)
 
 
-async def until_row(pilot: Pilot[None], app: OcwatchApp, sid: str,
-                    test: Callable[[SessionRow], bool], what: str) -> SessionRow:
+async def until_row(
+    pilot: Pilot[None], app: OcwatchApp, sid: str, test: Callable[[SessionRow], bool], what: str
+) -> SessionRow:
     await until(pilot, lambda: (r := row_of(app, sid)) is not None and test(r), what)
     row = row_of(app, sid)
     assert row is not None
@@ -75,7 +77,8 @@ def errors(app: OcwatchApp) -> list[str]:
 
 
 async def test_permission_approved_from_the_dashboard_completes(
-        oc: Driver, oc_server: OpenCodeServer) -> None:
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
     sid = oc.run("permission", title="dashboard: allow once")["id"]
     app = dashboard(oc_server)
     async with app.run_test(size=SIZE) as pilot:
@@ -90,7 +93,8 @@ async def test_permission_approved_from_the_dashboard_completes(
 
 
 async def test_rejected_permissions_end_as_the_server_decides(
-        oc: Driver, oc_server: OpenCodeServer) -> None:
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
     plain = oc.run("permission", title="dashboard: reject")["id"]
     told = oc.run("permission", title="dashboard: reject with a message")["id"]
     app = dashboard(oc_server)
@@ -109,7 +113,8 @@ async def test_rejected_permissions_end_as_the_server_decides(
 
 
 async def test_question_answered_from_the_dashboard_completes(
-        oc: Driver, oc_server: OpenCodeServer) -> None:
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
     sid = oc.run("question", title="dashboard: answer")["id"]
     req = await asyncio.to_thread(oc.wait_question, sid)
     first = req["questions"][0]["options"][0]["label"]
@@ -128,7 +133,8 @@ async def test_question_answered_from_the_dashboard_completes(
 
 
 async def test_abort_from_the_dashboard_ends_idle_aborted(
-        oc: Driver, oc_server: OpenCodeServer, scripted_model: ScriptedModel) -> None:
+    oc: Driver, oc_server: OpenCodeServer, scripted_model: ScriptedModel
+) -> None:
     key = f"dash-abort-{uuid.uuid4().hex[:8]}"
     sid = oc.run("hang", key, title="dashboard: abort")["id"]
     app = dashboard(oc_server)
@@ -147,7 +153,8 @@ async def test_abort_from_the_dashboard_ends_idle_aborted(
 
 
 async def test_a_request_answered_elsewhere_shows_the_server_error(
-        oc: Driver, oc_server: OpenCodeServer) -> None:
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
     sid = oc.run("permission", title="dashboard: answered elsewhere")["id"]
     app = dashboard(oc_server)
     async with app.run_test(size=SIZE) as pilot:

@@ -20,12 +20,14 @@ from .test_dashboard_actions import SIZE, row_of, until, until_row
 
 def pane_text(app: OcwatchApp) -> str:
     screen = app.main_screen
-    return "\n".join(str(screen.query_one(f"#{i}", Static).render())
-                     for i in ("pane-header", "pane-activity"))
+    return "\n".join(
+        str(screen.query_one(f"#{i}", Static).render()) for i in ("pane-header", "pane-activity")
+    )
 
 
-async def test_the_pane_shows_what_real_sessions_did(oc_server_auth: OpenCodeServer,
-                                                     oc_auth: Driver) -> None:
+async def test_the_pane_shows_what_real_sessions_did(
+    oc_server_auth: OpenCodeServer, oc_auth: Driver
+) -> None:
     words = f"The scripted model wrote this for the pane {uuid.uuid4().hex[:8]}."
     done = oc_auth.run("text", words)
     todo = oc_auth.run("todo")
@@ -35,8 +37,9 @@ async def test_the_pane_shows_what_real_sessions_did(oc_server_auth: OpenCodeSer
     oc_auth.wait_permission(asking["id"])
     user, password = oc_server_auth.auth or ("", "")
     fleet = Fleet([oc_server_auth.url], auth=Auth(user, password))
-    app = create_app(fleet, server_urls=[oc_server_auth.url], actions=FleetActions(fleet),
-                     peek=FleetPeek(fleet))
+    app = create_app(
+        fleet, server_urls=[oc_server_auth.url], actions=FleetActions(fleet), peek=FleetPeek(fleet)
+    )
     async with app.run_test(size=SIZE) as pilot:
         checks = [
             (done["id"], [words, "fake/fake · agent build", "≈ 0% of 100.0k"]),
@@ -45,8 +48,15 @@ async def test_the_pane_shows_what_real_sessions_did(oc_server_auth: OpenCodeSer
         ]
         for sid, wanted in checks:
             row = await until_row(pilot, app, sid, lambda r: r.settled, f"{sid} settled")
-            await until(pilot, lambda row=row: app.main_screen.table.select_key(row.key),
-                        "the row on screen")
-            await until(pilot, lambda wanted=wanted: all(w in pane_text(app) for w in wanted),
-                        f"{wanted} in the pane (it shows {pane_text(app)!r})", timeout=30)
+            await until(
+                pilot,
+                lambda row=row: app.main_screen.table.select_key(row.key),
+                "the row on screen",
+            )
+            await until(
+                pilot,
+                lambda wanted=wanted: all(w in pane_text(app) for w in wanted),
+                f"{wanted} in the pane (it shows {pane_text(app)!r})",
+                timeout=30,
+            )
         assert row_of(app, asking["id"]) is not None

@@ -19,14 +19,20 @@ from .oc_server import OpenCodeServer
 
 def status_json(url: str) -> dict:
     env = cli_env()
-    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json", "--server",
-                           url], capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", "status", "--json", "--server", url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
-async def test_the_table_shows_the_states_status_json_reports(oc_server: OpenCodeServer,
-                                                              all_states: AllStates):
+async def test_the_table_shows_the_states_status_json_reports(
+    oc_server: OpenCodeServer, all_states: AllStates
+):
     want = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}
     ids = set(all_states.ids().values())
     fleet = Fleet([oc_server.url])

@@ -39,8 +39,12 @@ def status_json_rss(url: str, env: dict[str, str] | None = None) -> tuple[int, d
     """`ocwatch status --json` as a user runs it: (exit code, JSON, stderr, its own peak RSS in
     MB, from wait4 on that one process, not the max over every child this test run reaped)."""
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
-        proc = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "status", "--json",
-                                 "--server", url], stdout=out, stderr=err, env=env or cli_env())
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "tui.cli.main", "status", "--json", "--server", url],
+            stdout=out,
+            stderr=err,
+            env=env or cli_env(),
+        )
         deadline = time.monotonic() + 120
         while True:
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
@@ -168,8 +172,11 @@ def test_a_hostile_stream_is_counted_and_survived(oc: Driver, proxy: FaultProxy)
         wait_until(lambda: watcher.server().skipped_events >= 4, 30, what="skipped frames")
         assert watcher.server().unknown_events >= 1
         proxy.inject(fp.huge_line(20))
-        wait_until(lambda: "larger than 16 MiB" in (watcher.server().stream_drop or (0, ""))[1],
-                   30, what="the cap's error")
+        wait_until(
+            lambda: "larger than 16 MiB" in (watcher.server().stream_drop or (0, ""))[1],
+            30,
+            what="the cap's error",
+        )
         watcher.wait_last(sid, DONE, timeout=90)
         got = watcher.lifecycle(sid)
         assert got["emitted"] == [IDLE, BUSY, DONE] and got["shown"] == got["emitted"], got

@@ -93,7 +93,8 @@ class Watcher:
                     for tr in fleet.last_changes.transitions if fleet.last_changes else ():
                         to = tr.after
                         self.emitted.setdefault(tr.key[1], []).append(
-                            None if to is None else (to.state, to.reason, to.stale))
+                            None if to is None else (to.state, to.reason, to.stale)
+                        )
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(changed.wait(), 0.2)
         finally:
@@ -111,8 +112,11 @@ class Watcher:
             return got[-1] if got else None
 
     def wait_last(self, sid: str, state: State, timeout: float = 60) -> None:
-        wait_until(lambda: self.last(sid) == state, timeout,
-                   what=f"{sid} settled as {state} (now {self.last(sid)})")
+        wait_until(
+            lambda: self.last(sid) == state,
+            timeout,
+            what=f"{sid} settled as {state} (now {self.last(sid)})",
+        )
 
     def server(self) -> ServerInfo:
         """The server's line of the last View (link, stream, error, counts)."""
@@ -122,9 +126,11 @@ class Watcher:
 
     def lifecycle(self, sid: str) -> dict[str, list[Any]]:
         with self._lock:
-            return {"shown": compress(self.shown.get(sid, [])),
-                    "settled": compress(self.settled.get(sid, [])),
-                    "emitted": list(self.emitted.get(sid, []))}
+            return {
+                "shown": compress(self.shown.get(sid, [])),
+                "settled": compress(self.settled.get(sid, [])),
+                "emitted": list(self.emitted.get(sid, [])),
+            }
 
 
 class WatchProcess:
@@ -134,7 +140,11 @@ class WatchProcess:
         env = cli_env()
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", url],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+        )
         self.lines: list[dict[str, Any]] = []
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
@@ -163,11 +173,13 @@ class WatchProcess:
 def followers(oc_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProcess]]:
     watcher = Watcher(oc_server.url).start()
     proc = WatchProcess(oc_server.url)
-    with Driver(oc_server.url, auth=oc_server.auth,
-                default_directory=str(oc_server.project)) as d:
+    with Driver(oc_server.url, auth=oc_server.auth, default_directory=str(oc_server.project)) as d:
         sentinel = d.create_session(title="lifecycle sentinel")["id"]
-        wait_until(lambda: proc.of(sentinel) or proc.proc.poll() is not None, 60,
-                   what="watch following the server")
+        wait_until(
+            lambda: proc.of(sentinel) or proc.proc.poll() is not None,
+            60,
+            what="watch following the server",
+        )
     yield watcher, proc
     watcher.stop()
     code, err = proc.stop()
@@ -176,12 +188,20 @@ def followers(oc_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProcess
 
 def _flaky_then_slow(model: ScriptedModel) -> None:
     """`flakyslow`: 503 twice, then a reply that streams for a second (so busy shows)."""
+
     def behave(r: ChatRequest) -> Reply:
         key = "flakyslow|" + (r.scenario[2] if r.scenario else "")
         if model.count(key) <= 2:
             return error_reply(503, "scripted overload, try again later")
-        return Reply(steps=[("text", "Recovered"), ("sleep", 1.0), ("text", " after retry."),
-                            ("finish", "stop")])
+        return Reply(
+            steps=[
+                ("text", "Recovered"),
+                ("sleep", 1.0),
+                ("text", " after retry."),
+                ("finish", "stop"),
+            ]
+        )
+
     model.on("flakyslow", behave)
 
 
@@ -192,12 +212,20 @@ def fresh(oc: Driver, watcher: Watcher, title: str) -> str:
     return sid
 
 
-def check(watcher: Watcher, proc: WatchProcess, sid: str, want: list[State],
-          also: Callable[[list[dict[str, Any]]], None] | None = None) -> None:
+def check(
+    watcher: Watcher,
+    proc: WatchProcess,
+    sid: str,
+    want: list[State],
+    also: Callable[[list[dict[str, Any]]], None] | None = None,
+) -> None:
     """Every View showed exactly `want` (repeats dropped), and so did the transitions and
     `watch --json` (first line `from` null)."""
-    wait_until(lambda: [tuple(x["to"].values()) for x in proc.of(sid) if x["to"]] == want, 30,
-               what=f"watch printing {want} for {sid} (got {proc.of(sid)})")
+    wait_until(
+        lambda: [tuple(x["to"].values()) for x in proc.of(sid) if x["to"]] == want,
+        30,
+        what=f"watch printing {want} for {sid} (got {proc.of(sid)})",
+    )
     got = watcher.lifecycle(sid)
     assert got["shown"] == want, got
     assert got["settled"] == want, got
@@ -217,8 +245,11 @@ def test_completed_then_a_second_prompt(oc: Driver, followers):
     watcher.wait_last(sid, DONE)
     oc.prompt(sid, "second", "text")  # to an idle, completed session: no `unknown` between
     oc.wait_assistant_completed(sid)
-    wait_until(lambda: watcher.lifecycle(sid)["emitted"] == [IDLE, BUSY, DONE, BUSY, DONE], 60,
-               what="the second run's completion")
+    wait_until(
+        lambda: watcher.lifecycle(sid)["emitted"] == [IDLE, BUSY, DONE, BUSY, DONE],
+        60,
+        what="the second run's completion",
+    )
     check(watcher, proc, sid, [IDLE, BUSY, DONE, BUSY, DONE])
 
 
@@ -302,9 +333,9 @@ def test_parent_with_a_sub_agent(oc: Driver, followers):
     assert watcher.lifecycle(child)["shown"] == got
 
 
-def test_two_monitors_started_apart_agree_on_time_in_state(oc: Driver, oc_server: OpenCodeServer,
-                                                           scripted_model: ScriptedModel,
-                                                           followers):
+def test_two_monitors_started_apart_agree_on_time_in_state(
+    oc: Driver, oc_server: OpenCodeServer, scripted_model: ScriptedModel, followers
+):
     """A busy run, a session waiting for input and a completed one: a monitor started 20 s
     after the first gives every row the same `since` (within 1 s)."""
     watcher, _proc = followers

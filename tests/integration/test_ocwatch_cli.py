@@ -23,11 +23,18 @@ from .scripted_model import ScriptedModel
 
 
 def ocwatch(
-    *args: str, password: str | None = None, timeout: float = 120,
+    *args: str,
+    password: str | None = None,
+    timeout: float = 120,
 ) -> subprocess.CompletedProcess[str]:
     env = cli_env(password)
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
-                          text=True, timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+    )
 
 
 def status_json(url: str, password: str | None = None) -> dict[str, Any]:
@@ -36,14 +43,23 @@ def status_json(url: str, password: str | None = None) -> dict[str, Any]:
     return json.loads(proc.stdout)
 
 
-def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_states: AllStates,
-                                              oc: Driver):
+def test_status_json_classifies_every_session(
+    oc_server: OpenCodeServer, all_states: AllStates, oc: Driver
+):
     all_states.still_retrying(oc)
     data = status_json(oc_server.url)
-    assert data["servers"] == [{"url": oc_server.url, "name": oc_server.url,
-                                "version": "1.18.33", "reachable": True,
-                                "error": None, "stream": "none", "malformed": 0,
-                                "malformed_examples": []}]
+    assert data["servers"] == [
+        {
+            "url": oc_server.url,
+            "name": oc_server.url,
+            "version": "1.18.33",
+            "reachable": True,
+            "error": None,
+            "stream": "none",
+            "malformed": 0,
+            "malformed_examples": [],
+        }
+    ]
     rows = {r["id"]: r for r in data["sessions"]}
     st = all_states
 
@@ -58,7 +74,8 @@ def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_sta
     check(st.aborted, "idle", "aborted")
     perm = check(st.permission, "input")
     assert [(p["kind"], p["id"]) for p in perm["pending"]] == [
-        ("permission", st.permission_request["id"])]
+        ("permission", st.permission_request["id"])
+    ]
     assert "bash" in perm["pending"][0]["summary"]
     q = check(st.question, "input")
     assert [(p["kind"], p["id"]) for p in q["pending"]] == [("question", st.question_request["id"])]
@@ -66,8 +83,9 @@ def test_status_json_classifies_every_session(oc_server: OpenCodeServer, all_sta
     for _ in range(20):
         if rows[st.retry]["state"] == "retry":
             break
-        rows[st.retry] = next(r for r in status_json(oc_server.url)["sessions"]
-                              if r["id"] == st.retry)
+        rows[st.retry] = next(
+            r for r in status_json(oc_server.url)["sessions"] if r["id"] == st.retry
+        )
     check(st.retry, "retry")
     check(st.busy, "busy")
     parent = check(st.parent, "busy")
@@ -87,9 +105,12 @@ def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStat
     proc = ocwatch("status", "--server", oc_server.url)
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    for sid, word in ((all_states.completed, "idle (completed)"),
-                      (all_states.failed, "idle (error)"), (all_states.permission, "input"),
-                      (all_states.busy, "busy")):
+    for sid, word in (
+        (all_states.completed, "idle (completed)"),
+        (all_states.failed, "idle (error)"),
+        (all_states.permission, "input"),
+        (all_states.busy, "busy"),
+    ):
         line = next(line for line in out.splitlines() if sid in line)
         assert line.startswith(word), line
     for _ in range(20):  # retry -> busy -> retry between attempts: read until it shows retry
@@ -100,14 +121,23 @@ def test_status_table_is_readable(oc_server: OpenCodeServer, all_states: AllStat
     assert line.startswith("retry"), line
 
 
-@pytest.mark.parametrize(("which", "code"), [
-    ("completed", 0), ("failed", 1), ("aborted", 3), ("permission", 4), ("question", 4),
-    ("fresh", 5),
-])
-def test_wait_exit_codes_for_settled_sessions(oc_server: OpenCodeServer, all_states: AllStates,
-                                              which: str, code: int):
-    proc = ocwatch("wait", getattr(all_states, which), "--server", oc_server.url,
-                   "--timeout", "60", "--json")
+@pytest.mark.parametrize(
+    ("which", "code"),
+    [
+        ("completed", 0),
+        ("failed", 1),
+        ("aborted", 3),
+        ("permission", 4),
+        ("question", 4),
+        ("fresh", 5),
+    ],
+)
+def test_wait_exit_codes_for_settled_sessions(
+    oc_server: OpenCodeServer, all_states: AllStates, which: str, code: int
+):
+    proc = ocwatch(
+        "wait", getattr(all_states, which), "--server", oc_server.url, "--timeout", "60", "--json"
+    )
     assert proc.returncode == code, (proc.stdout, proc.stderr)
     out = json.loads(proc.stdout)
     assert out["exit_code"] == code and out["session"]["id"] == getattr(all_states, which)
@@ -128,20 +158,29 @@ def test_wait_timeout_zero_still_checks_once(oc_server: OpenCodeServer, all_stat
     assert proc.returncode == 124 and "timed out after 0s" in proc.stderr
 
 
-def test_output_into_a_pipe_closed_early_keeps_the_exit_code(oc_server: OpenCodeServer,
-                                                            all_states: AllStates):
+def test_output_into_a_pipe_closed_early_keeps_the_exit_code(
+    oc_server: OpenCodeServer, all_states: AllStates
+):
     """`ocwatch status | head -1`: no traceback, and the command's own exit code. The pipe's
     reader is gone before ocwatch writes, so every write fails (a few KB would otherwise fit in
     the pipe's buffer and never fail)."""
     env = cli_env()
-    for args, code in ((["status"], 0), (["status", "--json"], 0),
-                       (["wait", all_states.failed, "--json"], 1)):
+    for args, code in (
+        (["status"], 0),
+        (["status", "--json"], 0),
+        (["wait", all_states.failed, "--json"], 1),
+    ):
         read, write = os.pipe()
         os.close(read)
         try:
-            proc = subprocess.run([sys.executable, "-m", "tui.cli.main", *args, "--server",
-                                   oc_server.url], stdout=write, stderr=subprocess.PIPE,
-                                  env=env, timeout=60, text=True)
+            proc = subprocess.run(
+                [sys.executable, "-m", "tui.cli.main", *args, "--server", oc_server.url],
+                stdout=write,
+                stderr=subprocess.PIPE,
+                env=env,
+                timeout=60,
+                text=True,
+            )
         finally:
             os.close(write)
         assert proc.returncode == code, proc.stderr
@@ -175,9 +214,22 @@ def test_wait_sees_a_live_failure_and_an_abort(oc: Driver, scripted_model: Scrip
     hanging = oc.run("hang", "live-abort", title="live abort")["id"]
     oc.wait_status(hanging, "busy")
     oc.wait_assistant(hanging)
-    waiter = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "wait", hanging, "--server",
-                               oc.base_url, "--timeout", "90"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True)
+    waiter = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli.main",
+            "wait",
+            hanging,
+            "--server",
+            oc.base_url,
+            "--timeout",
+            "90",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         proc = ocwatch("abort", hanging, "--server", oc.base_url)
         assert proc.returncode == 0, proc.stderr
@@ -191,12 +243,14 @@ def test_wait_sees_a_live_failure_and_an_abort(oc: Driver, scripted_model: Scrip
     # aborting again: the server accepts it, but nothing was running, and ocwatch says so
     proc = ocwatch("abort", hanging, "--server", oc.base_url)
     assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == (f"{hanging} was not running (the server reports it idle): "
-                                   "nothing to abort")
+    assert proc.stdout.strip() == (
+        f"{hanging} was not running (the server reports it idle): nothing to abort"
+    )
 
 
-def test_wrong_or_missing_password_is_one_clear_line(oc_server_auth: OpenCodeServer,
-                                                     oc_password: str):
+def test_wrong_or_missing_password_is_one_clear_line(
+    oc_server_auth: OpenCodeServer, oc_password: str
+):
     for pw in (None, "not-the-password"):
         proc = ocwatch("status", "--server", oc_server_auth.url, password=pw)
         assert proc.returncode == 2
@@ -209,7 +263,8 @@ def test_wrong_or_missing_password_is_one_clear_line(oc_server_auth: OpenCodeSer
 
 
 def test_server_restart_mid_run_reads_interrupted_and_wait_survives_it(
-    private_server: OpenCodeServer, scripted_model: ScriptedModel,
+    private_server: OpenCodeServer,
+    scripted_model: ScriptedModel,
 ):
     srv = private_server
     with Driver(srv.url, default_directory=str(srv.project)) as d:
@@ -221,8 +276,9 @@ def test_server_restart_mid_run_reads_interrupted_and_wait_survives_it(
     result: dict[str, Any] = {}
 
     def waiter() -> None:  # `ocwatch wait`, in a thread so the test knows when it follows
-        result["got"] = asyncio.run(wait_for(sid, srv.url, auth=None, settings=Settings(),
-                                             timeout=120, on_ready=ready.set))
+        result["got"] = asyncio.run(
+            wait_for(sid, srv.url, auth=None, settings=Settings(), timeout=120, on_ready=ready.set)
+        )
 
     thread = threading.Thread(target=waiter, daemon=True)
     thread.start()
@@ -267,8 +323,7 @@ def test_reject_with_a_message_lets_the_agent_go_on(oc: Driver):
     # the server hands the message to the model as feedback and the run continues
     sid = oc.run("permission", title="reply reject with feedback")["id"]
     req = oc.wait_permission(sid)
-    proc = ocwatch("reply", req["id"], "reject", "--message", "use rsync", "--server",
-                   oc.base_url)
+    proc = ocwatch("reply", req["id"], "reject", "--message", "use rsync", "--server", oc.base_url)
     assert proc.returncode == 0, proc.stderr
     assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
 
@@ -295,22 +350,44 @@ def test_reply_in_the_second_folder(oc: Driver, oc_server: OpenCodeServer):
     assert ocwatch("wait", sid, "--server", oc.base_url, "--timeout", "90").returncode == 0
 
 
-def test_wait_all_and_any_over_several_sessions_and_servers(oc_server: OpenCodeServer,
-                                                           all_states: AllStates,
-                                                           private_server: OpenCodeServer):
+def test_wait_all_and_any_over_several_sessions_and_servers(
+    oc_server: OpenCodeServer, all_states: AllStates, private_server: OpenCodeServer
+):
     """`--all` exits with the worst code (error over completed); `--any` returns with the first
     that settles even while another runs on; sessions are looked for on every server."""
     st = all_states
-    proc = ocwatch("wait", st.completed, st.failed, "--all", "--server", oc_server.url,
-                   "--timeout", "60", "--json")
+    proc = ocwatch(
+        "wait",
+        st.completed,
+        st.failed,
+        "--all",
+        "--server",
+        oc_server.url,
+        "--timeout",
+        "60",
+        "--json",
+    )
     assert proc.returncode == 1, proc.stderr
     out = json.loads(proc.stdout)
     assert out["mode"] == "all" and out["exit_code"] == 1
-    assert {(s["id"], s["exit_code"]) for s in out["sessions"]} == {(st.completed, 0),
-                                                                    (st.failed, 1)}
+    assert {(s["id"], s["exit_code"]) for s in out["sessions"]} == {
+        (st.completed, 0),
+        (st.failed, 1),
+    }
     t = time.monotonic()
-    proc = ocwatch("wait", st.busy, st.aborted, "--any", "--server", oc_server.url,
-                   "--server", private_server.url, "--timeout", "60", "--json")
+    proc = ocwatch(
+        "wait",
+        st.busy,
+        st.aborted,
+        "--any",
+        "--server",
+        oc_server.url,
+        "--server",
+        private_server.url,
+        "--timeout",
+        "60",
+        "--json",
+    )
     assert proc.returncode == 3, proc.stderr  # the aborted one, at once; busy still running
     assert time.monotonic() - t < 30
     out = json.loads(proc.stdout)
@@ -319,10 +396,20 @@ def test_wait_all_and_any_over_several_sessions_and_servers(oc_server: OpenCodeS
     with Driver(private_server.url, default_directory=str(private_server.project)) as d:
         other = d.run("text", title="on the second server")["id"]
         d.wait_completed_idle(other)
-    proc = ocwatch("wait", st.completed, other, "--server", oc_server.url, "--server",
-                   private_server.url, "--timeout", "60")
+    proc = ocwatch(
+        "wait",
+        st.completed,
+        other,
+        "--server",
+        oc_server.url,
+        "--server",
+        private_server.url,
+        "--timeout",
+        "60",
+    )
     assert proc.returncode == 0, proc.stderr
     assert f"{other}: idle (completed)" in proc.stdout
-    proc = ocwatch("wait", st.completed, "ses_nowhere", "--server", oc_server.url,
-                   "--timeout", "60")
+    proc = ocwatch(
+        "wait", st.completed, "ses_nowhere", "--server", oc_server.url, "--timeout", "60"
+    )
     assert proc.returncode == 2 and "unknown session ses_nowhere" in proc.stderr

@@ -60,8 +60,11 @@ def free_port() -> int:
 
 
 def parse(text: str) -> Samples:
-    return {(s.name, tuple(sorted(s.labels.items()))): s.value
-            for f in text_string_to_metric_families(text) for s in f.samples}
+    return {
+        (s.name, tuple(sorted(s.labels.items()))): s.value
+        for f in text_string_to_metric_families(text)
+        for s in f.samples
+    }
 
 
 def value(samples: Samples, name: str, **labels: str) -> float:
@@ -71,8 +74,9 @@ def value(samples: Samples, name: str, **labels: str) -> float:
 def write_config(path: Path, open_url: str, locked_url: str | None = None) -> Path:
     lines = [f'[[servers]]\nname = "open"\nurl = "{open_url}"\n']
     if locked_url is not None:
-        lines.append(f'[[servers]]\nname = "locked"\nurl = "{locked_url}"\n'
-                     'password_env = "LOCKED_PW"\n')
+        lines.append(
+            f'[[servers]]\nname = "locked"\nurl = "{locked_url}"\npassword_env = "LOCKED_PW"\n'
+        )
     path.write_text("\n".join(lines))
     return path
 
@@ -98,16 +102,29 @@ class Exporter:
 
 
 @contextlib.contextmanager
-def exporter(config: Path, env: dict[str, str], servers: tuple[str, ...],
-             *args: str) -> Iterator[Exporter]:
+def exporter(
+    config: Path, env: dict[str, str], servers: tuple[str, ...], *args: str
+) -> Iterator[Exporter]:
     port = free_port()
     err = config.parent / f"exporter-{port}.err"
     with err.open("wb") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli.main", "metrics", "--listen", f"127.0.0.1:{port}",
-             *args], env=env, stdout=subprocess.DEVNULL, stderr=sink)
+            [
+                sys.executable,
+                "-m",
+                "tui.cli.main",
+                "metrics",
+                "--listen",
+                f"127.0.0.1:{port}",
+                *args,
+            ],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=sink,
+        )
     ex = Exporter(f"http://127.0.0.1:{port}/metrics", proc, err)
     try:
+
         def loaded() -> bool:
             assert proc.poll() is None, err.read_text()
             got = ex.scrape()
@@ -120,18 +137,30 @@ def exporter(config: Path, env: dict[str, str], servers: tuple[str, ...],
 
 
 def status_json(env: dict[str, str]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--json"],
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", "status", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
 
 def gauges(samples: Samples) -> dict[tuple[str, ...], float]:
     """What the exporter says of the sessions now: counts by state, stale, open requests, up."""
-    keep = ("ocwatch_sessions", "ocwatch_sessions_stale", "ocwatch_pending_requests",
-            "ocwatch_server_up")
-    return {(name, *(v for _, v in labels)): n for (name, labels), n in samples.items()
-            if name in keep and n}
+    keep = (
+        "ocwatch_sessions",
+        "ocwatch_sessions_stale",
+        "ocwatch_pending_requests",
+        "ocwatch_server_up",
+    )
+    return {
+        (name, *(v for _, v in labels)): n
+        for (name, labels), n in samples.items()
+        if name in keep and n
+    }
 
 
 def status_gauges(data: dict[str, Any]) -> dict[tuple[str, ...], float]:
@@ -159,8 +188,14 @@ def status_gauges(data: dict[str, Any]) -> dict[tuple[str, ...], float]:
 
 
 def test_the_exporter_agrees_with_status_on_two_real_servers(
-        oc_server: OpenCodeServer, oc_server_auth: OpenCodeServer, oc_password: str,
-        all_states: AllStates, oc: Driver, oc_auth: Driver, tmp_path: Path) -> None:
+    oc_server: OpenCodeServer,
+    oc_server_auth: OpenCodeServer,
+    oc_password: str,
+    all_states: AllStates,
+    oc: Driver,
+    oc_auth: Driver,
+    tmp_path: Path,
+) -> None:
     all_states.still_retrying(oc)
     waiting = oc_auth.run("permission", "echo exporter-test")
     request = oc_auth.wait_permission(waiting["id"])
@@ -181,8 +216,16 @@ def test_the_exporter_agrees_with_status_on_two_real_servers(
             assert value(got, "ocwatch_server_up", server="open") == 1
             assert value(got, "ocwatch_server_up", server="locked") == 1  # its own password
             assert value(got, "ocwatch_pending_requests", server="locked", kind="permission") >= 1
-            assert value(got, "ocwatch_server_info", server="locked", url=oc_server_auth.url,
-                         version="1.18.33") == 1
+            assert (
+                value(
+                    got,
+                    "ocwatch_server_info",
+                    server="locked",
+                    url=oc_server_auth.url,
+                    version="1.18.33",
+                )
+                == 1
+            )
             assert value(got, "ocwatch_stream_up", server="locked") == 1
             # no session id (nor title) is a label by default
             assert not any(v.startswith("ses_") for (_, labels) in got for _, v in labels)
@@ -206,8 +249,15 @@ def test_the_exporter_agrees_with_status_on_two_real_servers(
             assert delta(after, "ocwatch_runs_total", server="locked", outcome="completed") == 1
             assert delta(after, "ocwatch_runs_total", server="locked", outcome="error") == 1
             assert delta(after, "ocwatch_run_duration_seconds_count", server="locked") == 2
-            assert delta(after, "ocwatch_state_transitions_total", server="locked",
-                         **{"from": "busy", "to": "idle"}) == 2
+            assert (
+                delta(
+                    after,
+                    "ocwatch_state_transitions_total",
+                    server="locked",
+                    **{"from": "busy", "to": "idle"},
+                )
+                == 2
+            )
             said = ex.text() + ex.stderr.read_text()
         for secret in (oc_password, base64.b64encode(f"opencode:{oc_password}".encode()).decode()):
             assert secret not in said
@@ -238,15 +288,24 @@ def prometheus(tmp_path: Path, target: str, rules: str) -> Iterator[Prometheus]:
         "rule_files: [rules.yml]\n"
         "scrape_configs:\n"
         "  - job_name: ocwatch\n"
-        f"    static_configs: [{{targets: ['{target}']}}]\n")
+        f"    static_configs: [{{targets: ['{target}']}}]\n"
+    )
     port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
     proc = subprocess.Popen(
-        [binary, f"--config.file={tmp_path / 'prometheus.yml'}",
-         f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}"],
-        stdout=log, stderr=log, cwd=tmp_path)
+        [
+            binary,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=log,
+        cwd=tmp_path,
+    )
     prom = Prometheus(f"http://127.0.0.1:{port}", proc)
     try:
+
         def ready() -> bool:
             assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-3000:]
             return httpx.get(prom.url + "/-/ready", timeout=2).status_code == 200
@@ -262,47 +321,77 @@ def quick_rules() -> str:
     """The shipped rules with the waiting rule's threshold and `for:` cut to seconds (the rest
     as shipped): what the test sees fire is the shipped expression."""
     text = RULES.read_text()
-    for old, new in (("ocwatch_oldest_pending_seconds >= 600\n        for: 30s",
-                      "ocwatch_oldest_pending_seconds >= 2\n        for: 3s"),):
+    for old, new in (
+        (
+            "ocwatch_oldest_pending_seconds >= 600\n        for: 30s",
+            "ocwatch_oldest_pending_seconds >= 2\n        for: 3s",
+        ),
+    ):
         assert old in text, old
         text = text.replace(old, new)
     return text
 
 
 def test_prometheus_scrapes_it_and_the_shipped_alert_reaches_a_person(
-        oc_server_auth: OpenCodeServer, oc_password: str, oc_auth: Driver,
-        tmp_path: Path) -> None:
+    oc_server_auth: OpenCodeServer, oc_password: str, oc_auth: Driver, tmp_path: Path
+) -> None:
     need("prometheus")
     got_alerts = tmp_path / "alerts.ndjson"
     notifier = tmp_path / "notify.py"
-    notifier.write_text("import sys\n"
-                        f"open({str(got_alerts)!r}, 'a').write(sys.stdin.read())\n")
+    notifier.write_text(f"import sys\nopen({str(got_alerts)!r}, 'a').write(sys.stdin.read())\n")
     config = tmp_path / "config.toml"
-    config.write_text(f'[[servers]]\nname = "locked"\nurl = "{oc_server_auth.url}"\n'
-                      'password_env = "LOCKED_PW"\n')
+    config.write_text(
+        f'[[servers]]\nname = "locked"\nurl = "{oc_server_auth.url}"\npassword_env = "LOCKED_PW"\n'
+    )
     env = env_for(config, LOCKED_PW=oc_password)
     request: dict[str, Any] | None = None
-    with exporter(config, env, ("locked",), "--session-info",
-                  "--notify-cmd", f"{sys.executable} {notifier}") as ex, \
-            prometheus(tmp_path, ex.url.split("/")[2], quick_rules()) as prom:
-        wait_until(lambda: prom.query('up{job="ocwatch"} == 1'), 60,
-                   what="Prometheus scraping the exporter")
+    with (
+        exporter(
+            config,
+            env,
+            ("locked",),
+            "--session-info",
+            "--notify-cmd",
+            f"{sys.executable} {notifier}",
+        ) as ex,
+        prometheus(tmp_path, ex.url.split("/")[2], quick_rules()) as prom,
+    ):
+        wait_until(
+            lambda: prom.query('up{job="ocwatch"} == 1'),
+            60,
+            what="Prometheus scraping the exporter",
+        )
         session = oc_auth.create_session(title="waits for a person")
         sid = session["id"]
         # seen idle first, so that asking is a change (a first sight never alerts)
-        wait_until(lambda: value(ex.scrape(), "ocwatch_session_info", server="locked",
-                                 session_id=sid, parent_id="", title="waits for a person",
-                                 state="idle", reason="", stale="false"), 30,
-                   what="the exporter seeing the new session")
+        wait_until(
+            lambda: value(
+                ex.scrape(),
+                "ocwatch_session_info",
+                server="locked",
+                session_id=sid,
+                parent_id="",
+                title="waits for a person",
+                state="idle",
+                reason="",
+                stale="false",
+            ),
+            30,
+            what="the exporter seeing the new session",
+        )
         oc_auth.prompt(sid, "run it", "permission", "echo prometheus-test")
         request = oc_auth.wait_permission(sid)
         try:
+
             def alert(state: str) -> dict[str, Any] | None:
                 for a in prom.api("/api/v1/alerts")["alerts"]:
                     labels = a["labels"]
-                    if (labels.get("alertname"), labels.get("server"), labels.get("kind"),
-                            a["state"]) == ("OpenCodeSessionWaitingForInput", "locked",
-                                            "permission", state):
+                    if (
+                        labels.get("alertname"),
+                        labels.get("server"),
+                        labels.get("kind"),
+                        a["state"],
+                    ) == ("OpenCodeSessionWaitingForInput", "locked", "permission", state):
                         return dict(a)
                 return None
 
@@ -321,16 +410,18 @@ def test_prometheus_scrapes_it_and_the_shipped_alert_reaches_a_person(
             answered = 0
             for panel in dash["panels"]:
                 for target in panel.get("targets", ()):
-                    expr = target["expr"].replace("$server", ".*").replace(
-                        "$__rate_interval", "1m")
+                    expr = target["expr"].replace("$server", ".*").replace("$__rate_interval", "1m")
                     answered += bool(prom.query(expr))
             assert answered >= 10
 
             # the same alert reached a person through --notify-cmd, saying what is asked
             def delivered() -> list[dict[str, Any]]:
                 lines = got_alerts.read_text().splitlines() if got_alerts.exists() else []
-                return [a for a in map(json.loads, lines)
-                        if a["kind"] == "input" and a["session_id"] == sid]
+                return [
+                    a
+                    for a in map(json.loads, lines)
+                    if a["kind"] == "input" and a["session_id"] == sid
+                ]
 
             (sent,) = wait_until(delivered, 30, what="the notify command called")
             assert sent["server"] == "locked" and sent["title"] == "waits for a person"

@@ -23,14 +23,23 @@ from .test_lifecycles import WatchProcess, _flaky_then_slow
 
 
 def ocwatch(*args: str, password: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
-                          text=True, timeout=180, env=cli_env(password))
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=cli_env(password),
+    )
 
 
 def start_recording(path: Path, url: str, password: str | None = None) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, "-m", "tui.cli.main", "record", str(path), "-s", url],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env=cli_env(password))
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tui.cli.main", "record", str(path), "-s", url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=cli_env(password),
+    )
     return proc
 
 
@@ -46,8 +55,17 @@ def stop(proc: subprocess.Popen[str]) -> tuple[int, str]:
 
 
 def states(status: dict[str, Any]) -> dict[str, tuple[Any, ...]]:
-    return {r["id"]: (r["state"], r["reason"], r["stale"], tuple(p["id"] for p in r["pending"]),
-                      r["parent_id"], r["title"]) for r in status["sessions"]}
+    return {
+        r["id"]: (
+            r["state"],
+            r["reason"],
+            r["stale"],
+            tuple(p["id"] for p in r["pending"]),
+            r["parent_id"],
+            r["title"],
+        )
+        for r in status["sessions"]
+    }
 
 
 FRESH = ("idle", None, False)
@@ -61,7 +79,8 @@ def lifecycles(lines: list[dict[str, Any]], sids: set[str]) -> dict[str, list[An
     for x in lines:
         if x["session_id"] in sids:
             out.setdefault(x["session_id"], []).append(
-                (x["from"] and tuple(x["from"].values()), x["to"] and tuple(x["to"].values())))
+                (x["from"] and tuple(x["from"].values()), x["to"] and tuple(x["to"].values()))
+            )
     for sid, seq in out.items():
         if len(seq) > 1 and seq[0] == (None, FRESH) and seq[1][0] == FRESH:
             out[sid] = [(None, seq[1][1]), *seq[2:]]
@@ -69,7 +88,8 @@ def lifecycles(lines: list[dict[str, Any]], sids: set[str]) -> dict[str, list[An
 
 
 def test_real_runs_of_every_kind_replay_as_the_live_monitors_saw_them(
-        private_server: OpenCodeServer, scripted_model: ScriptedModel, tmp_path: Path) -> None:
+    private_server: OpenCodeServer, scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
     url = private_server.url
     path = tmp_path / "real.ndjson.gz"
     recorder = start_recording(path, url)
@@ -81,14 +101,19 @@ def test_real_runs_of_every_kind_replay_as_the_live_monitors_saw_them(
             wait_until(lambda: live.of(sentinel), 60, what="watch following the server")
             sids: dict[str, str] = {}
 
-            def settled(sid: str, state: str, reason: str | None = None,
-                        timeout: float = 90) -> None:
-                wait_until(lambda: any(x["to"] and x["to"]["state"] == state
-                                       and x["to"]["reason"] == reason for x in live.of(sid)),
-                           timeout, what=f"{sid} {state} {reason} (got {live.of(sid)})")
+            def settled(
+                sid: str, state: str, reason: str | None = None, timeout: float = 90
+            ) -> None:
+                wait_until(
+                    lambda: any(
+                        x["to"] and x["to"]["state"] == state and x["to"]["reason"] == reason
+                        for x in live.of(sid)
+                    ),
+                    timeout,
+                    what=f"{sid} {state} {reason} (got {live.of(sid)})",
+                )
 
-            def run(kind: str, scenario: str, arg: str | None = None,
-                    text: str = "") -> str:
+            def run(kind: str, scenario: str, arg: str | None = None, text: str = "") -> str:
                 """A session seen idle by the live watch first, then prompted (so that both
                 monitors see it idle before it runs: first sight is a matter of sampling)."""
                 sid = sids[kind] = d.create_session(title=f"rec {kind}")["id"]
@@ -140,33 +165,46 @@ def test_real_runs_of_every_kind_replay_as_the_live_monitors_saw_them(
     replay_lines = [json.loads(x) for x in watched.stdout.splitlines()]
     assert lifecycles(replay_lines, ours) == lifecycles(live.lines, ours)
     done = ("idle", "completed", False)
-    assert [(x["from"] and x["from"]["state"], x["to"]["state"]) for x in replay_lines
-            if x["session_id"] == sids["permission"]] == [
-        (None, "idle"), ("idle", "busy"), ("busy", "input"), ("input", "busy"), ("busy", "idle")]
+    assert [
+        (x["from"] and x["from"]["state"], x["to"]["state"])
+        for x in replay_lines
+        if x["session_id"] == sids["permission"]
+    ] == [(None, "idle"), ("idle", "busy"), ("busy", "input"), ("input", "busy"), ("busy", "idle")]
     assert lifecycles(replay_lines, {sids["permission"]})[sids["permission"]] == [
         (None, ("busy", None, False)),
         (("busy", None, False), ("input", None, False)),
-        (("input", None, False), ("busy", None, False)), (("busy", None, False), done)]
+        (("input", None, False), ("busy", None, False)),
+        (("busy", None, False), done),
+    ]
 
 
 def test_a_recording_made_with_a_password_holds_no_trace_of_it(
-        oc_server_auth: OpenCodeServer, oc_password: str, oc_auth: Driver,
-        tmp_path: Path) -> None:
+    oc_server_auth: OpenCodeServer, oc_password: str, oc_auth: Driver, tmp_path: Path
+) -> None:
     path = tmp_path / "locked.ndjson"
     recorder = start_recording(path, oc_server_auth.url, password=oc_password)
     try:
-        wait_until(lambda: path.exists() and b'"begin":false' in path.read_bytes(), 60,
-                   what="the recorder's first snapshot")
+        wait_until(
+            lambda: path.exists() and b'"begin":false' in path.read_bytes(),
+            60,
+            what="the recorder's first snapshot",
+        )
         sid = oc_auth.run("text", title="recorded with a password")["id"]
         oc_auth.wait_assistant_completed(sid)
-        wait_until(lambda: sid.encode() in path.read_bytes() and b"session.idle" in
-                   path.read_bytes(), 60, what="the run in the recording")
+        wait_until(
+            lambda: sid.encode() in path.read_bytes() and b"session.idle" in path.read_bytes(),
+            60,
+            what="the run in the recording",
+        )
     finally:
         code, err = stop(recorder)
     assert code == 0, err
     written = path.read_bytes()
-    for trace in (oc_password, base64.b64encode(f"opencode:{oc_password}".encode()).decode(),
-                  base64.b64encode(oc_password.encode()).decode()):
+    for trace in (
+        oc_password,
+        base64.b64encode(f"opencode:{oc_password}".encode()).decode(),
+        base64.b64encode(oc_password.encode()).decode(),
+    ):
         assert trace.encode() not in written
     replayed = ocwatch("status", "--json", "--replay", str(path))
     assert replayed.returncode == 0, replayed.stderr
@@ -175,7 +213,8 @@ def test_a_recording_made_with_a_password_holds_no_trace_of_it(
 
 
 def test_a_report_of_a_failed_session_on_the_real_server(
-        oc_server: OpenCodeServer, oc: Driver, tmp_path: Path) -> None:
+    oc_server: OpenCodeServer, oc: Driver, tmp_path: Path
+) -> None:
     sid = oc.run("fail", title="report me", text="the secret plan is Tuesday")["id"]
     oc.wait_assistant_completed(sid, finish=None)
     proc = ocwatch("report", sid, "-s", oc_server.url, "--for", "1")

@@ -135,7 +135,8 @@ def test_api_session_active_ignores_v1_runs(oc: Driver, all_states: Any) -> None
 
 
 async def test_last_messages_are_plain_answers_that_quick_reads_take(
-        oc_server_auth: OpenCodeServer, oc_auth: Driver, oc_password: str) -> None:
+    oc_server_auth: OpenCodeServer, oc_auth: Driver, oc_password: str
+) -> None:
     """`GET /session/{id}/message` answers 200 JSON, uncompressed, on a kept-alive connection
     (with the password, too): tui.core.quick reads it so, and gets what the usual read gets."""
     from tui.core.client import Client
@@ -143,8 +144,14 @@ async def test_last_messages_are_plain_answers_that_quick_reads_take(
 
     sid = oc_auth.create_session(title="quick reads")["id"]
     oc_auth.prompt(sid, "Say hello", "text")
-    wait_until(lambda: any(m["info"]["role"] == "assistant" and m["info"]["time"].get("completed")
-                           for m in oc_auth.messages(sid)), 60, what="a completed reply")
+    wait_until(
+        lambda: any(
+            m["info"]["role"] == "assistant" and m["info"]["time"].get("completed")
+            for m in oc_auth.messages(sid)
+        ),
+        60,
+        what="a completed reply",
+    )
     async with Client(oc_server_auth.url, Auth("opencode", oc_password)) as client:
         assert client._quick is not None
         usual = await client.request("GET", f"/session/{sid}/message", params={"limit": 1})

@@ -10,7 +10,15 @@ import pytest
 @pytest.fixture(autouse=True)
 def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
-    for name in ("OCWATCH_CONFIG", "OCWATCH_SERVERS", "OCWATCH_THEME", "OCWATCH_GRACE",
-                 "OCWATCH_RESYNC", "OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_PASSWORD_FILE",
-                 "OPENCODE_SERVER_USERNAME", "OPENCODE_SERVER_URL"):
+    for name in (
+        "OCWATCH_CONFIG",
+        "OCWATCH_SERVERS",
+        "OCWATCH_THEME",
+        "OCWATCH_GRACE",
+        "OCWATCH_RESYNC",
+        "OPENCODE_SERVER_PASSWORD",
+        "OPENCODE_SERVER_PASSWORD_FILE",
+        "OPENCODE_SERVER_USERNAME",
+        "OPENCODE_SERVER_URL",
+    ):
         monkeypatch.delenv(name, raising=False)

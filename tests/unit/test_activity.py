@@ -27,8 +27,7 @@ LIMITS = {("fake", "fake"): 100_000}
 
 def of(name: str, role: str, **kw: Any) -> Activity:
     msg = recorded.last_message(name, role)
-    return activity_from(recorded.session(name, role), [msg], fetched_at=1.0, limits=LIMITS,
-                         **kw)
+    return activity_from(recorded.session(name, role), [msg], fetched_at=1.0, limits=LIMITS, **kw)
 
 
 def test_a_completed_run_has_its_reply_model_tokens_and_context() -> None:
@@ -51,8 +50,7 @@ def test_a_run_waiting_for_a_permission_has_its_tool_running() -> None:
 
 
 def test_a_sub_agent_task_and_a_question_say_what_they_are_about() -> None:
-    assert [r.brief() for r in of("all_states", "parent").running] == [
-        "task: Scripted sub-task"]
+    assert [r.brief() for r in of("all_states", "parent").running] == ["task: Scripted sub-task"]
     (question,) = of("all_states", "question").running
     assert question.brief() == "question: Which colour should I use?"
 
@@ -64,13 +62,27 @@ def test_no_limits_no_share() -> None:
 
 
 def test_only_the_newest_assistant_message_has_tools_running_now() -> None:
-    old = {"info": {"role": "assistant"}, "parts": [
-        {"type": "tool", "tool": "bash", "state": {"status": "running",
-                                                  "input": {"command": "make old"}}}]}
-    new = {"info": {"role": "assistant"}, "parts": [
-        {"type": "text", "text": "now writing"},
-        {"type": "tool", "tool": "edit", "state": {"status": "completed",
-                                                  "input": {"filePath": "/w/a.py"}}}]}
+    old = {
+        "info": {"role": "assistant"},
+        "parts": [
+            {
+                "type": "tool",
+                "tool": "bash",
+                "state": {"status": "running", "input": {"command": "make old"}},
+            }
+        ],
+    }
+    new = {
+        "info": {"role": "assistant"},
+        "parts": [
+            {"type": "text", "text": "now writing"},
+            {
+                "type": "tool",
+                "tool": "edit",
+                "state": {"status": "completed", "input": {"filePath": "/w/a.py"}},
+            },
+        ],
+    }
     a = activity_from("s", [old, {"info": {"role": "user"}}, new], fetched_at=0, limit=40)
     assert a.running == ()
     assert a.last_tool is not None and a.last_tool.brief() == "edit: /w/a.py"
@@ -81,15 +93,21 @@ def test_the_reply_is_its_last_lines_and_synthetic_text_is_not_a_reply() -> None
     text = "\n".join(f"line {i}" for i in range(20))
     assert reply_end(text, lines=3) == "line 17\nline 18\nline 19"
     assert reply_end("x" * 1000, chars=10) == "…" + "x" * 9
-    msg = {"info": {"role": "assistant"}, "parts": [
-        {"type": "text", "text": "real"}, {"type": "text", "text": "injected", "synthetic": True}]}
+    msg = {
+        "info": {"role": "assistant"},
+        "parts": [
+            {"type": "text", "text": "real"},
+            {"type": "text", "text": "injected", "synthetic": True},
+        ],
+    }
     assert activity_from("s", [msg], fetched_at=0).reply == "real"
 
 
 def test_tool_summaries() -> None:
     assert tool_summary("bash", {"input": {"command": "npm   test\n--watch"}}) == "npm test --watch"
     assert tool_summary("edit", {"input": {"filePath": "src/app.py", "oldString": "x"}}) == (
-        "src/app.py")
+        "src/app.py"
+    )
     assert tool_summary("todowrite", {"input": {"todos": [{}, {}]}}) == "2 todos"
     assert tool_summary("mcp_thing", {"input": {"n": 1}, "title": "Looked up"}) == "Looked up"
     assert tool_summary("mcp_thing", {"input": "not a dict"}) == ""
@@ -97,21 +115,36 @@ def test_tool_summaries() -> None:
 
 
 def test_todos_and_their_progress() -> None:
-    todos = todo_items([{"content": "Read", "status": "completed"},
-                        {"content": "Fix", "status": "in_progress"},
-                        {"content": "Test", "status": "pending"},
-                        {"content": "Dropped", "status": "cancelled"}, "junk", 3])
+    todos = todo_items(
+        [
+            {"content": "Read", "status": "completed"},
+            {"content": "Fix", "status": "in_progress"},
+            {"content": "Test", "status": "pending"},
+            {"content": "Dropped", "status": "cancelled"},
+            "junk",
+            3,
+        ]
+    )
     assert todos is not None and len(todos) == 4
     assert summarize_todos(todos) == (1, 3, TodoItem("Fix", "in_progress"))
     assert todo_items({"not": "a list"}) is None  # an unknown route's answer: no todos
 
 
 def test_the_todo_list_as_written_when_the_server_keeps_only_open_ones() -> None:
-    written = [{"content": "Read", "status": "completed"}, {"content": "Fix", "status":
-                                                               "in_progress"}]
-    msg = {"info": {"role": "assistant"}, "parts": [
-        {"type": "tool", "tool": "todowrite", "state": {"status": "completed",
-                                                       "input": {"todos": written}}}]}
+    written = [
+        {"content": "Read", "status": "completed"},
+        {"content": "Fix", "status": "in_progress"},
+    ]
+    msg = {
+        "info": {"role": "assistant"},
+        "parts": [
+            {
+                "type": "tool",
+                "tool": "todowrite",
+                "state": {"status": "completed", "input": {"todos": written}},
+            }
+        ],
+    }
     a = activity_from("s", [msg], fetched_at=0, todos=[written[1]])
     assert a.todos is not None and summarize_todos(a.todos)[:2] == (1, 2)
     same = activity_from("s", [msg], fetched_at=0, todos=written + [{"content": "More"}])
@@ -119,30 +152,72 @@ def test_the_todo_list_as_written_when_the_server_keeps_only_open_ones() -> None
 
 
 def test_model_limits_from_the_providers_config() -> None:
-    cfg = {"providers": [
-        {"id": "fake", "models": {"fake": {"limit": {"context": 100000, "output": 4000}},
-                                  "nolimit": {}, "bad": {"limit": {"context": "big"}}}},
-        {"models": {"x": {"limit": {"context": 5}}}}, "junk"]}
+    cfg = {
+        "providers": [
+            {
+                "id": "fake",
+                "models": {
+                    "fake": {"limit": {"context": 100000, "output": 4000}},
+                    "nolimit": {},
+                    "bad": {"limit": {"context": "big"}},
+                },
+            },
+            {"models": {"x": {"limit": {"context": 5}}}},
+            "junk",
+        ]
+    }
     assert model_limits(cfg) == {("fake", "fake"): 100000}
     assert model_limits(None) == {} and model_limits({"providers": "x"}) == {}
 
 
-JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
-                    lambda inner: st.lists(inner, max_size=4)
-                    | st.dictionaries(st.sampled_from(["info", "parts", "role", "type", "text",
-                                                       "tool", "state", "status", "input",
-                                                       "tokens", "cache", "time", "start",
-                                                       "modelID", "providerID", "cost", "id",
-                                                       "error", "name", "data", "message",
-                                                       "model", "agent", "finish",
-                                                       "synthetic", "todos"]),
-                                      inner, max_size=5), max_leaves=25)
+JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=5),
+    lambda inner: (
+        st.lists(inner, max_size=4)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "info",
+                    "parts",
+                    "role",
+                    "type",
+                    "text",
+                    "tool",
+                    "state",
+                    "status",
+                    "input",
+                    "tokens",
+                    "cache",
+                    "time",
+                    "start",
+                    "modelID",
+                    "providerID",
+                    "cost",
+                    "id",
+                    "error",
+                    "name",
+                    "data",
+                    "message",
+                    "model",
+                    "agent",
+                    "finish",
+                    "synthetic",
+                    "todos",
+                ]
+            ),
+            inner,
+            max_size=5,
+        )
+    ),
+    max_leaves=25,
+)
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(JSON, max_size=5), JSON, JSON)
-def test_any_answer_gives_an_activity_never_an_exception(messages: list[Any], todos: Any,
-                                                         providers: Any) -> None:
+def test_any_answer_gives_an_activity_never_an_exception(
+    messages: list[Any], todos: Any, providers: Any
+) -> None:
     a = activity_from("s", messages, fetched_at=0, todos=todos, limits=model_limits(providers))
     assert a.tokens.total >= 0 and a.cost >= 0
     json.dumps([r.brief() for r in a.running])  # printable

@@ -28,13 +28,17 @@ def view(snapshot, now=T0):
 
 
 def busy_v():
-    return view(snap([session("s1")], status={"s1": busy()},
-                     messages={"s1": assistant("m1", "s1", created=T0 - 5)}))
+    return view(
+        snap(
+            [session("s1")],
+            status={"s1": busy()},
+            messages={"s1": assistant("m1", "s1", created=T0 - 5)},
+        )
+    )
 
 
 def input_v(rid="per_1"):
-    return view(snap([session("s1")], status={"s1": busy()},
-                     permissions=[permission(rid, "s1")]))
+    return view(snap([session("s1")], status={"s1": busy()}, permissions=[permission(rid, "s1")]))
 
 
 def done_v(error=None, now=T0 + 1):
@@ -73,8 +77,11 @@ class Clock:
 def test_alerter_dedupes_same_episode_and_rate_limits():
     clock = Clock()
     got: list[Alert] = []
-    al = Alerter(AlertConfig(on=["input", "completed"], min_interval=10, max_per_minute=2),
-                 [got.append], clock)
+    al = Alerter(
+        AlertConfig(on=["input", "completed"], min_interval=10, max_per_minute=2),
+        [got.append],
+        clock,
+    )
     b, i = busy_v(), input_v()
     al.feed(transitions(b, i))
     clock.t = 1
@@ -117,8 +124,10 @@ def test_osc9_strips_control_characters_from_titles():
 
 def test_config_file_env_and_bad_values(tmp_path):
     p = tmp_path / "config.toml"
-    p.write_text('servers = ["http://a:1"]\ngrace = 5\ntheme = "ocwatch-light"\n'
-                 '[alerts]\nbell = true\non = ["input", "stale"]\n')
+    p.write_text(
+        'servers = ["http://a:1"]\ngrace = 5\ntheme = "ocwatch-light"\n'
+        '[alerts]\nbell = true\non = ["input", "stale"]\n'
+    )
     cfg, warns = load_config(p, env={})
     assert warns == []
     assert cfg.servers == ["http://a:1"] and cfg.settings().grace == 5
@@ -142,13 +151,23 @@ def test_the_environment_is_checked_as_the_file_is(tmp_path: Path) -> None:
     file's value kept), and only the documented variables read."""
     p = tmp_path / "config.toml"
     p.write_text('grace = 5\nresync_interval = 20\ntheme = "ocwatch-light"\nrequest_deadline = 9\n')
-    cfg, warns = load_config(p, env={"OCWATCH_GRACE": "-1", "OCWATCH_RESYNC": "soon",
-                                     "OCWATCH_THEME": "", "OCWATCH_REQUEST_DEADLINE": "99",
-                                     "OCWATCH_SERVERS": " , "})
+    cfg, warns = load_config(
+        p,
+        env={
+            "OCWATCH_GRACE": "-1",
+            "OCWATCH_RESYNC": "soon",
+            "OCWATCH_THEME": "",
+            "OCWATCH_REQUEST_DEADLINE": "99",
+            "OCWATCH_SERVERS": " , ",
+        },
+    )
     assert (cfg.grace, cfg.resync_interval, cfg.theme) == (5, 20, "ocwatch-light")
     assert cfg.request_deadline == 9 and cfg.servers == []
-    assert len(warns) == 2 and warns[0].startswith("$OCWATCH_GRACE='-1' (") and warns[1] == (
-        "$OCWATCH_RESYNC='soon' is not a number; ignored")
+    assert (
+        len(warns) == 2
+        and warns[0].startswith("$OCWATCH_GRACE='-1' (")
+        and warns[1] == ("$OCWATCH_RESYNC='soon' is not a number; ignored")
+    )
     p.write_text('servers = ["http://a:1"]\n')
     assert load_config(p, env={"OCWATCH_SERVERS": " , "})[0].servers == []  # set, to none
 

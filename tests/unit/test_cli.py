@@ -28,42 +28,58 @@ def done(**kw):
     return assistant("m1", "s1", created=T0 - 20, completed=T0 - 10, **kw)
 
 
-@pytest.mark.parametrize(("snapshot", "code"), [
-    (snap([session("s1")], messages={"s1": done(finish="stop")}), 0),
-    (snap([session("s1")], messages={"s1": done(error="APIError")}), 1),
-    (snap([session("s1")], messages={"s1": done(error="MessageAbortedError")}), 3),
-    (snap([session("s1")], status={"s1": busy()}, permissions=[permission("p", "s1")]), 4),
-    (snap([session("s1")], messages={"s1": assistant("m1", "s1", created=T0 - 100)}), 5),
-    (snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 100)}), 5),
-    (snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="stop")}), 0),
-])
+@pytest.mark.parametrize(
+    ("snapshot", "code"),
+    [
+        (snap([session("s1")], messages={"s1": done(finish="stop")}), 0),
+        (snap([session("s1")], messages={"s1": done(error="APIError")}), 1),
+        (snap([session("s1")], messages={"s1": done(error="MessageAbortedError")}), 3),
+        (snap([session("s1")], status={"s1": busy()}, permissions=[permission("p", "s1")]), 4),
+        (snap([session("s1")], messages={"s1": assistant("m1", "s1", created=T0 - 100)}), 5),
+        (snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 100)}), 5),
+        (snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="stop")}), 0),
+    ],
+)
 def test_exit_codes_of_settled_rows(snapshot, code):
     assert exit_code_for(one(snapshot)) == code
 
 
-@pytest.mark.parametrize("snapshot", [
-    snap([session("s1")], status={"s1": busy()},
-         messages={"s1": assistant("m1", "s1", created=T0 - 5)}),
-    # a prompt just sent: never 0 before its reply has completed
-    snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 1)}),
-    # the previous run completed, the new prompt is being processed
-    snap([session("s1")], status={"s1": busy()}, messages={"s1": user("m2", "s1",
-                                                                      created=T0 - 1)}),
-    # a completed step that asked for tools: the run goes on
-    snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="tool-calls")}),
-])
+@pytest.mark.parametrize(
+    "snapshot",
+    [
+        snap(
+            [session("s1")],
+            status={"s1": busy()},
+            messages={"s1": assistant("m1", "s1", created=T0 - 5)},
+        ),
+        # a prompt just sent: never 0 before its reply has completed
+        snap([session("s1")], messages={"s1": user("m1", "s1", created=T0 - 1)}),
+        # the previous run completed, the new prompt is being processed
+        snap(
+            [session("s1")],
+            status={"s1": busy()},
+            messages={"s1": user("m2", "s1", created=T0 - 1)},
+        ),
+        # a completed step that asked for tools: the run goes on
+        snap([session("s1")], status={"s1": busy()}, messages={"s1": done(finish="tool-calls")}),
+    ],
+)
 def test_wait_keeps_waiting_while_unsettled(snapshot):
     assert exit_code_for(one(snapshot)) is None
 
 
 def test_literal_makes_escapes_visible():
     assert literal("[bold]x[/] \x1b[31mred\x1b[0m\nnext", escapes=True) == (
-        "[bold]x[/] \\x1b[31mred\\x1b[0m next")
+        "[bold]x[/] \\x1b[31mred\\x1b[0m next"
+    )
 
 
 def test_status_table_shows_tree_state_reason_and_literal_titles():
-    s = snap([session("p", title="parent \x1b[2J"), session("c", parent="p", title="child")],
-             status={"p": busy(), "c": busy()}, permissions=[permission("per_1", "c")])
+    s = snap(
+        [session("p", title="parent \x1b[2J"), session("c", parent="p", title="child")],
+        status={"p": busy(), "c": busy()},
+        permissions=[permission("per_1", "c")],
+    )
     rows = derive_server(s, (), T0, S)
     view = View(T0, (ServerInfo(SERVER, "1.0", True),), rows)
     out = render_table(view, T0)
@@ -89,8 +105,12 @@ def test_wait_unreachable_is_exit_2(capsys):
 
 
 def test_usage_errors_exit_2():
-    for argv in (["wait"], ["reply", "per_1", "maybe"], ["answer", "que_1"],
-                 ["wait", "s", "--timeout", "-1"]):
+    for argv in (
+        ["wait"],
+        ["reply", "per_1", "maybe"],
+        ["answer", "que_1"],
+        ["wait", "s", "--timeout", "-1"],
+    ):
         with pytest.raises(SystemExit) as ei:
             code = main(argv)
             raise SystemExit(code)
@@ -104,8 +124,12 @@ def test_password_never_comes_from_argv():
 
 
 def test_console_script_runs_without_traceback():
-    proc = subprocess.run([sys.executable, "-m", "tui.cli.main", "status", "--server",
-                           "http://127.0.0.1:9"], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", "status", "--server", "http://127.0.0.1:9"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr and "cannot connect" in proc.stderr
 
@@ -137,12 +161,14 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     b.loading = (1, 2)
     show()
     assert out.getvalue().endswith(
-        "\r\x1b[Kocwatch: loading sessions of http://a:1 510/3,000, http://b\\x1b[2J:2 1/2")
+        "\r\x1b[Kocwatch: loading sessions of http://a:1 510/3,000, http://b\\x1b[2J:2 1/2"
+    )
     a.loading = b.loading = None
     show()
     assert out.getvalue().endswith("\r\x1b[K")
-    many = [SimpleNamespace(url=f"http://server-{i}.example:4096", loading=(i, 3000))
-            for i in range(9)]
+    many = [
+        SimpleNamespace(url=f"http://server-{i}.example:4096", loading=(i, 3000)) for i in range(9)
+    ]
     out = io.StringIO()  # not a terminal: 80 columns assumed; a wrapped line would not erase
     _progress_line(SimpleNamespace(servers=lambda: many), out)()  # type: ignore[arg-type]
     line = out.getvalue().removeprefix("\r\x1b[K")
@@ -150,8 +176,11 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
 
 
 def test_status_table_of_an_unreachable_server_does_not_claim_no_sessions():
-    down = View(generated_at=T0, servers=(
-        ServerInfo(url="http://a:1", reachable=False, error="cannot connect"),), rows={})
+    down = View(
+        generated_at=T0,
+        servers=(ServerInfo(url="http://a:1", reachable=False, error="cannot connect"),),
+        rows={},
+    )
     assert render_table(down, T0) == "server http://a:1  version ?  UNREACHABLE"  # error: stderr
     up = View(generated_at=T0, servers=(ServerInfo(url="http://a:1", reachable=True),), rows={})
     assert render_table(up, T0).endswith("reachable\nno sessions")
@@ -159,7 +188,8 @@ def test_status_table_of_an_unreachable_server_does_not_claim_no_sessions():
 
 def test_wait_says_the_last_state_when_it_times_out(capsys):
     row = derive_server(snap([session("s1")], status={"s1": busy()}), (), T0, Settings())[
-        (SERVER, "s1")]
+        (SERVER, "s1")
+    ]
     assert report(124, row, "timed out after 0s", as_json=False) == 124
     out, err = capsys.readouterr()
     assert out.startswith("s1: busy") and "timed out after 0s" in err

@@ -24,9 +24,13 @@ async def test_unreachable_server_is_one_line():
 
 async def test_wrong_or_missing_password_says_how_to_fix_and_hides_the_password():
     api = FakeAPI(password="s3cret")
-    for auth, says in ((None, "the server wants a password; set OPENCODE_SERVER_PASSWORD"),
-                       (Auth("opencode", "wrong-pass"), "the server refused user 'opencode' with "
-                        "the password from OPENCODE_SERVER_PASSWORD")):
+    for auth, says in (
+        (None, "the server wants a password; set OPENCODE_SERVER_PASSWORD"),
+        (
+            Auth("opencode", "wrong-pass"),
+            "the server refused user 'opencode' with the password from OPENCODE_SERVER_PASSWORD",
+        ),
+    ):
         async with Client("http://x", auth, transport=api.transport()) as c:
             with pytest.raises(AuthFailed) as ei:
                 await c.sessions()
@@ -77,8 +81,19 @@ def two_folder_api() -> FakeAPI:
         permissions={"/p/b": [{"id": "per_1", "sessionID": "ses_b", "permission": "bash"}]},
         questions={"/p/a": [{"id": "que_1", "sessionID": "ses_a", "questions": []}]},
         projects=[{"id": "prj2", "worktree": "/p/c"}, {"id": "global", "worktree": "/"}],
-        messages={"ses_a": [{"info": {"id": "msg_1", "sessionID": "ses_a", "role": "user",
-                                      "time": {"created": 1}}, "parts": []}]},
+        messages={
+            "ses_a": [
+                {
+                    "info": {
+                        "id": "msg_1",
+                        "sessionID": "ses_a",
+                        "role": "user",
+                        "time": {"created": 1},
+                    },
+                    "parts": [],
+                }
+            ]
+        },
     )
 
 
@@ -94,16 +109,26 @@ async def test_snapshot_asks_every_folder():
 
 
 def done_message(sid: str) -> list[dict]:
-    return [{"info": {"id": "msg_1", "sessionID": sid, "role": "assistant",
-                      "time": {"created": 1000, "completed": 2000}, "finish": "stop"},
-             "parts": []}]
+    return [
+        {
+            "info": {
+                "id": "msg_1",
+                "sessionID": sid,
+                "role": "assistant",
+                "time": {"created": 1000, "completed": 2000},
+                "finish": "stop",
+            },
+            "parts": [],
+        }
+    ]
 
 
 async def test_resync_of_unchanged_idle_sessions_costs_a_bounded_number_of_requests():
     ids = [f"ses_{i:04d}" for i in range(2000)]
-    api = FakeAPI(sessions=[wire_session(s, f"/p/{i % 3}", updated=1e6 + i)
-                            for i, s in enumerate(ids)],
-                  messages={s: done_message(s) for s in ids})
+    api = FakeAPI(
+        sessions=[wire_session(s, f"/p/{i % 3}", updated=1e6 + i) for i, s in enumerate(ids)],
+        messages={s: done_message(s) for s in ids},
+    )
     cache = MessageCache()
     async with Client("http://x", transport=api.transport()) as c:
         first = await fetch_snapshot(c, cache, clock=clock)
@@ -114,18 +139,33 @@ async def test_resync_of_unchanged_idle_sessions_costs_a_bounded_number_of_reque
 
 
 async def test_sessions_of_every_project_without_the_experimental_route():
-    api = FakeAPI(sessions=[wire_session("ses_a", "/p/a"), wire_session("ses_b", "/p/b")],
-                  projects=[{"id": "pa", "worktree": "/p/a"}, {"id": "pb", "worktree": "/p/b"}],
-                  experimental=False)
+    api = FakeAPI(
+        sessions=[wire_session("ses_a", "/p/a"), wire_session("ses_b", "/p/b")],
+        projects=[{"id": "pa", "worktree": "/p/a"}, {"id": "pb", "worktree": "/p/b"}],
+        experimental=False,
+    )
     async with Client("http://x", transport=api.transport()) as c:
         got = await c.all_sessions()
     assert sorted(x["id"] for x in got) == ["ses_a", "ses_b"]
 
 
 async def test_unsettled_last_messages_are_asked_again():
-    api = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": [
-        {"info": {"id": "msg_1", "sessionID": "ses_1", "role": "user",
-                  "time": {"created": 999_000}}, "parts": []}]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        messages={
+            "ses_1": [
+                {
+                    "info": {
+                        "id": "msg_1",
+                        "sessionID": "ses_1",
+                        "role": "user",
+                        "time": {"created": 999_000},
+                    },
+                    "parts": [],
+                }
+            ]
+        },
+    )
     cache = MessageCache()
     async with Client("http://x", transport=api.transport()) as c:
         await fetch_snapshot(c, cache, clock=clock)
@@ -135,8 +175,10 @@ async def test_unsettled_last_messages_are_asked_again():
 
 
 async def test_changed_busy_and_touched_sessions_are_refetched():
-    api = FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2"), wire_session("ses_3")],
-                  status={"/p/a": {"ses_2": {"type": "busy"}}})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2"), wire_session("ses_3")],
+        status={"/p/a": {"ses_2": {"type": "busy"}}},
+    )
     cache = MessageCache()
     async with Client("http://x", transport=api.transport()) as c:
         await fetch_snapshot(c, cache, clock=clock)
@@ -147,8 +189,10 @@ async def test_changed_busy_and_touched_sessions_are_refetched():
 
 
 async def test_malformed_items_are_skipped_and_counted():
-    api = FakeAPI(sessions=[wire_session("ses_1"), {"title": "no id"}],
-                  permissions={"/p/a": [{"id": "per_1"}]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1"), {"title": "no id"}],
+        permissions={"/p/a": [{"id": "per_1"}]},
+    )
     async with Client("http://x", transport=api.transport()) as c:
         snap = await fetch_snapshot(c, MessageCache(), clock=clock)
     assert set(snap.sessions) == {"ses_1"} and snap.skipped == 2
@@ -156,14 +200,15 @@ async def test_malformed_items_are_skipped_and_counted():
 
 async def test_progress_counts_the_last_messages_of_a_first_snapshot():
     ids = [f"ses_{i:03d}" for i in range(250)]
-    api = FakeAPI(sessions=[wire_session(s, updated=1e6 + i) for i, s in enumerate(ids)],
-                  messages={s: done_message(s) for s in ids[1:]})  # ses_000 has none
+    api = FakeAPI(
+        sessions=[wire_session(s, updated=1e6 + i) for i, s in enumerate(ids)],
+        messages={s: done_message(s) for s in ids[1:]},
+    )  # ses_000 has none
     seen: list[tuple[int, int]] = []
     cache = MessageCache()
     async with Client("http://x", transport=api.transport()) as c:
         await fetch_snapshot(c, cache, clock=clock, progress=lambda d, t: seen.append((d, t)))
         seen_again: list[tuple[int, int]] = []
-        await fetch_snapshot(c, cache, clock=clock,
-                             progress=lambda d, t: seen_again.append((d, t)))
+        await fetch_snapshot(c, cache, clock=clock, progress=lambda d, t: seen_again.append((d, t)))
     assert seen == [(i, 250) for i in range(251)]
     assert seen_again == [(0, 0)]  # a resync of unchanged sessions fetches none

@@ -31,12 +31,20 @@ def test_tool_calls_are_one_line_each() -> None:
 
 
 def test_a_user_prompt_has_its_model_from_the_nested_field() -> None:
-    e = entry({"info": {"id": "msg_1", "role": "user", "time": {"created": 1_700_000_000_000},
-                        "model": {"providerID": "fake", "modelID": "fake"}},
-               "parts": [{"type": "text", "text": "Fix it"},
-                         {"type": "reasoning", "text": "hmm"}]})
-    assert e == Entry("msg_1", "user", 1_700_000_000.0, model="fake/fake", text="Fix it",
-                      reasoning=3)
+    e = entry(
+        {
+            "info": {
+                "id": "msg_1",
+                "role": "user",
+                "time": {"created": 1_700_000_000_000},
+                "model": {"providerID": "fake", "modelID": "fake"},
+            },
+            "parts": [{"type": "text", "text": "Fix it"}, {"type": "reasoning", "text": "hmm"}],
+        }
+    )
+    assert e == Entry(
+        "msg_1", "user", 1_700_000_000.0, model="fake/fake", text="Fix it", reasoning=3
+    )
 
 
 def E(i: int, text: str = "") -> Entry:  # noqa: N802
@@ -51,7 +59,8 @@ def test_merge_replaces_appends_and_drops_what_the_tail_lacks() -> None:
 
 def test_entries_skip_what_is_not_a_message() -> None:
     assert [e.id for e in entries([{"info": {"id": "msg_1"}}, "x", {"info": {}}, None])] == [
-        "msg_1"]
+        "msg_1"
+    ]
 
 
 @settings(max_examples=300, deadline=None)

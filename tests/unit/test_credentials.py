@@ -23,23 +23,29 @@ async def test_the_environment_password_goes_to_the_first_server_only():
         seen.setdefault(request.url.host, set()).add(request.headers.get("authorization", ""))
         return api.handle(request)
 
-    fleet = Fleet(["http://one:4096", "http://two:4096"], auth=PW,
-                  transport=httpx.MockTransport(handle))
+    fleet = Fleet(
+        ["http://one:4096", "http://two:4096"], auth=PW, transport=httpx.MockTransport(handle)
+    )
     await fleet.snapshot_once()
     assert seen["one"] == {httpx.BasicAuth("opencode", "env-secret")._auth_header}
     assert seen["two"] == {""}
 
 
 def test_a_server_entry_names_its_own_password():
-    config = Config(servers=["http://127.0.0.1:4096",
-                             ServerEntry(url="http://127.0.0.1:5000", password_env="B_PW"),
-                             ServerEntry(url="http://127.0.0.1:6000", password_env="UNSET_PW")])
+    config = Config(
+        servers=[
+            "http://127.0.0.1:4096",
+            ServerEntry(url="http://127.0.0.1:5000", password_env="B_PW"),
+            ServerEntry(url="http://127.0.0.1:6000", password_env="UNSET_PW"),
+        ]
+    )
     opts = resolve_options(config, auth=PW, env={"B_PW": "b-secret"})
-    assert opts.urls == ["http://127.0.0.1:4096", "http://127.0.0.1:5000",
-                         "http://127.0.0.1:6000"]
-    assert opts.auths == {"http://127.0.0.1:4096": PW,
-                          "http://127.0.0.1:5000": Auth("opencode", "b-secret"),
-                          "http://127.0.0.1:6000": None}
+    assert opts.urls == ["http://127.0.0.1:4096", "http://127.0.0.1:5000", "http://127.0.0.1:6000"]
+    assert opts.auths == {
+        "http://127.0.0.1:4096": PW,
+        "http://127.0.0.1:5000": Auth("opencode", "b-secret"),
+        "http://127.0.0.1:6000": None,
+    }
     assert any("$UNSET_PW is not set" in n for n in opts.notices)
     assert "b-secret" not in repr(opts) and "env-secret" not in repr(opts)
 
@@ -47,8 +53,9 @@ def test_a_server_entry_names_its_own_password():
 def test_a_password_over_plain_http_beyond_loopback_is_warned_of():
     opts = resolve_options(Config(), urls=["http://buildbox:4096"], auth=PW, env={})
     assert any("plain http" in n for n in opts.notices)
-    quiet = resolve_options(Config(), urls=["http://127.0.0.1:4096", "https://buildbox:4096"],
-                            auth=PW, env={})
+    quiet = resolve_options(
+        Config(), urls=["http://127.0.0.1:4096", "https://buildbox:4096"], auth=PW, env={}
+    )
     assert not any("plain http" in n for n in quiet.notices)
 
 
@@ -56,8 +63,10 @@ def test_proxies_from_the_environment_are_not_trusted_with_credentials(monkeypat
     monkeypatch.delenv("OCWATCH_TRUST_ENV", raising=False)
 
     async def check() -> tuple[bool, bool]:
-        async with Client("http://127.0.0.1:4096", PW) as with_pw, \
-                Client("http://127.0.0.1:4096") as without:
+        async with (
+            Client("http://127.0.0.1:4096", PW) as with_pw,
+            Client("http://127.0.0.1:4096") as without,
+        ):
             return with_pw.http.trust_env, without.http.trust_env
 
     assert asyncio.run(check()) == (False, True)
@@ -66,20 +75,27 @@ def test_proxies_from_the_environment_are_not_trusted_with_credentials(monkeypat
 def test_a_server_entry_reads_its_own_password_file(tmp_path):
     good = tmp_path / "pw"
     good.write_text("file-secret\n")
-    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", password_file=str(good),
-                                         username="ci"),
-                             ServerEntry(url="http://127.0.0.1:6000",
-                                         password_file=str(tmp_path / "missing"))])
+    config = Config(
+        servers=[
+            ServerEntry(url="http://127.0.0.1:5000", password_file=str(good), username="ci"),
+            ServerEntry(url="http://127.0.0.1:6000", password_file=str(tmp_path / "missing")),
+        ]
+    )
     opts = resolve_options(config, env={})
-    assert opts.auths == {"http://127.0.0.1:5000": Auth("ci", "file-secret"),
-                          "http://127.0.0.1:6000": None}
+    assert opts.auths == {
+        "http://127.0.0.1:5000": Auth("ci", "file-secret"),
+        "http://127.0.0.1:6000": None,
+    }
     assert any("password_file" in n and "cannot read it" in n for n in opts.notices)
 
 
 def test_a_named_server_is_picked_by_name_with_its_own_credentials():
-    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", name="prod",
-                                         password_env="PROD_PW"),
-                             ServerEntry(url="http://127.0.0.1:6000", name="ci")])
+    config = Config(
+        servers=[
+            ServerEntry(url="http://127.0.0.1:5000", name="prod", password_env="PROD_PW"),
+            ServerEntry(url="http://127.0.0.1:6000", name="ci"),
+        ]
+    )
     opts = resolve_options(config, urls=["prod"], auth=PW, env={"PROD_PW": "p-secret"})
     assert opts.urls == ["http://127.0.0.1:5000"]
     assert opts.auth_for(opts.urls[0]) == Auth("opencode", "p-secret")
@@ -91,8 +107,12 @@ def test_a_named_server_is_picked_by_name_with_its_own_credentials():
 
 
 def test_two_servers_of_one_name_are_said_and_the_second_goes_by_its_url():
-    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", name="dup"),
-                             ServerEntry(url="http://127.0.0.1:6000", name="dup")])
+    config = Config(
+        servers=[
+            ServerEntry(url="http://127.0.0.1:5000", name="dup"),
+            ServerEntry(url="http://127.0.0.1:6000", name="dup"),
+        ]
+    )
     opts = resolve_options(config, env={})
     assert opts.names == {"http://127.0.0.1:5000": "dup"}
     assert any("two servers are named 'dup'" in n for n in opts.notices)
@@ -109,11 +129,15 @@ def test_a_name_that_is_not_a_label_is_refused_by_the_config():
 
 async def test_the_name_reaches_the_view_and_status_json():
     api = FakeAPI(sessions=[wire_session("ses_1")])
-    fleet = Fleet(["http://one:4096"], transport=httpx.MockTransport(api.handle),
-                  names={"http://one:4096": "alpha"})
+    fleet = Fleet(
+        ["http://one:4096"],
+        transport=httpx.MockTransport(api.handle),
+        names={"http://one:4096": "alpha"},
+    )
     view = await fleet.snapshot_once()
     assert view.servers[0].label == "alpha"
     assert view.to_json()["servers"][0]["name"] == "alpha"
-    plain = await Fleet(["http://one:4096"],
-                        transport=httpx.MockTransport(api.handle)).snapshot_once()
+    plain = await Fleet(
+        ["http://one:4096"], transport=httpx.MockTransport(api.handle)
+    ).snapshot_once()
     assert plain.to_json()["servers"][0]["name"] == "http://one:4096"

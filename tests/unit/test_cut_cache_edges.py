@@ -32,8 +32,11 @@ def test_an_abort_reported_just_before_a_snapshot_survives_the_cut():
         ev = got.event
         if ev is None or got.control:
             continue
-        if ev.type == "message.updated" and ev.session_id == sid \
-                and ev.properties["info"]["role"] == "assistant":
+        if (
+            ev.type == "message.updated"
+            and ev.session_id == sid
+            and ev.properties["info"]["role"] == "assistant"
+        ):
             if ev.properties["info"]["time"].get("completed"):
                 break  # the snapshot is fetched before the final message is saved
             info = ev.properties["info"]
@@ -44,8 +47,16 @@ def test_an_abort_reported_just_before_a_snapshot_survives_the_cut():
     assert info is not None and sess is not None
     now = info["time"]["created"] / 1000 + 20.05
     seq = journal.seq
-    s = Snapshot(SERVER, now, {sid: Session.parse(sess)}, {}, {}, {},
-                 {sid: Message(info=info, parts=())}, journal_seq=seq)
+    s = Snapshot(
+        SERVER,
+        now,
+        {sid: Session.parse(sess)},
+        {},
+        {},
+        {},
+        {sid: Message(info=info, parts=())},
+        journal_seq=seq,
+    )
     journal.cut(seq)
     r = derive_server(s, journal.facts(), now + 0.01, S)[(SERVER, sid)]
     assert (r.state, r.reason, r.settled) == ("idle", "aborted", True)
@@ -96,13 +107,30 @@ class ScriptedClient:
 
 async def test_a_message_cached_while_running_is_asked_again_once_the_run_stopped():
     created = (T0 - 900) * 1000  # a step that started 15 minutes ago (a long tool call)
-    sess = {"id": "ses_1", "directory": "/p", "time": {"created": created - 1e3,
-                                                         "updated": created - 500}}
-    running = {"info": {"id": "msg_2", "sessionID": "ses_1", "role": "assistant",
-                        "time": {"created": created}}, "parts": []}
-    aborted = {"info": {"id": "msg_2", "sessionID": "ses_1", "role": "assistant",
-                        "time": {"created": created, "completed": (T0 - 5) * 1000},
-                        "error": {"name": "MessageAbortedError", "data": {}}}, "parts": []}
+    sess = {
+        "id": "ses_1",
+        "directory": "/p",
+        "time": {"created": created - 1e3, "updated": created - 500},
+    }
+    running = {
+        "info": {
+            "id": "msg_2",
+            "sessionID": "ses_1",
+            "role": "assistant",
+            "time": {"created": created},
+        },
+        "parts": [],
+    }
+    aborted = {
+        "info": {
+            "id": "msg_2",
+            "sessionID": "ses_1",
+            "role": "assistant",
+            "time": {"created": created, "completed": (T0 - 5) * 1000},
+            "error": {"name": "MessageAbortedError", "data": {}},
+        },
+        "parts": [],
+    }
     client = ScriptedClient(sess, running, {"ses_1": {"type": "busy"}})
     cache = MessageCache()
     await fetch_snapshot(client, cache, clock=lambda: T0 - 60)  # type: ignore[arg-type]
@@ -121,8 +149,14 @@ def test_the_memo_rereads_a_session_whose_carried_error_expires_across_resyncs()
     msg = assistant("msg_2", sid, created=T0 - 5)  # never completed: saved after the error
     first = snap([session(sid)], messages={sid: msg})
     journal, memo = Journal(), DeriveMemo()
-    journal.add(Event("session.error", {"sessionID": sid, "error": {
-        "name": "APIError", "data": {"message": "boom"}}}, None, T0))
+    journal.add(
+        Event(
+            "session.error",
+            {"sessionID": sid, "error": {"name": "APIError", "data": {"message": "boom"}}},
+            None,
+            T0,
+        )
+    )
     journal.cut(journal.seq)  # the carry keeps the error: no entry names s1 any more
     again = replace(first, sessions=dict(first.sessions), messages=dict(first.messages))
     rows = derive_server(again, journal.facts(), T0 + 1, S, memo=memo)
@@ -132,8 +166,7 @@ def test_the_memo_rereads_a_session_whose_carried_error_expires_across_resyncs()
     third = replace(again, sessions=dict(again.sessions), messages=dict(again.messages))
     memoed = derive_server(third, journal.facts(), T0 + 61, S, previous=rows, memo=memo)
     assert memoed == derive_server(third, journal.facts(), T0 + 61, S, previous=rows)
-    assert (memoed[(SERVER, sid)].state, memoed[(SERVER, sid)].reason) == (
-        "unknown", "interrupted")
+    assert (memoed[(SERVER, sid)].state, memoed[(SERVER, sid)].reason) == ("unknown", "interrupted")
 
 
 def test_the_memo_rereads_a_session_with_as_many_events_in_a_new_fold():
@@ -154,8 +187,9 @@ def test_the_memo_rereads_a_session_with_as_many_events_in_a_new_fold():
 
 def test_the_memo_rereads_a_request_whose_content_changed_under_the_same_id():
     def perm(cmd: str) -> PermissionRequest:
-        return PermissionRequest.parse({"id": "per_1", "sessionID": "s1", "permission": "bash",
-                                        "metadata": {"command": cmd}})
+        return PermissionRequest.parse(
+            {"id": "per_1", "sessionID": "s1", "permission": "bash", "metadata": {"command": cmd}}
+        )
 
     j, memo = Journal(), DeriveMemo()
     first = snap([session("s1")], permissions=[perm("ls")])
@@ -173,9 +207,24 @@ def test_the_memo_counts_a_tool_part_under_the_session_it_is_filed_under():
     msg = assistant("msg_2", "b", created=T0 - 30, completed=T0 - 20, finish="tool-calls")
     s = snap([session("a"), session("b")], status={"b": busy()}, messages={"b": msg})
     rows = derive_server(s, j.facts(), T0, S, memo=memo)
-    j.add(Event("message.part.updated", {"sessionID": "a", "part": {
-        "id": "prt_1", "sessionID": "b", "messageID": "msg_2", "type": "tool", "tool": "bash",
-        "state": {"status": "running"}}}, None, T0))
+    j.add(
+        Event(
+            "message.part.updated",
+            {
+                "sessionID": "a",
+                "part": {
+                    "id": "prt_1",
+                    "sessionID": "b",
+                    "messageID": "msg_2",
+                    "type": "tool",
+                    "tool": "bash",
+                    "state": {"status": "running"},
+                },
+            },
+            None,
+            T0,
+        )
+    )
     for now in (T0 + 1, T0 + 2):  # the part is seen; then cut away (the snapshot covers it)
         memoed = derive_server(s, j.facts(), now, S, previous=rows, memo=memo)
         assert memoed == derive_server(s, j.facts(), now, S, previous=rows)
@@ -193,15 +242,22 @@ def test_the_memo_never_reuses_a_row_for_an_earlier_clock_or_another_previous():
     assert "(50s ago)" in earlier[(SERVER, "s1")].evidence[0]
     other = {(SERVER, "s1"): replace(rows[(SERVER, "s1")], since=T0 - 1000)}
     assert derive_server(s, facts, T0 - 50, S, previous=other, memo=memo) == derive_server(
-        s, facts, T0 - 50, S, previous=other)
+        s, facts, T0 - 50, S, previous=other
+    )
 
 
 def test_an_idle_reason_from_the_server_survives_the_session_idle_after_it():
     m = assistant("m1", "s1", created=T0 - 9, completed=T0 - 8, finish="stop")
     s = snap([session("s1")], messages={"s1": m})
     j = Journal()
-    j.add(Event("session.status", {"sessionID": "s1", "status": {"type": "idle",
-                                                                 "reason": "aborted"}}, None, T0))
+    j.add(
+        Event(
+            "session.status",
+            {"sessionID": "s1", "status": {"type": "idle", "reason": "aborted"}},
+            None,
+            T0,
+        )
+    )
     j.add(Event("session.idle", {"sessionID": "s1"}, None, T0 + 0.01))
     r = derive_server(s, j.facts(), T0 + 1, S)[(SERVER, "s1")]
     assert (r.state, r.reason) == ("idle", "aborted")
@@ -219,13 +275,19 @@ def test_the_memo_sees_a_new_child_of_an_unchanged_parent():
 
 
 def test_stale_after_a_refusal_exits_like_the_idle_outcome():
-    m = assistant("m2", "s1", created=T0 - 40, completed=T0 - 30, finish="tool-calls",
-                  tools=("error",))
-    part = replace(m.parts[0], state=replace(
-        m.parts[0].state, error="The user rejected permission to use this specific tool call."))
+    m = assistant(
+        "m2", "s1", created=T0 - 40, completed=T0 - 30, finish="tool-calls", tools=("error",)
+    )
+    part = replace(
+        m.parts[0],
+        state=replace(
+            m.parts[0].state, error="The user rejected permission to use this specific tool call."
+        ),
+    )
     m = replace(m, parts=(part,))
-    r = derive_server(snap([session("s1")], status={"s1": busy()}, messages={"s1": m}), (), T0,
-                      S)[(SERVER, "s1")]
+    r = derive_server(snap([session("s1")], status={"s1": busy()}, messages={"s1": m}), (), T0, S)[
+        (SERVER, "s1")
+    ]
     assert r.stale and r.ended == "aborted" and exit_code_for(r) == 3
 
 
@@ -250,9 +312,14 @@ def test_bad_urls_and_inputs_are_one_line(capsys, tmp_path, monkeypatch):
     assert main(["status", "--server", "http://127.0.0.1:9"]) == 2
     assert "not UTF-8" in capsys.readouterr().err
     monkeypatch.delenv("OPENCODE_SERVER_PASSWORD_FILE")
-    for flags in (["wait", "s", "--timeout", "nan"], ["wait", "s", "--timeout", "inf"],
-                  ["wait", "s", "--timeout", "-1"], ["--grace", "nan", "status"],
-                  ["--grace", "-1", "status"], ["--grace", "soon", "status"]):
+    for flags in (
+        ["wait", "s", "--timeout", "nan"],
+        ["wait", "s", "--timeout", "inf"],
+        ["wait", "s", "--timeout", "-1"],
+        ["--grace", "nan", "status"],
+        ["--grace", "-1", "status"],
+        ["--grace", "soon", "status"],
+    ):
         with pytest.raises(SystemExit) as exit_:
             main(flags)
         assert exit_.value.code == 2

@@ -34,9 +34,13 @@ def journal_of(evs) -> Journal:
     return j
 
 
-@given(snapshots(), st.lists(events(), max_size=25), now_st,
-       st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=4),
-       st.booleans())
+@given(
+    snapshots(),
+    st.lists(events(), max_size=25),
+    now_st,
+    st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=4),
+    st.booleans(),
+)
 @settings(max_examples=300, deadline=None)
 def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, with_previous):
     """For any inputs, decide() gives the same row at every moment in [now, valid_until): the
@@ -62,18 +66,25 @@ def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):
     """derive_server() is decide() of each session's gathered inputs, nothing more."""
     facts = journal_of(evs).facts()
     rows = derive_server(snapshot, facts, now, S)
-    decided = {(SERVER, sid): decide(i, now, S).row
-               for sid, i in inputs_of(snapshot, facts).items()}
+    decided = {
+        (SERVER, sid): decide(i, now, S).row for sid, i in inputs_of(snapshot, facts).items()
+    }
     assert rows == decided
 
 
-@given(snapshots(), snapshots(), st.lists(st.one_of(
-    events(), st.floats(min_value=-6, max_value=6), st.just("snapshot")), max_size=40))
+@given(
+    snapshots(),
+    snapshots(),
+    st.lists(
+        st.one_of(events(), st.floats(min_value=-6, max_value=6), st.just("snapshot")), max_size=40
+    ),
+)
 @settings(max_examples=200, deadline=None)
 def test_a_memo_agrees_when_the_clock_goes_back_too(first, second, steps):
     """The memo's `at <= now`: a clock stepped back (NTP, a replay seeking) decides again."""
-    assert_memo_agrees(first, [*steps, 0.0],
-                       lambda step, _snapshot: second if step == "snapshot" else None)
+    assert_memo_agrees(
+        first, [*steps, 0.0], lambda step, _snapshot: second if step == "snapshot" else None
+    )
 
 
 def _counting(monkeypatch) -> list[str]:
@@ -93,8 +104,7 @@ def _prompted():
     """One session whose prompt has no reply: unsettled ("starting") within the grace period,
     settled unknown after it, with an "N s ago" that ticks every second."""
     s = session("ses_a")
-    return snap([s], messages={"ses_a": user("msg_1", "ses_a", created=T0)},
-                started_at=T0 + 20)
+    return snap([s], messages={"ses_a": user("msg_1", "ses_a", created=T0)}, started_at=T0 + 20)
 
 
 def test_the_same_inputs_inside_their_validity_are_not_decided_again(monkeypatch):
@@ -155,8 +165,14 @@ def test_an_equal_row_decided_again_is_the_previous_object(monkeypatch):
     snapshot = snap([s], status={"ses_a": busy()}, started_at=T0)
     memo = DeriveMemo()
     rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
-    again = derive_server(dataclasses.replace(snapshot, status={"ses_a": busy()}), (), T0 + 1,
-                          S, previous=rows, memo=memo)
+    again = derive_server(
+        dataclasses.replace(snapshot, status={"ses_a": busy()}),
+        (),
+        T0 + 1,
+        S,
+        previous=rows,
+        memo=memo,
+    )
     assert again[(SERVER, "ses_a")] is rows[(SERVER, "ses_a")]
 
 
@@ -182,19 +198,37 @@ def test_a_changed_link_or_settings_decides_every_row_again(monkeypatch):
     memo = DeriveMemo()
     rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
     asked.clear()
-    down = derive_server(snapshot, (), T0 + 1, S, previous=rows, memo=memo,
-                         link=Link(False, "connection refused", T0))
+    down = derive_server(
+        snapshot,
+        (),
+        T0 + 1,
+        S,
+        previous=rows,
+        memo=memo,
+        link=Link(False, "connection refused", T0),
+    )
     assert asked == ["ses_a"] and down[(SERVER, "ses_a")].settling == "unreachable"
     asked.clear()
-    derive_server(snapshot, (), T0 + 1, Settings(grace=9.0), previous=down, memo=memo,
-                  link=Link(False, "connection refused", T0))
+    derive_server(
+        snapshot,
+        (),
+        T0 + 1,
+        Settings(grace=9.0),
+        previous=down,
+        memo=memo,
+        link=Link(False, "connection refused", T0),
+    )
     assert asked == ["ses_a"]
 
 
 def test_a_validity_of_inf_is_kept_out_of_the_memos_deadlines():
     """A busy row dated by its prompt holds until its inputs change: no deadline to watch."""
-    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0,
-                    messages={"ses_a": user("msg_1", "ses_a", created=T0 - 5)})
+    snapshot = snap(
+        [session("ses_a")],
+        status={"ses_a": busy()},
+        started_at=T0,
+        messages={"ses_a": user("msg_1", "ses_a", created=T0 - 5)},
+    )
     memo = DeriveMemo()
     derive_server(snapshot, (), T0 + 1, S, memo=memo)
     assert memo.rows["ses_a"].decided.valid_until == math.inf and memo.deadlines == []

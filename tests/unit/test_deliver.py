@@ -50,7 +50,8 @@ def record_script(tmp_path: Path, exit_code: int = 0, sleep: float = 0) -> list[
         "       if k.startswith(('OCWATCH_', 'OPENCODE_')) or k == 'PROD_OC_PW'}\n"
         f"open({str(out)!r}, 'a').write(json.dumps({{'stdin': data, 'env': env}}) + '\\n')\n"
         f"sys.stderr.write('receiver said no\\n')\n"
-        f"sys.exit({exit_code})\n")
+        f"sys.exit({exit_code})\n"
+    )
     return [sys.executable, str(script)]
 
 
@@ -71,12 +72,14 @@ async def deliver(d: Deliverer, *alerts: Alert) -> None:
 
 
 async def test_the_command_gets_the_alert_on_stdin_and_in_its_environment(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENCODE_SERVER_PASSWORD", "hunter2")
     monkeypatch.setenv("PROD_OC_PW", "a config's password_env")
     reports: list[str] = []
-    d = Deliverer([CommandSink(record_script(tmp_path))], reports.append,
-                  server_name=lambda url: "prod")
+    d = Deliverer(
+        [CommandSink(record_script(tmp_path))], reports.append, server_name=lambda url: "prod"
+    )
     await deliver(d, input_alert(HOSTILE))
     (got,) = received(tmp_path)
     body, env = got["stdin"], got["env"]
@@ -137,8 +140,9 @@ class Receiver:
 
             def do_POST(self) -> None:  # noqa: N802
                 body = self.rfile.read(int(self.headers.get("content-length") or 0))
-                owner.posts.append((self.path, {k.lower(): v for k, v in self.headers.items()},
-                                    json.loads(body)))
+                owner.posts.append(
+                    (self.path, {k.lower(): v for k, v in self.headers.items()}, json.loads(body))
+                )
                 if hold:
                     time.sleep(30)
                     return
@@ -193,8 +197,10 @@ async def test_a_dead_or_silent_receiver_never_holds_the_caller() -> None:
     silent = Receiver(hold=True)
     reports: list[str] = []
     try:
-        sinks = [WebhookSink(silent.url + "/x", timeout=1.0),
-                 WebhookSink("http://127.0.0.1:9/x", timeout=1.0)]  # nothing listens on 9
+        sinks = [
+            WebhookSink(silent.url + "/x", timeout=1.0),
+            WebhookSink("http://127.0.0.1:9/x", timeout=1.0),
+        ]  # nothing listens on 9
         d = Deliverer(sinks, reports.append, queue_max=5)
         task = asyncio.create_task(d.run())
         lag = 0.0
@@ -245,18 +251,25 @@ async def test_a_finished_run_carries_the_end_of_its_reply() -> None:
 def test_the_last_reply_is_the_last_assistant_text() -> None:
     messages = [
         {"info": {"role": "user"}, "parts": [{"type": "text", "text": "do it"}]},
-        {"info": {"role": "assistant"}, "parts": [
-            {"type": "tool", "tool": "bash"}, {"type": "text", "text": "Done: all green."}]},
+        {
+            "info": {"role": "assistant"},
+            "parts": [
+                {"type": "tool", "tool": "bash"},
+                {"type": "text", "text": "Done: all green."},
+            ],
+        },
         {"info": {"role": "user"}, "parts": [{"type": "text", "text": "thanks"}]},
-        "not a message"]
+        "not a message",
+    ]
     assert last_reply(messages) == "Done: all green."
     assert last_reply([{"info": {"role": "assistant"}, "parts": "junk"}]) is None
 
 
 def test_one_alert_per_real_transition_even_if_the_server_repeats_itself() -> None:
     sent: list[Alert] = []
-    alerter = Alerter(AlertConfig(on=["input", "completed"], min_interval=0), [sent.append],
-                      time.monotonic)
+    alerter = Alerter(
+        AlertConfig(on=["input", "completed"], min_interval=0), [sent.append], time.monotonic
+    )
     busy = row("s1", "t", "busy")
     asked = row("s1", "t", "input", pending=(ASK,))
     again = row("s1", "t", "input", pending=(ASK,))
@@ -282,13 +295,15 @@ def test_osc777_osc99_and_tmux_passthrough() -> None:
     assert wrapped == "\x1bPtmux;\x1b\x1b]9;hi\x07\x1b\\"
     config = AlertConfig(osc9=True, osc777=True)
     assert [m(alert)[:6] for m in sequences(config, inside_tmux=False)] == [
-        "\x1b]9;oc", "\x1b]777;"]
+        "\x1b]9;oc",
+        "\x1b]777;",
+    ]
     assert all(m(alert).startswith("\x1bPtmux;") for m in sequences(config, inside_tmux=True))
 
 
-
 async def test_the_shipped_example_script_shows_the_alert_with_notify_send(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     got = tmp_path / "args"
     fake = tmp_path / "bin" / "notify-send"
     fake.parent.mkdir()
@@ -297,12 +312,18 @@ async def test_the_shipped_example_script_shows_the_alert_with_notify_send(
     monkeypatch.setenv("PATH", f"{fake.parent}:{os.environ['PATH']}")
     script = Path(__file__).resolve().parents[2] / "deploy" / "notify" / "notify-send.sh"
     reports: list[str] = []
-    await deliver(Deliverer([CommandSink([str(script)])], reports.append,
-                            server_name=lambda url: "prod"), input_alert())
+    await deliver(
+        Deliverer([CommandSink([str(script)])], reports.append, server_name=lambda url: "prod"),
+        input_alert(),
+    )
     assert reports == []
     assert got.read_text().splitlines() == [
-        "--app-name=ocwatch", "-u", "critical", "ocwatch input: deploy (prod)",
-        "permission bash: npm test"]
+        "--app-name=ocwatch",
+        "-u",
+        "critical",
+        "ocwatch input: deploy (prod)",
+        "permission bash: npm test",
+    ]
 
 
 def test_a_token_that_cannot_be_a_header_is_refused_without_showing_it() -> None:

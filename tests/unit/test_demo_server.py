@@ -65,8 +65,9 @@ class Events:
         out = [f["payload"] for f in self.frames if f["payload"]["type"] != "sync"]
         return [p for p in out if sid is None or p["properties"].get("sessionID") == sid]
 
-    async def wait(self, pred: Callable[[dict[str, Any]], bool], sid: str | None = None,
-                   timeout: float = 3.0) -> dict[str, Any]:
+    async def wait(
+        self, pred: Callable[[dict[str, Any]], bool], sid: str | None = None, timeout: float = 3.0
+    ) -> dict[str, Any]:
         return await until(lambda: next((p for p in self.payloads(sid) if pred(p)), None), timeout)
 
 
@@ -95,10 +96,13 @@ async def status(client: httpx.AsyncClient, directory: str = WEBSHOP) -> dict[st
 
 # ----- routes and shapes ---------------------------------------------------------------------
 async def test_health_projects_and_html_fallback(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
-    assert (await client.get("/global/health")).json() == {"healthy": True,
-                                                           "version": "1.18.33-demo"}
+    assert (await client.get("/global/health")).json() == {
+        "healthy": True,
+        "version": "1.18.33-demo",
+    }
     projects = (await client.get("/project")).json()
     assert {p["worktree"] for p in projects} == {WEBSHOP, INFRA}
     assert all(len(p["id"]) == 40 and "created" in p["time"] for p in projects)
@@ -111,7 +115,8 @@ async def test_health_projects_and_html_fallback(
 
 
 async def test_session_list_is_per_folder_like_the_real_server(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
     default = (await client.get("/session")).json()
     assert {s["directory"] for s in default} == {WEBSHOP} and len(default) == 7
@@ -137,8 +142,17 @@ async def test_session_shape(demo: tuple[DemoServer, httpx.AsyncClient]) -> None
     raw = (await client.get("/experimental/session")).json()
     assert len(raw) == 14
     for item in raw:
-        assert {"id", "slug", "projectID", "directory", "title", "version", "time", "cost",
-                "tokens"} <= item.keys()
+        assert {
+            "id",
+            "slug",
+            "projectID",
+            "directory",
+            "title",
+            "version",
+            "time",
+            "cost",
+            "tokens",
+        } <= item.keys()
         assert {"created", "updated"} <= item["time"].keys()
         assert set(item["tokens"]) == {"input", "output", "reasoning", "cache"}
         assert set(item["tokens"]["cache"]) == {"read", "write"}
@@ -154,7 +168,8 @@ async def test_session_shape(demo: tuple[DemoServer, httpx.AsyncClient]) -> None
 
 
 async def test_status_permission_question_filter_by_directory(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
     default = (await client.get("/session/status")).json()
     assert default == await status(client, WEBSHOP)
@@ -193,8 +208,9 @@ async def test_messages_shape_and_limit(demo: tuple[DemoServer, httpx.AsyncClien
     assert {"modelID", "providerID", "cost", "tokens"} <= info.keys()
     assert info["time"]["completed"] >= info["time"]["created"]
     assert [p["type"] for p in last[-1]["parts"]] == ["step-start", "text", "step-finish"]
-    assert (await client.get("/session/ses_demo_cart/message",
-                             params={"limit": "x"})).status_code == 400
+    assert (
+        await client.get("/session/ses_demo_cart/message", params={"limit": "x"})
+    ).status_code == 400
 
 
 async def test_initial_world_has_every_state(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
@@ -231,8 +247,10 @@ async def test_initial_world_has_every_state(demo: tuple[DemoServer, httpx.Async
     assert infra["ses_demo_k8s"]["type"] == "busy"
     assert msg.info.time.completed and msg.info.finish == "stop" and not open_tools
     # parent with a running task tool and a busy child; parent whose child asks a permission
-    for parent, child, directory in (("ses_demo_auth", "ses_demo_auth_explore", WEBSHOP),
-                                     ("ses_demo_dns", "ses_demo_dns_apply", INFRA)):
+    for parent, child, directory in (
+        ("ses_demo_auth", "ses_demo_auth_explore", WEBSHOP),
+        ("ses_demo_dns", "ses_demo_dns_apply", INFRA),
+    ):
         msg, open_tools = await facts(parent)
         assert [p.tool for p in open_tools] == ["task"]
         assert open_tools[0].state.input["subagent_type"] == "general"
@@ -243,8 +261,17 @@ async def test_initial_world_has_every_state(demo: tuple[DemoServer, httpx.Async
 
 def test_initial_world_is_deterministic() -> None:
     def dump(world: World) -> str:
-        return json.dumps([world.sessions, world.messages, world.status, world.permissions,
-                           world.questions, world.projects], sort_keys=True)
+        return json.dumps(
+            [
+                world.sessions,
+                world.messages,
+                world.status,
+                world.permissions,
+                world.questions,
+                world.projects,
+            ],
+            sort_keys=True,
+        )
 
     first = build_initial_world(lambda: FIXED_NOW, seed=3)
     assert dump(first) == dump(build_initial_world(lambda: FIXED_NOW, seed=3))
@@ -253,21 +280,30 @@ def test_initial_world_is_deterministic() -> None:
 
 # ----- event stream ----------------------------------------------------------------------------
 async def test_stream_connected_first_then_events_in_real_order(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
     async with Events(client) as events:
         first = events.frames[0]  # like the real server: no directory on stream-level frames
-        assert first == {"payload": {
-            "id": first["payload"]["id"], "type": "server.connected", "properties": {}}}
+        assert first == {
+            "payload": {"id": first["payload"]["id"], "type": "server.connected", "properties": {}}
+        }
         assert first["payload"]["id"].startswith("evt_")
         assert (await client.post("/session/ses_demo_checkout/abort")).json() is True
         sid = "ses_demo_checkout"
         await events.wait(lambda p: p["type"] == "session.updated", sid)  # the last one
         kinds = [p["type"] for p in events.payloads(sid)]
         # recorded order of an abort: error, idle, parts, message (completed + error), idle again
-        assert kinds == ["session.error", "session.status", "session.idle",
-                         "message.part.updated", "message.updated", "session.status",
-                         "session.idle", "session.updated"]
+        assert kinds == [
+            "session.error",
+            "session.status",
+            "session.idle",
+            "message.part.updated",
+            "message.updated",
+            "session.status",
+            "session.idle",
+            "session.updated",
+        ]
         error = events.payloads(sid)[0]["properties"]["error"]
         assert error == {"name": "MessageAbortedError", "data": {"message": "Aborted"}}
         await events.wait(lambda p: p["type"] == "server.heartbeat")
@@ -291,8 +327,11 @@ async def test_folder_stream_filters(demo: tuple[DemoServer, httpx.AsyncClient])
         assert events.frames[0]["type"] == "server.connected"
         await client.post("/session/ses_demo_checkout/abort")
         await client.post("/session/ses_demo_k8s/abort")
-        await until(lambda: any(f.get("properties", {}).get("sessionID") == "ses_demo_k8s"
-                                for f in events.frames))
+        await until(
+            lambda: any(
+                f.get("properties", {}).get("sessionID") == "ses_demo_k8s" for f in events.frames
+            )
+        )
         sids = {f["properties"].get("sessionID") for f in events.frames[1:]}
         assert "ses_demo_checkout" not in sids
 
@@ -314,7 +353,8 @@ async def test_abort_parent_aborts_child(demo: tuple[DemoServer, httpx.AsyncClie
 
 
 async def test_permission_once_runs_tool_and_completes(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     server, client = demo
     (request,) = (await client.get("/permission")).json()
     async with Events(client) as events:
@@ -322,24 +362,36 @@ async def test_permission_once_runs_tool_and_completes(
         assert resp.json() is True
         assert (await client.get("/permission")).json() == []
         replied = await events.wait(lambda p: p["type"] == "permission.replied")
-        assert replied["properties"] == {"sessionID": "ses_demo_deploy",
-                                         "requestID": request["id"], "reply": "once"}
+        assert replied["properties"] == {
+            "sessionID": "ses_demo_deploy",
+            "requestID": request["id"],
+            "reply": "once",
+        }
         server.thaw()
         # recorded: message.updated with finish first, then again with the completed time
-        await events.wait(lambda p: p["type"] == "message.updated"
-                          and p["properties"]["info"].get("finish") == "stop"
-                          and "completed" in p["properties"]["info"]["time"], "ses_demo_deploy")
+        await events.wait(
+            lambda p: (
+                p["type"] == "message.updated"
+                and p["properties"]["info"].get("finish") == "stop"
+                and "completed" in p["properties"]["info"]["time"]
+            ),
+            "ses_demo_deploy",
+        )
         await events.wait(lambda p: p["type"] == "session.idle", "ses_demo_deploy")
-        tools = [p["properties"]["part"] for p in events.payloads("ses_demo_deploy")
-                 if p["type"] == "message.part.updated"
-                 and p["properties"]["part"].get("callID") == request["tool"]["callID"]]
+        tools = [
+            p["properties"]["part"]
+            for p in events.payloads("ses_demo_deploy")
+            if p["type"] == "message.part.updated"
+            and p["properties"]["part"].get("callID") == request["tool"]["callID"]
+        ]
         assert tools[-1]["state"]["status"] == "completed"
     again = await client.post(f"/permission/{request['id']}/reply", json={"reply": "once"})
     assert again.status_code == 404
 
 
 async def test_permission_reject_ends_run_like_the_real_server(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
     (request,) = (await client.get("/permission", params={"directory": INFRA})).json()
     resp = await client.post(f"/permission/{request['id']}/reply", json={"reply": "reject"})
@@ -355,12 +407,14 @@ async def test_permission_reject_ends_run_like_the_real_server(
 
 
 async def test_permission_reject_with_a_message_goes_on_like_the_real_server(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     server, client = demo
     server.thaw()
     (request,) = (await client.get("/permission", params={"directory": INFRA})).json()
-    resp = await client.post(f"/permission/{request['id']}/reply",
-                             json={"reply": "reject", "message": "use rsync"})
+    resp = await client.post(
+        f"/permission/{request['id']}/reply", json={"reply": "reject", "message": "use rsync"}
+    )
     assert resp.json() is True
     sid = request["sessionID"]
     # recorded on 1.18.33: the feedback goes to the model, a next step follows and completes
@@ -374,7 +428,8 @@ def server_status(server: DemoServer, directory: str) -> dict[str, Any]:
 
 
 async def test_question_answer_completes_and_reject_errors(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     server, client = demo
     (question,) = (await client.get("/question")).json()
     async with Events(client) as events:
@@ -383,11 +438,19 @@ async def test_question_answer_completes_and_reject_errors(
         replied = await events.wait(lambda p: p["type"] == "question.replied")
         assert replied["properties"]["answers"] == [["de-AT"]]
         server.thaw()
-        await events.wait(lambda p: p["type"] == "message.updated"
-                          and p["properties"]["info"].get("finish") == "stop", "ses_demo_i18n")
+        await events.wait(
+            lambda p: (
+                p["type"] == "message.updated" and p["properties"]["info"].get("finish") == "stop"
+            ),
+            "ses_demo_i18n",
+        )
     msgs = (await client.get("/session/ses_demo_i18n/message", params={"limit": 4})).json()
-    outputs = [p["state"].get("output", "") for m in msgs for p in m["parts"]
-               if p.get("tool") == "question"]
+    outputs = [
+        p["state"].get("output", "")
+        for m in msgs
+        for p in m["parts"]
+        if p.get("tool") == "question"
+    ]
     assert any("de-AT" in out for out in outputs)
     bad = await client.post(f"/question/{question['id']}/reply", json={"answers": [["x"]]})
     assert bad.status_code == 404
@@ -410,8 +473,10 @@ async def test_not_found_and_bad_request_shapes(demo: tuple[DemoServer, httpx.As
     assert resp.status_code == 404
     assert resp.json()["_tag"] == "PermissionNotFoundError"
     assert resp.json()["requestID"] == "per_nope" and resp.json()["message"]
-    for path, body in (("/question/que_nope/reply", {"answers": [["a"]]}),
-                       ("/question/que_nope/reject", None)):
+    for path, body in (
+        ("/question/que_nope/reply", {"answers": [["a"]]}),
+        ("/question/que_nope/reject", None),
+    ):
         resp = await client.post(path, json=body)
         assert resp.status_code == 404
         assert resp.json()["_tag"] == "QuestionNotFoundError"
@@ -424,8 +489,10 @@ async def test_not_found_and_bad_request_shapes(demo: tuple[DemoServer, httpx.As
 
 async def test_prompt_async_starts_a_run(demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
     _, client = demo
-    resp = await client.post("/session/ses_demo_cart/prompt_async",
-                             json={"parts": [{"type": "text", "text": "Add a test"}]})
+    resp = await client.post(
+        "/session/ses_demo_cart/prompt_async",
+        json={"parts": [{"type": "text", "text": "Add a test"}]},
+    )
     assert resp.status_code == 204
     await until(lambda: "ses_demo_cart" in server_status(demo[0], WEBSHOP))
 
@@ -447,7 +514,8 @@ async def test_basic_auth() -> None:
 
 
 async def test_restart_drops_streams_and_forgets_status(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     server, client = demo
     async with Events(client) as events:
         await server.restart()
@@ -462,7 +530,8 @@ async def test_restart_drops_streams_and_forgets_status(
 
 
 async def test_frozen_server_sends_only_heartbeats(
-        demo: tuple[DemoServer, httpx.AsyncClient]) -> None:
+    demo: tuple[DemoServer, httpx.AsyncClient],
+) -> None:
     _, client = demo
     async with Events(client) as events:
         await until(lambda: len(events.frames) >= 4)
@@ -470,14 +539,20 @@ async def test_frozen_server_sends_only_heartbeats(
 
 
 async def test_thawed_scripts_move_on() -> None:
-    async with (DemoServer(speed=400, heartbeat=5) as server,
-                client_for(server) as client, Events(client) as events):
+    async with (
+        DemoServer(speed=400, heartbeat=5) as server,
+        client_for(server) as client,
+        Events(client) as events,
+    ):
         # the busy run finishes, the idle sessions start new runs, retries go on
         await events.wait(lambda p: p["type"] == "session.idle", "ses_demo_checkout")
-        await events.wait(lambda p: p["type"] == "session.status"
-                          and p["properties"]["status"]["type"] == "busy", "ses_demo_cart")
-        await events.wait(lambda p: p["type"] == "session.status"
-                          and p["properties"]["status"]["type"] == "retry")
+        await events.wait(
+            lambda p: p["type"] == "session.status" and p["properties"]["status"]["type"] == "busy",
+            "ses_demo_cart",
+        )
+        await events.wait(
+            lambda p: p["type"] == "session.status" and p["properties"]["status"]["type"] == "retry"
+        )
         assert server.restarts == 0
 
 
@@ -506,8 +581,7 @@ async def play(kind: str, sid: str = "ses_demo_cart") -> tuple[World, list[dict[
     return world, [f["payload"] for f in frames if f["payload"]["type"] != "sync"]
 
 
-@pytest.mark.parametrize("kind", ["complete", "long", "retry", "permission", "question",
-                                  "stale"])
+@pytest.mark.parametrize("kind", ["complete", "long", "retry", "permission", "question", "stale"])
 async def test_run_kinds_end_idle(kind: str) -> None:
     world, payloads = await play(kind)
     assert "ses_demo_cart" not in world.status and "ses_demo_cart" not in world.runs
@@ -516,8 +590,11 @@ async def test_run_kinds_end_idle(kind: str) -> None:
     types = [p["type"] for p in payloads]
     assert types.count("session.status") >= 2 and "session.idle" in types
     if kind == "stale":  # completed with stop while still busy, the late idle comes last
-        stop = next(i for i, p in enumerate(payloads) if p["type"] == "message.updated"
-                    and p["properties"]["info"].get("finish") == "stop")
+        stop = next(
+            i
+            for i, p in enumerate(payloads)
+            if p["type"] == "message.updated" and p["properties"]["info"].get("finish") == "stop"
+        )
         assert types.index("session.idle") > stop
     if kind in ("permission", "question"):
         assert f"{kind}.asked" in types and f"{kind}.replied" in types
@@ -531,9 +608,9 @@ async def test_failing_runs_keep_the_real_order(kind: str) -> None:
     assert info["error"]["name"] in expected and info["time"]["completed"]
     tail = [p["type"] for p in payloads]
     start = tail.index("session.error")
-    assert tail[start:start + 3] == ["session.error", "session.status", "session.idle"]
+    assert tail[start : start + 3] == ["session.error", "session.status", "session.idle"]
     done = tail.index("message.updated", start)
-    assert tail[done:done + 3] == ["message.updated", "session.status", "session.idle"]
+    assert tail[done : done + 3] == ["message.updated", "session.status", "session.idle"]
 
 
 async def test_restart_run_interrupts() -> None:
@@ -582,13 +659,17 @@ async def test_frames_have_the_recorded_shapes() -> None:
     for name in recorded.manifest():
         if not name.startswith("_"):
             real += [json.loads(r.data["d"]) for r in recorded.records(name) if r.kind == "frame"]
-    real = [f for f in real if f["payload"]["type"] not in ("server.connected",
-                                                            "server.heartbeat")]
+    real = [f for f in real if f["payload"]["type"] not in ("server.connected", "server.heartbeat")]
     demo: list[dict[str, Any]] = []
-    for kind, sid in (("complete", "ses_demo_cart"), ("permission", "ses_demo_cart"),
-                      ("question", "ses_demo_cart"), ("error", "ses_demo_cart"),
-                      ("abort", "ses_demo_cart"), ("retry", "ses_demo_cart"),
-                      ("subagent", "ses_demo_dns")):
+    for kind, sid in (
+        ("complete", "ses_demo_cart"),
+        ("permission", "ses_demo_cart"),
+        ("question", "ses_demo_cart"),
+        ("error", "ses_demo_cart"),
+        ("abort", "ses_demo_cart"),
+        ("retry", "ses_demo_cart"),
+        ("subagent", "ses_demo_dns"),
+    ):
         demo += (await play_frames(kind, sid))[1]
     seen, ours = _shapes(real), _shapes(demo)
     compared = 0

@@ -23,8 +23,20 @@ DEPLOY = Path(__file__).resolve().parents[2] / "deploy"
 RULES = DEPLOY / "prometheus" / "ocwatch-rules.yml"
 DASHBOARD = DEPLOY / "grafana" / "ocwatch.json"
 #: PromQL functions and keywords (what else an expression's bare words may be)
-PROMQL = {"sum", "max", "min", "count", "avg", "rate", "increase", "histogram_quantile",
-          "label_values", "unless", "or", "and"}
+PROMQL = {
+    "sum",
+    "max",
+    "min",
+    "count",
+    "avg",
+    "rate",
+    "increase",
+    "histogram_quantile",
+    "label_values",
+    "unless",
+    "or",
+    "and",
+}
 
 
 def promtool() -> str:
@@ -39,8 +51,11 @@ def promtool() -> str:
 def served_names() -> set[str]:
     """Every sample name the exporter serves (histogram buckets, counters' _total included)."""
     metrics = Metrics(clock=lambda: NOW, session_info=True)
-    view = View(NOW, (ServerInfo(url=A, reachable=True, connected=True, last_event_at=NOW,
-                                 snapshot_at=NOW),), {(A, "s"): row("s", "t", "busy")})
+    view = View(
+        NOW,
+        (ServerInfo(url=A, reachable=True, connected=True, last_event_at=NOW, snapshot_at=NOW),),
+        {(A, "s"): row("s", "t", "busy")},
+    )
     metrics.publish(view, TransitionFeed().feed(view))
     registry = CollectorRegistry()
     registry.register(metrics)
@@ -58,19 +73,26 @@ def metric_names(expr: str) -> set[str]:
 
 def test_the_rules_pass_promtool_check_and_their_unit_tests() -> None:
     tool = promtool()
-    checked = subprocess.run([tool, "check", "rules", str(RULES)], capture_output=True,
-                             text=True, timeout=60)
+    checked = subprocess.run(
+        [tool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
+    )
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "5 rules found" in checked.stdout
-    tested = subprocess.run([tool, "test", "rules", RULES.with_suffix(".test.yml").name],
-                            capture_output=True, text=True, timeout=120, cwd=RULES.parent)
+    tested = subprocess.run(
+        [tool, "test", "rules", RULES.with_suffix(".test.yml").name],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=RULES.parent,
+    )
     assert tested.returncode == 0, tested.stdout + tested.stderr
 
 
 def test_the_rules_name_only_served_metrics() -> None:
     served = served_names()
-    exprs = re.findall(r"^\s+expr: (?:>-\n)?(.+?)(?=\n\s+(?:for|labels):)", RULES.read_text(),
-                       re.M | re.S)
+    exprs = re.findall(
+        r"^\s+expr: (?:>-\n)?(.+?)(?=\n\s+(?:for|labels):)", RULES.read_text(), re.M | re.S
+    )
     assert len(exprs) == 5
     for expr in exprs:
         names = metric_names(expr)
@@ -104,14 +126,20 @@ def test_the_dashboard_is_well_formed_and_queries_served_metrics() -> None:
             assert names and names <= served, (panel["title"], names - served)
             queried |= names
     # every part the issue asks for is on it: states, input, stale, durations, server health
-    for needed in ("ocwatch_sessions", "ocwatch_pending_requests", "ocwatch_sessions_stale",
-                   "ocwatch_run_duration_seconds_bucket", "ocwatch_server_up",
-                   "ocwatch_stream_up", "ocwatch_last_event_age_seconds"):
+    for needed in (
+        "ocwatch_sessions",
+        "ocwatch_pending_requests",
+        "ocwatch_sessions_stale",
+        "ocwatch_run_duration_seconds_bucket",
+        "ocwatch_server_up",
+        "ocwatch_stream_up",
+        "ocwatch_last_event_age_seconds",
+    ):
         assert needed in queried
 
 
 def test_the_name_check_catches_a_metric_that_is_not_served() -> None:
     assert metric_names('sum by (state) (ocwatch_sesions{server=~"$server"})') == {
-        "ocwatch_sesions"}
-    assert metric_names("histogram_quantile(0.5, sum by (le) (rate(x_bucket[5m])))") == {
-        "x_bucket"}
+        "ocwatch_sesions"
+    }
+    assert metric_names("histogram_quantile(0.5, sum by (le) (rate(x_bucket[5m])))") == {"x_bucket"}

@@ -28,26 +28,45 @@ time_st = st.floats(min_value=T0 - 600, max_value=T0, allow_nan=False)
 
 @st.composite
 def events(draw):
-    kind = draw(st.sampled_from([
-        "status", "idle", "error", "message", "part", "asked", "replied", "created", "deleted",
-        "moved", "garbage"]))
+    kind = draw(
+        st.sampled_from(
+            [
+                "status",
+                "idle",
+                "error",
+                "message",
+                "part",
+                "asked",
+                "replied",
+                "created",
+                "deleted",
+                "moved",
+                "garbage",
+            ]
+        )
+    )
     sid = draw(sid_st)
     at = draw(time_st)
     if kind == "status":
         t = draw(st.sampled_from(["busy", "idle", "retry"]))
-        return Event("session.status", {"sessionID": sid, "status": {"type": t, "attempt": 1}},
-                     None, at)
+        return Event(
+            "session.status", {"sessionID": sid, "status": {"type": t, "attempt": 1}}, None, at
+        )
     if kind == "idle":
         return Event("session.idle", {"sessionID": sid}, None, at)
     if kind == "error":
         name = draw(st.sampled_from(["APIError", "MessageAbortedError"]))
-        return Event("session.error", {"sessionID": sid, "error": {"name": name, "data": {}}},
-                     None, at)
+        return Event(
+            "session.error", {"sessionID": sid, "error": {"name": name, "data": {}}}, None, at
+        )
     if kind == "message":
         n = draw(st.integers(0, 5))
-        info = {"id": f"msg_{n}", "sessionID": sid,
-                "role": draw(st.sampled_from(["user", "assistant"])),
-                "time": {"created": at * 1000}}
+        info = {
+            "id": f"msg_{n}",
+            "sessionID": sid,
+            "role": draw(st.sampled_from(["user", "assistant"])),
+            "time": {"created": at * 1000},
+        }
         if draw(st.booleans()):
             info["time"]["completed"] = at * 1000
             info["finish"] = draw(st.sampled_from(["stop", "tool-calls", "length"]))
@@ -55,13 +74,22 @@ def events(draw):
     if kind == "part":
         n = draw(st.integers(0, 5))
         owner = draw(st.sampled_from([sid, sid, *IDS]))  # filed under another session too
-        part = {"id": f"prt_{n}", "sessionID": owner, "messageID": f"msg_{n}", "type": "tool",
-                "tool": "bash", "state": {"status": draw(st.sampled_from(
-                    ["pending", "running", "completed"]))}}
+        part = {
+            "id": f"prt_{n}",
+            "sessionID": owner,
+            "messageID": f"msg_{n}",
+            "type": "tool",
+            "tool": "bash",
+            "state": {"status": draw(st.sampled_from(["pending", "running", "completed"]))},
+        }
         return Event("message.part.updated", {"sessionID": sid, "part": part}, None, at)
     if kind == "asked":
-        return Event("permission.asked", {"id": f"per_{sid}", "sessionID": sid,
-                                          "permission": "bash"}, None, at)
+        return Event(
+            "permission.asked",
+            {"id": f"per_{sid}", "sessionID": sid, "permission": "bash"},
+            None,
+            at,
+        )
     if kind == "replied":  # some servers may not say whose request it was
         props = {"sessionID": sid, "requestID": f"per_{sid}", "reply": "once"}
         if draw(st.booleans()):
@@ -69,13 +97,36 @@ def events(draw):
         return Event("permission.replied", props, None, at)
     if kind == "moved":  # a session updated under another parent (or none)
         parent = draw(st.sampled_from([None, *IDS]))
-        return Event("session.updated", {"sessionID": sid, "info": {
-            "id": sid, "title": "moved", "directory": "/p/a", "parentID": parent,
-            "time": {"created": at * 1000, "updated": at * 1000}}}, None, at)
+        return Event(
+            "session.updated",
+            {
+                "sessionID": sid,
+                "info": {
+                    "id": sid,
+                    "title": "moved",
+                    "directory": "/p/a",
+                    "parentID": parent,
+                    "time": {"created": at * 1000, "updated": at * 1000},
+                },
+            },
+            None,
+            at,
+        )
     if kind == "created":
-        return Event("session.created", {"sessionID": sid, "info": {
-            "id": sid, "title": "x", "directory": "/p/a",
-            "time": {"created": at * 1000, "updated": at * 1000}}}, None, at)
+        return Event(
+            "session.created",
+            {
+                "sessionID": sid,
+                "info": {
+                    "id": sid,
+                    "title": "x",
+                    "directory": "/p/a",
+                    "time": {"created": at * 1000, "updated": at * 1000},
+                },
+            },
+            None,
+            at,
+        )
     if kind == "deleted":
         return Event("session.deleted", {"sessionID": sid, "info": {"id": sid}}, None, at)
     return Event("message.updated", {"sessionID": sid, "info": "not an object"}, None, at)
@@ -103,8 +154,9 @@ def snapshots(draw):
             "streaming": assistant("msg_2", s.id, created=at, tools=("running",)),
             "done": assistant("msg_2", s.id, created=at - 1, completed=at, finish="stop"),
             "error": assistant("msg_2", s.id, created=at - 1, completed=at, error="APIError"),
-            "toolcalls": assistant("msg_2", s.id, created=at - 1, completed=at,
-                                   finish="tool-calls"),
+            "toolcalls": assistant(
+                "msg_2", s.id, created=at - 1, completed=at, finish="tool-calls"
+            ),
         }[m]
     out = snap(sessions, status=status, messages=messages)
     # a first snapshot shown before its last messages are all read (Snapshot.loading)
@@ -176,7 +228,7 @@ def test_the_journals_running_fold_equals_a_fold_of_what_it_observed_since_the_c
             held.append(Entry(seq, step))
         assert j.facts() == fold(held, j.carry)
         kept = [e.seq for e in j.entries()]  # the newest of them, at most the limit
-        assert len(kept) <= 6 and kept == [e.seq for e in held][len(held) - len(kept):]
+        assert len(kept) <= 6 and kept == [e.seq for e in held][len(held) - len(kept) :]
 
 
 def assert_memo_agrees(first, steps, new_snapshot) -> None:
@@ -204,22 +256,34 @@ def assert_memo_agrees(first, steps, new_snapshot) -> None:
         # the rows the memo says it changed are the only ones transitions_of needs to read
         view = View(now, (), memoed)
         full = transitions(settled_full, view)
-        some = (transitions(settled_some, view) if memo.changed is None or settled_some is None
-                else transitions_of(settled_some, view, memo.changed))
+        some = (
+            transitions(settled_some, view)
+            if memo.changed is None or settled_some is None
+            else transitions_of(settled_some, view, memo.changed)
+        )
         assert (some.transitions, some.asks, some.settled) == (
-            full.transitions, full.asks, full.settled)
+            full.transitions,
+            full.asks,
+            full.settled,
+        )
         settled_full, settled_some = full.settled, some.settled
         prev_plain, prev_memo = plain, memoed
 
 
-@given(snapshots(), snapshots(), st.lists(st.one_of(
-    events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40))
+@given(
+    snapshots(),
+    snapshots(),
+    st.lists(
+        st.one_of(events(), st.floats(min_value=0, max_value=5), st.just("snapshot")), max_size=40
+    ),
+)
 @settings(max_examples=300, deadline=None)
 def test_a_memo_never_changes_what_derive_returns(first, second, steps):
     """The monitor passes a DeriveMemo to reuse unchanged rows; with or without it, the rows are
     the same at every step (events arrive, time passes, a new snapshot replaces the old)."""
-    assert_memo_agrees(first, [*steps, 0.0],
-                       lambda step, _snapshot: second if step == "snapshot" else None)
+    assert_memo_agrees(
+        first, [*steps, 0.0], lambda step, _snapshot: second if step == "snapshot" else None
+    )
 
 
 def message_of(kind: str, sid: str, at: float):
@@ -232,10 +296,14 @@ def message_of(kind: str, sid: str, at: float):
     }[kind]
 
 
-resyncs = st.tuples(st.just("resync"), st.frozensets(sid_st),
-                    st.sampled_from(["none", "busy", "retry", "idle-aborted"]),
-                    st.sampled_from(["keep", "none", "user", "streaming", "done", "error"]),
-                    st.booleans(), time_st)
+resyncs = st.tuples(
+    st.just("resync"),
+    st.frozensets(sid_st),
+    st.sampled_from(["none", "busy", "retry", "idle-aborted"]),
+    st.sampled_from(["keep", "none", "user", "streaming", "done", "error"]),
+    st.booleans(),
+    time_st,
+)
 
 
 def resynced(snapshot, change, status_kind, message_kind, active, at):
@@ -256,27 +324,39 @@ def resynced(snapshot, change, status_kind, message_kind, active, at):
         if message_kind != "keep":
             messages[sid] = message_of(message_kind, sid, at)
         (listed.add if active else listed.discard)(sid)
-    return dataclasses.replace(snapshot, sessions=dict(snapshot.sessions), status=status,
-                               messages=messages, active=frozenset(listed))
+    return dataclasses.replace(
+        snapshot,
+        sessions=dict(snapshot.sessions),
+        status=status,
+        messages=messages,
+        active=frozenset(listed),
+    )
 
 
-@given(snapshots(), st.lists(st.one_of(events(), st.floats(min_value=0, max_value=5), resyncs),
-                             max_size=40))
+@given(
+    snapshots(),
+    st.lists(st.one_of(events(), st.floats(min_value=0, max_value=5), resyncs), max_size=40),
+)
 @settings(max_examples=300, deadline=None)
 def test_a_memo_across_resyncs_never_changes_what_derive_returns(first, steps):
     """After a resync the memo reuses the rows of sessions whose objects the snapshot reused and
     that no journal fact touches; whatever changed (an object, a status entry, the active list,
     an event before or after the cut, a fact carried across it), the rows equal a plain derive."""
-    assert_memo_agrees(first, [*steps, 0.0, 30.0], lambda step, snapshot: (
-        resynced(snapshot, *step[1:]) if isinstance(step, tuple) else None))
+    assert_memo_agrees(
+        first,
+        [*steps, 0.0, 30.0],
+        lambda step, snapshot: resynced(snapshot, *step[1:]) if isinstance(step, tuple) else None,
+    )
 
 
 @given(st.lists(events(), max_size=30), st.lists(sid_st, unique=True), now_st)
 @settings(max_examples=60, deadline=None)
 async def test_no_session_absent_from_the_snapshot_survives_it(evs, present, now):
     """Through the real monitor: events are applied, then a snapshot replaces the store."""
-    api = FakeAPI(sessions=[wire_session(s) for s in present],
-                  status={"/p/a": {s: {"type": "busy"} for s in present[:2]}})
+    api = FakeAPI(
+        sessions=[wire_session(s) for s in present],
+        status={"/p/a": {s: {"type": "busy"} for s in present[:2]}},
+    )
     mon = ServerMonitor(SERVER, settings=S, transport=api.transport(), clock=lambda: now)
     for e in evs:  # what the stream delivered before the snapshot's fetch began
         frame = {"directory": "/p/a", "payload": {"type": e.type, "properties": e.properties}}
@@ -291,11 +371,29 @@ async def test_no_session_absent_from_the_snapshot_survives_it(evs, present, now
 def test_a_memo_sees_a_part_filed_under_another_session_than_its_event():
     """A tool part whose own session differs from its event's: the part's session's row is
     looked at again (memoed rows equal plain ones as the tool ends and the grace passes)."""
-    first = snap([session("ses_0"), session("ses_1")], status={"ses_0": busy()},
-                 messages={"ses_0": assistant("msg_2", "ses_0", created=T0 - 9, completed=T0 - 8,
-                                              finish="stop", tools=("running",))})
-    done = {"id": "prt_msg_2_0", "sessionID": "ses_0", "messageID": "msg_2", "type": "tool",
-            "tool": "bash", "callID": "call0", "state": {"status": "completed"}}
+    first = snap(
+        [session("ses_0"), session("ses_1")],
+        status={"ses_0": busy()},
+        messages={
+            "ses_0": assistant(
+                "msg_2",
+                "ses_0",
+                created=T0 - 9,
+                completed=T0 - 8,
+                finish="stop",
+                tools=("running",),
+            )
+        },
+    )
+    done = {
+        "id": "prt_msg_2_0",
+        "sessionID": "ses_0",
+        "messageID": "msg_2",
+        "type": "tool",
+        "tool": "bash",
+        "callID": "call0",
+        "state": {"status": "completed"},
+    }
     ev = Event("message.part.updated", {"sessionID": "ses_1", "part": done}, None, T0)
     assert_memo_agrees(first, [0.0, ev, 1.0, 5.0, 30.0], lambda _step, _snapshot: None)
 
@@ -305,8 +403,14 @@ def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
     until a cut covers it; then nothing of it remains."""
     j = Journal(limit=6)
     for i in range(7):  # the seventh overflows: the first entry is dropped, its fact kept
-        j.add(Event("session.status", {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
-                    None, T0 + i))
+        j.add(
+            Event(
+                "session.status",
+                {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
+                None,
+                T0 + i,
+            )
+        )
     assert j.overflowed and j.entries()[0].seq == 1 and "ses_0" in j.facts().status
     j.cut(1)
     assert "ses_0" not in j.facts().status and "ses_1" in j.facts().status
@@ -315,9 +419,13 @@ def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
 def test_a_memo_sees_a_session_the_active_list_named_go_idle():
     """Listed by /api/session/active in the snapshot, then an idle event: the memo's merged
     maps drop it from the active list as a plain derive does."""
-    first = snap([session("ses_0"), session("ses_1")], active=frozenset({"ses_0"}),
-                 messages={"ses_0": assistant("msg_2", "ses_0", created=T0 - 9)})
+    first = snap(
+        [session("ses_0"), session("ses_1")],
+        active=frozenset({"ses_0"}),
+        messages={"ses_0": assistant("msg_2", "ses_0", created=T0 - 9)},
+    )
     idle = Event("session.status", {"sessionID": "ses_0", "status": {"type": "idle"}}, None, T0)
-    busy_again = Event("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}},
-                       None, T0 + 1)
+    busy_again = Event(
+        "session.status", {"sessionID": "ses_0", "status": {"type": "busy"}}, None, T0 + 1
+    )
     assert_memo_agrees(first, [0.0, idle, 1.0, busy_again, 5.0], lambda _step, _snap: None)

@@ -35,9 +35,12 @@ def row(snapshot, sid="s1", journal=(), now=NOW, **kw):
 
 # -- 1. input -------------------------------------------------------------------------------------
 def test_open_permission_is_input_even_though_server_says_busy():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 10, tools=("running",))},
-             permissions=[permission("per_1", "s1", "git push origin main")])
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 10, tools=("running",))},
+        permissions=[permission("per_1", "s1", "git push origin main")],
+    )
     r = row(s)
     assert r.state == "input" and r.reason is None and not r.stale
     assert [p.id for p in r.pending] == ["per_1"]
@@ -47,8 +50,11 @@ def test_open_permission_is_input_even_though_server_says_busy():
 
 
 def test_open_question_is_input_with_what_is_asked():
-    s = snap([session("s1")], status={"s1": busy()},
-             questions=[question("que_1", "s1", "Which database?")])
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        questions=[question("que_1", "s1", "Which database?")],
+    )
     r = row(s)
     assert r.state == "input"
     assert r.pending[0].kind == "question"
@@ -57,9 +63,11 @@ def test_open_question_is_input_with_what_is_asked():
 
 
 def test_child_request_rolls_up_to_every_ancestor():
-    s = snap([session("root"), session("mid", parent="root"), session("leaf", parent="mid")],
-             status={"root": busy(), "mid": busy(), "leaf": busy()},
-             questions=[question("que_1", "leaf")])
+    s = snap(
+        [session("root"), session("mid", parent="root"), session("leaf", parent="mid")],
+        status={"root": busy(), "mid": busy(), "leaf": busy()},
+        questions=[question("que_1", "leaf")],
+    )
     rows = derive_server(s, (), NOW, S)
     for sid in ("root", "mid", "leaf"):
         r = rows[(SERVER, sid)]
@@ -74,8 +82,9 @@ def test_asked_event_opens_and_replied_event_closes_the_request():
     s = snap([session("s1")], status={"s1": busy()})
     asked = event("permission.asked", permission("per_9", "s1").to_wire(), NOW - 2)
     assert row(s, journal=entries(asked)).state == "input"
-    replied = event("permission.replied",
-                    {"sessionID": "s1", "requestID": "per_9", "reply": "once"}, NOW - 1)
+    replied = event(
+        "permission.replied", {"sessionID": "s1", "requestID": "per_9", "reply": "once"}, NOW - 1
+    )
     assert row(s, journal=entries(asked, replied)).state == "busy"
 
 
@@ -106,15 +115,21 @@ def completed(sid="s1", at=NOW - 60, finish="stop", **kw):
 
 
 def test_busy_with_streaming_message_is_busy_not_stale():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 600)})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 600)},
+    )
     r = row(s)
     assert (r.state, r.stale) == ("busy", False)
 
 
 def test_silence_alone_is_not_evidence_long_tool_call_stays_busy():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 3600, tools=("running",))})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 3600, tools=("running",))},
+    )
     r = row(s)
     assert (r.state, r.stale) == ("busy", False)
     assert any("tool bash running" in e for e in r.evidence)
@@ -138,40 +153,55 @@ def test_not_stale_within_grace():
 
 
 def test_tool_calls_finish_is_not_terminal():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": completed(at=NOW - 100, finish="tool-calls")})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": completed(at=NOW - 100, finish="tool-calls")},
+    )
     assert not row(s).stale
 
 
 def test_open_tool_part_blocks_stale():
     for st in ("pending", "running"):
-        s = snap([session("s1")], status={"s1": busy()},
-                 messages={"s1": completed(at=NOW - 100, tools=("completed", st))})
+        s = snap(
+            [session("s1")],
+            status={"s1": busy()},
+            messages={"s1": completed(at=NOW - 100, tools=("completed", st))},
+        )
         assert not row(s).stale, st
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": completed(at=NOW - 100, tools=("completed", "error"))})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": completed(at=NOW - 100, tools=("completed", "error"))},
+    )
     assert row(s).stale
 
 
 def test_busy_child_blocks_stale_of_parent():
-    s = snap([session("p"), session("c", parent="p")], status={"p": busy(), "c": busy()},
-             messages={"p": completed("p", at=NOW - 100),
-                       "c": assistant("mc", "c", created=NOW - 10)})
+    s = snap(
+        [session("p"), session("c", parent="p")],
+        status={"p": busy(), "c": busy()},
+        messages={"p": completed("p", at=NOW - 100), "c": assistant("mc", "c", created=NOW - 10)},
+    )
     r = row(s, "p")
     assert r.state == "busy" and not r.stale
     assert any("sub-agent busy: c" in e for e in r.evidence)
 
 
 def test_last_message_user_prompt_while_busy_is_a_starting_run_not_stale():
-    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": user("m9", "s1",
-                                                                         created=NOW - 100)})
+    s = snap(
+        [session("s1")], status={"s1": busy()}, messages={"s1": user("m9", "s1", created=NOW - 100)}
+    )
     r = row(s)
     assert r.state == "busy" and not r.stale
 
 
 def test_stale_with_error_message():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": completed(at=NOW - 30, error="APIError")})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": completed(at=NOW - 30, error="APIError")},
+    )
     r = row(s)
     assert r.stale and r.error == "APIError: APIError happened"
 
@@ -183,8 +213,12 @@ def test_busy_event_after_completion_restarts_the_grace():
 
 
 def test_listed_by_api_session_active_is_busy():
-    s = snap([session("s1")], status={}, active=frozenset({"s1"}),
-             messages={"s1": assistant("m1", "s1", created=NOW - 5)})
+    s = snap(
+        [session("s1")],
+        status={},
+        active=frozenset({"s1"}),
+        messages={"s1": assistant("m1", "s1", created=NOW - 5)},
+    )
     r = row(s)
     assert r.state == "busy"
     assert "/api/session/active" in r.evidence[0]
@@ -216,8 +250,11 @@ def test_idle_error_for_any_other_error():
 
 def test_server_reason_wins():
     m = completed(at=NOW - 5, error="APIError")
-    s = snap([session("s1")], status={"s1": SessionStatus(type="idle", reason="completed")},
-             messages={"s1": m})
+    s = snap(
+        [session("s1")],
+        status={"s1": SessionStatus(type="idle", reason="completed")},
+        messages={"s1": m},
+    )
     assert (row(s).state, row(s).reason) == ("idle", "completed")
     ev = status_event("s1", "idle", NOW - 1, reason="aborted")
     s2 = snap([session("s1")], messages={"s1": completed(at=NOW - 5)})
@@ -227,12 +264,17 @@ def test_server_reason_wins():
 def test_session_error_event_gives_reason_before_the_message_is_persisted():
     # the real server sends session.error, status idle and session.idle before the
     # message.updated that carries the error
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 3)})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 3)},
+    )
     j = entries(
-        event("session.error", {"sessionID": "s1",
-                                "error": {"name": "APIError", "data": {"message": "bad"}}},
-              NOW - 0.3),
+        event(
+            "session.error",
+            {"sessionID": "s1", "error": {"name": "APIError", "data": {"message": "bad"}}},
+            NOW - 0.3,
+        ),
         status_event("s1", "idle", NOW - 0.2),
         event("session.idle", {"sessionID": "s1"}, NOW - 0.1),
     )
@@ -241,21 +283,31 @@ def test_session_error_event_gives_reason_before_the_message_is_persisted():
 
 
 def test_idle_twice_for_one_run_changes_nothing():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 20)})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 20)},
+    )
     done = message_event(completed(at=NOW - 10), NOW - 10)
-    once = entries(done, status_event("s1", "idle", NOW - 9.9),
-                   event("session.idle", {"sessionID": "s1"}, NOW - 9.8))
+    once = entries(
+        done,
+        status_event("s1", "idle", NOW - 9.9),
+        event("session.idle", {"sessionID": "s1"}, NOW - 9.8),
+    )
     twice = entries(*[e.event for e in once], event("session.idle", {"sessionID": "s1"}, NOW - 1))
     a, b = row(s, journal=once), row(s, journal=twice)
     assert (a.state, a.reason) == ("idle", "completed")
     assert (a.state, a.reason, a.stale, a.since, a.evidence) == (
-        b.state, b.reason, b.stale, b.since, b.evidence)
+        b.state,
+        b.reason,
+        b.stale,
+        b.since,
+        b.evidence,
+    )
 
 
 def refused(text: str, at: float = NOW - 30):
-    m = assistant("m2", "s1", created=at - 5, completed=at, finish="tool-calls",
-                  tools=("error",))
+    m = assistant("m2", "s1", created=at - 5, completed=at, finish="tool-calls", tools=("error",))
     part = replace(m.parts[0], state=replace(m.parts[0].state, error=text))
     return replace(m, parts=(part,))
 
@@ -282,15 +334,20 @@ def test_tool_error_that_is_not_a_refusal_does_not_end_the_run():
 
 
 def test_busy_after_a_refusal_is_stale():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": refused("The user rejected permission to use this tool call.")})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": refused("The user rejected permission to use this tool call.")},
+    )
     assert row(s).stale
 
 
 # -- 5. unknown -----------------------------------------------------------------------------------
 def test_absent_with_unfinished_assistant_message_is_unknown_interrupted():
-    s = snap([session("s1")], messages={"s1": assistant("m1", "s1", created=NOW - 300,
-                                                         tools=("running",))})
+    s = snap(
+        [session("s1")],
+        messages={"s1": assistant("m1", "s1", created=NOW - 300, tools=("running",))},
+    )
     r = row(s)
     assert (r.state, r.reason, r.settled) == ("unknown", "interrupted", True)
     assert any("never completed" in e for e in r.evidence)
@@ -299,8 +356,11 @@ def test_absent_with_unfinished_assistant_message_is_unknown_interrupted():
 def test_absent_unfinished_within_grace_keeps_the_run_busy_but_unsettled():
     """Idle reported before the final message is saved is no new state: the row stays busy
     (finishing, unsettled); past the grace period without the message it is interrupted."""
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 30)},
+    )
     r = row(s, journal=entries(status_event("s1", "idle", NOW - 1)))
     assert (r.state, r.reason, r.settled, r.settling) == ("busy", None, False, "finishing")
     assert any("waiting for the final message" in e for e in r.evidence)
@@ -317,12 +377,19 @@ def test_unsettled_row_keeps_the_last_settled_state():
     assert (r.state, r.reason, r.settled, r.settling) == ("idle", "completed", False, "starting")
     assert r.since == before[(SERVER, "s1")].since
 
+
 def test_final_message_after_idle_settles_as_completed():
-    s = snap([session("s1")], status={"s1": busy()},
-             messages={"s1": assistant("m1", "s1", created=NOW - 30)})
-    j = entries(status_event("s1", "idle", NOW - 1),
-                message_event(assistant("m1", "s1", created=NOW - 30, completed=NOW - 1,
-                                        finish="stop"), NOW - 0.9))
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": assistant("m1", "s1", created=NOW - 30)},
+    )
+    j = entries(
+        status_event("s1", "idle", NOW - 1),
+        message_event(
+            assistant("m1", "s1", created=NOW - 30, completed=NOW - 1, finish="stop"), NOW - 0.9
+        ),
+    )
     r = row(s, journal=j)
     assert (r.state, r.reason, r.settled) == ("idle", "completed", True)
 
@@ -365,12 +432,14 @@ def test_status_events_override_the_snapshot():
 
 def test_session_created_after_snapshot_appears_and_deleted_disappears():
     s = snap([session("s1")])
-    created = event("session.created", {"sessionID": "s2", "info": session("s2").to_wire()},
-                    NOW - 1)
+    created = event(
+        "session.created", {"sessionID": "s2", "info": session("s2").to_wire()}, NOW - 1
+    )
     rows = derive_server(s, entries(created), NOW, S)
     assert (SERVER, "s2") in rows
-    deleted = event("session.deleted", {"sessionID": "s1", "info": session("s1").to_wire()},
-                    NOW - 0.5)
+    deleted = event(
+        "session.deleted", {"sessionID": "s1", "info": session("s1").to_wire()}, NOW - 0.5
+    )
     rows = derive_server(s, entries(created, deleted), NOW, S)
     assert set(rows) == {(SERVER, "s2")}
 
@@ -386,10 +455,18 @@ def test_since_comes_from_the_facts_not_from_when_ocwatch_looked():
     """Busy since its run began (the prompt that the assistant message answers, dated by its id),
     whatever this monitor saw before: a monitor started later gives the same time."""
     prompt_at = 1_795_985_018.173  # msg_2290c8d3d001... was created then
-    msg = Message.parse({"info": {
-        "id": "msg_2290c8d44001UkHwhEkFTPR9ND", "sessionID": "s1", "role": "assistant",
-        "parentID": "msg_2290c8d3d001diUAnKq6g69Hqu", "time": {"created": (prompt_at + 5) * 1000}},
-        "parts": []})
+    msg = Message.parse(
+        {
+            "info": {
+                "id": "msg_2290c8d44001UkHwhEkFTPR9ND",
+                "sessionID": "s1",
+                "role": "assistant",
+                "parentID": "msg_2290c8d3d001diUAnKq6g69Hqu",
+                "time": {"created": (prompt_at + 5) * 1000},
+            },
+            "parts": [],
+        }
+    )
     now = prompt_at + 60
     s = snap([session("s1")], status={"s1": busy()}, messages={"s1": msg}, started_at=now - 1)
     early = derive_server(s, entries(status_event("s1", "busy", prompt_at + 0.2)), now, S)
@@ -411,14 +488,19 @@ def test_since_without_facts_is_first_sight_and_says_so():
 
 def test_input_since_the_request_was_made_by_its_id():
     asked_at = 1_795_985_018.645  # per_2290c8f15001...
-    s = snap([session("s1")], status={"s1": busy()},
-             permissions=[permission("per_2290c8f150015gXC5iuEjQuSMI", "s1")],
-             started_at=asked_at + 30)
+    s = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        permissions=[permission("per_2290c8f150015gXC5iuEjQuSMI", "s1")],
+        started_at=asked_at + 30,
+    )
     assert row(s, now=asked_at + 31).since == asked_at
     # a request id that carries no time: when the stream said it was asked
     asked = event("permission.asked", permission("per_9", "s1").to_wire(), NOW - 2)
-    assert row(snap([session("s1")], status={"s1": busy()}), journal=entries(asked)).since \
-        == NOW - 2
+    assert (
+        row(snap([session("s1")], status={"s1": busy()}), journal=entries(asked)).since == NOW - 2
+    )
+
 
 def test_time_in_state_survives_an_outage():
     """While the server is unreachable every row reads unknown; back online, a session that
@@ -426,8 +508,9 @@ def test_time_in_state_survives_an_outage():
     s = snap([session("s1")], messages={"s1": completed(at=NOW - 7200)})
     before = derive_server(s, (), NOW, S)
     assert before[(SERVER, "s1")].since == NOW - 7200
-    down = derive_server(s, (), NOW + 10, S, previous=before,
-                         link=Link(False, "cannot connect", NOW + 5))
+    down = derive_server(
+        s, (), NOW + 10, S, previous=before, link=Link(False, "cannot connect", NOW + 5)
+    )
     assert down[(SERVER, "s1")].state == "unknown"
     back = derive_server(s, (), NOW + 60, S, previous=down)
     assert (back[(SERVER, "s1")].state, back[(SERVER, "s1")].since) == ("idle", NOW - 7200)
@@ -441,15 +524,39 @@ def test_cost_and_tokens_fall_back_to_last_message():
 def test_a_refused_tool_is_the_run_ending_not_busy_again():
     """Rejecting a permission ends the run; 1.18.33 reads busy for ~100 ms until it saves the
     step: that moment is no new state (unsettled, the waiting row stays waiting)."""
-    part = {"id": "prt_1", "sessionID": "s1", "messageID": "m1", "type": "tool", "tool": "bash",
-            "callID": "c1", "state": {"status": "error", "error": "The user rejected permission "
-                                      "to use this specific tool call.",
-                                      "time": {"start": (NOW - 5) * 1000, "end": (NOW - 1) * 1000}}}
-    msg = Message.parse({"info": {"id": "m1", "sessionID": "s1", "role": "assistant",
-                                  "time": {"created": (NOW - 6) * 1000}}, "parts": [part]})
+    part = {
+        "id": "prt_1",
+        "sessionID": "s1",
+        "messageID": "m1",
+        "type": "tool",
+        "tool": "bash",
+        "callID": "c1",
+        "state": {
+            "status": "error",
+            "error": "The user rejected permission to use this specific tool call.",
+            "time": {"start": (NOW - 5) * 1000, "end": (NOW - 1) * 1000},
+        },
+    }
+    msg = Message.parse(
+        {
+            "info": {
+                "id": "m1",
+                "sessionID": "s1",
+                "role": "assistant",
+                "time": {"created": (NOW - 6) * 1000},
+            },
+            "parts": [part],
+        }
+    )
     s = snap([session("s1")], status={"s1": busy()}, messages={"s1": msg})
-    waiting = row(snap([session("s1")], status={"s1": busy()},
-                       permissions=[permission("per_1", "s1")], messages={"s1": msg}))
+    waiting = row(
+        snap(
+            [session("s1")],
+            status={"s1": busy()},
+            permissions=[permission("per_1", "s1")],
+            messages={"s1": msg},
+        )
+    )
     r = row(s, previous={(SERVER, "s1"): waiting})
     assert (r.state, r.settled, r.settling) == ("input", False, "finishing")
     assert row(s, now=NOW + 5).settled  # past the grace period it is what the server says

@@ -8,13 +8,31 @@ from tui.core.events import EventParser
 
 
 def frame(etype: str, props: dict | None = None, directory: str = "/p/a") -> str:
-    return json.dumps({"directory": directory, "project": "prj",
-                       "payload": {"id": "evt_1", "type": etype, "properties": props or {}}})
+    return json.dumps(
+        {
+            "directory": directory,
+            "project": "prj",
+            "payload": {"id": "evt_1", "type": etype, "properties": props or {}},
+        }
+    )
 
 
 def sync(agg: str, seq: int) -> str:
-    return json.dumps({"directory": "/p/a", "payload": {"type": "sync", "syncEvent": {
-        "id": "x", "type": "session.updated.1", "seq": seq, "aggregateID": agg, "data": {}}}})
+    return json.dumps(
+        {
+            "directory": "/p/a",
+            "payload": {
+                "type": "sync",
+                "syncEvent": {
+                    "id": "x",
+                    "type": "session.updated.1",
+                    "seq": seq,
+                    "aggregateID": agg,
+                    "data": {},
+                },
+            },
+        }
+    )
 
 
 def test_relevant_event_is_kept_with_directory_and_session():
@@ -43,7 +61,7 @@ def test_bare_payload_from_per_directory_stream_is_accepted():
 
 def test_sync_duplicates_are_dropped_and_a_seq_jump_is_a_gap():
     p = EventParser()
-    assert p.parse(sync("s1", 4), 0) .gap is False  # first sight: no baseline
+    assert p.parse(sync("s1", 4), 0).gap is False  # first sight: no baseline
     assert p.parse(sync("s1", 5), 0).gap is False
     assert p.parse(sync("s1", 5), 0).gap is False  # repeated
     assert p.parse(sync("s2", 1), 0).gap is False  # per aggregate
@@ -56,8 +74,13 @@ def test_sync_duplicates_are_dropped_and_a_seq_jump_is_a_gap():
 
 def test_malformed_json_is_counted_and_skipped():
     p = EventParser()
-    for bad in ['{"payload": {"type": "session.idle"', "[1,2]", '{"payload": 3}',
-                '{"payload": {"properties": {}}}', '{"payload": {"type": "x.y", "properties": 5}}']:
+    for bad in [
+        '{"payload": {"type": "session.idle"',
+        "[1,2]",
+        '{"payload": 3}',
+        '{"payload": {"properties": {}}}',
+        '{"payload": {"type": "x.y", "properties": 5}}',
+    ]:
         assert p.parse(bad, 0).event is None
     assert p.skipped == 5
 
@@ -65,14 +88,17 @@ def test_malformed_json_is_counted_and_skipped():
 def test_an_event_whose_session_or_status_has_the_wrong_shape_is_counted_and_skipped():
     """Not passed on to be dropped unseen by the fold: counted where the servers view shows."""
     p = EventParser()
-    assert p.parse(frame("session.status", {"sessionID": 7, "status": {"type": "busy"}}), 0) \
-        .event is None
+    assert (
+        p.parse(frame("session.status", {"sessionID": 7, "status": {"type": "busy"}}), 0).event
+        is None
+    )
     assert p.parse(frame("session.idle", {"sessionID": ["s1"]}), 0).event is None
-    assert p.parse(frame("session.status", {"sessionID": "s1", "status": "busy"}), 0) \
-        .event is None
+    assert p.parse(frame("session.status", {"sessionID": "s1", "status": "busy"}), 0).event is None
     assert p.skipped == 3
-    assert p.parse(frame("session.status", {"sessionID": "s1", "status": {"type": "busy"}}), 0) \
-        .event is not None
+    assert (
+        p.parse(frame("session.status", {"sessionID": "s1", "status": {"type": "busy"}}), 0).event
+        is not None
+    )
 
 
 def test_unknown_types_are_counted_noise_is_not():
@@ -116,19 +142,22 @@ def test_streamed_token_frames_are_skipped_unparsed_and_nothing_else_is():
     from tui.core.events import EventParser
 
     parser = EventParser()
-    compact = ('{"directory":"/p/a","payload":{"id":"evt_1","type":"message.part.delta",'
-               '"properties":{"sessionID":"ses_1","delta":"tok"}}}')
-    spaced = ('{"directory": "/p/a", "payload": {"type": "message.part.delta", '
-              '"properties": {}}}')
+    compact = (
+        '{"directory":"/p/a","payload":{"id":"evt_1","type":"message.part.delta",'
+        '"properties":{"sessionID":"ses_1","delta":"tok"}}}'
+    )
+    spaced = '{"directory": "/p/a", "payload": {"type": "message.part.delta", "properties": {}}}'
     broken_delta = compact[:-5]  # cut: skipped unparsed as well (nothing in it is read)
     for data in (compact, spaced, broken_delta):
         got = parser.parse(data, 1.0)
         assert got.event is None and not got.gap
     assert parser.skipped == 0 and parser.unknown == 0
     # the words inside a text are escaped: the frame is read as what it is
-    quoting = ('{"payload":{"type":"message.part.updated","properties":{"sessionID":"ses_1",'
-               '"part":{"id":"p","sessionID":"ses_1","messageID":"m","type":"text",'
-               '"text":"\\"type\\":\\"message.part.delta\\""}}}}')
+    quoting = (
+        '{"payload":{"type":"message.part.updated","properties":{"sessionID":"ses_1",'
+        '"part":{"id":"p","sessionID":"ses_1","messageID":"m","type":"text",'
+        '"text":"\\"type\\":\\"message.part.delta\\""}}}}'
+    )
     got = parser.parse(quoting, 1.0)
     assert got.event is not None and got.event.type == "message.part.updated"
     # a malformed frame of another type is still counted

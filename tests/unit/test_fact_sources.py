@@ -18,9 +18,13 @@ def _journal(*events: tuple[str, dict, float]) -> Journal:
 
 
 def test_snapshot_facts_name_their_route_and_the_snapshots_time() -> None:
-    s = snap([session("ses_1")], status={"ses_1": busy()},
-             messages={"ses_1": assistant("msg_1", "ses_1", created=T0 - 20)},
-             permissions=[permission("per_1", "ses_1")], started_at=T0 - 1)
+    s = snap(
+        [session("ses_1")],
+        status={"ses_1": busy()},
+        messages={"ses_1": assistant("msg_1", "ses_1", created=T0 - 20)},
+        permissions=[permission("per_1", "ses_1")],
+        started_at=T0 - 1,
+    )
     assert fact_sources("ses_1", s, None) == (
         ("session info", "snapshot session list", T0 - 1),
         ("status busy", "snapshot GET /session/status", T0 - 1),
@@ -29,21 +33,32 @@ def test_snapshot_facts_name_their_route_and_the_snapshots_time() -> None:
     )
     quiet = snap([session("ses_2")], started_at=T0 - 1)
     assert ("status absent", "snapshot GET /session/status", T0 - 1) in fact_sources(
-        "ses_2", quiet, None)
+        "ses_2", quiet, None
+    )
 
 
 def test_events_after_the_snapshot_win_and_say_when_they_arrived() -> None:
-    s = snap([session("ses_1")], status={"ses_1": busy()},
-             messages={"ses_1": assistant("msg_1", "ses_1", created=T0 - 20)},
-             permissions=[permission("per_1", "ses_1")], started_at=T0 - 1)
+    s = snap(
+        [session("ses_1")],
+        status={"ses_1": busy()},
+        messages={"ses_1": assistant("msg_1", "ses_1", created=T0 - 20)},
+        permissions=[permission("per_1", "ses_1")],
+        started_at=T0 - 1,
+    )
     done = assistant("msg_2", "ses_1", created=T0, completed=T0 + 2).info.to_wire()
     j = _journal(
         ("session.status", {"sessionID": "ses_1", "status": {"type": "idle"}}, T0 + 2.5),
         ("message.updated", {"sessionID": "ses_1", "info": done}, T0 + 3),
-        ("session.error", {"sessionID": "ses_1",
-                           "error": {"name": "APIError", "data": {"message": "no"}}}, T0 + 2),
-        ("permission.replied", {"sessionID": "ses_1", "requestID": "per_1",
-                                "reply": "once"}, T0 + 1),
+        (
+            "session.error",
+            {"sessionID": "ses_1", "error": {"name": "APIError", "data": {"message": "no"}}},
+            T0 + 2,
+        ),
+        (
+            "permission.replied",
+            {"sessionID": "ses_1", "requestID": "per_1", "reply": "once"},
+            T0 + 1,
+        ),
     )
     got = fact_sources("ses_1", s, j.facts())
     assert ("status idle (absent)", "event session.status", T0 + 2.5) in got
@@ -65,8 +80,11 @@ def test_a_request_asked_by_event_names_the_event() -> None:
 def test_an_update_of_an_older_message_leaves_the_snapshots_as_the_source() -> None:
     """derive keeps the snapshot's last message when the journal only updated an older one
     (merge_message): the source says so."""
-    s = snap([session("ses_1")], messages={"ses_1": assistant("msg_5", "ses_1", created=T0 - 2)},
-             started_at=T0 - 1)
+    s = snap(
+        [session("ses_1")],
+        messages={"ses_1": assistant("msg_5", "ses_1", created=T0 - 2)},
+        started_at=T0 - 1,
+    )
     old = assistant("msg_2", "ses_1", created=T0 - 30, completed=T0 - 20).info.to_wire()
     j = _journal(("message.updated", {"sessionID": "ses_1", "info": old}, T0))
     got = fact_sources("ses_1", s, j.facts())

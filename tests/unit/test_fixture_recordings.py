@@ -24,14 +24,22 @@ FINAL = {  # recording: {role: (state, reason)} at its end
     "subagent_permission": {"main": ("idle", "completed"), "child": ("idle", "completed")},
     "second_folder": {"main": ("idle", "completed")},
     "all_states": {
-        "completed": ("idle", "completed"), "failed": ("idle", "error"),
-        "aborted": ("idle", "aborted"), "permission": ("input", None),
-        "question": ("input", None), "retry": ("retry", None), "busy": ("busy", None),
-        "parent": ("busy", None), "child": ("busy", None), "second_folder": ("busy", None),
+        "completed": ("idle", "completed"),
+        "failed": ("idle", "error"),
+        "aborted": ("idle", "aborted"),
+        "permission": ("input", None),
+        "question": ("input", None),
+        "retry": ("retry", None),
+        "busy": ("busy", None),
+        "parent": ("busy", None),
+        "child": ("busy", None),
+        "second_folder": ("busy", None),
         "fresh": ("idle", None),
     },
-    "restart": {"interrupted-stream": ("unknown", "interrupted"),
-                "interrupted-permission": ("unknown", "interrupted")},
+    "restart": {
+        "interrupted-stream": ("unknown", "interrupted"),
+        "interrupted-permission": ("unknown", "interrupted"),
+    },
 }
 
 
@@ -75,8 +83,9 @@ def test_status_for_a_tmux_status_bar(capsys: pytest.CaptureFixture[str]) -> Non
     path = str(recorded.FIXTURES / "all_states.ndjson")
     assert main(["status", "--format", "tmux", "--replay", path]) == 0
     line = capsys.readouterr().out
-    assert line == ("#[fg=yellow]? 2#[default] #[fg=magenta]↻ 1#[default] "
-                    "#[fg=cyan]● 4#[default]\n")
+    assert line == (
+        "#[fg=yellow]? 2#[default] #[fg=magenta]↻ 1#[default] #[fg=cyan]● 4#[default]\n"
+    )
     assert main(["status", "--json", "--format", "tmux", "--replay", path]) == 2
     assert "choose one" in capsys.readouterr().err
     assert main(["status", "--format", "json", "--replay", path]) == 0
@@ -88,9 +97,17 @@ def test_a_tmux_line_names_stale_unknown_and_servers_that_are_down() -> None:
     from tui.cli.main import tmux_line
     from tui.core.view import ServerInfo, View
 
-    rows = {r.key: r for r in (row("a", "t", "busy", stale=True), row("b", "t", "busy"),
-                               row("c", "t", "unknown", reason="interrupted"))}
+    rows = {
+        r.key: r
+        for r in (
+            row("a", "t", "busy", stale=True),
+            row("b", "t", "busy"),
+            row("c", "t", "unknown", reason="interrupted"),
+        )
+    }
     view = View(0.0, (ServerInfo(url="http://x", reachable=False),), rows)
-    assert tmux_line(view) == ("#[fg=red]⚠ 1#[default] #[fg=colour245]◌ 1#[default] "
-                               "#[fg=cyan]● 1#[default] #[fg=red,bold]✗ 1 down#[default]")
+    assert tmux_line(view) == (
+        "#[fg=red]⚠ 1#[default] #[fg=colour245]◌ 1#[default] "
+        "#[fg=cyan]● 1#[default] #[fg=red,bold]✗ 1 down#[default]"
+    )
     assert tmux_line(View(0.0, (), {})) == "○ idle"

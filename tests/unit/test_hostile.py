@@ -32,9 +32,15 @@ def hostile() -> Iterator[HostileServer]:
 def ocwatch(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     env = cli_env()
     env["PYTHONIOENCODING"] = "utf-8"
-    return subprocess.run([sys.executable, "-m", "tui.cli.main", *args], capture_output=True,
-                          text=True, encoding="utf-8", errors="strict", timeout=timeout,
-                          env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", *args],
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="strict",
+        timeout=timeout,
+        env=env,
+    )
 
 
 def status_json(url: str) -> tuple[int, dict, str]:
@@ -47,11 +53,14 @@ def test_a_lone_surrogate_and_an_impossible_time_hide_nothing(hostile: HostileSe
     hostile.sessions = (
         '[{"id": "ses_bad", "title": "SURR\\ud800", "directory": "/tmp/p", '
         '"time": {"created": 1795985000000, "updated": 1e300}}, '
-        + json.dumps(session("ses_ok")) + "]")
+        + json.dumps(session("ses_ok"))
+        + "]"
+    )
     hostile.messages["ses_bad"] = (
         '[{"info": {"id": "msg_1", "sessionID": "ses_bad", "role": "assistant", '
         '"time": {"created": 1795985000000, "completed": 1795985001000}, '
-        '"error": {"name": "APIError", "data": {"message": "bad \\udfff thing"}}}, "parts": []}]')
+        '"error": {"name": "APIError", "data": {"message": "bad \\udfff thing"}}}, "parts": []}]'
+    )
     code, data, err = status_json(hostile.url)
     assert code == 0, err
     rows = {r["id"]: r for r in data["sessions"]}
@@ -63,9 +72,11 @@ def test_a_lone_surrogate_and_an_impossible_time_hide_nothing(hostile: HostileSe
 
 
 def test_one_odd_field_does_not_drop_a_session(hostile: HostileServer):
-    hostile.sessions = [session("ses_null", title=None),
-                        session("ses_tokens", tokens={"input": 1.5, "output": 2}),
-                        session("ses_ok")]
+    hostile.sessions = [
+        session("ses_null", title=None),
+        session("ses_tokens", tokens={"input": 1.5, "output": 2}),
+        session("ses_ok"),
+    ]
     code, data, err = status_json(hostile.url)
     assert code == 0, err
     assert {r["id"] for r in data["sessions"]} == {"ses_null", "ses_tokens", "ses_ok"}
@@ -98,10 +109,10 @@ def test_a_gzip_bomb_is_refused_not_inflated(hostile: HostileServer):
     assert code == 2 and "larger than 64 MiB (decompressed); refused" in err
 
 
-async def test_a_trickling_server_cannot_hold_a_request_past_its_deadline(
-        hostile: HostileServer):
-    hostile.routes["/global/health"] = Answer(200, b'{"healthy": true}' * 10,
-                                              {"content-type": "application/json"}, trickle=0.2)
+async def test_a_trickling_server_cannot_hold_a_request_past_its_deadline(hostile: HostileServer):
+    hostile.routes["/global/health"] = Answer(
+        200, b'{"healthy": true}' * 10, {"content-type": "application/json"}, trickle=0.2
+    )
     loop = asyncio.get_running_loop()
     t = loop.time()
     async with Client(hostile.url, timeout=5.0, deadline=1.5) as client:
@@ -113,8 +124,11 @@ async def test_a_trickling_server_cannot_hold_a_request_past_its_deadline(
 async def test_html_and_non_finite_numbers():
     def handle(request: httpx.Request) -> httpx.Response:
         if request.url.path == "/global/health":
-            return httpx.Response(200, text='{"healthy": true, "n": NaN, "m": Infinity}',
-                                  headers={"content-type": "application/json"})
+            return httpx.Response(
+                200,
+                text='{"healthy": true, "n": NaN, "m": Infinity}',
+                headers={"content-type": "application/json"},
+            )
         return httpx.Response(200, text="<html>", headers={"content-type": "text/html"})
 
     async with Client("http://x", transport=httpx.MockTransport(handle)) as client:
@@ -125,16 +139,30 @@ async def test_html_and_non_finite_numbers():
 
 # -- hostile text ---------------------------------------------------------------------------------
 HOSTILE = [
-    "H\u202egnp.exe", "a\u2066b\u2069", "zero\u200bwidth\u200d\ufeff", "\x1b[31mred\x1b[0m",
-    "\x1b]0;title\x07", "\x1bP+q\x1b\\", "csi\x9b31m", "osc\x9d0;x\x9c", "bell\x07", "bs\x08\x08",
-    "cr\roverwrite", "[bold]markup[/]", "a\u2028b",
+    "H\u202egnp.exe",
+    "a\u2066b\u2069",
+    "zero\u200bwidth\u200d\ufeff",
+    "\x1b[31mred\x1b[0m",
+    "\x1b]0;title\x07",
+    "\x1bP+q\x1b\\",
+    "csi\x9b31m",
+    "osc\x9d0;x\x9c",
+    "bell\x07",
+    "bs\x08\x08",
+    "cr\roverwrite",
+    "[bold]markup[/]",
+    "a\u2028b",
 ]
 
 
 @pytest.mark.parametrize("s", HOSTILE)
 def test_every_text_path_neutralises_controls(s: str):
-    for out in (text.literal(s, escapes=True), text.plain(s),
-                osc9(Alert("input", ("u", "s"), (), s, s))[5:-1], text.dumps({"t": s})):
+    for out in (
+        text.literal(s, escapes=True),
+        text.plain(s),
+        osc9(Alert("input", ("u", "s"), (), s, s))[5:-1],
+        text.dumps({"t": s}),
+    ):
         assert not text.UNSAFE.search(out), (s, out)
     assert json.loads(text.dumps({"t": s})) == {"t": s}  # valid JSON, the text unchanged
 
@@ -163,8 +191,14 @@ async def test_a_reply_whose_answer_timed_out_says_whether_it_was_applied(applie
     from tests.fakes import FakeAPI, wire_session
     from tui.core.actions import ActionError, reply_permission
 
-    api = FakeAPI(sessions=[wire_session("ses_1")], permissions={"/p/a": [{
-        "id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["ls"]}]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        permissions={
+            "/p/a": [
+                {"id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": ["ls"]}
+            ]
+        },
+    )
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.method == "POST":

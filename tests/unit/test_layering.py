@@ -19,8 +19,13 @@ ROOT = Path(__file__).resolve().parents[2]
 def modules_of(package: object) -> list[str]:
     """Every module of a package, found on disk (a new module is covered without a list to
     keep up to date)."""
-    return sorted(m.name for m in pkgutil.walk_packages(package.__path__,  # type: ignore[attr-defined]
-                                                         package.__name__ + "."))
+    return sorted(
+        m.name
+        for m in pkgutil.walk_packages(
+            package.__path__,  # type: ignore[attr-defined]
+            package.__name__ + ".",
+        )
+    )
 
 
 def test_core_and_cli_commands_do_not_import_textual():
@@ -34,8 +39,9 @@ def test_core_and_cli_commands_do_not_import_textual():
         "             if m in ('textual', 'tui.app') or m.startswith(('textual.', 'tui.app.')))\n"
         "print(','.join(bad))\n"
     )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert proc.stdout.strip() == ""
 
 
@@ -52,9 +58,12 @@ def test_the_import_contracts_are_kept():
 def test_one_module_of_the_app_does_not_load_the_whole_app():
     """The app's root is lazy: `tui.app.format` (what the CLI and tests share) loads no screen
     and not the App (it cost ~2.3 s of imports when the root imported eagerly)."""
-    code = ("import sys, tui.app.format\n"
-            "print(','.join(sorted(m for m in sys.modules if m.startswith(('tui.app.app', "
-            "'tui.app.screens')))))\n")
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          cwd=ROOT)
+    code = (
+        "import sys, tui.app.format\n"
+        "print(','.join(sorted(m for m in sys.modules if m.startswith(('tui.app.app', "
+        "'tui.app.screens')))))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
+    )
     assert proc.stdout.strip() == ""

@@ -23,9 +23,11 @@ MSG = "/session/{id}/message"
 
 def busy_server(n: int = 3) -> FakeAPI:
     sessions = [wire_session(f"ses_{i}", updated=T0 * 1000) for i in range(n)]
-    return FakeAPI(sessions=sessions,
-                   status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
-                   messages={s["id"]: [wire_msg(s["id"], created=T0 - 5)] for s in sessions})
+    return FakeAPI(
+        sessions=sessions,
+        status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
+        messages={s["id"]: [wire_msg(s["id"], created=T0 - 5)] for s in sessions},
+    )
 
 
 async def watched(api: FakeAPI, clock: Clock, settings: Settings = S) -> ServerMonitor:
@@ -62,7 +64,8 @@ async def test_a_resync_over_a_healthy_stream_asks_no_busy_sessions_last_message
     fresh = ServerMonitor("http://test", settings=S, transport=api.transport(), clock=clock)
     assert await fresh.take_snapshot()
     assert {k: (r.state, r.reason) for k, r in fresh.rows(clock.t).items()} == {
-        k: (r.state, r.reason) for k, r in rows.items()}
+        k: (r.state, r.reason) for k, r in rows.items()
+    }
 
 
 async def test_a_lost_stream_a_gap_or_an_unreadable_frame_makes_it_ask_again() -> None:
@@ -75,11 +78,22 @@ async def test_a_lost_stream_a_gap_or_an_unreadable_frame_makes_it_ask_again() -
     assert api.hits[MSG] == 6  # every busy one asked again after the reconnect
 
     clock.t = T0 + 20
-    sync = {"type": "sync", "syncEvent": {"id": "x", "type": "session.updated.1", "seq": 1,
-                                          "aggregateID": "ses_1", "data": {}}}
+    sync = {
+        "type": "sync",
+        "syncEvent": {
+            "id": "x",
+            "type": "session.updated.1",
+            "seq": 1,
+            "aggregateID": "ses_1",
+            "data": {},
+        },
+    }
     mon.on_data(json.dumps({"directory": "/p/a", "payload": sync}))
-    mon.on_data(json.dumps({"directory": "/p/a", "payload": {**sync, "syncEvent": {
-        **sync["syncEvent"], "seq": 5}}}))  # seq 2..4 never came
+    mon.on_data(
+        json.dumps(
+            {"directory": "/p/a", "payload": {**sync, "syncEvent": {**sync["syncEvent"], "seq": 5}}}
+        )
+    )  # seq 2..4 never came
     assert await mon.take_snapshot()
     assert api.hits[MSG] == 9
 
@@ -141,8 +155,13 @@ async def test_a_vouched_resync_reads_only_the_maps() -> None:
     assert await mon.take_snapshot()
     asked = {k: v - first.get(k, 0) for k, v in api.hits.items() if v != first.get(k, 0)}
     # the maps of /p/a, and of /p/b (a folder only the event named); the active list
-    assert asked == {"/session/status": 2, "/permission": 2, "/question": 2,
-                     "/api/session/active": 1, MSG: 1}  # (ses_new: never read)
+    assert asked == {
+        "/session/status": 2,
+        "/permission": 2,
+        "/question": 2,
+        "/api/session/active": 1,
+        MSG: 1,
+    }  # (ses_new: never read)
     assert mon.snapshot is not None
     assert set(mon.snapshot.sessions) == {"ses_0", "ses_1", "ses_new"}
     assert mon.snapshot.folders == ("/p/a", "/p/b")
@@ -253,8 +272,12 @@ async def test_an_overflowing_journal_ends_the_vouch() -> None:
     mon = await watched(api, clock, Settings(grace=3.0, journal_limit=5))
     clock.t = T0 + 5
     for i in range(8):
-        mon.on_data(frame("session.status", {"sessionID": "ses_0",
-                                             "status": {"type": "busy" if i % 2 else "idle"}}))
+        mon.on_data(
+            frame(
+                "session.status",
+                {"sessionID": "ses_0", "status": {"type": "busy" if i % 2 else "idle"}},
+            )
+        )
     assert not mon.vouches()
     clock.t = T0 + 30
     assert await mon.take_snapshot()

@@ -59,10 +59,19 @@ def test_a_run_is_counted_by_its_transitions_and_timed() -> None:
     f.show(70, row("s1", "run", "busy", since=70))
     f.show(100, row("s1", "run", "idle", reason="error", since=100))
     got = scrape(metrics)
-    edges = {(lbl["from"], lbl["to"]): v for (name, labels), v in got.items()
-             if name == "ocwatch_state_transitions_total" for lbl in [dict(labels)]}
-    assert edges == {("none", "idle"): 1, ("idle", "busy"): 1, ("busy", "input"): 1,
-                     ("input", "busy"): 1, ("busy", "idle"): 1}
+    edges = {
+        (lbl["from"], lbl["to"]): v
+        for (name, labels), v in got.items()
+        if name == "ocwatch_state_transitions_total"
+        for lbl in [dict(labels)]
+    }
+    assert edges == {
+        ("none", "idle"): 1,
+        ("idle", "busy"): 1,
+        ("busy", "input"): 1,
+        ("input", "busy"): 1,
+        ("busy", "idle"): 1,
+    }
     assert value(got, "ocwatch_runs_total", server="alpha", outcome="error") == 1
     assert value(got, "ocwatch_runs_total", server="alpha", outcome="completed") == 0
     # the run lasted from busy (10) to idle (100), waiting in between did not end it
@@ -77,8 +86,11 @@ def test_a_run_is_counted_by_its_transitions_and_timed() -> None:
 def test_a_session_first_seen_in_a_state_is_no_run_that_ended() -> None:
     metrics = Metrics(clock=lambda: NOW)
     f = Feeder(metrics)
-    f.show(0, row("s1", "failed before", "idle", reason="error"),
-           row("s2", "stale", "busy", stale=True, ended="completed"))
+    f.show(
+        0,
+        row("s1", "failed before", "idle", reason="error"),
+        row("s2", "stale", "busy", stale=True, ended="completed"),
+    )
     got = scrape(metrics)
     assert all(v == 0 for (name, _), v in got.items() if name == "ocwatch_runs_total")
     assert value(got, "ocwatch_run_duration_seconds_count", server="alpha") == 0
@@ -93,38 +105,66 @@ def test_a_run_that_goes_stale_ends_as_its_messages_show() -> None:
     got = scrape(metrics)
     assert value(got, "ocwatch_runs_total", server="alpha", outcome="completed") == 1
     assert value(got, "ocwatch_run_duration_seconds_count", server="alpha") == 1
-    assert value(got, "ocwatch_state_transitions_total", server="alpha", **{
-        "from": "busy", "to": "stale"}) == 1
-    assert value(got, "ocwatch_state_transitions_total", server="alpha", **{
-        "from": "stale", "to": "idle"}) == 1
+    assert (
+        value(
+            got,
+            "ocwatch_state_transitions_total",
+            server="alpha",
+            **{"from": "busy", "to": "stale"},
+        )
+        == 1
+    )
+    assert (
+        value(
+            got,
+            "ocwatch_state_transitions_total",
+            server="alpha",
+            **{"from": "stale", "to": "idle"},
+        )
+        == 1
+    )
 
 
 def test_gauges_are_the_view_at_scrape_time() -> None:
     clock = [NOW]
     metrics = Metrics(clock=lambda: clock[0])
-    server = ServerInfo(url=A, name="alpha", version="1.18.33", reachable=True, connected=True,
-                        last_event_at=NOW - 4, snapshot_at=NOW - 20, drift_count=2,
-                        skipped_events=3, unknown_events=1, reconnects=5, snapshots=7,
-                        requests=41)
+    server = ServerInfo(
+        url=A,
+        name="alpha",
+        version="1.18.33",
+        reachable=True,
+        connected=True,
+        last_event_at=NOW - 4,
+        snapshot_at=NOW - 20,
+        drift_count=2,
+        skipped_events=3,
+        unknown_events=1,
+        reconnects=5,
+        snapshots=7,
+        requests=41,
+    )
     f = Feeder(metrics, server)
     ask = Pending("permission", "per_1", "child", "bash: npm test")
     question = Pending("question", "que_1", "s3", "Which region?")
-    f.show(0,
-           row("parent", "p", "input", pending=(ask,), since=-10),  # rolled up from the child
-           row("child", "c", "input", pending=(ask,), since=-300, parent_id="parent"),
-           row("s3", "q", "input", pending=(question,), since=-50),
-           row("s4", "b", "busy", stale=True, ended="completed"),
-           row("s5", "b", "busy"),
-           row("s6", "i", "idle", reason="aborted"),
-           row("s7", "u", "unknown", reason="interrupted"))
+    f.show(
+        0,
+        row("parent", "p", "input", pending=(ask,), since=-10),  # rolled up from the child
+        row("child", "c", "input", pending=(ask,), since=-300, parent_id="parent"),
+        row("s3", "q", "input", pending=(question,), since=-50),
+        row("s4", "b", "busy", stale=True, ended="completed"),
+        row("s5", "b", "busy"),
+        row("s6", "i", "idle", reason="aborted"),
+        row("s7", "u", "unknown", reason="interrupted"),
+    )
     clock[0] = NOW + 30  # half a minute after the View: ages count on
     got = scrape(metrics)
     assert value(got, "ocwatch_sessions", server="alpha", state="input", reason="") == 3
     assert value(got, "ocwatch_sessions", server="alpha", state="busy", reason="") == 2
     assert value(got, "ocwatch_sessions", server="alpha", state="idle", reason="aborted") == 1
     assert value(got, "ocwatch_sessions", server="alpha", state="idle", reason="error") == 0
-    assert value(got, "ocwatch_sessions", server="alpha", state="unknown",
-                 reason="interrupted") == 1
+    assert (
+        value(got, "ocwatch_sessions", server="alpha", state="unknown", reason="interrupted") == 1
+    )
     assert value(got, "ocwatch_sessions_stale", server="alpha") == 1
     # the child's request shows on the parent too: one request, waiting since the child asked
     assert value(got, "ocwatch_pending_requests", server="alpha", kind="permission") == 1
@@ -140,12 +180,11 @@ def test_gauges_are_the_view_at_scrape_time() -> None:
     assert value(got, "ocwatch_server_requests_total", server="alpha") == 41
     assert value(got, "ocwatch_stream_reconnects_total", server="alpha") == 5
     assert value(got, "ocwatch_events_skipped_total", server="alpha", reason="malformed") == 3
-    assert value(got, "ocwatch_events_skipped_total", server="alpha",
-                 reason="unknown_type") == 1
+    assert value(got, "ocwatch_events_skipped_total", server="alpha", reason="unknown_type") == 1
 
 
 def test_no_session_id_or_title_is_a_label_unless_asked() -> None:
-    hostile = "evil\x1b]0;owned\x07\n\"} 1\nocwatch_server_up 0 # [bold]x"
+    hostile = 'evil\x1b]0;owned\x07\n"} 1\nocwatch_server_up 0 # [bold]x'
     for opted in (False, True):
         metrics = Metrics(clock=lambda: NOW, session_info=opted)
         Feeder(metrics).show(0, row("ses_secret", hostile, "busy"))
@@ -177,8 +216,12 @@ def test_a_session_deleted_mid_run_ends_no_run() -> None:
     f.show(0, row("s1", "x", "busy", since=0))
     f.show(5)
     got = scrape(metrics)
-    assert value(got, "ocwatch_state_transitions_total", server="alpha",
-                 **{"from": "busy", "to": "gone"}) == 1
+    assert (
+        value(
+            got, "ocwatch_state_transitions_total", server="alpha", **{"from": "busy", "to": "gone"}
+        )
+        == 1
+    )
     assert value(got, "ocwatch_run_duration_seconds_count", server="alpha") == 0
     assert all(v == 0 for (name, _), v in got.items() if name == "ocwatch_runs_total")
 
@@ -199,10 +242,16 @@ def test_the_exporter_serves_over_http() -> None:
         server.server_close()
 
 
-@pytest.mark.parametrize(("given", "want"), [
-    ("127.0.0.1:9464", ("127.0.0.1", 9464)), (":9000", ("0.0.0.0", 9000)),
-    ("9100", ("127.0.0.1", 9100)), ("[::1]:9464", ("::1", 9464)),
-    ("localhost:1", ("localhost", 1))])
+@pytest.mark.parametrize(
+    ("given", "want"),
+    [
+        ("127.0.0.1:9464", ("127.0.0.1", 9464)),
+        (":9000", ("0.0.0.0", 9000)),
+        ("9100", ("127.0.0.1", 9100)),
+        ("[::1]:9464", ("::1", 9464)),
+        ("localhost:1", ("localhost", 1)),
+    ],
+)
 def test_listen_addresses(given: str, want: tuple[str, int]) -> None:
     assert parse_listen(given) == want
 
@@ -240,8 +289,11 @@ async def test_a_server_that_never_answers_holds_no_other_server() -> None:
             await asyncio.sleep(3600)  # accepts, never answers
         return good.handle(request)
 
-    fleet = Fleet(["http://stuck:4096", "http://good:4096"],
-                  transport=httpx.MockTransport(handle), names={"http://good:4096": "good"})
+    fleet = Fleet(
+        ["http://stuck:4096", "http://good:4096"],
+        transport=httpx.MockTransport(handle),
+        names={"http://good:4096": "good"},
+    )
     metrics = Metrics()
     stop = asyncio.Event()
     seen = asyncio.Event()

@@ -27,8 +27,11 @@ def test_recorded_sessions_parse_with_aliases_and_unknown_fields_dropped():
     assert s.project_id == child["projectID"]
     assert s.time.updated == child["time"]["updated"]
     assert s.tokens is not None and s.tokens.total == (
-        child["tokens"]["input"] + child["tokens"]["output"] + child["tokens"]["reasoning"]
-        + sum(child["tokens"]["cache"].values()))
+        child["tokens"]["input"]
+        + child["tokens"]["output"]
+        + child["tokens"]["reasoning"]
+        + sum(child["tokens"]["cache"].values())
+    )
     assert not hasattr(s, "slug")
 
 
@@ -37,7 +40,8 @@ def test_recorded_messages_permissions_and_questions_parse():
     assert any(p.is_open_tool for p in busy_tool.parts)
     failed = Message.parse(last_message("all_states", "failed"))
     assert failed.info.error is not None and failed.info.error.text.startswith(
-        failed.info.error.name)
+        failed.info.error.name
+    )
     (perm,) = [PermissionRequest.parse(p) for p in answer("all_states", "/permission")]
     assert perm.session_id and perm.permission
     (question,) = [QuestionRequest.parse(q) for q in answer("all_states", "/question")]
@@ -81,4 +85,3 @@ def test_to_wire_round_trips_and_leaves_unset_optionals_out():
     assert wire["info"]["sessionID"] == raw["info"]["sessionID"]
     assert "parent_id" not in Session(id="s").to_wire()
     assert "parentID" not in Session(id="s").to_wire()
-

@@ -16,8 +16,7 @@ FAST = Settings(snapshot_debounce=0.01, resync_interval=60, heartbeat_timeout=1.
 
 
 def frame(etype: str, props: dict | None = None) -> bytes:
-    body = json.dumps({"directory": "/p/a",
-                       "payload": {"type": etype, "properties": props or {}}})
+    body = json.dumps({"directory": "/p/a", "payload": {"type": etype, "properties": props or {}}})
     return f"data: {body}\n\n".encode()
 
 
@@ -56,8 +55,13 @@ async def wait_until(cond, timeout=5.0):
 async def test_bad_frames_are_counted_and_a_cut_stream_reconnects_with_a_fresh_snapshot():
     busy = {"sessionID": "ses_1", "status": {"type": "busy"}}
     streams = [
-        [frame("server.connected"), b"data: {not json}\n\n", frame("totally.new.event"),
-         frame("session.status", busy), b'data: {"payload": {"type": "sess'],  # cut mid-frame
+        [
+            frame("server.connected"),
+            b"data: {not json}\n\n",
+            frame("totally.new.event"),
+            frame("session.status", busy),
+            b'data: {"payload": {"type": "sess',
+        ],  # cut mid-frame
         [frame("server.connected")],
     ]
     api = StreamingAPI(streams, sessions=[wire_session("ses_1")])
@@ -99,8 +103,9 @@ async def test_silent_stream_is_declared_dead_and_reconnected():
                 yield frame("server.connected")
                 await asyncio.sleep(3600)
 
-            return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                                  content=body())
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
 
     api = Silent([], sessions=[])
     settings = Settings(snapshot_debounce=0.01, heartbeat_timeout=0.2)
@@ -138,8 +143,11 @@ async def test_drift_counts_what_events_said_and_the_snapshot_contradicts():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {}})
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport(), clock=lambda: 1e9)
     await mon.snapshot_once()
-    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}})
-                 .decode()[len("data: "):].strip())
+    mon.on_data(
+        frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}})
+        .decode()[len("data: ") :]
+        .strip()
+    )
     assert mon.rows(1e9)[("http://x", "ses_1")].state == "busy"  # what the View showed
     await mon.snapshot_once()  # the server never reports it busy: the event was wrong
     await mon.client.aclose()
@@ -196,8 +204,9 @@ async def test_a_stream_closed_at_once_backs_off_instead_of_storming(monkeypatch
 
     monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 1.0)
     monkeypatch.setattr(monitor_mod.asyncio, "sleep", sleep)
-    api = StreamingAPI([[frame("server.connected")] for _ in range(8)],
-                       sessions=[wire_session("ses_1")])
+    api = StreamingAPI(
+        [[frame("server.connected")] for _ in range(8)], sessions=[wire_session("ses_1")]
+    )
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
     task = asyncio.create_task(mon.run(lambda: None))
     try:
@@ -212,8 +221,9 @@ def test_a_silent_stream_reads_stalled_and_asks_for_a_snapshot():
     from tests.builders import T0
 
     clock = {"t": T0}
-    mon = ServerMonitor("http://x", settings=FAST, clock=lambda: clock["t"],
-                        transport=FakeAPI().transport())
+    mon = ServerMonitor(
+        "http://x", settings=FAST, clock=lambda: clock["t"], transport=FakeAPI().transport()
+    )
     mon._connected, mon._connected_at, mon._last_event_at = True, T0, T0
     assert mon.info().stream == "connected"
     clock["t"] = T0 + FAST.stall_after + 1
@@ -243,8 +253,9 @@ async def test_a_stream_that_stayed_up_reconnects_at_once(monkeypatch):
     monkeypatch.setattr(monitor_mod, "HEALTHY_FOR", 0.0)  # every stream counts as healthy
     monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: b)
     monkeypatch.setattr(monitor_mod.asyncio, "sleep", sleep)
-    api = StreamingAPI([[frame("server.connected")] for _ in range(5)],
-                       sessions=[wire_session("ses_1")])
+    api = StreamingAPI(
+        [[frame("server.connected")] for _ in range(5)], sessions=[wire_session("ses_1")]
+    )
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport())
     task = asyncio.create_task(mon.run(lambda: None))
     try:
@@ -262,9 +273,22 @@ def test_a_run_that_ended_while_events_were_missed_is_drift():
     from tui.core.view import SessionRow
 
     def row(since: float) -> SessionRow:
-        return SessionRow(server="http://x", id="ses_1", title="", directory="/p/a",
-                          parent_id=None, state="busy", reason=None, stale=False, evidence=(),
-                          pending=(), since=since, updated=since, cost=None, tokens=None)
+        return SessionRow(
+            server="http://x",
+            id="ses_1",
+            title="",
+            directory="/p/a",
+            parent_id=None,
+            state="busy",
+            reason=None,
+            stale=False,
+            evidence=(),
+            pending=(),
+            since=since,
+            updated=since,
+            cost=None,
+            tokens=None,
+        )
 
     mon = ServerMonitor("http://x", settings=FAST, transport=FakeAPI().transport())
     key = ("http://x", "ses_1")
@@ -286,8 +310,11 @@ async def test_a_reconnect_takes_its_snapshot_without_waiting_out_the_spacing(mo
     import tui.core.monitor as monitor_mod
 
     ticks = iter(range(0, 10**9, 1000))  # every snapshot "takes" 1000 s: spacing = the cap
-    monkeypatch.setattr(monitor_mod, "time", types.SimpleNamespace(
-        monotonic=lambda: float(next(ticks)), time=monitor_mod.time.time))
+    monkeypatch.setattr(
+        monitor_mod,
+        "time",
+        types.SimpleNamespace(monotonic=lambda: float(next(ticks)), time=monitor_mod.time.time),
+    )
     monkeypatch.setattr(monitor_mod, "HEALTHY_FOR", 0.0)
     mon: ServerMonitor | None = None
 
@@ -308,12 +335,14 @@ async def test_a_reconnect_takes_its_snapshot_without_waiting_out_the_spacing(mo
                 if not first:
                     await asyncio.sleep(3600)
 
-            return httpx.Response(200, headers={"content-type": "text/event-stream"},
-                                  content=body())
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
 
     api = CutAfterTheFirstSnapshot([], sessions=[wire_session("ses_1")])
-    slow = Settings(snapshot_debounce=0.01, resync_interval=3600, heartbeat_timeout=5.0,
-                    snapshot_min_gap=3600)
+    slow = Settings(
+        snapshot_debounce=0.01, resync_interval=3600, heartbeat_timeout=5.0, snapshot_min_gap=3600
+    )
     mon = ServerMonitor("http://x", settings=slow, transport=api.transport())
     task = asyncio.create_task(mon.run(lambda: None))
     try:
@@ -335,8 +364,9 @@ async def test_a_401_on_the_event_stream_says_what_a_401_anywhere_says():
             return super().handle(request)
 
     api = Refusing([], sessions=[wire_session("ses_1")])
-    mon = ServerMonitor("http://x", auth=Auth("opencode", "wrong"), settings=FAST,
-                        transport=api.transport())
+    mon = ServerMonitor(
+        "http://x", auth=Auth("opencode", "wrong"), settings=FAST, transport=api.transport()
+    )
     task = asyncio.create_task(mon.run(lambda: None))
     try:
         await wait_until(lambda: mon.stream_error is not None)

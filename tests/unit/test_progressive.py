@@ -31,30 +31,58 @@ URL = "http://test"
 def server(n_idle: int = 3) -> FakeAPI:
     """ses_busy (busy), ses_retry (retrying), ses_ask (busy, a permission open), ses_new (no
     messages), and `n_idle` finished sessions ses_i0.. (ses_i0 updated last)."""
-    sessions = [wire_session(sid, updated=T0 * 1000 - 10_000)
-                for sid in ("ses_busy", "ses_retry", "ses_ask", "ses_new")]
-    sessions += [wire_session(f"ses_i{i}", updated=T0 * 1000 - 1000 * (i + 1))
-                 for i in range(n_idle)]
+    sessions = [
+        wire_session(sid, updated=T0 * 1000 - 10_000)
+        for sid in ("ses_busy", "ses_retry", "ses_ask", "ses_new")
+    ]
+    sessions += [
+        wire_session(f"ses_i{i}", updated=T0 * 1000 - 1000 * (i + 1)) for i in range(n_idle)
+    ]
     messages: dict[str, list[dict[str, Any]]] = {
-        s["id"]: [wire_msg(s["id"], created=T0 - 60, completed=T0 - 50)] for s in sessions}
+        s["id"]: [wire_msg(s["id"], created=T0 - 60, completed=T0 - 50)] for s in sessions
+    }
     messages["ses_busy"] = [wire_msg("ses_busy", created=T0 - 5)]
     messages["ses_new"] = []
     return FakeAPI(
         sessions=sessions,
-        status={"/p/a": {"ses_busy": {"type": "busy"}, "ses_ask": {"type": "busy"},
-                         "ses_retry": {"type": "retry", "attempt": 2, "message": "503",
-                                       "next": (T0 + 5) * 1000}}},
-        permissions={"/p/a": [{"id": "per_1", "sessionID": "ses_ask", "permission": "bash",
-                               "patterns": ["npm test"], "metadata": {}, "always": []}]},
-        messages=messages)
+        status={
+            "/p/a": {
+                "ses_busy": {"type": "busy"},
+                "ses_ask": {"type": "busy"},
+                "ses_retry": {
+                    "type": "retry",
+                    "attempt": 2,
+                    "message": "503",
+                    "next": (T0 + 5) * 1000,
+                },
+            }
+        },
+        permissions={
+            "/p/a": [
+                {
+                    "id": "per_1",
+                    "sessionID": "ses_ask",
+                    "permission": "bash",
+                    "patterns": ["npm test"],
+                    "metadata": {},
+                    "always": [],
+                }
+            ]
+        },
+        messages=messages,
+    )
 
 
 class Held(FakeAPI):
     """A FakeAPI whose message requests wait for `release`, in the order they are asked."""
 
     def __init__(self, api: FakeAPI) -> None:
-        super().__init__(**{f: getattr(api, f) for f in (
-            "sessions", "status", "permissions", "questions", "messages", "projects")})
+        super().__init__(
+            **{
+                f: getattr(api, f)
+                for f in ("sessions", "status", "permissions", "questions", "messages", "projects")
+            }
+        )
         self.release = asyncio.Event()
         self.asked: list[str] = []
 
@@ -74,13 +102,15 @@ async def fetched(api: FakeAPI) -> tuple[Snapshot, list[Snapshot]]:
 
     partials: list[Snapshot] = []
     async with Client(URL, transport=api.transport()) as client:
-        final = await fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                     partial=partials.append)
+        final = await fetch_snapshot(
+            client, MessageCache(), clock=lambda: T0, partial=partials.append
+        )
     return final, partials
 
 
-def rows_of(snap: Snapshot, memo: DeriveMemo | None = None, prev: Any = None,
-            now: float = T0) -> dict[str, Any]:
+def rows_of(
+    snap: Snapshot, memo: DeriveMemo | None = None, prev: Any = None, now: float = T0
+) -> dict[str, Any]:
     rows = derive_server(snap, Journal().facts(), now, S, memo=memo, previous=prev)
     return {k[1]: r for k, r in rows.items()}
 
@@ -102,7 +132,11 @@ async def test_the_maps_decide_first_and_the_rest_says_loading() -> None:
     assert (busy.state, busy.settled, busy.settling) == ("busy", False, "loading")
     for sid in ("ses_new", "ses_i0"):
         assert (rows[sid].state, rows[sid].reason, rows[sid].settled, rows[sid].settling) == (
-            "unknown", None, False, "loading")
+            "unknown",
+            None,
+            False,
+            "loading",
+        )
         assert any("not read yet" in line for line in rows[sid].evidence)
     done = rows_of(final)
     assert (done["ses_busy"].state, done["ses_busy"].settled) == ("busy", True)
@@ -115,8 +149,9 @@ async def test_running_sessions_are_read_first_then_the_most_recently_updated() 
     from tui.core.client import Client
 
     async with Client(URL, transport=api.transport()) as client:
-        task = asyncio.create_task(fetch_snapshot(client, MessageCache(), clock=lambda: T0,
-                                                  concurrency=1))
+        task = asyncio.create_task(
+            fetch_snapshot(client, MessageCache(), clock=lambda: T0, concurrency=1)
+        )
         while not api.asked:
             await asyncio.sleep(0)
         api.release.set()
@@ -127,7 +162,8 @@ async def test_running_sessions_are_read_first_then_the_most_recently_updated() 
 
 
 async def test_partials_come_as_the_messages_arrive_each_holding_fewer_loading(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setattr(snapshot, "PARTIAL_EVERY", 0.0)  # (a fake server answers at once)
     api = server(n_idle=600)
     _final, partials = await fetched(api)
@@ -152,8 +188,11 @@ async def test_a_memo_never_keeps_a_loading_row_once_the_message_is_in() -> None
     assert rows == plain
     assert (rows["ses_new"].state, rows["ses_new"].settled) == ("idle", True)
     # and the other way: a snapshot that lists it loading again derives a loading row
-    again = rows_of(replace(final, loading=frozenset({"ses_new"})), memo=memo,
-                    prev={(URL, k): v for k, v in rows.items()})
+    again = rows_of(
+        replace(final, loading=frozenset({"ses_new"})),
+        memo=memo,
+        prev={(URL, k): v for k, v in rows.items()},
+    )
     assert again["ses_new"].settling == "loading"
 
 
@@ -172,8 +211,7 @@ async def test_no_transition_while_loading_then_one_per_session() -> None:
 async def test_the_monitor_shows_the_first_snapshot_while_it_loads() -> None:
     api = Held(server())
     clock = Clock(T0)
-    mon = ServerMonitor(URL, settings=S, transport=api.transport(), clock=clock,
-                        progressive=True)
+    mon = ServerMonitor(URL, settings=S, transport=api.transport(), clock=clock, progressive=True)
     task = asyncio.create_task(mon.take_snapshot(progressive=True))
     while mon.snapshot is None:
         await asyncio.sleep(0)
@@ -197,8 +235,7 @@ async def test_a_complete_snapshot_is_not_replaced_by_a_partial_one() -> None:
     next is complete (its rows never go back to loading)."""
     api = server()
     clock = Clock(T0)
-    mon = ServerMonitor(URL, settings=S, transport=api.transport(), clock=clock,
-                        progressive=True)
+    mon = ServerMonitor(URL, settings=S, transport=api.transport(), clock=clock, progressive=True)
     assert await mon.take_snapshot(progressive=True)
     shown: list[Snapshot | None] = []
     mon._notify = lambda: shown.append(mon.snapshot)

@@ -16,8 +16,18 @@ from tui.core.client import AuthFailed, BadResponse, Client, NotFound, Unreachab
 from tui.core.quick import QuickGet
 from tui.core.settings import Auth
 
-MSG = [{"info": {"id": "msg_1", "sessionID": "ses_ok", "role": "assistant",
-                 "time": {"created": 1, "completed": 2}, "finish": "stop"}, "parts": []}]
+MSG = [
+    {
+        "info": {
+            "id": "msg_1",
+            "sessionID": "ses_ok",
+            "role": "assistant",
+            "time": {"created": 1, "completed": 2},
+            "finish": "stop",
+        },
+        "parts": [],
+    }
+]
 ROUTE = "/session/ses_ok/message"
 
 
@@ -50,18 +60,31 @@ async def test_a_clean_answer_is_read_the_quick_way(server: HostileServer) -> No
     assert quick._closed and not quick._open  # closed with the client
 
 
-@pytest.mark.parametrize(("answer", "error", "match"), [
-    (json_answer({"_tag": "NotFoundError", "message": "Session not found"}, 404), NotFound,
-     "not found: Session not found"),
-    (Answer(200, b"<!doctype html><html>web UI</html>", {"content-type": "text/html"}),
-     BadResponse, "expected JSON but got HTML"),
-    (Answer(302, b"", {"location": "http://login.example/sso"}), BadResponse, "redirected"),
-    (Answer(500, b"boom", {"content-type": "text/plain"}), BadResponse, "HTTP 500"),
-    (Answer(200, b"[" + b" " * (3 * 2**20) + b"]", {"content-type": "application/json"}),
-     BadResponse, "larger than 2 MiB"),
-])
+@pytest.mark.parametrize(
+    ("answer", "error", "match"),
+    [
+        (
+            json_answer({"_tag": "NotFoundError", "message": "Session not found"}, 404),
+            NotFound,
+            "not found: Session not found",
+        ),
+        (
+            Answer(200, b"<!doctype html><html>web UI</html>", {"content-type": "text/html"}),
+            BadResponse,
+            "expected JSON but got HTML",
+        ),
+        (Answer(302, b"", {"location": "http://login.example/sso"}), BadResponse, "redirected"),
+        (Answer(500, b"boom", {"content-type": "text/plain"}), BadResponse, "HTTP 500"),
+        (
+            Answer(200, b"[" + b" " * (3 * 2**20) + b"]", {"content-type": "application/json"}),
+            BadResponse,
+            "larger than 2 MiB",
+        ),
+    ],
+)
 async def test_anything_else_is_asked_again_and_said_as_usual(
-        server: HostileServer, answer: Answer, error: type[Exception], match: str) -> None:
+    server: HostileServer, answer: Answer, error: type[Exception], match: str
+) -> None:
     server.routes[ROUTE] = answer
     async with Client(server.url, max_body=2 * 2**20) as client:
         with pytest.raises(error, match=match):
@@ -73,17 +96,22 @@ async def test_anything_else_is_asked_again_and_said_as_usual(
 
 
 async def test_a_compressed_answer_is_read_the_usual_way(server: HostileServer) -> None:
-    server.routes[ROUTE] = Answer(200, gzip.compress(json.dumps(MSG).encode()), {
-        "content-type": "application/json", "content-encoding": "gzip"})
+    server.routes[ROUTE] = Answer(
+        200,
+        gzip.compress(json.dumps(MSG).encode()),
+        {"content-type": "application/json", "content-encoding": "gzip"},
+    )
     async with Client(server.url) as client:
         assert await client.messages("ses_ok") == MSG
         assert client.requests == 2
 
 
 async def test_a_trickling_answer_cannot_hold_a_quick_read_past_the_deadline(
-        server: HostileServer) -> None:
-    server.routes[ROUTE] = Answer(200, json.dumps(MSG).encode(),
-                                  {"content-type": "application/json"}, trickle=0.2)
+    server: HostileServer,
+) -> None:
+    server.routes[ROUTE] = Answer(
+        200, json.dumps(MSG).encode(), {"content-type": "application/json"}, trickle=0.2
+    )
     loop = asyncio.get_running_loop()
     t = loop.time()
     async with Client(server.url, timeout=5.0, deadline=1.0) as client:
@@ -92,8 +120,7 @@ async def test_a_trickling_answer_cannot_hold_a_quick_read_past_the_deadline(
     assert loop.time() - t < 3.5  # the quick read's deadline, then the usual read's
 
 
-async def test_credentials_go_with_it_and_a_refusal_reads_as_usual(
-        server: HostileServer) -> None:
+async def test_credentials_go_with_it_and_a_refusal_reads_as_usual(server: HostileServer) -> None:
     async with Client(server.url, Auth("opencode", "s3cret-pass")) as client:
         assert await client.messages("ses_ok") == MSG
         _, headers = server.seen[-1]
@@ -110,7 +137,8 @@ async def test_a_refused_connection_reads_as_usual() -> None:
 
 
 async def test_not_for_https_a_proxy_a_test_transport_or_a_recording(
-        server: HostileServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    server: HostileServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert not QuickGet.usable("https://example.org:4096", trust_env=False)
     monkeypatch.setenv("HTTP_PROXY", "http://proxy.example:3128")
     monkeypatch.delenv("NO_PROXY", raising=False)

@@ -37,20 +37,28 @@ def rows_json(view: View) -> list[dict[str, Any]]:
     return view.to_json()["sessions"]
 
 
-async def record_a_run(path: Path, *, password: str | None = None,
-                       max_size: int | None = None) -> tuple[Fleet, Clock, list[View]]:
+async def record_a_run(
+    path: Path, *, password: str | None = None, max_size: int | None = None
+) -> tuple[Fleet, Clock, list[View]]:
     """A server with a session that runs and fails while the stream is up, and another that
     asks a permission; recorded while a consumer pulls Views (returned, as the live ones)."""
     clock = Clock(T0)
-    api = FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2")],
-                  messages={"ses_1": [wire_msg("ses_1", created=T0 - 100, completed=T0 - 90)]},
-                  password=password)
+    api = FakeAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2")],
+        messages={"ses_1": [wire_msg("ses_1", created=T0 - 100, completed=T0 - 90)]},
+        password=password,
+    )
     auth = Auth("opencode", password) if password else None
-    fleet = Fleet([SERVER], auth=auth, settings=S, clock=clock,
-                  transport=httpx.MockTransport(api.handle), names={SERVER: "prod"})
+    fleet = Fleet(
+        [SERVER],
+        auth=auth,
+        settings=S,
+        clock=clock,
+        transport=httpx.MockTransport(api.handle),
+        names={SERVER: "prod"},
+    )
     mon = fleet.monitors[0]
-    recorder = Recorder(path, [(SERVER, "prod")], S, version="test", max_size=max_size,
-                        clock=clock)
+    recorder = Recorder(path, [(SERVER, "prod")], S, version="test", max_size=max_size, clock=clock)
     mon.tap = recorder
     views = []
     assert await mon.take_snapshot()
@@ -70,8 +78,15 @@ async def record_a_run(path: Path, *, password: str | None = None,
     mon.on_data("this is not json")  # a garbled frame: counted, replayed as counted
     views.append(fleet.current())
     clock.t = T0 + 3  # the other asks a permission; a snapshot reads it
-    ask = {"id": "per_1", "sessionID": "ses_2", "permission": "bash", "patterns": ["npm test"],
-           "metadata": {}, "always": [], "tool": {"messageID": "m", "callID": "c"}}
+    ask = {
+        "id": "per_1",
+        "sessionID": "ses_2",
+        "permission": "bash",
+        "patterns": ["npm test"],
+        "metadata": {},
+        "always": [],
+        "tool": {"messageID": "m", "callID": "c"},
+    }
     api.permissions = {"/p/a": [ask]}
     api.status = {"/p/a": {"ses_2": {"type": "busy"}}}
     assert await mon.take_snapshot()
@@ -110,10 +125,18 @@ async def test_the_same_file_gives_the_same_views_and_transitions(tmp_path: Path
     for _ in range(2):
         seen: list[Any] = []
         replay = Replay(path)
-        await replay.follow(lambda v, c, seen=seen: seen.append(
-            (v.generated_at, rows_json(v),
-             [(t.key, t.before and t.before.state, t.after and t.after.state)
-              for t in (c.transitions if c else ())])))
+        await replay.follow(
+            lambda v, c, seen=seen: seen.append(
+                (
+                    v.generated_at,
+                    rows_json(v),
+                    [
+                        (t.key, t.before and t.before.state, t.after and t.after.state)
+                        for t in (c.transitions if c else ())
+                    ],
+                )
+            )
+        )
         runs.append(seen)
     assert runs[0] == runs[1]
     steps = [tr for _at, _rows, trs in runs[0] for tr in trs]
@@ -136,8 +159,12 @@ async def test_no_password_reaches_the_file(tmp_path: Path) -> None:
     await record_a_run(path, password=secret)
     written = path.read_bytes()
     assert written.count(b'"k":"http"') > 5  # answers were recorded
-    for trace in (secret, base64.b64encode(f"opencode:{secret}".encode()).decode(),
-                  "authorization", "Basic "):
+    for trace in (
+        secret,
+        base64.b64encode(f"opencode:{secret}".encode()).decode(),
+        "authorization",
+        "Basic ",
+    ):
         assert trace.encode() not in written
 
 
@@ -172,24 +199,40 @@ async def test_the_file_is_new_and_only_its_owner_reads_it(tmp_path: Path) -> No
 
 
 def header(**over: Any) -> str:
-    data = {"format": "ocwatch-recording", "version": 1, "created": T0, "ocwatch": "x",
-            "servers": [{"url": SERVER, "name": ""}], "settings": {}}
+    data = {
+        "format": "ocwatch-recording",
+        "version": 1,
+        "created": T0,
+        "ocwatch": "x",
+        "servers": [{"url": SERVER, "name": ""}],
+        "settings": {},
+    }
     return json.dumps({**data, **over}) + "\n"
 
 
-@pytest.mark.parametrize(("text", "said"), [
-    (header(version=2), ":1: recording format version 2 is not one this ocwatch reads"),
-    ("{}\n", ":1: not an ocwatch recording"),
-    ("PK\x03\x04 zip\n", ":1: not an ocwatch recording"),
-    (header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}\nnot json\n', ":3: not a JSON object"),
-    (header() + '{"t": 1, "s": 0, "k": "telepathy"}\n', ":2: unknown record kind 'telepathy'"),
-    (header() + '{"t": 1, "s": 5, "k": "frame", "d": "x"}\n', ":2: a frame record of no server"),
-    (header() + '{"s": 0, "k": "frame", "d": "x"}\n', ":2: a frame record without its time"),
-    (header() + '{"t": 1, "s": 0, "k": "http", "m": "GET"}\n', ":2: an http record without"),
-    (header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}', ":2: the last line is cut short"),
-])
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (header(version=2), ":1: recording format version 2 is not one this ocwatch reads"),
+        ("{}\n", ":1: not an ocwatch recording"),
+        ("PK\x03\x04 zip\n", ":1: not an ocwatch recording"),
+        (
+            header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}\nnot json\n',
+            ":3: not a JSON object",
+        ),
+        (header() + '{"t": 1, "s": 0, "k": "telepathy"}\n', ":2: unknown record kind 'telepathy'"),
+        (
+            header() + '{"t": 1, "s": 5, "k": "frame", "d": "x"}\n',
+            ":2: a frame record of no server",
+        ),
+        (header() + '{"s": 0, "k": "frame", "d": "x"}\n', ":2: a frame record without its time"),
+        (header() + '{"t": 1, "s": 0, "k": "http", "m": "GET"}\n', ":2: an http record without"),
+        (header() + '{"t": 1, "s": 0, "k": "frame", "d": "x"}', ":2: the last line is cut short"),
+    ],
+)
 async def test_a_file_that_cannot_be_replayed_is_refused_naming_the_line(
-        tmp_path: Path, text: str, said: str) -> None:
+    tmp_path: Path, text: str, said: str
+) -> None:
     path = tmp_path / "bad.ndjson"
     path.write_text(text)
     with pytest.raises(RecordingError) as got:
@@ -207,8 +250,9 @@ async def test_a_cut_gzip_file_is_refused(tmp_path: Path) -> None:
     assert "cut short" in got.value.message or "ends early" in got.value.message
 
 
-def test_the_cli_says_a_bad_file_in_one_line(tmp_path: Path,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_cli_says_a_bad_file_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "bad.ndjson"
     path.write_text(header(version=9))
     assert main(["status", "--json", "--replay", str(path)]) == 2
@@ -219,7 +263,8 @@ def test_the_cli_says_a_bad_file_in_one_line(tmp_path: Path,
 
 
 def test_status_and_watch_replay_from_the_command_line(
-        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     path = tmp_path / "run.ndjson"
     asyncio.run(record_a_run(path))
     capsys.readouterr()
@@ -229,8 +274,11 @@ def test_status_and_watch_replay_from_the_command_line(
     assert during["servers"][0]["name"] == "prod"
     assert main(["watch", "--json", "--replay", str(path)]) == 0
     lines = [json.loads(x) for x in capsys.readouterr().out.splitlines()]
-    ses_1 = [(x["from"] and x["from"]["state"], x["to"]["state"]) for x in lines
-             if x["session_id"] == "ses_1"]
+    ses_1 = [
+        (x["from"] and x["from"]["state"], x["to"]["state"])
+        for x in lines
+        if x["session_id"] == "ses_1"
+    ]
     assert ses_1 == [(None, "idle"), ("idle", "busy"), ("busy", "idle")]
     assert main(["status", "--at", "+1"]) == 2  # --at without --replay
 
@@ -262,20 +310,64 @@ def synthetic(path: Path, events: int, seconds: float) -> None:
     rec = Recorder(path, [(SERVER, "")], S, version="test", clock=lambda: T0)
     rec.snapshot(SERVER, T0, 1, True)
     sessions = [wire_session(f"ses_{i:03d}") for i in range(50)]
-    rec.http(SERVER, T0, 1, "GET", "/global/health", "", 200,
-             {"content-type": "application/json"}, b'{"healthy":true,"version":"x"}')
-    rec.http(SERVER, T0, 1, "GET", "/experimental/session", "limit=1000", 200,
-             {"content-type": "application/json"}, json.dumps(sessions).encode())
+    rec.http(
+        SERVER,
+        T0,
+        1,
+        "GET",
+        "/global/health",
+        "",
+        200,
+        {"content-type": "application/json"},
+        b'{"healthy":true,"version":"x"}',
+    )
+    rec.http(
+        SERVER,
+        T0,
+        1,
+        "GET",
+        "/experimental/session",
+        "limit=1000",
+        200,
+        {"content-type": "application/json"},
+        json.dumps(sessions).encode(),
+    )
     for route in ("/session/status", "/permission", "/question"):
-        rec.http(SERVER, T0, 1, "GET", route, "directory=%2Fp%2Fa", 200,
-                 {"content-type": "application/json"}, b"{}" if "status" in route else b"[]")
-    rec.http(SERVER, T0, 1, "GET", "/project", "", 200, {"content-type": "application/json"},
-             b"[]")
-    rec.http(SERVER, T0, 1, "GET", "/api/session/active", "", 404,
-             {"content-type": "application/json"}, b"{}")
+        rec.http(
+            SERVER,
+            T0,
+            1,
+            "GET",
+            route,
+            "directory=%2Fp%2Fa",
+            200,
+            {"content-type": "application/json"},
+            b"{}" if "status" in route else b"[]",
+        )
+    rec.http(SERVER, T0, 1, "GET", "/project", "", 200, {"content-type": "application/json"}, b"[]")
+    rec.http(
+        SERVER,
+        T0,
+        1,
+        "GET",
+        "/api/session/active",
+        "",
+        404,
+        {"content-type": "application/json"},
+        b"{}",
+    )
     for s in sessions:
-        rec.http(SERVER, T0, 1, "GET", f"/session/{s['id']}/message",
-                 "limit=1&directory=%2Fp%2Fa", 200, {"content-type": "application/json"}, b"[]")
+        rec.http(
+            SERVER,
+            T0,
+            1,
+            "GET",
+            f"/session/{s['id']}/message",
+            "limit=1&directory=%2Fp%2Fa",
+            200,
+            {"content-type": "application/json"},
+            b"[]",
+        )
     rec.snapshot(SERVER, T0, 1, False)
     rec.stream(SERVER, T0, True, None)
     for i in range(events):
@@ -285,15 +377,22 @@ def synthetic(path: Path, events: int, seconds: float) -> None:
             kind = "busy" if (i // 500) % 2 == 0 else "idle"
             data = frame("session.status", {"sessionID": sid, "status": {"type": kind}})
         else:
-            data = json.dumps({"directory": "/p/a", "payload": {
-                "type": "message.part.delta", "properties": {"sessionID": sid,
-                                                             "delta": "tok"}}})
+            data = json.dumps(
+                {
+                    "directory": "/p/a",
+                    "payload": {
+                        "type": "message.part.delta",
+                        "properties": {"sessionID": sid, "delta": "tok"},
+                    },
+                }
+            )
         rec.frame(SERVER, t, data)
     rec.close()
 
 
 async def test_a_replay_at_100x_of_100k_events_finishes_and_ends_as_replayed(
-        tmp_path: Path) -> None:
+    tmp_path: Path,
+) -> None:
     import time
 
     from tui.record.replay import ReplaySource
@@ -359,10 +458,15 @@ async def test_the_raw_facts_of_a_session_live_and_replayed(tmp_path: Path) -> N
     live = fleet.raw((SERVER, "ses_1"))
     assert live is not None
     assert [etype for _t, etype, _p in live.events] == [
-        "session.status", "session.error", "session.status", "message.updated"]
-    assert any(e.startswith(
-        "last message msg_1: assistant, completed, finish stop, error APIError")
-               for e in live.entries)
+        "session.status",
+        "session.error",
+        "session.status",
+        "message.updated",
+    ]
+    assert any(
+        e.startswith("last message msg_1: assistant, completed, finish stop, error APIError")
+        for e in live.entries
+    )
     asking = fleet.raw((SERVER, "ses_2"))
     assert asking is not None and "permission per_1: bash npm test" in asking.entries
     _r, _view = await replay_to(path)

@@ -18,8 +18,15 @@ S = Settings(grace=3.0)
 
 
 def empty_snapshot() -> Snapshot:
-    return Snapshot(server="real", started_at=0.0, sessions={}, status={}, permissions={},
-                    questions={}, messages={})
+    return Snapshot(
+        server="real",
+        started_at=0.0,
+        sessions={},
+        status={},
+        permissions={},
+        questions={},
+        messages={},
+    )
 
 
 def replay(name: str):
@@ -52,23 +59,27 @@ def main_row(name: str, rows):
     return rows[("real", sid)]
 
 
-@pytest.mark.parametrize(("name", "state", "reason"), [
-    ("completed", "idle", "completed"),
-    ("failed", "idle", "error"),
-    ("aborted", "idle", "aborted"),
-    ("permission_once", "idle", "completed"),
-    ("permission_reject", "idle", "aborted"),
-    ("question_replied", "idle", "completed"),
-    ("question_rejected", "idle", "aborted"),
-    ("second_folder", "idle", "completed"),
-])
+@pytest.mark.parametrize(
+    ("name", "state", "reason"),
+    [
+        ("completed", "idle", "completed"),
+        ("failed", "idle", "error"),
+        ("aborted", "idle", "aborted"),
+        ("permission_once", "idle", "completed"),
+        ("permission_reject", "idle", "aborted"),
+        ("question_replied", "idle", "completed"),
+        ("question_rejected", "idle", "aborted"),
+        ("second_folder", "idle", "completed"),
+    ],
+)
 def test_stream_alone_reaches_the_true_final_state(name, state, reason):
     r = main_row(name, final(name))
     assert (r.state, r.reason, r.settled, r.stale) == (state, reason, True, False)
 
 
-@pytest.mark.parametrize("name", ["permission_once", "permission_reject", "question_replied",
-                                  "question_rejected"])
+@pytest.mark.parametrize(
+    "name", ["permission_once", "permission_reject", "question_replied", "question_rejected"]
+)
 def test_input_while_asked_and_never_completed_early(name):
     sid = next(k for k, v in MANIFEST[name]["sessions"].items() if v == "main")
     seen_input = False
@@ -78,8 +89,11 @@ def test_input_while_asked_and_never_completed_early(name):
         r = rows.get(("real", sid))
         if ev is not None and ev.type in ("permission.asked", "question.asked"):
             asked = True
-        if ev is not None and ev.type in ("permission.replied", "question.replied",
-                                          "question.rejected"):
+        if ev is not None and ev.type in (
+            "permission.replied",
+            "question.replied",
+            "question.rejected",
+        ):
             assert seen_input
             asked = False
         if asked:
@@ -88,8 +102,9 @@ def test_input_while_asked_and_never_completed_early(name):
     assert seen_input
 
 
-@pytest.mark.parametrize("name", ["completed", "failed", "aborted", "permission_once",
-                                  "question_replied"])
+@pytest.mark.parametrize(
+    "name", ["completed", "failed", "aborted", "permission_once", "question_replied"]
+)
 def test_no_settled_outcome_before_the_run_really_ended(name):
     """Like `wait`: no frame before the final assistant message is persisted may give a settled
     idle row with a different outcome than the true one."""

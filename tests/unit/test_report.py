@@ -18,27 +18,64 @@ SECRET = "the launch codes are 0000"
 
 
 def api() -> FakeAPI:
-    msg = {"info": {"id": "msg_1", "sessionID": "ses_1", "role": "assistant",
-                    "time": {"created": 1_000_000, "completed": 1_000_500}, "finish": "stop"},
-           "parts": [{"id": "p1", "sessionID": "ses_1", "messageID": "msg_1", "type": "text",
-                      "text": SECRET},
-                     {"id": "p2", "sessionID": "ses_1", "messageID": "msg_1", "type": "tool",
-                      "tool": "bash", "callID": "c",
-                      "state": {"status": "completed", "input": {"command": SECRET},
-                                "output": SECRET}}]}
-    ask = {"id": "per_1", "sessionID": "ses_1", "permission": "bash", "patterns": [SECRET],
-           "metadata": {}, "always": [], "tool": {"messageID": "msg_1", "callID": "c"}}
-    return FakeAPI(sessions=[wire_session("ses_1"), wire_session("ses_2", parent="ses_1")],
-                   messages={"ses_1": [msg]}, permissions={"/p/a": [ask]},
-                   status={"/p/a": {"ses_1": {"type": "busy"}}})
+    msg = {
+        "info": {
+            "id": "msg_1",
+            "sessionID": "ses_1",
+            "role": "assistant",
+            "time": {"created": 1_000_000, "completed": 1_000_500},
+            "finish": "stop",
+        },
+        "parts": [
+            {
+                "id": "p1",
+                "sessionID": "ses_1",
+                "messageID": "msg_1",
+                "type": "text",
+                "text": SECRET,
+            },
+            {
+                "id": "p2",
+                "sessionID": "ses_1",
+                "messageID": "msg_1",
+                "type": "tool",
+                "tool": "bash",
+                "callID": "c",
+                "state": {"status": "completed", "input": {"command": SECRET}, "output": SECRET},
+            },
+        ],
+    }
+    ask = {
+        "id": "per_1",
+        "sessionID": "ses_1",
+        "permission": "bash",
+        "patterns": [SECRET],
+        "metadata": {},
+        "always": [],
+        "tool": {"messageID": "msg_1", "callID": "c"},
+    }
+    return FakeAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2", parent="ses_1")],
+        messages={"ses_1": [msg]},
+        permissions={"/p/a": [ask]},
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+    )
 
 
 async def bundle(tmp_path: Path, redacted: bool, sid: str = "ses_1") -> dict:
     fake = api()
-    return await capture(sid, ["http://fake:4096"], auth=None, settings=Settings(),
-                         auths=None, names={"http://fake:4096": "fake"}, seconds=0.2,
-                         recording=tmp_path / "c.ndjson", redacted=redacted,
-                         transport=httpx.MockTransport(fake.handle))
+    return await capture(
+        sid,
+        ["http://fake:4096"],
+        auth=None,
+        settings=Settings(),
+        auths=None,
+        names={"http://fake:4096": "fake"},
+        seconds=0.2,
+        recording=tmp_path / "c.ndjson",
+        redacted=redacted,
+        transport=httpx.MockTransport(fake.handle),
+    )
 
 
 async def test_the_bundle_has_what_a_bug_report_needs(tmp_path: Path) -> None:
@@ -71,30 +108,62 @@ async def test_an_unknown_session_is_said(tmp_path: Path) -> None:
 
 def test_redact_keeps_ids_and_states() -> None:
     assert redact({"id": "x", "text": "t", "state": {"status": "done", "output": "o"}}) == {
-        "id": "x", "text": "[redacted: 1 chars]",
-        "state": {"status": "done", "output": "[redacted: 1 chars]"}}
+        "id": "x",
+        "text": "[redacted: 1 chars]",
+        "state": {"status": "done", "output": "[redacted: 1 chars]"},
+    }
 
 
-def test_redact_with_a_recording_is_refused_at_once(tmp_path: Path,
-                                                    capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["report", "ses_1", "-s", "http://127.0.0.1:9", "--redact",
-                 "-o", str(tmp_path / "x.ndjson")]) == 2
+def test_redact_with_a_recording_is_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(
+            [
+                "report",
+                "ses_1",
+                "-s",
+                "http://127.0.0.1:9",
+                "--redact",
+                "-o",
+                str(tmp_path / "x.ndjson"),
+            ]
+        )
+        == 2
+    )
     assert "--redact applies to a JSON report" in capsys.readouterr().err
 
 
 def test_redact_keeps_only_what_says_what_happened() -> None:
-    frame = {"type": "message.part.updated", "properties": {
-        "sessionID": "ses_1", "part": {"id": "p", "type": "file", "filename": "plan.pdf",
-                                       "url": "data:application/pdf;base64,SECRET",
-                                       "delta": "SECRET tokens"}}}
+    frame = {
+        "type": "message.part.updated",
+        "properties": {
+            "sessionID": "ses_1",
+            "part": {
+                "id": "p",
+                "type": "file",
+                "filename": "plan.pdf",
+                "url": "data:application/pdf;base64,SECRET",
+                "delta": "SECRET tokens",
+            },
+        },
+    }
     got = redact(frame)
     assert "SECRET" not in str(got) and "plan.pdf" not in str(got)
     assert got["type"] == "message.part.updated"
     assert got["properties"]["sessionID"] == "ses_1"
-    row = {"id": "ses_1", "title": "Fix the SECRET bug", "state": "idle", "reason": "error",
-           "evidence": ["bash: rm -rf SECRET"], "pending": [{"kind": "permission", "id": "p1",
-                                                             "summary": "bash: SECRET"}]}
+    row = {
+        "id": "ses_1",
+        "title": "Fix the SECRET bug",
+        "state": "idle",
+        "reason": "error",
+        "evidence": ["bash: rm -rf SECRET"],
+        "pending": [{"kind": "permission", "id": "p1", "summary": "bash: SECRET"}],
+    }
     hidden = redact(row)
     assert "SECRET" not in str(hidden)
     assert (hidden["state"], hidden["reason"], hidden["pending"][0]["kind"]) == (
-        "idle", "error", "permission")
+        "idle",
+        "error",
+        "permission",
+    )

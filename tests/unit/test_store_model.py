@@ -49,8 +49,12 @@ class Store(RuleBasedStateMachine):
 
     def _msg(self, sid: str, role: str, *, done: bool = False, error: str | None = None) -> Message:
         self.n += 1
-        info: dict = {"id": f"msg_{self.n:06d}", "sessionID": sid, "role": role,
-                      "time": {"created": self.now * 1000}}
+        info: dict = {
+            "id": f"msg_{self.n:06d}",
+            "sessionID": sid,
+            "role": role,
+            "time": {"created": self.now * 1000},
+        }
         if done:
             info["time"]["completed"] = self.now * 1000
             info["finish"] = "stop"
@@ -82,20 +86,28 @@ class Store(RuleBasedStateMachine):
         self.n += 1
         rid = f"per_{self.n:06d}"
         self.server[sid] = (True, self.server[sid][1], rid)
-        self._emit(ok, "permission.asked", {"id": rid, "sessionID": sid, "permission": "bash",
-                                            "patterns": ["ls"]})
+        self._emit(
+            ok,
+            "permission.asked",
+            {"id": rid, "sessionID": sid, "permission": "bash", "patterns": ["ls"]},
+        )
 
-    @rule(sid=IDS, ok1=st.booleans(), ok2=st.booleans(), ok3=st.booleans(),
-          how=st.sampled_from(["done", "APIError", "MessageAbortedError"]))
+    @rule(
+        sid=IDS,
+        ok1=st.booleans(),
+        ok2=st.booleans(),
+        ok3=st.booleans(),
+        how=st.sampled_from(["done", "APIError", "MessageAbortedError"]),
+    )
     def finish(self, sid: str, ok1: bool, ok2: bool, ok3: bool, how: str) -> None:
         if sid not in self.server or not self.server[sid][0]:
             return
         rid = self.server[sid][2]
         if rid is not None:
-            self._emit(ok3, "permission.replied", {"sessionID": sid, "requestID": rid,
-                                                   "reply": "once"})
-        msg = self._msg(sid, "assistant", done=how == "done",
-                        error=None if how == "done" else how)
+            self._emit(
+                ok3, "permission.replied", {"sessionID": sid, "requestID": rid, "reply": "once"}
+            )
+        msg = self._msg(sid, "assistant", done=how == "done", error=None if how == "done" else how)
         self.server[sid] = (False, msg, None)
         # 1.18.33's order on a failure: idle first, the final message after it
         self._emit(ok2, "session.status", {"sessionID": sid, "status": {"type": "idle"}})
@@ -113,13 +125,19 @@ class Store(RuleBasedStateMachine):
     def take_snapshot(self) -> None:
         self.now += 0.05
         seq = self.journal.seq
-        perms = [PermissionRequest.parse({"id": rid, "sessionID": sid, "permission": "bash"})
-                 for sid, (_b, _m, rid) in self.server.items() if rid]
+        perms = [
+            PermissionRequest.parse({"id": rid, "sessionID": sid, "permission": "bash"})
+            for sid, (_b, _m, rid) in self.server.items()
+            if rid
+        ]
         self.snapshot = snap(
             [session(sid) for sid in self.server],
             status={sid: _busy() for sid, (b, _m, _r) in self.server.items() if b},
             messages={sid: m for sid, (_b, m, _r) in self.server.items()},
-            permissions=perms, started_at=self.now, journal_seq=seq)
+            permissions=perms,
+            started_at=self.now,
+            journal_seq=seq,
+        )
         self.journal.cut(seq)
         self.lost_since_snapshot = False
         self._derive()
@@ -132,8 +150,9 @@ class Store(RuleBasedStateMachine):
 
     # -- the monitor -----------------------------------------------------------------------------
     def _derive(self) -> None:
-        self.rows = derive_server(self.snapshot, self.journal.facts(), self.now, S,
-                                  previous=self.rows)
+        self.rows = derive_server(
+            self.snapshot, self.journal.facts(), self.now, S, previous=self.rows
+        )
         for tr in self.feed.feed(View(self.now, (), self.rows)).transitions:
             assert tr.after is None or tr.after.settled
 
@@ -151,8 +170,13 @@ class Store(RuleBasedStateMachine):
                 assert (row.state, row.reason) == ("idle", None), (sid, row)
             else:
                 err = msg.info.error
-                want = ("completed" if err is None else
-                        "aborted" if err.name == "MessageAbortedError" else "error")
+                want = (
+                    "completed"
+                    if err is None
+                    else "aborted"
+                    if err.name == "MessageAbortedError"
+                    else "error"
+                )
                 assert (row.state, row.reason) == ("idle", want), (sid, row)
 
     @invariant()
@@ -163,8 +187,11 @@ class Store(RuleBasedStateMachine):
             self._check_truth()
         for (_srv, sid), row in self.rows.items():
             # (an unsettled row keeps its last settled state on purpose: a prompt is on its way)
-            if row.settled and row.state == "idle" and row.reason in (
-                    "completed", "error", "aborted"):
+            if (
+                row.settled
+                and row.state == "idle"
+                and row.reason in ("completed", "error", "aborted")
+            ):
                 # the reason agrees with the last message the monitor was given
                 seen = self.journal.facts().messages.get(sid)
                 msg = seen[0] if seen else (self.snapshot.messages.get(sid) or None)

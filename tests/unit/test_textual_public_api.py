@@ -32,8 +32,11 @@ def private(name: str) -> bool:
 
 def modules() -> list[str]:
     """Every module under tui/ but the `__main__` ones (importing one runs it)."""
-    return sorted(m.name for m in pkgutil.walk_packages([str(ROOT)], "tui.")
-                  if not m.name.endswith(".__main__"))
+    return sorted(
+        m.name
+        for m in pkgutil.walk_packages([str(ROOT)], "tui.")
+        if not m.name.endswith(".__main__")
+    )
 
 
 def sources() -> dict[str, ast.Module]:
@@ -56,8 +59,12 @@ def privates_of(cls: type) -> frozenset[str]:
     except (OSError, TypeError, SyntaxError):
         return frozenset(names)
     for node in ast.walk(tree):
-        if (isinstance(node, ast.Attribute) and private(node.attr)
-                and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+        if (
+            isinstance(node, ast.Attribute)
+            and private(node.attr)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in ("self", "cls")
+        ):
             names.add(node.attr)
     return frozenset(names)
 
@@ -71,13 +78,19 @@ def test_no_private_textual_module_or_name_is_imported() -> None:
     for where, tree in sources().items():
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
-                found += [(where, node.lineno, a.name) for a in node.names
-                          if textual_module(a.name) and any(map(private, a.name.split(".")))]
+                found += [
+                    (where, node.lineno, a.name)
+                    for a in node.names
+                    if textual_module(a.name) and any(map(private, a.name.split(".")))
+                ]
             elif isinstance(node, ast.ImportFrom) and node.module and textual_module(node.module):
                 if any(map(private, node.module.split("."))):
                     found.append((where, node.lineno, node.module))
-                found += [(where, node.lineno, f"{node.module}.{a.name}") for a in node.names
-                          if private(a.name)]
+                found += [
+                    (where, node.lineno, f"{node.module}.{a.name}")
+                    for a in node.names
+                    if private(a.name)
+                ]
     assert not found, found
 
 
@@ -100,8 +113,11 @@ def test_no_class_overrides_sets_or_reads_a_private_name_of_its_textual_bases() 
                     hit = node.name
                 elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
                     hit = node.id  # a class attribute (or a local: harmless, but rare)
-                elif (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
-                      and node.value.id in ("self", "cls")):
+                elif (
+                    isinstance(node, ast.Attribute)
+                    and isinstance(node.value, ast.Name)
+                    and node.value.id in ("self", "cls")
+                ):
                     hit = node.attr
                 else:
                     continue
@@ -115,9 +131,13 @@ def test_no_private_textual_name_is_read_off_another_object() -> None:
     reads: list[tuple[str, int, str]] = []
     trees = sources()
     for where, tree in trees.items():
-        other_modules = {(a.asname or a.name).split(".")[0] for node in ast.walk(tree)
-                         if isinstance(node, ast.Import) for a in node.names
-                         if not textual_module(a.name)}  # os._exit is not Textual's
+        other_modules = {
+            (a.asname or a.name).split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for a in node.names
+            if not textual_module(a.name)
+        }  # os._exit is not Textual's
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 ours.add(node.name)
@@ -126,8 +146,10 @@ def test_no_private_textual_name_is_read_off_another_object() -> None:
             elif isinstance(node, ast.Attribute) and private(node.attr):
                 if isinstance(node.ctx, ast.Store):
                     ours.add(node.attr)
-                elif not (isinstance(node.value, ast.Name)
-                          and node.value.id in ("self", "cls", *other_modules)):
+                elif not (
+                    isinstance(node.value, ast.Name)
+                    and node.value.id in ("self", "cls", *other_modules)
+                ):
                     reads.append((where, node.lineno, node.attr))
     theirs: set[str] = set()
     for name in modules():

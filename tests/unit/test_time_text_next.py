@@ -43,8 +43,13 @@ def test_one_time_text_for_the_evidence_and_the_table() -> None:
     from tui.core.view import ago
 
     now = 10_000_000.0
-    cases = {0: ("0s ago", "0s ago"), 59: ("59s ago", "59s ago"), 125: ("2m05s ago", "2m ago"),
-             3725: ("1h02m ago", "1h ago"), 90_061: ("1d01h ago", "1d ago")}
+    cases = {
+        0: ("0s ago", "0s ago"),
+        59: ("59s ago", "59s ago"),
+        125: ("2m05s ago", "2m ago"),
+        3725: ("1h02m ago", "1h ago"),
+        90_061: ("1d01h ago", "1d ago"),
+    }
     for s, (precise, coarse) in cases.items():
         assert ago(now, now - s) == precise == duration(s) + " ago"
         assert ago(now, now - s, coarse=True) == coarse

@@ -27,8 +27,14 @@ class Clock:
         return self.t
 
 
-def wire_msg(sid: str, *, created: float, completed: float | None = None,
-             role: str = "assistant", mid: str = "msg_1") -> dict:
+def wire_msg(
+    sid: str,
+    *,
+    created: float,
+    completed: float | None = None,
+    role: str = "assistant",
+    mid: str = "msg_1",
+) -> dict:
     info: dict = {"id": mid, "sessionID": sid, "role": role, "time": {"created": created * 1000}}
     if completed is not None:
         info["time"]["completed"] = completed * 1000
@@ -56,9 +62,11 @@ class FlakyAPI(FakeAPI):
 def running(kind: type[FakeAPI], n: int) -> FakeAPI:
     """A server with `n` sessions `ses_0`... each in a run (busy, its reply streaming)."""
     sessions = [wire_session(f"ses_{i}") for i in range(n)]
-    return kind(sessions=sessions,
-                status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
-                messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions})
+    return kind(
+        sessions=sessions,
+        status={"/p/a": {s["id"]: {"type": "busy"} for s in sessions}},
+        messages={s["id"]: [wire_msg(s["id"], created=T0 - 10)] for s in sessions},
+    )
 
 
 def monitor(api: FakeAPI, clock: Clock) -> ServerMonitor:
@@ -74,8 +82,11 @@ def state(mon: ServerMonitor, sid: str = "ses_1") -> tuple:
 
 async def test_a_lost_idle_event_is_a_drift_not_a_stale_run():
     clock = Clock()
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
-                  messages={"ses_1": [wire_msg("ses_1", created=T0 - 10)]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={"ses_1": [wire_msg("ses_1", created=T0 - 10)]},
+    )
     mon = monitor(api, clock)
     assert await mon.take_snapshot()
     assert state(mon) == ("busy", None, False, True)
@@ -97,8 +108,11 @@ async def test_a_lost_idle_event_is_a_drift_not_a_stale_run():
 async def test_busy_after_the_run_ended_is_stale_once_the_server_says_so():
     clock = Clock()
     done = wire_msg("ses_1", created=T0 - 10, completed=T0 - 8)
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
-                  messages={"ses_1": [done]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={"ses_1": [done]},
+    )
     mon = monitor(api, clock)
     assert await mon.take_snapshot()  # taken 8 s after the run ended: the server says busy
     row = mon.rows(clock.t)[(SERVER, "ses_1")]
@@ -108,10 +122,14 @@ async def test_busy_after_the_run_ended_is_stale_once_the_server_says_so():
 
 async def test_a_route_that_fails_keeps_the_rows_while_the_stream_is_live():
     clock = Clock()
-    api = FlakyAPI(sessions=[wire_session("ses_1"), wire_session("ses_2")],
-                   status={"/p/a": {"ses_1": {"type": "busy"}}},
-                   messages={"ses_1": [wire_msg("ses_1", created=T0 - 10)],
-                             "ses_2": [wire_msg("ses_2", created=T0 - 99, completed=T0 - 90)]})
+    api = FlakyAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={
+            "ses_1": [wire_msg("ses_1", created=T0 - 10)],
+            "ses_2": [wire_msg("ses_2", created=T0 - 99, completed=T0 - 90)],
+        },
+    )
     mon = monitor(api, clock)
     feed = TransitionFeed()
     assert await mon.take_snapshot()
@@ -144,7 +162,8 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     assert not await mon.take_snapshot()
     down = mon.rows(clock.t)
     assert {(r.state, r.settled, r.settling) for r in down.values()} == {
-        ("unknown", False, "unreachable")}
+        ("unknown", False, "unreachable")
+    }
     assert feed.feed(View(clock.t, (), down)).transitions == []
     # back: every run was cut off meanwhile (the server restarted)
     api.failing, api.status = set(), {}
@@ -153,7 +172,8 @@ async def test_an_outage_shows_unknown_emits_nothing_and_is_one_drift():
     assert await mon.take_snapshot()
     after = feed.feed(View(clock.t, (), mon.rows(clock.t)))
     assert {(t.before.state, t.after.state, t.after.reason) for t in after.transitions} == {
-        ("busy", "unknown", "interrupted")}
+        ("busy", "unknown", "interrupted")
+    }
     assert mon.drift_count == 1 and "events missed from" in mon.drift_examples[-1]
 
 
@@ -190,8 +210,24 @@ async def test_a_prompt_to_an_idle_session_goes_straight_to_busy():
 
 # -- transitions() as a pure function ------------------------------------------------------------
 def srow(sid: str, state: str, settled: bool = True, reason: str | None = None) -> SessionRow:
-    return SessionRow(SERVER, sid, "t", "/p", None, state, reason, False, (), (), T0, T0, None,
-                      None, settled, settling=None if settled else "starting")
+    return SessionRow(
+        SERVER,
+        sid,
+        "t",
+        "/p",
+        None,
+        state,
+        reason,
+        False,
+        (),
+        (),
+        T0,
+        T0,
+        None,
+        None,
+        settled,
+        settling=None if settled else "starting",
+    )
 
 
 def test_an_unsettled_row_emits_nothing_until_it_settles():
@@ -205,8 +241,16 @@ def test_an_unsettled_row_emits_nothing_until_it_settles():
     assert [(t.before.state, t.after) for t in d.transitions] == [("busy", None)]
 
 
-STATES = st.sampled_from([("busy", None), ("idle", "completed"), ("idle", "error"),
-                          ("unknown", None), ("input", None), ("retry", None)])
+STATES = st.sampled_from(
+    [
+        ("busy", None),
+        ("idle", "completed"),
+        ("idle", "error"),
+        ("unknown", None),
+        ("input", None),
+        ("retry", None),
+    ]
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -243,8 +287,11 @@ async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
     arrives, also when a snapshot taken in that moment cuts the journal."""
     clock = Clock()
     msg = wire_msg("ses_1", created=T0 - 5)
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}},
-                  messages={"ses_1": [msg]})
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={"ses_1": [msg]},
+    )
     mon = monitor(api, clock)
     assert await mon.take_snapshot()
 
@@ -276,8 +323,9 @@ async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     clock.t += 5
     mon._connected, mon._connected_at = True, clock.t  # reconnected; meanwhile all runs ended
     api.status = {}
-    api.messages = {s["id"]: [wire_msg(s["id"], created=T0 - 10, completed=T0 + 1)]
-                    for s in sessions}
+    api.messages = {
+        s["id"]: [wire_msg(s["id"], created=T0 - 10, completed=T0 + 1)] for s in sessions
+    }
     assert await mon.take_snapshot()
     assert {r.reason for r in mon.rows(clock.t).values()} == {"completed"}
     assert mon.drift_count == 1 and "4 sessions changed unseen" in mon.drift_examples[-1]
@@ -299,7 +347,11 @@ async def test_a_lost_busy_event_is_asked_again_not_called_unknown():
     mon._want_snapshot.clear()
     row = mon.rows(clock.t)[(SERVER, "ses_1")]
     assert (row.state, row.reason, row.settled, row.settling) == (
-        "idle", "completed", False, "confirming")
+        "idle",
+        "completed",
+        False,
+        "confirming",
+    )
     assert mon._want_snapshot.is_set()
     api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
     api.messages = {"ses_1": [done, prompt]}

@@ -11,22 +11,47 @@ from tui.core.view import Pending, SessionRow, Transition
 
 
 def srow(state: str, reason: str | None = None, title: str = "t") -> SessionRow:
-    return SessionRow(SERVER, "ses_1", title, "/p", "ses_0", state, reason, False, ("why",),
-                      (Pending("permission", "per_1", "ses_1", "permission bash: ls"),)
-                      if state == "input" else (), T0 - 5, T0, None, None)
+    return SessionRow(
+        SERVER,
+        "ses_1",
+        title,
+        "/p",
+        "ses_0",
+        state,
+        reason,
+        False,
+        ("why",),
+        (Pending("permission", "per_1", "ses_1", "permission bash: ls"),)
+        if state == "input"
+        else (),
+        T0 - 5,
+        T0,
+        None,
+        None,
+    )
 
 
 def test_json_line_has_the_documented_fields():
     line = transition_json(Transition((SERVER, "ses_1"), srow("busy"), srow("input"), T0))
     assert json.loads(json.dumps(line)) == {
-        "at": "2027-01-15T08:00:00.000Z", "server": SERVER, "session_id": "ses_1",
-        "parent_id": "ses_0", "title": "t",
+        "at": "2027-01-15T08:00:00.000Z",
+        "server": SERVER,
+        "session_id": "ses_1",
+        "parent_id": "ses_0",
+        "title": "t",
         "from": {"state": "busy", "reason": None, "stale": False},
         "to": {"state": "input", "reason": None, "stale": False},
         "since": "2027-01-15T07:59:55.000Z",
-        "pending": [{"kind": "permission", "id": "per_1", "session_id": "ses_1",
-                     "summary": "permission bash: ls"}],
-        "evidence": ["why"]}
+        "pending": [
+            {
+                "kind": "permission",
+                "id": "per_1",
+                "session_id": "ses_1",
+                "summary": "permission bash: ls",
+            }
+        ],
+        "evidence": ["why"],
+    }
     first = transition_json(Transition((SERVER, "ses_1"), None, srow("busy"), T0))
     assert first["from"] is None
     gone = transition_json(Transition((SERVER, "ses_1"), srow("idle", "completed"), None, T0))
@@ -36,12 +61,15 @@ def test_json_line_has_the_documented_fields():
 
 def test_text_line_shows_titles_literally():
     hostile = "\x1b[31mred\x1b[0m [bold]x[/]"
-    line = transition_text(Transition((SERVER, "ses_1"), srow("busy"),
-                                      srow("idle", "completed", hostile), T0), with_server=True)
+    line = transition_text(
+        Transition((SERVER, "ses_1"), srow("busy"), srow("idle", "completed", hostile), T0),
+        with_server=True,
+    )
     assert "\x1b" not in line and "\\x1b[31mred" in line and "[bold]x[/]" in line
     assert "busy -> idle (completed)" in line and line.endswith(f"@{SERVER}")
     assert "new -> busy" in transition_text(
-        Transition((SERVER, "ses_1"), None, srow("busy"), T0), with_server=False)
+        Transition((SERVER, "ses_1"), None, srow("busy"), T0), with_server=False
+    )
 
 
 def test_worst_code_order():

@@ -27,13 +27,13 @@ class Actions(Protocol):
         """Abort the session's run."""
         ...
 
-    async def reply(self, server: str, request_id: str, reply: str,
-                    message: str | None) -> None:
+    async def reply(self, server: str, request_id: str, reply: str, message: str | None) -> None:
         """Reply `once`, `always` or `reject` (with an optional message) to a permission."""
         ...
 
-    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
-                     reject: bool) -> None:
+    async def answer(
+        self, server: str, request_id: str, answers: list[list[str]] | None, reject: bool
+    ) -> None:
         """Answer a question request (one list of labels or typed text per question), or
         reject it."""
         ...
@@ -48,16 +48,20 @@ class _ThroughClient:
     async def abort(self, server: str, session_id: str) -> None:
         await self._on(server, lambda c: core.abort(c, session_id))
 
-    async def reply(self, server: str, request_id: str, reply: str,
-                    message: str | None) -> None:
+    async def reply(self, server: str, request_id: str, reply: str, message: str | None) -> None:
         await self._on(server, lambda c: core.reply_permission(c, request_id, reply, message))
 
-    async def answer(self, server: str, request_id: str, answers: list[list[str]] | None,
-                     reject: bool) -> None:
+    async def answer(
+        self, server: str, request_id: str, answers: list[list[str]] | None, reject: bool
+    ) -> None:
         # one list of answers per question: the dialog knows which answer goes with which
         # question (a flat list of labels is ambiguous when two questions share a label)
-        await self._on(server, lambda c: core.answer_question(
-            c, request_id, answers=answers, reject=reject or answers is None))
+        await self._on(
+            server,
+            lambda c: core.answer_question(
+                c, request_id, answers=answers, reject=reject or answers is None
+            ),
+        )
 
 
 class FleetActions(_ThroughClient):

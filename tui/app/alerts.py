@@ -20,9 +20,13 @@ Key = tuple[str, str]
 Sink = Callable[[Alert], None]
 
 
-def app_sinks(config: AlertConfig, bell: Callable[[], None],
-              write: Callable[[str], None], focused: Callable[[], bool] = lambda: False,
-              inside_tmux: bool | None = None) -> list[Sink]:
+def app_sinks(
+    config: AlertConfig,
+    bell: Callable[[], None],
+    write: Callable[[str], None],
+    focused: Callable[[], bool] = lambda: False,
+    inside_tmux: bool | None = None,
+) -> list[Sink]:
     """The configured sinks: `bell()` rings, `write(sequence)` reaches the terminal (OSC 9,
     777, 99; through tmux when inside it), notify-send runs where it exists. With
     `unfocused_only`, none of them fires while `focused()`."""
@@ -39,8 +43,9 @@ def app_sinks(config: AlertConfig, bell: Callable[[], None],
 class Attention:
     """Feeds each new View's transitions to the alerter and keeps the unread marks."""
 
-    def __init__(self, config: AlertConfig, sinks: list[Sink],
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, config: AlertConfig, sinks: list[Sink], clock: Callable[[], float] = time.monotonic
+    ) -> None:
         """`sinks`: the terminal's (app_sinks) and any off-terminal delivery (a Deliverer)."""
         self.config = config
         self.alerter = Alerter(config, sinks, clock)

@@ -113,18 +113,30 @@ class OcwatchApp(App[None]):
         self.terminal_driver: Driver | None = None
         """The driver of the terminal the app runs on, once it runs (see `get_driver_class`)."""
         config = alerts or AlertConfig()
-        sinks = app_sinks(config, lambda: self.bell(), lambda data: self.write_terminal(data),
-                          focused=lambda: self.app_focus)
+        sinks = app_sinks(
+            config,
+            lambda: self.bell(),
+            lambda data: self.write_terminal(data),
+            focused=lambda: self.app_focus,
+        )
         self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
         self.activity_changed: Signal[Key] = Signal(self, "activity-changed")
         self.inspector = Inspector(self, peek, changed=self.activity_changed.publish)
         """Reads what the selected session is doing (None peek: no live server)."""
         self.dashboard = Dashboard(
-            self, clock, server_urls, inspector=self.inspector,
-            activity_changed=self.activity_changed, unread=self.attention.unread,
-            read=self.attention.read, history=source.history,
+            self,
+            clock,
+            server_urls,
+            inspector=self.inspector,
+            activity_changed=self.activity_changed,
+            unread=self.attention.unread,
+            read=self.attention.read,
+            history=source.history,
             raw=getattr(source, "raw", None),  # live servers and replays have it
-            read_only=read_only, replay=replay, recording=recording)
+            read_only=read_only,
+            replay=replay,
+            recording=recording,
+        )
         """What the screens read (the app is its only writer)."""
         self.read_only = read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
@@ -138,7 +150,8 @@ class OcwatchApp(App[None]):
         """Delivers alerts off the terminal (--notify-cmd, --webhook) on a worker of its own."""
         if deliverer is not None:
             deliverer.report = lambda text: self.notify(
-                text, title="Alerts", severity="warning", timeout=15, markup=False)
+                text, title="Alerts", severity="warning", timeout=15, markup=False
+            )
         self.observers = list(observers)
         """Called with each new View and its changes (e.g. the metrics of `--metrics`)."""
         self.source = source
@@ -157,8 +170,9 @@ class OcwatchApp(App[None]):
         if read_only:
             self.responder.no_actions = READ_ONLY
         elif replay is not None:
-            self.responder.no_actions = ("This is a replay of a recording: abort, reply and "
-                                         "answer are off.")
+            self.responder.no_actions = (
+                "This is a replay of a recording: abort, reply and answer are off."
+            )
         self.heap = HeapKeeper()
         loaded = load_themes(user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
@@ -171,7 +185,8 @@ class OcwatchApp(App[None]):
         if name not in self.ocwatch_themes:
             self.theme_warnings.append(
                 f"Unknown theme {name!r}; using {DEFAULT_THEME}. "
-                f"Available: {', '.join(self.ocwatch_themes)}")
+                f"Available: {', '.join(self.ocwatch_themes)}"
+            )
             name = DEFAULT_THEME
         self.theme = name
         # the palette's theme picker, `t` and --theme offer the same themes: ocwatch's (and
@@ -198,49 +213,80 @@ class OcwatchApp(App[None]):
         yield from super().get_system_commands(screen)
         for state in fmt.STATE_FILTERS:
             title = "Show all states" if state == "all" else f"Show only {state} sessions"
-            yield SystemCommand(title, f"Filter the session table by state ({state})",
-                                partial(self._state_filter, state))
+            yield SystemCommand(
+                title,
+                f"Filter the session table by state ({state})",
+                partial(self._state_filter, state),
+            )
         for name in self.ocwatch_themes:
-            yield SystemCommand(f"Theme: {name}", f"Switch to the {name} theme",
-                                partial(setattr, self, "theme", name))
+            yield SystemCommand(
+                f"Theme: {name}",
+                f"Switch to the {name} theme",
+                partial(setattr, self, "theme", name),
+            )
         for spec in COLUMNS:
-            yield SystemCommand(f"Sort by {spec.label}", f"Sort the session table by {spec.label}",
-                                partial(self._sort, spec.key))
-        yield SystemCommand("Expand all", "Show every sub-agent",
-                            partial(self.main_screen.action_fold_all, False))
-        yield SystemCommand("Collapse all", "Fold every parent",
-                            partial(self.main_screen.action_fold_all, True))
+            yield SystemCommand(
+                f"Sort by {spec.label}",
+                f"Sort the session table by {spec.label}",
+                partial(self._sort, spec.key),
+            )
+        yield SystemCommand(
+            "Expand all", "Show every sub-agent", partial(self.main_screen.action_fold_all, False)
+        )
+        yield SystemCommand(
+            "Collapse all", "Fold every parent", partial(self.main_screen.action_fold_all, True)
+        )
         yield SystemCommand("Help", "Every key and what each state glyph means", self.action_help)
         if self.recording is not None:
             on = self.recording.active
-            yield SystemCommand("Stop recording" if on else "Start recording",
-                                "Every raw event and snapshot answer to a file, for replay "
-                                "and bug reports (R)", self.action_toggle_recording)
-        yield SystemCommand("Servers", "Each server's connection, snapshot, skipped events and "
-                            "drift (i)", self.action_servers)
+            yield SystemCommand(
+                "Stop recording" if on else "Start recording",
+                "Every raw event and snapshot answer to a file, for replay and bug reports (R)",
+                self.action_toggle_recording,
+            )
+        yield SystemCommand(
+            "Servers",
+            "Each server's connection, snapshot, skipped events and drift (i)",
+            self.action_servers,
+        )
         key = self.selected_key(screen)
         if key is not None:
-            yield SystemCommand("Conversation of the selected session",
-                                "Its prompts, replies, tool calls and errors, following new "
-                                "ones (m)", self.action_conversation)
-            yield SystemCommand("Open the selected session in the web UI",
-                                "The server's web page of the session; its address is copied "
-                                "too (w)", self.action_web)
+            yield SystemCommand(
+                "Conversation of the selected session",
+                "Its prompts, replies, tool calls and errors, following new ones (m)",
+                self.action_conversation,
+            )
+            yield SystemCommand(
+                "Open the selected session in the web UI",
+                "The server's web page of the session; its address is copied too (w)",
+                self.action_web,
+            )
         if key is not None and not self.read_only:
-            yield SystemCommand("Open the selected session in OpenCode",
-                                "Attach OpenCode's own TUI to it; quit there to come back (A)",
-                                self.action_attach)
-            yield SystemCommand("Respond to the selected session",
-                                "Answer its open permission or question (r)",
-                                partial(self.responder.respond, key))
-            yield SystemCommand("Abort the selected session", "Stop its run, after a "
-                                "confirmation (a)", partial(self.responder.abort, key))
+            yield SystemCommand(
+                "Open the selected session in OpenCode",
+                "Attach OpenCode's own TUI to it; quit there to come back (A)",
+                self.action_attach,
+            )
+            yield SystemCommand(
+                "Respond to the selected session",
+                "Answer its open permission or question (r)",
+                partial(self.responder.respond, key),
+            )
+            yield SystemCommand(
+                "Abort the selected session",
+                "Stop its run, after a confirmation (a)",
+                partial(self.responder.abort, key),
+            )
 
     #: The keys of a replay (`ocwatch replay`), bound only then
-    REPLAY_KEYS = (("p", "replay_pause", "Pause/play"), ("full_stop", "replay_step", "Step"),
-                   ("plus", "replay_speed(1)", "Faster"), ("minus", "replay_speed(-1)", "Slower"),
-                   ("greater_than_sign", "replay_seek(30)", "+30s"),
-                   ("less_than_sign", "replay_seek(-30)", "-30s"))
+    REPLAY_KEYS = (
+        ("p", "replay_pause", "Pause/play"),
+        ("full_stop", "replay_step", "Step"),
+        ("plus", "replay_speed(1)", "Faster"),
+        ("minus", "replay_speed(-1)", "Slower"),
+        ("greater_than_sign", "replay_seek(30)", "+30s"),
+        ("less_than_sign", "replay_seek(-30)", "-30s"),
+    )
 
     def action_replay_pause(self) -> None:
         if self.replay is not None:
@@ -284,24 +330,36 @@ class OcwatchApp(App[None]):
     def action_toggle_recording(self) -> None:
         """Start recording every raw event and snapshot answer, or stop (docs/RECORDING.md)."""
         if self.recording is None:
-            self.notify("Recording needs live servers (ocwatch record, or this dashboard on "
-                        "them).", severity="warning", timeout=5)
+            self.notify(
+                "Recording needs live servers (ocwatch record, or this dashboard on them).",
+                severity="warning",
+                timeout=5,
+            )
             return
         if self.recording.active:
             done = self.recording.stop()
             if done is not None:
-                self.notify(f"Recorded {done.records:,} records ({done.size() / 2**20:.1f} MB) "
-                            f"to {done.path}; ocwatch replay opens it.", title="Recording",
-                            timeout=10, markup=False)
+                self.notify(
+                    f"Recorded {done.records:,} records ({done.size() / 2**20:.1f} MB) "
+                    f"to {done.path}; ocwatch replay opens it.",
+                    title="Recording",
+                    timeout=10,
+                    markup=False,
+                )
         else:
             try:
                 path = self.recording.start()
             except OSError as exc:
-                self.notify(f"Cannot record: {exc.strerror or exc}", severity="error",
-                            timeout=8, markup=False)
+                self.notify(
+                    f"Cannot record: {exc.strerror or exc}",
+                    severity="error",
+                    timeout=8,
+                    markup=False,
+                )
                 return
-            self.notify(f"Recording to {path} (R stops).", title="Recording", timeout=6,
-                        markup=False)
+            self.notify(
+                f"Recording to {path} (R stops).", title="Recording", timeout=6, markup=False
+            )
         self.main_screen.show_banner()
 
     # -- the View ------------------------------------------------------------------------------
@@ -417,8 +475,12 @@ class OcwatchApp(App[None]):
                 return
             except Exception as error:
                 self._source_failures += 1
-                self.notify(f"The view source stopped ({fmt.literal(str(error))}); "
-                            f"restarting in {delay:.0f}s", severity="error", markup=False)
+                self.notify(
+                    f"The view source stopped ({fmt.literal(str(error))}); "
+                    f"restarting in {delay:.0f}s",
+                    severity="error",
+                    markup=False,
+                )
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, 30.0)
 
@@ -485,39 +547,61 @@ class OcwatchApp(App[None]):
         if row is None:
             return
         if self.launcher is None:
-            self.notify("Opening a session in OpenCode needs a live server.",
-                        severity="warning", timeout=5)
+            self.notify(
+                "Opening a session in OpenCode needs a live server.", severity="warning", timeout=5
+            )
             return
         try:
             launch = self.launcher.attach(row.server, row.id, row.directory)
         except LaunchError as exc:
-            self.notify(str(exc), title="Open in OpenCode", severity="error", timeout=10,
-                        markup=False)
+            self.notify(
+                str(exc), title="Open in OpenCode", severity="error", timeout=10, markup=False
+            )
             return
         code = self._run_attached(launch)
         self.launcher.refresh(row.server)
         self.mark_dirty()
         if code is not None and code != 0:
-            self.notify(f"{Path(launch.argv[0]).name} exited with code {code}.",
-                        title="Open in OpenCode", severity="warning", timeout=8, markup=False)
+            self.notify(
+                f"{Path(launch.argv[0]).name} exited with code {code}.",
+                title="Open in OpenCode",
+                severity="warning",
+                timeout=8,
+                markup=False,
+            )
 
     def _run_attached(self, launch: Launch) -> int | None:
         """Run the command with the terminal handed over; its exit code (None: not run).
         Headless (tests), it runs without a terminal."""
         try:
             if self.is_headless:
-                return subprocess.run(launch.argv, env=dict(launch.env), check=False,
-                                      stdin=subprocess.DEVNULL, capture_output=True).returncode
+                return subprocess.run(
+                    launch.argv,
+                    env=dict(launch.env),
+                    check=False,
+                    stdin=subprocess.DEVNULL,
+                    capture_output=True,
+                ).returncode
             with self.suspend():
                 return subprocess.run(launch.argv, env=dict(launch.env), check=False).returncode
         except SuspendNotSupported:
-            self.notify("This terminal cannot be handed over to OpenCode; run "
-                        f"{Path(launch.argv[0]).name} attach in another one.",
-                        title="Open in OpenCode", severity="error", timeout=10, markup=False)
+            self.notify(
+                "This terminal cannot be handed over to OpenCode; run "
+                f"{Path(launch.argv[0]).name} attach in another one.",
+                title="Open in OpenCode",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
         except (OSError, ValueError) as exc:
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.notify(f"Cannot run {launch.argv[0]}: {fmt.literal(why)}",
-                        title="Open in OpenCode", severity="error", timeout=10, markup=False)
+            self.notify(
+                f"Cannot run {launch.argv[0]}: {fmt.literal(why)}",
+                title="Open in OpenCode",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
         return None
 
     def action_web(self) -> None:
@@ -528,11 +612,16 @@ class OcwatchApp(App[None]):
         url = web_url(row.server, row.directory, row.id)
         self.copy_to_clipboard(url)
         if not has_graphical_browser(os.environ):
-            self.notify(f"{fmt.literal(url)}\n(copied; no graphical browser here to open it)",
-                        title="Web UI", timeout=12, markup=False)
+            self.notify(
+                f"{fmt.literal(url)}\n(copied; no graphical browser here to open it)",
+                title="Web UI",
+                timeout=12,
+                markup=False,
+            )
             return
-        self.run_worker(partial(self._open_browser, url), thread=True, group="browser",
-                        exit_on_error=False)
+        self.run_worker(
+            partial(self._open_browser, url), thread=True, group="browser", exit_on_error=False
+        )
 
     def _open_browser(self, url: str) -> None:
         opened = webbrowser.open(url, new=2)
@@ -541,8 +630,9 @@ class OcwatchApp(App[None]):
         self.call_from_thread(self.notify, said, title="Web UI", timeout=8, markup=False)
 
     def _state_filter(self, state: str) -> None:
-        while isinstance(self.screen, DetailScreen | HelpScreen | ServersScreen
-                         | ConversationScreen):
+        while isinstance(
+            self.screen, DetailScreen | HelpScreen | ServersScreen | ConversationScreen
+        ):
             self.pop_screen()
         self.main_screen.action_state_filter(state)
 
@@ -552,11 +642,28 @@ class OcwatchApp(App[None]):
     def help_groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Every key, grouped by where it works (read from the bindings)."""
         palette = [(self.COMMAND_PALETTE_BINDING, "Command palette (filters, themes, sort, …)")]
-        replay = [(f"Replay (from the table; {self.replay.path.name})", [
-            (key.replace("full_stop", ".").replace("plus", "+").replace("minus", "-")
-             .replace("greater_than_sign", ">").replace("less_than_sign", "<"), label)
-            for key, _action, label in self.REPLAY_KEYS])] if self.replay is not None else []
-        return [*replay,
+        replay = (
+            [
+                (
+                    f"Replay (from the table; {self.replay.path.name})",
+                    [
+                        (
+                            key.replace("full_stop", ".")
+                            .replace("plus", "+")
+                            .replace("minus", "-")
+                            .replace("greater_than_sign", ">")
+                            .replace("less_than_sign", "<"),
+                            label,
+                        )
+                        for key, _action, label in self.REPLAY_KEYS
+                    ],
+                )
+            ]
+            if self.replay is not None
+            else []
+        )
+        return [
+            *replay,
             ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
             ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
             ("Conversation", binding_rows(ConversationScreen.BINDINGS)),
@@ -579,8 +686,9 @@ class OcwatchApp(App[None]):
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(HelpScreen(self.help_groups()))
 
-    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
-                           time_format: str | None = None) -> str | None:
+    def deliver_screenshot(
+        self, filename: str | None = None, path: str | None = None, time_format: str | None = None
+    ) -> str | None:
         """The palette's Screenshot: to the Downloads folder when there is one, else to
         ocwatch's state folder (`~/.local/state/ocwatch/screenshots`), said either way."""
         if path is None:
@@ -591,8 +699,10 @@ class OcwatchApp(App[None]):
                 try:
                     target.mkdir(parents=True, exist_ok=True, mode=0o700)
                 except OSError as exc:
-                    self.notify(f"Cannot save a screenshot in {target}: "
-                                f"{exc.strerror or exc}", severity="error")
+                    self.notify(
+                        f"Cannot save a screenshot in {target}: {exc.strerror or exc}",
+                        severity="error",
+                    )
                     return None
                 path = str(target)
         return super().deliver_screenshot(filename, path, time_format)
@@ -645,11 +755,23 @@ def create_app(
     say it needs a live server).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
-    return OcwatchApp(source, theme=theme, server_urls=urls, clock=clock,
-                      user_theme_dir=user_theme_dir, actions=actions,
-                      alerts=alerts, notices=notices, observers=observers,
-                      deliverer=deliverer, replay=replay, recording=recording,
-                      read_only=read_only, launcher=launcher, peek=peek)
+    return OcwatchApp(
+        source,
+        theme=theme,
+        server_urls=urls,
+        clock=clock,
+        user_theme_dir=user_theme_dir,
+        actions=actions,
+        alerts=alerts,
+        notices=notices,
+        observers=observers,
+        deliverer=deliverer,
+        replay=replay,
+        recording=recording,
+        read_only=read_only,
+        launcher=launcher,
+        peek=peek,
+    )
 
 
 def announcing(base: type[Driver]) -> type[Driver]:

@@ -39,23 +39,35 @@ class Look:
 STATE_LOOK: dict[State, Look] = {
     "busy": Look("●", "busy", "state-busy", "running (the server says busy)", "primary"),
     "retry": Look("↻", "retry", "state-retry", "the provider failed; retrying", "warning"),
-    "input": Look("?", "input", "state-input", "waiting for you: a permission or a question",
-                  "accent"),
+    "input": Look(
+        "?", "input", "state-input", "waiting for you: a permission or a question", "accent"
+    ),
     "idle": Look("○", "idle", "state-idle", "idle, nothing ran yet", "success"),
-    "unknown": Look("◌", "unknown", "state-unknown",
-                    "the facts contradict idle (e.g. interrupted)", "foreground-muted"),
+    "unknown": Look(
+        "◌",
+        "unknown",
+        "state-unknown",
+        "the facts contradict idle (e.g. interrupted)",
+        "foreground-muted",
+    ),
 }
 #: ...each reason an idle or unknown row gives (its glyph replaces the state's)...
 REASON_LOOK: dict[Reason, Look] = {
     "completed": Look("✓", "idle", "state-idle", "idle, the run completed", "success"),
     "aborted": Look("⊘", "idle", "state-idle", "idle, the run was aborted", "success"),
     "error": Look("✗", "idle", "state-error", "idle, the run failed (an error)", "error"),
-    "interrupted": Look("◌", "unknown", "state-unknown",
-                        "the run was cut off (server restart or crash?)", "foreground-muted"),
+    "interrupted": Look(
+        "◌",
+        "unknown",
+        "state-unknown",
+        "the run was cut off (server restart or crash?)",
+        "foreground-muted",
+    ),
 }
 #: ...and the stale flag of a busy row whose run visibly ended.
-STALE_LOOK = Look("⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended",
-                  "secondary")
+STALE_LOOK = Look(
+    "⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended", "secondary"
+)
 assert tuple(STATE_LOOK) == STATES and tuple(REASON_LOOK) == REASONS  # one vocabulary
 
 STATE_GLYPH = {state: look.glyph for state, look in STATE_LOOK.items()}
@@ -64,11 +76,15 @@ STALE_GLYPH = STALE_LOOK.glyph
 STALE_WORD = STALE_LOOK.word
 #: Every theme variable a state is coloured with (`$state-busy`, ... `$state-error`, ...), with
 #: the colour it falls back to in a theme that does not set it.
-THEME_FALLBACKS = {look.variable: look.fallback
-                   for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)}
+THEME_FALLBACKS = {
+    look.variable: look.fallback
+    for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)
+}
 THEME_VARIABLES = tuple(THEME_FALLBACKS)
-assert all(THEME_FALLBACKS[look.variable] == look.fallback  # one fallback per variable
-           for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK))
+assert all(
+    THEME_FALLBACKS[look.variable] == look.fallback  # one fallback per variable
+    for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)
+)
 STATE_FILTERS = ("all", *STATE_LOOK, "stale")
 """The state filters offered by the dashboard, in key order (`1`..`7`)."""
 
@@ -252,7 +268,7 @@ def server_error(url: str, error: str | None) -> str:
         return ""
     for prefix in (f"{url}: ", f"{url.rstrip('/')}: "):
         if error.startswith(prefix):
-            return error[len(prefix):]
+            return error[len(prefix) :]
     return error
 
 

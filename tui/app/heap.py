@@ -25,8 +25,9 @@ REFREEZE = 600.0
 class HeapKeeper:
     """Freezes the long-lived heap after startup and refreshes it every `refreeze` seconds."""
 
-    def __init__(self, refreeze: float = REFREEZE,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, refreeze: float = REFREEZE, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.refreeze = refreeze
         self.clock = clock
         self.frozen_at: float | None = None

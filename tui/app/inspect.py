@@ -56,8 +56,9 @@ class Peek(Protocol):
         """What the session is doing; OcwatchError when its server cannot say."""
         ...
 
-    async def messages(self, server: str, session_id: str, directory: str,
-                       limit: int | None) -> list[Any]:
+    async def messages(
+        self, server: str, session_id: str, directory: str, limit: int | None
+    ) -> list[Any]:
         """The session's newest `limit` messages as the server sends them (None: all)."""
         ...
 
@@ -75,13 +76,15 @@ class FleetPeek:
             limits = self._limits.get(server)
             if limits is None:
                 limits = self._limits[server] = await fetch_limits(client)
-            return await fetch_activity(client, session_id, directory or None, limits=limits,
-                                        clock=self.fleet.clock)
+            return await fetch_activity(
+                client, session_id, directory or None, limits=limits, clock=self.fleet.clock
+            )
 
         return await self.fleet.act(server, look, resync=False)
 
-    async def messages(self, server: str, session_id: str, directory: str,
-                       limit: int | None) -> list[Any]:
+    async def messages(
+        self, server: str, session_id: str, directory: str, limit: int | None
+    ) -> list[Any]:
         async def read(client: Client) -> list[Any]:
             return await client.messages(session_id, limit=limit, directory=directory or None)
 
@@ -91,8 +94,9 @@ class FleetPeek:
 class Inspector:
     """Keeps the selected session's Activity fresh; `changed` is called when a look lands."""
 
-    def __init__(self, app: OcwatchApp, peek: Peek | None,
-                 changed: Callable[[Key], None] = lambda _key: None) -> None:
+    def __init__(
+        self, app: OcwatchApp, peek: Peek | None, changed: Callable[[Key], None] = lambda _key: None
+    ) -> None:
         self.app = app
         self.peek = peek
         self.changed = changed
@@ -143,7 +147,8 @@ class Inspector:
         else:
             age = now - kept[0].fetched_at
             stale = (kept[1] != row.updated and age >= UPDATED_GAP) or (
-                row.state in RUNNING and age >= RUNNING_EVERY)
+                row.state in RUNNING and age >= RUNNING_EVERY
+            )
         if stale and self._wanted != key:
             self._wanted = key  # the newest wish wins; started now, or when a look lands
             if key[0] not in self._busy:
@@ -165,8 +170,12 @@ class Inspector:
             self._wanted = None
             return
         self._busy[key[0]] = key
-        self.app.run_worker(self._look(row), group="inspect", exit_on_error=False,
-                            description=f"read what {row.id} is doing")
+        self.app.run_worker(
+            self._look(row),
+            group="inspect",
+            exit_on_error=False,
+            description=f"read what {row.id} is doing",
+        )
 
     async def _look(self, row: SessionRow) -> None:
         key = row.key

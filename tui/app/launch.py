@@ -24,8 +24,11 @@ from tui.core.config import DEFAULT_ATTACH
 from tui.core.settings import Auth
 
 FIELDS = frozenset({"url", "session", "dir"})
-CREDENTIALS = ("OPENCODE_SERVER_PASSWORD", "OPENCODE_SERVER_PASSWORD_FILE",
-               "OPENCODE_SERVER_USERNAME")
+CREDENTIALS = (
+    "OPENCODE_SERVER_PASSWORD",
+    "OPENCODE_SERVER_PASSWORD_FILE",
+    "OPENCODE_SERVER_USERNAME",
+)
 
 
 class LaunchError(Exception):
@@ -47,8 +50,10 @@ def check_template(template: Sequence[str]) -> str | None:
     for arg in template:
         for _text, name, _spec, _conv in string.Formatter().parse(arg):
             if name is not None and name not in FIELDS:
-                return (f"attach_command: unknown field {{{name}}} in {arg!r} (fields: "
-                        "{url}, {session}, {dir})")
+                return (
+                    f"attach_command: unknown field {{{name}}} in {arg!r} (fields: "
+                    "{url}, {session}, {dir})"
+                )
     return None
 
 
@@ -93,10 +98,13 @@ def has_graphical_browser(env: Mapping[str, str]) -> bool:
 class Launcher:
     """Builds the attach command for a session of a watched server."""
 
-    def __init__(self, template: Sequence[str] = DEFAULT_ATTACH,
-                 auth_of: Callable[[str], Auth | None] = lambda _url: None,
-                 env: Mapping[str, str] | None = None,
-                 refresh: Callable[[str], None] = lambda _url: None) -> None:
+    def __init__(
+        self,
+        template: Sequence[str] = DEFAULT_ATTACH,
+        auth_of: Callable[[str], Auth | None] = lambda _url: None,
+        env: Mapping[str, str] | None = None,
+        refresh: Callable[[str], None] = lambda _url: None,
+    ) -> None:
         """`auth_of`: a watched server's own credentials; `env`: the environment the child
         starts from (default: ours); `refresh`: called with the server's URL once the user is
         back (what they did there shows without waiting for the next resync)."""
@@ -114,15 +122,21 @@ class Launcher:
         for name, value in (("session id", session), ("folder", directory)):
             # from the server: never an option of the command, never a NUL (no such argv)
             if value.startswith("-") or "\0" in value:
-                raise LaunchError(f"The session's {name} {value[:80]!r} cannot be passed to "
-                                  "a command safely.")
+                raise LaunchError(
+                    f"The session's {name} {value[:80]!r} cannot be passed to a command safely."
+                )
         base = dict(os.environ if self.env is None else self.env)
         argv = attach_argv(self.template, url, session, directory)
         program = argv[0]
         found = shutil.which(program, path=base.get("PATH"))
         if found is None:
-            hint = ("install OpenCode (npm install -g opencode-ai)"
-                    if os.path.basename(program) == "opencode" else "check attach_command")
-            raise LaunchError(f"{program!r} is not installed or not on PATH: {hint}, or set "
-                              "attach_command in the config.")
+            hint = (
+                "install OpenCode (npm install -g opencode-ai)"
+                if os.path.basename(program) == "opencode"
+                else "check attach_command"
+            )
+            raise LaunchError(
+                f"{program!r} is not installed or not on PATH: {hint}, or set "
+                "attach_command in the config."
+            )
         return Launch((found, *argv[1:]), child_env(base, self.auth_of(url)))

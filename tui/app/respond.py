@@ -64,41 +64,53 @@ class Responder:
         if row is None:
             return
         if not row.pending:
-            self.app.notify(f"{literal(row.title) or row.id} is not waiting for you "
-                            f"({row.state}).", timeout=4, markup=False)
+            self.app.notify(
+                f"{literal(row.title) or row.id} is not waiting for you ({row.state}).",
+                timeout=4,
+                markup=False,
+            )
             return
         if self._ready() is None:
             return
         waiting = [p for p in row.pending if p.id not in self.sent | self.sending]
         if not waiting:
-            self.app.notify("Already answered; the row changes when the server confirms.",
-                            timeout=4)
+            self.app.notify(
+                "Already answered; the row changes when the server confirms.", timeout=4
+            )
             return
         pending = waiting[0]
         if pending.kind == "permission":
-            self.app.push_screen(PermissionScreen(row, pending, self.app.dashboard),
-                                 lambda reply: self._permission(row, pending, reply))
+            self.app.push_screen(
+                PermissionScreen(row, pending, self.app.dashboard),
+                lambda reply: self._permission(row, pending, reply),
+            )
         else:
-            self.app.push_screen(QuestionScreen(row, pending, self.app.dashboard),
-                                 lambda reply: self._question(row, pending, reply))
+            self.app.push_screen(
+                QuestionScreen(row, pending, self.app.dashboard),
+                lambda reply: self._question(row, pending, reply),
+            )
 
-    def _permission(self, row: SessionRow, pending: Pending,
-                    reply: PermissionReply | None) -> None:
+    def _permission(self, row: SessionRow, pending: Pending, reply: PermissionReply | None) -> None:
         if reply is None or self.actions is None:
             return
         actions = self.actions
         what = f"Reply {reply.reply}" + (" with a message" if reply.message else "")
-        self._run(what, pending.id,
-                  lambda: actions.reply(row.server, pending.id, reply.reply, reply.message))
+        self._run(
+            what,
+            pending.id,
+            lambda: actions.reply(row.server, pending.id, reply.reply, reply.message),
+        )
 
     def _question(self, row: SessionRow, pending: Pending, reply: QuestionReply | None) -> None:
         if reply is None or self.actions is None:
             return
         actions = self.actions
-        what = "Reject the question" if reply.reject else \
-            f"Answer {describe(reply.answers or [])}"
-        self._run(what, pending.id,
-                  lambda: actions.answer(row.server, pending.id, reply.answers, reply.reject))
+        what = "Reject the question" if reply.reject else f"Answer {describe(reply.answers or [])}"
+        self._run(
+            what,
+            pending.id,
+            lambda: actions.answer(row.server, pending.id, reply.answers, reply.reject),
+        )
 
     # -- abort --------------------------------------------------------------------------------
 
@@ -108,19 +120,31 @@ class Responder:
         if row is None:
             return
         if row.state not in RUNNING and not row.stale:
-            self.app.notify(f"{literal(row.title) or row.id} is {row.state}: there is no run "
-                            "to abort.", timeout=4, markup=False)
+            self.app.notify(
+                f"{literal(row.title) or row.id} is {row.state}: there is no run to abort.",
+                timeout=4,
+                markup=False,
+            )
             return
         if self._ready() is None:
             return
         body = Content.assemble(
-            "Abort the run of ", (literal(row.title) or row.id, "bold"), "?\n",
-            (literal(row.id) + "  " + literal(row.server), "$foreground-muted"), "\n\n",
-            ("The agent stops where it is; the session and its messages stay.",
-             "$foreground-muted"))
-        self.app.push_screen(ConfirmScreen("Abort this run?", body, yes="Abort",
-                                           no="Keep running", session_key=row.key),
-                             lambda yes: self._abort(row, bool(yes)))
+            "Abort the run of ",
+            (literal(row.title) or row.id, "bold"),
+            "?\n",
+            (literal(row.id) + "  " + literal(row.server), "$foreground-muted"),
+            "\n\n",
+            (
+                "The agent stops where it is; the session and its messages stay.",
+                "$foreground-muted",
+            ),
+        )
+        self.app.push_screen(
+            ConfirmScreen(
+                "Abort this run?", body, yes="Abort", no="Keep running", session_key=row.key
+            ),
+            lambda yes: self._abort(row, bool(yes)),
+        )
 
     def _abort(self, row: SessionRow, yes: bool) -> None:
         if not yes or self.actions is None:
@@ -135,20 +159,27 @@ class Responder:
             self.app.notify("Already on its way to the server.", timeout=3)
             return
         self.sending.add(token)
-        self.app.run_worker(self._send(what, token, act), group="actions",
-                            exit_on_error=False, description=what)
+        self.app.run_worker(
+            self._send(what, token, act), group="actions", exit_on_error=False, description=what
+        )
 
     async def _send(self, what: str, token: str, act: Callable[[], Awaitable[None]]) -> None:
         try:
             await act()
         except OcwatchError as exc:
-            self.app.notify(exc.message, title=f"{what} failed", severity="error", timeout=10,
-                            markup=False)
+            self.app.notify(
+                exc.message, title=f"{what} failed", severity="error", timeout=10, markup=False
+            )
             return
         except Exception as exc:  # a bug must not take the dashboard down
             log.exception("action failed")
-            self.app.notify(f"{type(exc).__name__}: {exc}", title=f"{what} failed",
-                            severity="error", timeout=10, markup=False)
+            self.app.notify(
+                f"{type(exc).__name__}: {exc}",
+                title=f"{what} failed",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
             return
         finally:
             self.sending.discard(token)

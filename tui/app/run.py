@@ -33,8 +33,10 @@ Observer = Callable[[View, Changes | None], None]
 
 
 @contextlib.contextmanager
-def metrics_served(listen: str | None, extra: Sequence[Callable[[], Iterable[Metric]]] = (),
-                   ) -> Iterator[list[Observer]]:
+def metrics_served(
+    listen: str | None,
+    extra: Sequence[Callable[[], Iterable[Metric]]] = (),
+) -> Iterator[list[Observer]]:
     """With `--metrics HOST:PORT`: the exporter served while the dashboard runs (its observer
     is yielded); without: nothing. OcwatchError when it cannot listen (before the app starts)."""
     if listen is None:
@@ -79,59 +81,124 @@ def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
     return Launcher(opts.attach_command, auth_of=fleet.auth_of, refresh=fleet.resync)
 
 
-def run_dashboard(urls: Sequence[str] | None, *, auth: Auth | None,
-                  settings: Settings | None = None, theme: str | None = None,
-                  grace: float | None = None, bell: bool = False, osc9: bool = False,
-                  desktop: bool = False, metrics: str | None = None,
-                  alert_flags: Mapping[str, object] | None = None,
-                  read_only: bool = False) -> int:
+def run_dashboard(
+    urls: Sequence[str] | None,
+    *,
+    auth: Auth | None,
+    settings: Settings | None = None,
+    theme: str | None = None,
+    grace: float | None = None,
+    bell: bool = False,
+    osc9: bool = False,
+    desktop: bool = False,
+    metrics: str | None = None,
+    alert_flags: Mapping[str, object] | None = None,
+    read_only: bool = False,
+) -> int:
     """Run the dashboard until the user quits; the exit code.
 
     `urls` None: the servers come from the config (or the default). `settings`, when given,
     replaces the config's grace and resync interval."""
     config, warnings = load_config()
-    opts = resolve(config, urls=urls, grace=grace, theme=theme, bell=bell, osc9=osc9,
-                   desktop=desktop, auth=auth, notices=warnings, alert_flags=alert_flags,
-                   read_only=read_only)
-    fleet = Fleet(opts.urls, auth=opts.auth, settings=settings or opts.settings,
-                  auths=opts.auths, names=opts.names, progressive=True)
+    opts = resolve(
+        config,
+        urls=urls,
+        grace=grace,
+        theme=theme,
+        bell=bell,
+        osc9=osc9,
+        desktop=desktop,
+        auth=auth,
+        notices=warnings,
+        alert_flags=alert_flags,
+        read_only=read_only,
+    )
+    fleet = Fleet(
+        opts.urls,
+        auth=opts.auth,
+        settings=settings or opts.settings,
+        auths=opts.auths,
+        names=opts.names,
+        progressive=True,
+    )
     deliverer = off_terminal(opts, fleet)
     launcher = launcher_for(opts, fleet)
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
-        app = create_app(fleet, theme=opts.theme, server_urls=opts.urls, alerts=opts.alerts,
-                         notices=opts.notices, actions=FleetActions(fleet), observers=observers,
-                         deliverer=deliverer, recording=recording_of(fleet),
-                         read_only=opts.read_only, launcher=launcher, peek=FleetPeek(fleet))
+        app = create_app(
+            fleet,
+            theme=opts.theme,
+            server_urls=opts.urls,
+            alerts=opts.alerts,
+            notices=opts.notices,
+            actions=FleetActions(fleet),
+            observers=observers,
+            deliverer=deliverer,
+            recording=recording_of(fleet),
+            read_only=opts.read_only,
+            launcher=launcher,
+            peek=FleetPeek(fleet),
+        )
         app.run()
     return app.return_code or 0
 
 
-def run_demo(*, theme: str | None = None, speed: float = 1.0,
-             settings: Settings | None = None, grace: float | None = None, bell: bool = False,
-             osc9: bool = False, desktop: bool = False, metrics: str | None = None,
-             alert_flags: Mapping[str, object] | None = None, read_only: bool = False) -> int:
+def run_demo(
+    *,
+    theme: str | None = None,
+    speed: float = 1.0,
+    settings: Settings | None = None,
+    grace: float | None = None,
+    bell: bool = False,
+    osc9: bool = False,
+    desktop: bool = False,
+    metrics: str | None = None,
+    alert_flags: Mapping[str, object] | None = None,
+    read_only: bool = False,
+) -> int:
     """Start the built-in simulated server on a loopback port and run the dashboard on it
     (theme and alerts from the config file and flags; the config's servers are not used)."""
     from tui.demo.server import DemoServer
 
     config, warnings = load_config()
-    opts = resolve(config, grace=grace, theme=theme, bell=bell, osc9=osc9, desktop=desktop,
-                   notices=warnings, alert_flags=alert_flags, read_only=read_only)
+    opts = resolve(
+        config,
+        grace=grace,
+        theme=theme,
+        bell=bell,
+        osc9=osc9,
+        desktop=desktop,
+        notices=warnings,
+        alert_flags=alert_flags,
+        read_only=read_only,
+    )
 
     async def main() -> int:
         async with DemoServer(speed=speed) as server:
-            fleet = Fleet([server.url], settings=settings or opts.settings,
-                          names={server.url: "demo"}, progressive=True)
-            app = create_app(fleet, theme=opts.theme, server_urls=[server.url],
-                             alerts=opts.alerts, notices=opts.notices,
-                             actions=FleetActions(fleet), observers=observers,
-                             deliverer=off_terminal(opts, fleet),
-                             recording=recording_of(fleet), read_only=opts.read_only,
-                             launcher=launcher_for(opts, fleet), peek=FleetPeek(fleet))
+            fleet = Fleet(
+                [server.url],
+                settings=settings or opts.settings,
+                names={server.url: "demo"},
+                progressive=True,
+            )
+            app = create_app(
+                fleet,
+                theme=opts.theme,
+                server_urls=[server.url],
+                alerts=opts.alerts,
+                notices=opts.notices,
+                actions=FleetActions(fleet),
+                observers=observers,
+                deliverer=off_terminal(opts, fleet),
+                recording=recording_of(fleet),
+                read_only=opts.read_only,
+                launcher=launcher_for(opts, fleet),
+                peek=FleetPeek(fleet),
+            )
             app.startup_message = (
                 f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
                 "every state; select one waiting for input and press r to answer it, a to "
-                "abort a run, ? for every key.")
+                "abort a run, ? for every key."
+            )
             await app.run_async()
             return app.return_code or 0
 
@@ -139,8 +206,9 @@ def run_demo(*, theme: str | None = None, speed: float = 1.0,
         return asyncio.run(main())
 
 
-def run_replay(path: Path, *, speed: float = 1.0, start: str | None = None,
-               theme: str | None = None) -> int:
+def run_replay(
+    path: Path, *, speed: float = 1.0, start: str | None = None, theme: str | None = None
+) -> int:
     """`ocwatch replay FILE`: the dashboard driven by a recording, no server, actions off."""
     from tui.cli.record import parse_time
     from tui.record.format import read
@@ -150,9 +218,14 @@ def run_replay(path: Path, *, speed: float = 1.0, start: str | None = None,
     at = parse_time(start, header.created) if start is not None else None
     config, warnings = load_config()
     source = ReplaySource(path, speed=speed, start=at)
-    app = create_app(source, theme=theme or config.theme,
-                     server_urls=[url for url, _ in header.servers], clock=source.clock,
-                     notices=warnings, replay=source)
+    app = create_app(
+        source,
+        theme=theme or config.theme,
+        server_urls=[url for url, _ in header.servers],
+        clock=source.clock,
+        notices=warnings,
+        replay=source,
+    )
     app.title = f"ocwatch replay: {path.name}"
     app.run()
     return app.return_code or 0

@@ -110,8 +110,9 @@ class ThemeFile(BaseModel):
             value = getattr(self.states, state)
             if value is not None:
                 variables[f"state-{state}"] = value
-        return Theme(name=self.name, dark=self.dark, variables=variables,
-                     **self.colors.model_dump())
+        return Theme(
+            name=self.name, dark=self.dark, variables=variables, **self.colors.model_dump()
+        )
 
 
 class ThemeError(Exception):
@@ -136,7 +137,8 @@ def parse_theme(text: str, origin: str = "<theme>") -> Theme:
         return ThemeFile.model_validate(data).to_theme()
     except ValidationError as error:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in error.errors())
+            f"{'.'.join(str(p) for p in e['loc']) or 'file'}: {e['msg']}" for e in error.errors()
+        )
         raise ThemeError(f"{origin}: {problems}") from error
 
 

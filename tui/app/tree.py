@@ -15,8 +15,17 @@ from .format import attention_rank, reason_key
 
 Key = tuple[str, str]
 
-SORT_COLUMNS = ("state", "reason", "stale", "title", "folder", "in_state", "activity", "cost",
-                "tokens")
+SORT_COLUMNS = (
+    "state",
+    "reason",
+    "stale",
+    "title",
+    "folder",
+    "in_state",
+    "activity",
+    "cost",
+    "tokens",
+)
 """Columns the table can be sorted by (also the table's column keys)."""
 
 
@@ -129,8 +138,9 @@ def layout(
         is_folded = key in folded and bool(kids)
         hidden = descendants(key) - visited if is_folded else set()
         visited.update(hidden)  # placed (folded away), not orphans
-        out.append(TreeLine(key, depth, last, bool(kids), not is_folded, len(hidden),
-                            key not in matched))
+        out.append(
+            TreeLine(key, depth, last, bool(kids), not is_folded, len(hidden), key not in matched)
+        )
         if is_folded:
             return
         for i, kid in enumerate(kids):

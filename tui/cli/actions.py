@@ -16,9 +16,11 @@ from .output import pipe_safe
 T = TypeVar("T")
 
 
-def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[T]],
-         ok: Callable[[T], str]) -> int:
+def _run(
+    url: str, auth: Auth | None, act: Callable[[Client], Awaitable[T]], ok: Callable[[T], str]
+) -> int:
     """Run `act` on the server; print `ok(its result)` (exit 0) or the error (exit 2)."""
+
     async def go() -> T:
         async with Client(url, auth) as client:
             return await act(client)
@@ -34,21 +36,41 @@ def _run(url: str, auth: Auth | None, act: Callable[[Client], Awaitable[T]],
 
 
 def run_abort(session_id: str, url: str, *, auth: Auth | None) -> int:
-    return _run(url, auth, lambda c: actions.abort(c, session_id),
-                lambda running: f"aborted {session_id}" if running else
-                f"{session_id} was not running (the server reports it idle): nothing to abort")
+    return _run(
+        url,
+        auth,
+        lambda c: actions.abort(c, session_id),
+        lambda running: (
+            f"aborted {session_id}"
+            if running
+            else f"{session_id} was not running (the server reports it idle): nothing to abort"
+        ),
+    )
 
 
-def run_reply(request_id: str, reply: str, message: str | None, url: str, *,
-              auth: Auth | None) -> int:
-    return _run(url, auth,
-                lambda c: actions.reply_permission(c, request_id, reply, message),
-                lambda _: f"replied {reply} to {request_id}")
+def run_reply(
+    request_id: str, reply: str, message: str | None, url: str, *, auth: Auth | None
+) -> int:
+    return _run(
+        url,
+        auth,
+        lambda c: actions.reply_permission(c, request_id, reply, message),
+        lambda _: f"replied {reply} to {request_id}",
+    )
 
 
-def run_answer(request_id: str, options: list[str] | None, text: str | None, reject: bool,
-               url: str, *, auth: Auth | None) -> int:
-    return _run(url, auth,
-                lambda c: actions.answer_question(c, request_id, options=options, text=text,
-                                                  reject=reject),
-                lambda _: f"{'rejected' if reject else 'answered'} {request_id}")
+def run_answer(
+    request_id: str,
+    options: list[str] | None,
+    text: str | None,
+    reject: bool,
+    url: str,
+    *,
+    auth: Auth | None,
+) -> int:
+    return _run(
+        url,
+        auth,
+        lambda c: actions.answer_question(c, request_id, options=options, text=text, reject=reject),
+        lambda _: f"{'rejected' if reject else 'answered'} {request_id}",
+    )

@@ -30,8 +30,10 @@ if TYPE_CHECKING:
     from ..core.fleet import Fleet
 
 
-THEME_HELP = ("dashboard theme: ocwatch-dark (default), ocwatch-light, ocwatch-contrast, or one "
-              "of yours (the themes/ folder beside the config)")
+THEME_HELP = (
+    "dashboard theme: ocwatch-dark (default), ocwatch-light, ocwatch-contrast, or one "
+    "of yours (the themes/ folder beside the config)"
+)
 
 
 def seconds(text: str) -> float:
@@ -47,59 +49,119 @@ def seconds(text: str) -> float:
 
 def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
     if many:
-        p.add_argument("--server", "-s", action="append", metavar="URL",
-                       default=argparse.SUPPRESS,
-                       help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                            f"{DEFAULT_URL})")
+        p.add_argument(
+            "--server",
+            "-s",
+            action="append",
+            metavar="URL",
+            default=argparse.SUPPRESS,
+            help=f"server URL (repeatable; default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
+        )
     else:
-        p.add_argument("--server", "-s", metavar="URL", default=argparse.SUPPRESS,
-                       help=f"server URL (default $OPENCODE_SERVER_URL or {DEFAULT_URL})")
+        p.add_argument(
+            "--server",
+            "-s",
+            metavar="URL",
+            default=argparse.SUPPRESS,
+            help=f"server URL (default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
+        )
 
 
 def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
     """Alert sinks of the dashboard, each opt-in (the config file can switch them on too)."""
-    p.add_argument("--bell", action="store_true", default=default,
-                   help="ring the terminal bell on alerts (a session needs you, fails, goes stale)")
-    p.add_argument("--osc9", action="store_true", default=default,
-                   help="send alerts as OSC 9 desktop notifications through the terminal")
-    p.add_argument("--notify", action="store_true", default=default,
-                   help="send alerts with notify-send where it exists")
-    p.add_argument("--osc777", action="store_true", default=default,
-                   help="send alerts as OSC 777 notifications (foot, Ghostty, urxvt, VTE)")
-    p.add_argument("--osc99", action="store_true", default=default,
-                   help="send alerts as kitty's OSC 99 notifications")
-    p.add_argument("--unfocused-only", action="store_true", default=default,
-                   help="terminal and desktop alerts only while the terminal is not focused")
+    p.add_argument(
+        "--bell",
+        action="store_true",
+        default=default,
+        help="ring the terminal bell on alerts (a session needs you, fails, goes stale)",
+    )
+    p.add_argument(
+        "--osc9",
+        action="store_true",
+        default=default,
+        help="send alerts as OSC 9 desktop notifications through the terminal",
+    )
+    p.add_argument(
+        "--notify",
+        action="store_true",
+        default=default,
+        help="send alerts with notify-send where it exists",
+    )
+    p.add_argument(
+        "--osc777",
+        action="store_true",
+        default=default,
+        help="send alerts as OSC 777 notifications (foot, Ghostty, urxvt, VTE)",
+    )
+    p.add_argument(
+        "--osc99",
+        action="store_true",
+        default=default,
+        help="send alerts as kitty's OSC 99 notifications",
+    )
+    p.add_argument(
+        "--unfocused-only",
+        action="store_true",
+        default=default,
+        help="terminal and desktop alerts only while the terminal is not focused",
+    )
     _offterminal_args(p, None if default is False else default)
 
 
 def _offterminal_args(p: argparse.ArgumentParser, default: object) -> None:
     """Alerts that reach a person off the terminal, each opt-in (or in the config file)."""
-    p.add_argument("--notify-cmd", metavar="CMD", default=default,
-                   help="run CMD (no shell) per alert, the alert as JSON on stdin and in "
-                        "OCWATCH_ALERT_* variables")
-    p.add_argument("--webhook", metavar="URL", default=default,
-                   help="POST each alert as JSON to URL (ntfy's format for an ntfy topic); a "
-                        "bearer token from $OCWATCH_WEBHOOK_TOKEN")
-    p.add_argument("--webhook-format", choices=["auto", "json", "ntfy"], default=default,
-                   help="the webhook's body (default auto: ntfy for ntfy hosts, else json)")
+    p.add_argument(
+        "--notify-cmd",
+        metavar="CMD",
+        default=default,
+        help="run CMD (no shell) per alert, the alert as JSON on stdin and in "
+        "OCWATCH_ALERT_* variables",
+    )
+    p.add_argument(
+        "--webhook",
+        metavar="URL",
+        default=default,
+        help="POST each alert as JSON to URL (ntfy's format for an ntfy topic); a "
+        "bearer token from $OCWATCH_WEBHOOK_TOKEN",
+    )
+    p.add_argument(
+        "--webhook-format",
+        choices=["auto", "json", "ntfy"],
+        default=default,
+        help="the webhook's body (default auto: ntfy for ntfy hosts, else json)",
+    )
 
 
 #: Flags that set alert settings (AlertConfig fields), by argparse's name for them
-ALERT_FLAGS = {"bell": "bell", "osc9": "osc9", "notify": "desktop", "osc777": "osc777",
-               "osc99": "osc99", "unfocused_only": "unfocused_only", "notify_cmd": "notify_cmd",
-               "webhook": "webhook", "webhook_format": "webhook_format"}
+ALERT_FLAGS = {
+    "bell": "bell",
+    "osc9": "osc9",
+    "notify": "desktop",
+    "osc777": "osc777",
+    "osc99": "osc99",
+    "unfocused_only": "unfocused_only",
+    "notify_cmd": "notify_cmd",
+    "webhook": "webhook",
+    "webhook_format": "webhook_format",
+}
 
 
 def alert_flags(args: argparse.Namespace) -> dict[str, object]:
     """The alert settings the command line gives (those the command has)."""
-    return {key: getattr(args, flag) for flag, key in ALERT_FLAGS.items()
-            if getattr(args, flag, None) is not None}
+    return {
+        key: getattr(args, flag)
+        for flag, key in ALERT_FLAGS.items()
+        if getattr(args, flag, None) is not None
+    }
 
 
 def _metrics_arg(p: argparse.ArgumentParser, default: object) -> None:
-    p.add_argument("--metrics", metavar="HOST:PORT", default=default,
-                   help="also serve Prometheus metrics on HOST:PORT (as `ocwatch metrics`)")
+    p.add_argument(
+        "--metrics",
+        metavar="HOST:PORT",
+        default=default,
+        help="also serve Prometheus metrics on HOST:PORT (as `ocwatch metrics`)",
+    )
 
 
 class _Version(argparse.Action):
@@ -116,22 +178,34 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ocwatch",
         description="A truthful monitor for OpenCode server sessions. Without a command it opens "
-                    "the dashboard. The password comes from $OPENCODE_SERVER_PASSWORD (or the file "
-                    "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
+        "the dashboard. The password comes from $OPENCODE_SERVER_PASSWORD (or the file "
+        "named by $OPENCODE_SERVER_PASSWORD_FILE), never from a flag.",
     )
-    parser.add_argument("--version", action=_Version, nargs=0,
-                        help="show the version and exit")
-    parser.add_argument("--grace", type=seconds, default=None, metavar="SECONDS",
-                        help="seconds a finished run may still read busy before it is flagged "
-                             f"stale (default {CORE.grace:g})")
+    parser.add_argument("--version", action=_Version, nargs=0, help="show the version and exit")
+    parser.add_argument(
+        "--grace",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="seconds a finished run may still read busy before it is flagged "
+        f"stale (default {CORE.grace:g})",
+    )
     parser.add_argument("-v", "--verbose", action="store_true", help="log to stderr")
-    parser.add_argument("--server", "-s", action="append", metavar="URL", default=None,
-                        help="server URL (repeatable; default $OPENCODE_SERVER_URL or "
-                             f"{DEFAULT_URL})")
+    parser.add_argument(
+        "--server",
+        "-s",
+        action="append",
+        metavar="URL",
+        default=None,
+        help=f"server URL (repeatable; default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
+    )
     parser.add_argument("--theme", help=THEME_HELP)
-    parser.add_argument("--read-only", action="store_true", default=False,
-                        help="turn every action off (abort, reply, answer, attach): for wall "
-                             "screens")
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        default=False,
+        help="turn every action off (abort, reply, answer, attach): for wall screens",
+    )
     _metrics_arg(parser, None)
     _alert_args(parser, False)
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
@@ -141,77 +215,147 @@ def build_parser() -> argparse.ArgumentParser:
     _metrics_arg(demo, argparse.SUPPRESS)
     _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
-    demo.add_argument("--read-only", action="store_true", default=argparse.SUPPRESS,
-                      help="turn every action off")
+    demo.add_argument(
+        "--read-only", action="store_true", default=argparse.SUPPRESS, help="turn every action off"
+    )
 
     st = sub.add_parser("status", help="print every session's state")
     _server_arg(st, many=True)
     st.add_argument("--json", action="store_true", help="print one JSON object")
-    st.add_argument("--format", choices=("table", "json", "tmux"), default=None,
-                    help="table (default), json (as --json), or tmux: one short line for a "
-                         "status bar (`? 2 ⚠ 1 ● 5`)")
-    st.add_argument("--replay", metavar="FILE", type=Path,
-                    help="the View of a recording (ocwatch record) instead of a live server")
-    st.add_argument("--at", metavar="TIME",
-                    help="with --replay: the View at TIME (ISO 8601, epoch seconds, or +SECONDS "
-                         "after the start; default: the end)")
+    st.add_argument(
+        "--format",
+        choices=("table", "json", "tmux"),
+        default=None,
+        help="table (default), json (as --json), or tmux: one short line for a "
+        "status bar (`? 2 ⚠ 1 ● 5`)",
+    )
+    st.add_argument(
+        "--replay",
+        metavar="FILE",
+        type=Path,
+        help="the View of a recording (ocwatch record) instead of a live server",
+    )
+    st.add_argument(
+        "--at",
+        metavar="TIME",
+        help="with --replay: the View at TIME (ISO 8601, epoch seconds, or +SECONDS "
+        "after the start; default: the end)",
+    )
 
     w = sub.add_parser("wait", help="block until sessions settle; the exit code tells how")
     w.add_argument("session_ids", metavar="SESSION_ID", nargs="+")
     _server_arg(w, many=True)
     mode = w.add_mutually_exclusive_group()
-    mode.add_argument("--all", dest="any_", action="store_false", default=False,
-                      help="until every session has settled; exit with the worst code "
-                           "(default)")
-    mode.add_argument("--any", dest="any_", action="store_true",
-                      help="until the first session settles; exit with its code")
-    w.add_argument("--timeout", type=seconds, default=None, metavar="SECONDS",
-                   help="exit 124 if the session has not settled by then (0: look once)")
+    mode.add_argument(
+        "--all",
+        dest="any_",
+        action="store_false",
+        default=False,
+        help="until every session has settled; exit with the worst code (default)",
+    )
+    mode.add_argument(
+        "--any",
+        dest="any_",
+        action="store_true",
+        help="until the first session settles; exit with its code",
+    )
+    w.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="exit 124 if the session has not settled by then (0: look once)",
+    )
     w.add_argument("--json", action="store_true", help="print the final row as JSON")
 
     m = sub.add_parser("metrics", help="serve Prometheus metrics of every session, headless")
     _server_arg(m, many=True)
-    m.add_argument("--listen", metavar="HOST:PORT", default=DEFAULT_LISTEN,
-                   help=f"where to serve /metrics (default {DEFAULT_LISTEN}; :PORT: every "
-                        "interface)")
-    m.add_argument("--session-info", action="store_true",
-                   help="also serve ocwatch_session_info, one series per session with its id "
-                        "and title as labels (unbounded: for small fleets)")
+    m.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        default=DEFAULT_LISTEN,
+        help=f"where to serve /metrics (default {DEFAULT_LISTEN}; :PORT: every interface)",
+    )
+    m.add_argument(
+        "--session-info",
+        action="store_true",
+        help="also serve ocwatch_session_info, one series per session with its id "
+        "and title as labels (unbounded: for small fleets)",
+    )
     _offterminal_args(m, None)
 
     wt = sub.add_parser("watch", help="print one line per settled state change, until Ctrl-C")
     _server_arg(wt, many=True)
-    wt.add_argument("--session", action="append", metavar="ID", default=[],
-                    help="only this session (repeatable)")
+    wt.add_argument(
+        "--session",
+        action="append",
+        metavar="ID",
+        default=[],
+        help="only this session (repeatable)",
+    )
     wt.add_argument("--json", action="store_true", help="NDJSON: one object per transition")
-    wt.add_argument("--replay", metavar="FILE", type=Path,
-                    help="the transitions of a recording (ocwatch record), at full speed")
+    wt.add_argument(
+        "--replay",
+        metavar="FILE",
+        type=Path,
+        help="the transitions of a recording (ocwatch record), at full speed",
+    )
 
     rep = sub.add_parser("report", help="a bug-report bundle for one session (JSON)")
     rep.add_argument("session_id", metavar="SESSION_ID")
     _server_arg(rep, many=True)
-    rep.add_argument("-o", "--output", metavar="FILE", type=Path,
-                     help="write it to FILE (a new file); FILE.ndjson[.gz]: the capture as a "
-                          "recording that `ocwatch replay` opens")
-    rep.add_argument("--redact", action="store_true",
-                     help="replace the text of messages, events and requests by its length")
-    rep.add_argument("--for", dest="seconds", type=seconds, default=3.0, metavar="SECONDS",
-                     help="how long to watch the server first (default 3)")
+    rep.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=Path,
+        help="write it to FILE (a new file); FILE.ndjson[.gz]: the capture as a "
+        "recording that `ocwatch replay` opens",
+    )
+    rep.add_argument(
+        "--redact",
+        action="store_true",
+        help="replace the text of messages, events and requests by its length",
+    )
+    rep.add_argument(
+        "--for",
+        dest="seconds",
+        type=seconds,
+        default=3.0,
+        metavar="SECONDS",
+        help="how long to watch the server first (default 3)",
+    )
 
     rp = sub.add_parser("replay", help="the dashboard driven by a recording (no server)")
     rp.add_argument("file", metavar="FILE", type=Path, help="a recording (ocwatch record)")
-    rp.add_argument("--speed", type=float, default=1.0,
-                    help="times the recorded pace (default 1; p pauses, + and - change it)")
-    rp.add_argument("--from", dest="start", metavar="TIME",
-                    help="start at TIME (ISO 8601, epoch seconds, or +SECONDS after the start)")
+    rp.add_argument(
+        "--speed",
+        type=float,
+        default=1.0,
+        help="times the recorded pace (default 1; p pauses, + and - change it)",
+    )
+    rp.add_argument(
+        "--from",
+        dest="start",
+        metavar="TIME",
+        help="start at TIME (ISO 8601, epoch seconds, or +SECONDS after the start)",
+    )
     rp.add_argument("--theme", default=argparse.SUPPRESS, help=THEME_HELP)
 
     rec = sub.add_parser("record", help="record every raw event and snapshot answer to a file")
-    rec.add_argument("file", metavar="FILE", type=Path,
-                     help="NDJSON (gzip when it ends in .gz); a new file, never overwritten")
+    rec.add_argument(
+        "file",
+        metavar="FILE",
+        type=Path,
+        help="NDJSON (gzip when it ends in .gz); a new file, never overwritten",
+    )
     _server_arg(rec, many=True)
-    rec.add_argument("--max-size", metavar="SIZE", default=None,
-                     help="stop (cleanly) once the file reaches SIZE (e.g. 500M, 2G)")
+    rec.add_argument(
+        "--max-size",
+        metavar="SIZE",
+        default=None,
+        help="stop (cleanly) once the file reaches SIZE (e.g. 500M, 2G)",
+    )
 
     a = sub.add_parser("abort", help="abort a session's run")
     a.add_argument("session_id", metavar="SESSION_ID")
@@ -226,8 +370,9 @@ def build_parser() -> argparse.ArgumentParser:
     q = sub.add_parser("answer", help="answer a question request")
     q.add_argument("request_id", metavar="REQUEST_ID")
     how = q.add_mutually_exclusive_group(required=True)
-    how.add_argument("--option", action="append", metavar="LABEL",
-                     help="choose an option by label (repeatable)")
+    how.add_argument(
+        "--option", action="append", metavar="LABEL", help="choose an option by label (repeatable)"
+    )
     how.add_argument("--text", help="a typed answer")
     how.add_argument("--reject", action="store_true", help="reject the question")
     _server_arg(q, many=False)
@@ -246,8 +391,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.ERROR, stream=sys.stderr,
-        format="ocwatch: %(levelname)s %(name)s: %(message)s")
+        level=logging.INFO if args.verbose else logging.ERROR,
+        stream=sys.stderr,
+        format="ocwatch: %(levelname)s %(name)s: %(message)s",
+    )
     try:
         auth = Auth.from_env()
     except (OSError, ValueError) as exc:
@@ -268,16 +415,32 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     if cmd is None:
         from ..app.run import run_dashboard
 
-        return run_dashboard(args.server, auth=auth, grace=args.grace, theme=args.theme,
-                             bell=args.bell, osc9=args.osc9, desktop=args.notify,
-                             metrics=args.metrics, alert_flags=alert_flags(args),
-                             read_only=args.read_only)
+        return run_dashboard(
+            args.server,
+            auth=auth,
+            grace=args.grace,
+            theme=args.theme,
+            bell=args.bell,
+            osc9=args.osc9,
+            desktop=args.notify,
+            metrics=args.metrics,
+            alert_flags=alert_flags(args),
+            read_only=args.read_only,
+        )
     if cmd == "demo":
         from ..app.run import run_demo
 
-        return run_demo(theme=args.theme, speed=args.speed, grace=args.grace, bell=args.bell,
-                        osc9=args.osc9, desktop=args.notify, metrics=args.metrics,
-                        alert_flags=alert_flags(args), read_only=args.read_only)
+        return run_demo(
+            theme=args.theme,
+            speed=args.speed,
+            grace=args.grace,
+            bell=args.bell,
+            osc9=args.osc9,
+            desktop=args.notify,
+            metrics=args.metrics,
+            alert_flags=alert_flags(args),
+            read_only=args.read_only,
+        )
     if cmd == "replay":
         from ..app.run import run_replay
 
@@ -287,8 +450,14 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
-    opts = resolve_options(config, urls=_flag_urls(args), grace=args.grace, auth=auth,
-                           notices=warnings, alert_flags=alert_flags(args))
+    opts = resolve_options(
+        config,
+        urls=_flag_urls(args),
+        grace=args.grace,
+        auth=auth,
+        notices=warnings,
+        alert_flags=alert_flags(args),
+    )
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice, escapes=True)}", file=sys.stderr)
     auth, settings = opts.auth, opts.settings
@@ -311,9 +480,17 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     if cmd == "report":
         from .report import run_report
 
-        return run_report(args.session_id, opts.urls, auth=auth, settings=settings,
-                          auths=opts.auths, names=opts.names, seconds=args.seconds,
-                          output=args.output, redacted=args.redact)
+        return run_report(
+            args.session_id,
+            opts.urls,
+            auth=auth,
+            settings=settings,
+            auths=opts.auths,
+            names=opts.names,
+            seconds=args.seconds,
+            output=args.output,
+            redacted=args.redact,
+        )
     if cmd == "record":
         from ..record.writer import parse_size
         from .record import run_record
@@ -323,34 +500,80 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         except ValueError as exc:
             print(f"ocwatch: {exc}", file=sys.stderr)
             return EXIT_USAGE
-        return run_record(args.file, opts.urls, auth=auth, settings=settings, auths=opts.auths,
-                          names=opts.names, max_size=limit)
+        return run_record(
+            args.file,
+            opts.urls,
+            auth=auth,
+            settings=settings,
+            auths=opts.auths,
+            names=opts.names,
+            max_size=limit,
+        )
     if cmd == "status":
-        return run_status(opts.urls, auth=auth, settings=settings, form=args.format,
-                          auths=opts.auths, names=opts.names)
+        return run_status(
+            opts.urls,
+            auth=auth,
+            settings=settings,
+            form=args.format,
+            auths=opts.auths,
+            names=opts.names,
+        )
     if cmd == "wait":
-        return run_wait(args.session_ids, opts.urls, auth=auth, settings=settings,
-                        timeout=args.timeout, as_json=args.json, any_=args.any_,
-                        auths=opts.auths, names=opts.names)
+        return run_wait(
+            args.session_ids,
+            opts.urls,
+            auth=auth,
+            settings=settings,
+            timeout=args.timeout,
+            as_json=args.json,
+            any_=args.any_,
+            auths=opts.auths,
+            names=opts.names,
+        )
     if cmd == "watch":
         from .watch import run_watch
 
-        return run_watch(opts.urls, auth=auth, settings=settings, sessions=args.session,
-                         as_json=args.json, auths=opts.auths, names=opts.names)
+        return run_watch(
+            opts.urls,
+            auth=auth,
+            settings=settings,
+            sessions=args.session,
+            as_json=args.json,
+            auths=opts.auths,
+            names=opts.names,
+        )
     if cmd == "metrics":
         from .metrics import run_metrics
 
-        return run_metrics(opts.urls, listen=args.listen, auth=auth, settings=settings,
-                           auths=opts.auths, names=opts.names, session_info=args.session_info,
-                           alerts=opts.alerts)
+        return run_metrics(
+            opts.urls,
+            listen=args.listen,
+            auth=auth,
+            settings=settings,
+            auths=opts.auths,
+            names=opts.names,
+            session_info=args.session_info,
+            alerts=opts.alerts,
+        )
     if cmd == "abort":
         return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))
     if cmd == "reply":
-        return actions.run_reply(args.request_id, args.reply, args.message,
-                                 opts.urls[0], auth=opts.auth_for(opts.urls[0]))
+        return actions.run_reply(
+            args.request_id,
+            args.reply,
+            args.message,
+            opts.urls[0],
+            auth=opts.auth_for(opts.urls[0]),
+        )
     if cmd == "answer":
-        return actions.run_answer(args.request_id, args.option, args.text, args.reject,
-                                  opts.urls[0], auth=opts.auth_for(opts.urls[0]))
+        return actions.run_answer(
+            args.request_id,
+            args.option,
+            args.text,
+            args.reject,
+            opts.urls[0],
+            auth=opts.auth_for(opts.urls[0]),
+        )
     raise AssertionError(cmd)
 
 
@@ -363,26 +586,34 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
         width = 79
 
     def show() -> None:
-        parts = [f"{literal(s.url, escapes=True)} {loaded(s.loading)}" for s in fleet.servers()
-                 if s.loading is not None]
+        parts = [
+            f"{literal(s.url, escapes=True)} {loaded(s.loading)}"
+            for s in fleet.servers()
+            if s.loading is not None
+        ]
         text = "ocwatch: loading sessions of " + ", ".join(parts) if parts else ""
         if len(text) > width:
-            text = text[:max(0, width - 1)] + "…"
+            text = text[: max(0, width - 1)] + "…"
         stream.write("\r\x1b[K" + text)
         stream.flush()
 
     return show
 
 
-def run_status(urls: list[str], *, auth: Auth | None, settings: Settings, form: str = "table",
-               auths: dict[str, Auth | None] | None = None,
-               names: dict[str, str] | None = None) -> int:
+def run_status(
+    urls: list[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    form: str = "table",
+    auths: dict[str, Auth | None] | None = None,
+    names: dict[str, str] | None = None,
+) -> int:
     """Print the View once. Exit 0, or 2 when any server could not be read."""
     from ..core.fleet import Fleet
 
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
-    progress = (_progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux"
-                else None)
+    progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux" else None
     try:
         view = asyncio.run(fleet.snapshot_once(progress))
     finally:
@@ -397,10 +628,13 @@ def tmux_line(view: View) -> str:
     tmux style codes colour it. Only counts: no server text reaches the status bar."""
     counts = count_states(view.rows.values())
     parts = []
-    for glyph, n, colour in (("?", counts["input"], "yellow"), ("⚠", counts["stale"], "red"),
-                             ("↻", counts["retry"], "magenta"),
-                             ("◌", counts["unknown"], "colour245"),
-                             ("●", counts["busy"] - counts["stale"], "cyan")):
+    for glyph, n, colour in (
+        ("?", counts["input"], "yellow"),
+        ("⚠", counts["stale"], "red"),
+        ("↻", counts["retry"], "magenta"),
+        ("◌", counts["unknown"], "colour245"),
+        ("●", counts["busy"] - counts["stale"], "cyan"),
+    ):
         if n:
             parts.append(f"#[fg={colour}]{glyph} {n}#[default]")
     down = sum(not s.reachable for s in view.servers)
@@ -425,9 +659,12 @@ def print_view(view: View, form: str) -> int:
     partial = [s for s in view.servers if s.reachable and s.malformed]
     for s in partial:  # what could not be read is said, never passed over as nothing
         examples = literal(", ".join(s.malformed_examples), escapes=True)
-        print(f"ocwatch: {literal(s.url, escapes=True)}: skipped {s.malformed} malformed record"
-              f"{'s' if s.malformed != 1 else ''} ({examples}"
-              f"{', ...' if s.malformed > len(s.malformed_examples) else ''})", file=sys.stderr)
+        print(
+            f"ocwatch: {literal(s.url, escapes=True)}: skipped {s.malformed} malformed record"
+            f"{'s' if s.malformed != 1 else ''} ({examples}"
+            f"{', ...' if s.malformed > len(s.malformed_examples) else ''})",
+            file=sys.stderr,
+        )
     return EXIT_USAGE if bad or partial else 0
 
 

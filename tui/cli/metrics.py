@@ -36,21 +36,36 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
                 up[s.url] = True
                 continue
             if was is not False and not s.reachable:
-                print(f"ocwatch metrics: {literal(s.label, escapes=True)}: "
-                      f"{literal(s.error or 'unreachable', escapes=True)}", file=err, flush=True)
+                print(
+                    f"ocwatch metrics: {literal(s.label, escapes=True)}: "
+                    f"{literal(s.error or 'unreachable', escapes=True)}",
+                    file=err,
+                    flush=True,
+                )
             elif was is False and s.reachable:
-                print(f"ocwatch metrics: {literal(s.label, escapes=True)}: reachable again",
-                      file=err, flush=True)
+                print(
+                    f"ocwatch metrics: {literal(s.label, escapes=True)}: reachable again",
+                    file=err,
+                    flush=True,
+                )
             up[s.url] = s.reachable
 
     return observe
 
 
-def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings: Settings,
-                auths: Mapping[str, Auth | None] | None = None,
-                names: Mapping[str, str] | None = None, session_info: bool = False,
-                observers: Sequence[Callable[[View, Changes | None], None]] = (),
-                alerts: AlertConfig | None = None, err: TextIO | None = None) -> int:
+def run_metrics(
+    urls: Sequence[str],
+    *,
+    listen: str,
+    auth: Auth | None,
+    settings: Settings,
+    auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
+    session_info: bool = False,
+    observers: Sequence[Callable[[View, Changes | None], None]] = (),
+    alerts: AlertConfig | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Serve /metrics on `listen` for these servers until SIGINT/SIGTERM; with `--notify-cmd`
     or `--webhook`, deliver the alerts too (the same dedupe and rate limits as the
     dashboard's)."""
@@ -65,8 +80,11 @@ def run_metrics(urls: Sequence[str], *, listen: str, auth: Auth | None, settings
         print(f"ocwatch metrics: {literal(text, escapes=True)}", file=err, flush=True)
 
     deliverer = deliverer_for(alerts, fleet, report) if alerts is not None else None
-    metrics = Metrics(session_info=session_info, version=__version__,
-                      extra=[deliverer.metrics] if deliverer is not None else [])
+    metrics = Metrics(
+        session_info=session_info,
+        version=__version__,
+        extra=[deliverer.metrics] if deliverer is not None else [],
+    )
     server, _thread = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
     shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
     print(f"ocwatch metrics: serving {served_url(server)} for {shown}", file=err, flush=True)

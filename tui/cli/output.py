@@ -85,11 +85,20 @@ def render_table(view: View, now: float | None = None) -> str:
             detail = literal(r.evidence[0] if r.stale or not r.error else r.error, escapes=True)
         elif r.state == "retry" and r.retry_message:
             detail = literal(r.retry_message, escapes=True)
-        title = ("  " * depth + ("└ " if depth else "")) + literal(r.title or "(untitled)",
-                                                                   escapes=True)
+        title = ("  " * depth + ("└ " if depth else "")) + literal(
+            r.title or "(untitled)", escapes=True
+        )
         held = duration(now - r.since if r.since else None, unknown="-")
-        table.append((state_word(r), held, literal(r.id, escapes=True), _clip(title, 40),
-                      _clip(_folder(r.directory), 24), _clip(detail, 60)))
+        table.append(
+            (
+                state_word(r),
+                held,
+                literal(r.id, escapes=True),
+                _clip(title, 40),
+                _clip(_folder(r.directory), 24),
+                _clip(detail, 60),
+            )
+        )
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     for row in table:
         lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())

@@ -25,8 +25,10 @@ def parse_time(value: str, start: float | None = None) -> float:
     """A moment of a recording: ISO 8601 (`2026-12-01T16:40:00Z`), epoch seconds, or `+SECONDS`
     after its start (`start`). OcwatchError when it is none of these."""
     value = value.strip()
-    bad = OcwatchError(f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
-                       "seconds, or +SECONDS after the recording's start")
+    bad = OcwatchError(
+        f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
+        "seconds, or +SECONDS after the recording's start"
+    )
     number: float | None = None
     try:
         if value.startswith("+"):
@@ -50,10 +52,17 @@ def parse_time(value: str, start: float | None = None) -> float:
     return number
 
 
-def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: Settings,
-               auths: Mapping[str, Auth | None] | None = None,
-               names: Mapping[str, str] | None = None, max_size: int | None = None,
-               err: TextIO | None = None) -> int:
+def run_record(
+    path: Path,
+    urls: Sequence[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
+    max_size: int | None = None,
+    err: TextIO | None = None,
+) -> int:
     """Record until SIGINT/SIGTERM (or `max_size`): exit 0, the file ended cleanly."""
     from ..export.serve import follow
     from ..record.writer import Recorder
@@ -62,9 +71,14 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
     stop = asyncio.Event()
     try:
-        recorder = Recorder(path, [(m.url, m.name) for m in fleet.monitors], settings,
-                            version=__version__, max_size=max_size,
-                            on_full=lambda _why: stop.set())
+        recorder = Recorder(
+            path,
+            [(m.url, m.name) for m in fleet.monitors],
+            settings,
+            version=__version__,
+            max_size=max_size,
+            on_full=lambda _why: stop.set(),
+        )
     except FileExistsError:
         raise OcwatchError(f"{path}: the file exists; remove it or name another") from None
     except OSError as exc:
@@ -72,8 +86,11 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
     for m in fleet.monitors:
         m.tap = recorder
     shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
-    print(f"ocwatch record: recording {shown} to {literal(str(path), escapes=True)} (Ctrl-C stops)",
-          file=err, flush=True)
+    print(
+        f"ocwatch record: recording {shown} to {literal(str(path), escapes=True)} (Ctrl-C stops)",
+        file=err,
+        flush=True,
+    )
     said: set[str] = set()
 
     def say_errors(view: View, _changes: Changes | None) -> None:
@@ -94,8 +111,11 @@ def run_record(path: Path, urls: Sequence[str], *, auth: Auth | None, settings: 
         recorder.close()
     if recorder.stopped:
         print(f"ocwatch record: {recorder.stopped}", file=err)
-    print(f"ocwatch record: {recorder.records:,} records, {recorder.size():,} bytes in "
-          f"{literal(str(path), escapes=True)}", file=err)
+    print(
+        f"ocwatch record: {recorder.records:,} records, {recorder.size():,} bytes in "
+        f"{literal(str(path), escapes=True)}",
+        file=err,
+    )
     return 0
 
 
@@ -110,8 +130,9 @@ def run_status_replay(path: Path, at: str | None, form: str) -> int:
     return print_view(replay.view(), form)
 
 
-def run_watch_replay(path: Path, sessions: Collection[str], as_json: bool,
-                     out: TextIO | None = None) -> int:
+def run_watch_replay(
+    path: Path, sessions: Collection[str], as_json: bool, out: TextIO | None = None
+) -> int:
     """`watch --replay FILE`: the transitions as they were, at their recorded times."""
     from ..record.replay import Replay
     from .output import pipe_safe
@@ -126,8 +147,10 @@ def run_watch_replay(path: Path, sessions: Collection[str], as_json: bool,
         for tr in changes.transitions if changes is not None else ():
             if wanted and tr.key[1] not in wanted:
                 continue
-            out.write((text.dumps(transition_json(tr)) if as_json
-                       else transition_text(tr, with_server)) + "\n")
+            out.write(
+                (text.dumps(transition_json(tr)) if as_json else transition_text(tr, with_server))
+                + "\n"
+            )
 
     with pipe_safe():
         asyncio.run(replay.follow(observe))

@@ -37,12 +37,51 @@ MESSAGES = 20
 EVENTS = 200
 #: Keys whose string values say what happened, not what was said: kept by --redact (every other
 #: string, titles, text, commands, paths of files, errors, is replaced by its length)
-_KEPT_KEYS = frozenset({
-    "id", "type", "status", "role", "finish", "sessionID", "messageID", "callID", "partID",
-    "tool", "name", "providerID", "modelID", "agent", "kind", "state", "reason", "version",
-    "slug", "projectID", "parentID", "session_id", "parent_id", "server", "at", "since",
-    "updated", "generated_at", "created", "completed", "start", "end", "reply", "permission",
-    "settling", "ended", "format", "stream", "_tag", "requestID", "aggregateID"})
+_KEPT_KEYS = frozenset(
+    {
+        "id",
+        "type",
+        "status",
+        "role",
+        "finish",
+        "sessionID",
+        "messageID",
+        "callID",
+        "partID",
+        "tool",
+        "name",
+        "providerID",
+        "modelID",
+        "agent",
+        "kind",
+        "state",
+        "reason",
+        "version",
+        "slug",
+        "projectID",
+        "parentID",
+        "session_id",
+        "parent_id",
+        "server",
+        "at",
+        "since",
+        "updated",
+        "generated_at",
+        "created",
+        "completed",
+        "start",
+        "end",
+        "reply",
+        "permission",
+        "settling",
+        "ended",
+        "format",
+        "stream",
+        "_tag",
+        "requestID",
+        "aggregateID",
+    }
+)
 
 
 def redact(value: Any, key: str | None = None) -> Any:
@@ -57,20 +96,29 @@ def redact(value: Any, key: str | None = None) -> Any:
     return value
 
 
-async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
-                  auths: Mapping[str, Auth | None] | None, names: Mapping[str, str] | None,
-                  seconds: float, recording: Path, redacted: bool,
-                  transport: httpx.AsyncBaseTransport | None = None) -> dict[str, Any]:
+async def capture(
+    session_id: str,
+    urls: list[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    auths: Mapping[str, Auth | None] | None,
+    names: Mapping[str, str] | None,
+    seconds: float,
+    recording: Path,
+    redacted: bool,
+    transport: httpx.AsyncBaseTransport | None = None,
+) -> dict[str, Any]:
     """Watch and record for `seconds`, then build the bundle (OcwatchError: the session is on
     no watched server, or no server could be read)."""
     from ..export.serve import follow
     from ..record.format import read
     from ..record.writer import Recorder
 
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names,
-                  transport=transport)
-    recorder = Recorder(recording, [(m.url, m.name) for m in fleet.monitors], settings,
-                        version=__version__)
+    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names, transport=transport)
+    recorder = Recorder(
+        recording, [(m.url, m.name) for m in fleet.monitors], settings, version=__version__
+    )
     for m in fleet.monitors:
         m.tap = recorder
     stop = asyncio.Event()
@@ -84,9 +132,13 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
             rows = fleet.current().find(session_id)
             if rows:
                 try:
-                    fetched["messages"] = await fleet.act(rows[0].server, lambda c: c.messages(
-                        session_id, limit=MESSAGES, directory=rows[0].directory or None),
-                        resync=False)
+                    fetched["messages"] = await fleet.act(
+                        rows[0].server,
+                        lambda c: c.messages(
+                            session_id, limit=MESSAGES, directory=rows[0].directory or None
+                        ),
+                        resync=False,
+                    )
                 except OcwatchError as exc:
                     fetched["error"] = exc.message
         finally:
@@ -132,30 +184,46 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
                     body = json.loads(rec.data["b"])
                 except ValueError:
                     continue
-                if route.endswith("/session/status") and isinstance(body, dict) and (
-                        session_id in body):
+                if (
+                    route.endswith("/session/status")
+                    and isinstance(body, dict)
+                    and (session_id in body)
+                ):
                     entries["status"] = {"at": iso(rec.t), "entry": body[session_id]}
                 elif isinstance(body, list):
                     kind = "permissions" if route.endswith("/permission") else "questions"
-                    mine = [e for e in body if isinstance(e, dict)
-                            and e.get("sessionID") == session_id]
+                    mine = [
+                        e for e in body if isinstance(e, dict) and e.get("sessionID") == session_id
+                    ]
                     if mine:
                         entries[kind] = [{"at": iso(rec.t), "entry": e} for e in mine]
     timeline = [transition_json(t) for t in fleet.history(row.key)]
     raw = fleet.raw(row.key)
-    sources = [{"fact": fact, "source": source, "at": iso(at) if at is not None else None}
-               for fact, source, at in (raw.sources if raw is not None else ())]
+    sources = [
+        {"fact": fact, "source": source, "at": iso(at) if at is not None else None}
+        for fact, source, at in (raw.sources if raw is not None else ())
+    ]
     bundle: dict[str, Any] = {
-        "format": FORMAT, "version": VERSION, "generated_at": iso(view.generated_at),
+        "format": FORMAT,
+        "version": VERSION,
+        "generated_at": iso(view.generated_at),
         "ocwatch": __version__,
-        "server": {"url": server.url, "name": server.label, "version": server.version,
-                   "stream": server.stream, "reconnects": server.reconnects,
-                   "skipped_events": server.skipped_events,
-                   "unknown_events": server.unknown_events},
+        "server": {
+            "url": server.url,
+            "name": server.label,
+            "version": server.version,
+            "stream": server.stream,
+            "reconnects": server.reconnects,
+            "skipped_events": server.skipped_events,
+            "unknown_events": server.unknown_events,
+        },
         "captured_for_seconds": seconds,
         "session": row.to_json(),
-        "children": [r.to_json() for r in view.rows.values() if r.parent_id == session_id
-                     and r.server == row.server],
+        "children": [
+            r.to_json()
+            for r in view.rows.values()
+            if r.parent_id == session_id and r.server == row.server
+        ],
         "timeline": timeline,
         "fact_sources": sources,
         "messages": messages,
@@ -171,39 +239,72 @@ async def capture(session_id: str, urls: list[str], *, auth: Auth | None, settin
 def redact_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
     """The bundle with every text redacted (see `redact`): messages, events, server entries,
     and the rows' titles, evidence, errors and what is asked."""
-    kept = {"format", "version", "generated_at", "ocwatch", "server", "captured_for_seconds",
-            "redacted"}
+    kept = {
+        "format",
+        "version",
+        "generated_at",
+        "ocwatch",
+        "server",
+        "captured_for_seconds",
+        "redacted",
+    }
     return {k: v if k in kept else redact(v) for k, v in bundle.items()}
 
 
-def run_report(session_id: str, urls: list[str], *, auth: Auth | None, settings: Settings,
-               auths: Mapping[str, Auth | None] | None = None,
-               names: Mapping[str, str] | None = None, seconds: float = 3.0,
-               output: Path | None = None, redacted: bool = False) -> int:
+def run_report(
+    session_id: str,
+    urls: list[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
+    seconds: float = 3.0,
+    output: Path | None = None,
+    redacted: bool = False,
+) -> int:
     """Print (or write to `output`) the bundle; exit 0, or 2 (said on stderr)."""
     as_recording = output is not None and output.name.endswith((".ndjson", ".ndjson.gz"))
     if output is not None and (output.exists() or output.is_symlink()):
         raise OcwatchError(f"{output}: the file exists; remove it or name another")
     if as_recording and redacted:
-        raise OcwatchError("--redact applies to a JSON report; a recording holds what the "
-                           "server said (write -o FILE.json)")
+        raise OcwatchError(
+            "--redact applies to a JSON report; a recording holds what the "
+            "server said (write -o FILE.json)"
+        )
     from ..record.writer import exclusive
 
     folder = Path(tempfile.mkdtemp(prefix="ocwatch-report-"))
     try:
-        recording = folder / ("capture.ndjson.gz" if as_recording and output is not None
-                              and output.name.endswith(".gz") else "capture.ndjson")
-        bundle = asyncio.run(capture(session_id, urls, auth=auth, settings=settings,
-                                     auths=auths, names=names, seconds=seconds,
-                                     recording=recording, redacted=redacted))
+        recording = folder / (
+            "capture.ndjson.gz"
+            if as_recording and output is not None and output.name.endswith(".gz")
+            else "capture.ndjson"
+        )
+        bundle = asyncio.run(
+            capture(
+                session_id,
+                urls,
+                auth=auth,
+                settings=settings,
+                auths=auths,
+                names=names,
+                seconds=seconds,
+                recording=recording,
+                redacted=redacted,
+            )
+        )
         if as_recording and output is not None:
             try:
                 with recording.open("rb") as src, exclusive(output) as dst:
                     shutil.copyfileobj(src, dst)
             except OSError as exc:
                 raise OcwatchError(f"{output}: cannot write it ({exc.strerror or exc})") from None
-            print(f"ocwatch report: wrote the capture to {literal(str(output), escapes=True)} "
-                  "(ocwatch replay opens it)", file=sys.stderr)
+            print(
+                f"ocwatch report: wrote the capture to {literal(str(output), escapes=True)} "
+                "(ocwatch replay opens it)",
+                file=sys.stderr,
+            )
             return 0
         dumped = text.dumps(bundle, indent=2)
         if output is None:

@@ -47,8 +47,15 @@ def exit_code_for(row: SessionRow) -> int | None:
 
 
 #: `wait --all`: the exit code of the worst outcome, worst first (documented in the README).
-WORST_FIRST = (EXIT_USAGE, EXIT_TIMEOUT, EXIT_ERROR, EXIT_UNKNOWN, EXIT_ABORTED, EXIT_INPUT,
-               EXIT_COMPLETED)
+WORST_FIRST = (
+    EXIT_USAGE,
+    EXIT_TIMEOUT,
+    EXIT_ERROR,
+    EXIT_UNKNOWN,
+    EXIT_ABORTED,
+    EXIT_INPUT,
+    EXIT_COMPLETED,
+)
 
 
 def worst(codes: Iterable[int]) -> int:
@@ -97,8 +104,9 @@ async def wait_many(
         servers = fleet.current().servers  # what the monitors published, as every reader sees
         if not any(s.snapshot_at is not None for s in servers):
             if pending:
-                return _close(outcomes, EXIT_TIMEOUT,
-                              f"timed out after {first_look:g}s (no snapshot yet)")
+                return _close(
+                    outcomes, EXIT_TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
+                )
             return _close(outcomes, EXIT_USAGE, "; ".join(_why(s) for s in servers))
         if on_ready is not None:
             on_ready()
@@ -166,8 +174,9 @@ async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | N
             left = None if end is None else end - loop.time()
             if left is not None and left <= 0:
                 break
-            done, pending = await asyncio.wait(pending | {task}, timeout=left,
-                                               return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(
+                pending | {task}, timeout=left, return_when=asyncio.FIRST_COMPLETED
+            )
             pending.discard(task)
     finally:
         for f in pending:
@@ -199,24 +208,41 @@ async def wait_for(
 ) -> tuple[int, SessionRow | None, str | None]:
     """One session on one server: (exit code, last row seen, message for stderr). `on_ready` is
     called once the first snapshot is in (tests use it to know the waiter follows the server)."""
-    (out,) = await wait_many([session_id], [url], auth=auth, settings=settings,
-                             timeout=timeout, on_ready=on_ready)
+    (out,) = await wait_many(
+        [session_id], [url], auth=auth, settings=settings, timeout=timeout, on_ready=on_ready
+    )
     return out.code if out.code is not None else EXIT_USAGE, out.row, out.message
 
 
 def run_wait(
-    session_ids: Sequence[str], urls: Sequence[str], *, auth: Auth | None, settings: Settings,
-    timeout: float | None, as_json: bool, any_: bool = False,
+    session_ids: Sequence[str],
+    urls: Sequence[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    timeout: float | None,
+    as_json: bool,
+    any_: bool = False,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
 ) -> int:
-    outs = asyncio.run(wait_many(session_ids, urls, auth=auth, settings=settings,
-                                 timeout=timeout, any_=any_, auths=auths,
-                                 names=names))
+    outs = asyncio.run(
+        wait_many(
+            session_ids,
+            urls,
+            auth=auth,
+            settings=settings,
+            timeout=timeout,
+            any_=any_,
+            auths=auths,
+            names=names,
+        )
+    )
     if len(outs) == 1:
         out = outs[0]
-        return report(out.code if out.code is not None else EXIT_USAGE, out.row, out.message,
-                      as_json)
+        return report(
+            out.code if out.code is not None else EXIT_USAGE, out.row, out.message, as_json
+        )
     return report_many(outs, any_, as_json)
 
 
@@ -227,21 +253,39 @@ def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
     code = worst(o.code for o in outs if o.code is not None)
     with pipe_safe():
         if as_json:
-            print(text.dumps({
-                "exit_code": code, "mode": "any" if any_ else "all",
-                "sessions": [{"id": o.session_id, "exit_code": o.code, "message": o.message,
-                              "session": o.row.to_json() if o.row else None} for o in outs],
-            }, indent=2))
+            print(
+                text.dumps(
+                    {
+                        "exit_code": code,
+                        "mode": "any" if any_ else "all",
+                        "sessions": [
+                            {
+                                "id": o.session_id,
+                                "exit_code": o.code,
+                                "message": o.message,
+                                "session": o.row.to_json() if o.row else None,
+                            }
+                            for o in outs
+                        ],
+                    },
+                    indent=2,
+                )
+            )
         else:
             for o in outs:
-                print(f"{literal(o.session_id, escapes=True)}: "
-                      + (_word(o.row) if o.row is not None else "not found")
-                      + ("" if o.code is not None else " (still waiting)")
-                      + (f" [exit {o.code}]" if o.code is not None else ""))
+                print(
+                    f"{literal(o.session_id, escapes=True)}: "
+                    + (_word(o.row) if o.row is not None else "not found")
+                    + ("" if o.code is not None else " (still waiting)")
+                    + (f" [exit {o.code}]" if o.code is not None else "")
+                )
     for o in outs:
         if o.message and o.code not in (None, EXIT_COMPLETED):
-            print(f"ocwatch wait: {literal(o.session_id, escapes=True)}: "
-                  f"{literal(o.message, escapes=True)}", file=sys.stderr)
+            print(
+                f"ocwatch wait: {literal(o.session_id, escapes=True)}: "
+                f"{literal(o.message, escapes=True)}",
+                file=sys.stderr,
+            )
     return code
 
 
@@ -258,14 +302,19 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
     """Print wait's result (server text made literal) and return the exit code."""
     with pipe_safe():
         if as_json:
-            out: dict[str, Any] = {"session": row.to_json() if row else None, "exit_code": code,
-                                   "message": message}
+            out: dict[str, Any] = {
+                "session": row.to_json() if row else None,
+                "exit_code": code,
+                "message": message,
+            }
             print(text.dumps(out, indent=2))
         elif row is not None:  # its last state, also when it timed out
             print(f"{literal(row.id, escapes=True)}: {_word(row)}")
             for p in row.pending:
-                print(f"  waiting for: {literal(p.summary, escapes=True)} "
-                      f"[{literal(p.id, escapes=True)}]")
+                print(
+                    f"  waiting for: {literal(p.summary, escapes=True)} "
+                    f"[{literal(p.id, escapes=True)}]"
+                )
     if message:
         print(f"ocwatch wait: {literal(message, escapes=True)}", file=sys.stderr)
     return code

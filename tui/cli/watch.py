@@ -58,8 +58,10 @@ def transition_text(tr: Transition, with_server: bool) -> str:
     assert row is not None
     before = state_word(tr.before) if tr.before is not None else "new"
     after = state_word(tr.after) if tr.after is not None else "deleted"
-    line = (f"{iso(tr.at)}  {literal(row.id, escapes=True)}  {before} -> {after}  "
-            f"{literal(row.title or '', escapes=True)}")
+    line = (
+        f"{iso(tr.at)}  {literal(row.id, escapes=True)}  {before} -> {after}  "
+        f"{literal(row.title or '', escapes=True)}"
+    )
     if tr.after is not None and tr.after.pending:
         line += f"  [{literal(tr.after.pending[0].summary, escapes=True)}]"
     if with_server:
@@ -113,14 +115,18 @@ async def watch(
                     print(f"ocwatch watch: {literal(why, escapes=True)}", file=err, flush=True)
                 elif info.reachable and info.url in down:
                     down.discard(info.url)
-                    print(f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
-                          file=err, flush=True)
+                    print(
+                        f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
+                        file=err,
+                        flush=True,
+                    )
             changes = fleet.last_changes
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:
                     continue
-                line = (text.dumps(transition_json(tr)) if as_json
-                        else transition_text(tr, with_server))
+                line = (
+                    text.dumps(transition_json(tr)) if as_json else transition_text(tr, with_server)
+                )
                 out.write(line + "\n")
                 out.flush()
                 if on_line is not None:
@@ -147,19 +153,32 @@ async def _first(*aws: Any) -> None:
             t.cancel()
 
 
-def run_watch(urls: Sequence[str], *, auth: Auth | None, settings: Settings,
-              sessions: Collection[str], as_json: bool,
-              auths: Mapping[str, Auth | None] | None = None,
-              names: Mapping[str, str] | None = None) -> int:
+def run_watch(
+    urls: Sequence[str],
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    sessions: Collection[str],
+    as_json: bool,
+    auths: Mapping[str, Auth | None] | None = None,
+    names: Mapping[str, str] | None = None,
+) -> int:
     """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
     a reader that closes the pipe ends it quietly."""
 
     async def main() -> int:
         stop = asyncio.Event()
         stop_on_signals(stop)
-        return await watch(urls, auth=auth, settings=settings, sessions=sessions,
-                           as_json=as_json, stop=stop, auths=auths,
-                           names=names)
+        return await watch(
+            urls,
+            auth=auth,
+            settings=settings,
+            sessions=sessions,
+            as_json=as_json,
+            stop=stop,
+            auths=auths,
+            names=names,
+        )
 
     try:
         return asyncio.run(main())

@@ -54,7 +54,8 @@ async def locate_request(client: Client, request_id: str) -> Located:
             return found
     raise ActionError(
         f"no open permission or question {request_id} on {client.url} "
-        "(already answered, or never asked)")
+        "(already answered, or never asked)"
+    )
 
 
 async def _reply_sent(client: Client, request_id: str, send: Awaitable[object]) -> None:
@@ -69,10 +70,11 @@ async def _reply_sent(client: Client, request_id: str, send: Awaitable[object]) 
             return  # no longer open: the server applied it
         except OcwatchError as again:
             raise ActionError(
-                f"{exc.message}; the server may have applied it (could not check: "
-                f"{again.message})") from None
-        raise ActionError(f"{exc.message}; {request_id} is still open: the server did not "
-                          "apply it") from None
+                f"{exc.message}; the server may have applied it (could not check: {again.message})"
+            ) from None
+        raise ActionError(
+            f"{exc.message}; {request_id} is still open: the server did not apply it"
+        ) from None
 
 
 async def abort(client: Client, session_id: str) -> bool:
@@ -93,16 +95,22 @@ async def abort(client: Client, session_id: str) -> bool:
         try:
             after = (await client.status(directory)).get(session_id)
         except OcwatchError:
-            raise ActionError(f"{exc.message}; the server may have aborted it (could not "
-                              "check)") from None
+            raise ActionError(
+                f"{exc.message}; the server may have aborted it (could not check)"
+            ) from None
         if isinstance(after, dict) and after.get("type") in ("busy", "retry"):
             raise ActionError(f"{exc.message}; {session_id} still runs: not aborted") from None
     return running
 
 
 async def reply_permission(
-    client: Client, request_id: str, reply: str, message: str | None = None,
-    directory: str | None = None, *, locate: bool = True,
+    client: Client,
+    request_id: str,
+    reply: str,
+    message: str | None = None,
+    directory: str | None = None,
+    *,
+    locate: bool = True,
 ) -> None:
     if reply not in ("once", "always", "reject"):
         raise ActionError(f"reply must be once, always or reject, not {reply!r}")
@@ -112,15 +120,19 @@ async def reply_permission(
             raise ActionError(f"{request_id} is a question; use `ocwatch answer`")
         directory = loc.directory
     try:
-        await _reply_sent(client, request_id,
-                          client.reply_permission(request_id, reply, message, directory))
+        await _reply_sent(
+            client, request_id, client.reply_permission(request_id, reply, message, directory)
+        )
     except NotFound:
         raise ActionError(
-            f"permission {request_id} is no longer open (already answered?)") from None
+            f"permission {request_id} is no longer open (already answered?)"
+        ) from None
 
 
 def question_answers(
-    req: QuestionRequest, options: list[str] | None, text: str | None,
+    req: QuestionRequest,
+    options: list[str] | None,
+    text: str | None,
 ) -> list[list[str]]:
     """Map `--option` labels (or one typed `--text`) onto every question of a request."""
     if text is not None:
@@ -131,14 +143,17 @@ def question_answers(
     if unknown:
         raise ActionError(
             f"no option {unknown[0]!r} in {req.id}; options: "
-            + ", ".join(repr(x) for x in sorted(known)))
+            + ", ".join(repr(x) for x in sorted(known))
+        )
     answers: list[list[str]] = []
     for i, q in enumerate(req.questions, 1):
         labels = [o.label for o in q.options]
         picked = [c for c in chosen if c in labels]
         if not picked:
-            raise ActionError(f"question {i} ({q.question!r}) got no answer; options: "
-                              + ", ".join(repr(x) for x in labels))
+            raise ActionError(
+                f"question {i} ({q.question!r}) got no answer; options: "
+                + ", ".join(repr(x) for x in labels)
+            )
         if len(picked) > 1 and not q.multiple:
             raise ActionError(f"question {i} ({q.question!r}) takes one option, got {picked}")
         answers.append(picked)
@@ -146,8 +161,13 @@ def question_answers(
 
 
 async def answer_question(
-    client: Client, request_id: str, *, options: list[str] | None = None,
-    text: str | None = None, answers: list[list[str]] | None = None, reject: bool = False,
+    client: Client,
+    request_id: str,
+    *,
+    options: list[str] | None = None,
+    text: str | None = None,
+    answers: list[list[str]] | None = None,
+    reject: bool = False,
 ) -> None:
     """Answer a question request, or reject it. `answers` gives one list per question (what a
     dialog knows); otherwise `options` labels (or one typed `text`) are mapped onto them."""
@@ -161,14 +181,14 @@ async def answer_question(
     elif len(answers) != len(loc.request.questions):
         raise ActionError(
             f"question {request_id} has {len(loc.request.questions)} questions, "
-            f"got {len(answers)} answers")
+            f"got {len(answers)} answers"
+        )
     try:
         if answers is None:  # reject
-            await _reply_sent(client, request_id,
-                              client.reject_question(request_id, loc.directory))
+            await _reply_sent(client, request_id, client.reject_question(request_id, loc.directory))
         else:
-            await _reply_sent(client, request_id,
-                              client.reply_question(request_id, answers, loc.directory))
+            await _reply_sent(
+                client, request_id, client.reply_question(request_id, answers, loc.directory)
+            )
     except NotFound:
-        raise ActionError(
-            f"question {request_id} is no longer open (already answered?)") from None
+        raise ActionError(f"question {request_id} is no longer open (already answered?)") from None

@@ -43,7 +43,7 @@ class ToolRun:
         """The summary, a path inside the session's folder shown relative to it."""
         prefix = directory.rstrip("/") + "/"
         if directory and self.summary.startswith(prefix):
-            return self.summary[len(prefix):]
+            return self.summary[len(prefix) :]
         return self.summary
 
 
@@ -66,9 +66,13 @@ class TokenSplit:
         return self.input + self.output + self.reasoning + self.cache_read + self.cache_write
 
     def __add__(self, other: TokenSplit) -> TokenSplit:
-        return TokenSplit(self.input + other.input, self.output + other.output,
-                          self.reasoning + other.reasoning, self.cache_read + other.cache_read,
-                          self.cache_write + other.cache_write)
+        return TokenSplit(
+            self.input + other.input,
+            self.output + other.output,
+            self.reasoning + other.reasoning,
+            self.cache_read + other.cache_read,
+            self.cache_write + other.cache_write,
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,9 +133,13 @@ def token_split(raw: Any) -> TokenSplit:
     """A message's `tokens` object (`{input, output, reasoning, cache: {read, write}}`)."""
     tokens = _dict(raw)
     cache = _dict(tokens.get("cache"))
-    return TokenSplit(_num(tokens.get("input")), _num(tokens.get("output")),
-                      _num(tokens.get("reasoning")), _num(cache.get("read")),
-                      _num(cache.get("write")))
+    return TokenSplit(
+        _num(tokens.get("input")),
+        _num(tokens.get("output")),
+        _num(tokens.get("reasoning")),
+        _num(cache.get("read")),
+        _num(cache.get("write")),
+    )
 
 
 def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
@@ -140,18 +148,28 @@ def one_line(text: str, limit: int = SUMMARY_CHARS) -> str:
 
 
 #: The input field that says what a tool call is about, by tool
-SUMMARY_FIELDS = {"bash": ("command",), "edit": ("filePath",), "write": ("filePath",),
-                  "read": ("filePath",), "patch": ("filePath",), "glob": ("pattern",),
-                  "grep": ("pattern",), "list": ("path",), "webfetch": ("url",),
-                  "task": ("description",), "todowrite": ()}
+SUMMARY_FIELDS = {
+    "bash": ("command",),
+    "edit": ("filePath",),
+    "write": ("filePath",),
+    "read": ("filePath",),
+    "patch": ("filePath",),
+    "glob": ("pattern",),
+    "grep": ("pattern",),
+    "list": ("path",),
+    "webfetch": ("url",),
+    "task": ("description",),
+    "todowrite": (),
+}
 
 
 def tool_summary(tool: str, state: Mapping[str, Any]) -> str:
     """One line saying what a tool call works on: `npm test`, `src/app.py`; the tool's own
     title when it has one and no known field does."""
     args = _dict(state.get("input"))
-    for name in SUMMARY_FIELDS.get(tool, ("command", "filePath", "path", "pattern", "url",
-                                          "description", "query")):
+    for name in SUMMARY_FIELDS.get(
+        tool, ("command", "filePath", "path", "pattern", "url", "description", "query")
+    ):
         value = args.get(name)
         if isinstance(value, str) and value.strip():
             return one_line(value)
@@ -177,15 +195,20 @@ def tool_run(part: Mapping[str, Any]) -> ToolRun:
     state = _dict(part.get("state"))
     times = _dict(state.get("time"))
     tool = str(part.get("tool") or "tool")
-    return ToolRun(tool, tool_summary(tool, state), str(state.get("status") or "pending"),
-                   _ms(times.get("start")), _ms(times.get("end")))
+    return ToolRun(
+        tool,
+        tool_summary(tool, state),
+        str(state.get("status") or "pending"),
+        _ms(times.get("start")),
+        _ms(times.get("end")),
+    )
 
 
 def reply_end(text: str, lines: int = REPLY_LINES, chars: int = REPLY_CHARS) -> str:
     """The last `lines` non-blank lines of a reply, at most `chars` characters."""
     kept = [line.rstrip() for line in text.strip().splitlines() if line.strip()][-lines:]
     out = "\n".join(kept)
-    return out if len(out) <= chars else "…" + out[-(chars - 1):]
+    return out if len(out) <= chars else "…" + out[-(chars - 1) :]
 
 
 def model_limits(providers: Any) -> dict[tuple[str, str], int]:
@@ -209,14 +232,23 @@ def model_limits(providers: Any) -> dict[tuple[str, str], int]:
 def todo_items(raw: Any) -> tuple[TodoItem, ...] | None:
     if not isinstance(raw, list):
         return None
-    return tuple(TodoItem(one_line(str(t.get("content") or ""), 200),
-                          str(t.get("status") or "pending"))
-                 for t in raw if isinstance(t, dict))
+    return tuple(
+        TodoItem(one_line(str(t.get("content") or ""), 200), str(t.get("status") or "pending"))
+        for t in raw
+        if isinstance(t, dict)
+    )
 
 
-def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float,
-                  todos: Any = None, limits: Mapping[tuple[str, str], int] | None = None,
-                  limit: int = MESSAGE_LIMIT, error: str | None = None) -> Activity:
+def activity_from(
+    session_id: str,
+    messages: Sequence[Any],
+    *,
+    fetched_at: float,
+    todos: Any = None,
+    limits: Mapping[tuple[str, str], int] | None = None,
+    limit: int = MESSAGE_LIMIT,
+    error: str | None = None,
+) -> Activity:
     """What the newest `messages` (`[{info, parts}]`, oldest first, as the server lists them)
     say the session is doing. Pure."""
     reply, reply_at = "", None
@@ -244,8 +276,9 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
                 context_limit = (limits or {}).get((provider, mid))
         if isinstance(info.get("modelID"), str):
             provider = info.get("providerID")
-            model = f"{provider}/{info['modelID']}" if isinstance(provider, str) else info[
-                "modelID"]
+            model = (
+                f"{provider}/{info['modelID']}" if isinstance(provider, str) else info["modelID"]
+            )
         if isinstance(info.get("agent"), str):
             agent = info["agent"]
         text = []
@@ -253,8 +286,7 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
         for part in parts if isinstance(parts, list) else ():
             part = _dict(part)
             kind = part.get("type")
-            if kind == "text" and isinstance(part.get("text"), str) and not part.get(
-                    "synthetic"):
+            if kind == "text" and isinstance(part.get("text"), str) and not part.get("synthetic"):
                 text.append(part["text"])
             elif kind == "tool":
                 last_tool = tool_run(part)
@@ -264,19 +296,40 @@ def activity_from(session_id: str, messages: Sequence[Any], *, fetched_at: float
             reply = reply_end("\n".join(text))
             reply_at = _ms(_dict(info.get("time")).get("created"))
     # only the newest assistant message's open tools are running now
-    newest = next((m for m in reversed(entries)
-                   if _dict(m.get("info")).get("role") == "assistant"), {})
+    newest = next(
+        (m for m in reversed(entries) if _dict(m.get("info")).get("role") == "assistant"), {}
+    )
     parts = newest.get("parts")
-    running = [run for run in (tool_run(_dict(p)) for p in (parts if isinstance(parts, list)
-                                                            else ())
-                               if _dict(p).get("type") == "tool")
-               if run.status in ("pending", "running")]
+    running = [
+        run
+        for run in (
+            tool_run(_dict(p))
+            for p in (parts if isinstance(parts, list) else ())
+            if _dict(p).get("type") == "tool"
+        )
+        if run.status in ("pending", "running")
+    ]
     listed, whole = todo_items(todos), todo_items(written)
     if whole is not None and (listed is None or len(whole) > len(listed)):
         listed = whole  # servers that keep only the open todos: the list as the agent wrote it
-    return Activity(session_id, fetched_at, reply, reply_at, tuple(running), last_tool,
-                    listed, model, agent, tokens, context, context_limit,
-                    len(entries), len(entries) >= limit, cost, error)
+    return Activity(
+        session_id,
+        fetched_at,
+        reply,
+        reply_at,
+        tuple(running),
+        last_tool,
+        listed,
+        model,
+        agent,
+        tokens,
+        context,
+        context_limit,
+        len(entries),
+        len(entries) >= limit,
+        cost,
+        error,
+    )
 
 
 async def _optional(client: Client, path: str, params: dict[str, Any] | None) -> Any:
@@ -292,17 +345,23 @@ async def fetch_limits(client: Client) -> dict[tuple[str, str], int]:
     return model_limits(await _optional(client, "/config/providers", None))
 
 
-async def fetch_activity(client: Client, session_id: str, directory: str | None, *,
-                         limits: Mapping[tuple[str, str], int] | None = None,
-                         limit: int = MESSAGE_LIMIT,
-                         clock: Any = time.time) -> Activity:
+async def fetch_activity(
+    client: Client,
+    session_id: str,
+    directory: str | None,
+    *,
+    limits: Mapping[tuple[str, str], int] | None = None,
+    limit: int = MESSAGE_LIMIT,
+    clock: Any = time.time,
+) -> Activity:
     """Read what one session is doing: its newest `limit` messages and its todos (two
     bounded requests). OcwatchError when the messages cannot be read."""
     messages = await client.messages(session_id, limit=limit, directory=directory)
     params = {"directory": directory} if directory else None
     todos = await _optional(client, f"/session/{quote(session_id, safe='')}/todo", params)
-    return activity_from(session_id, messages, fetched_at=clock(), todos=todos,
-                         limits=limits, limit=limit)
+    return activity_from(
+        session_id, messages, fetched_at=clock(), todos=todos, limits=limits, limit=limit
+    )
 
 
 def summarize_todos(todos: Iterable[TodoItem]) -> tuple[int, int, TodoItem | None]:

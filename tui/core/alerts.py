@@ -84,7 +84,8 @@ class Alerter:
     sent: int = 0
     suppressed: int = 0
     _last: dict[tuple[tuple[str, str], str], tuple[float, tuple[object, ...]]] = field(
-        default_factory=dict)
+        default_factory=dict
+    )
     _window: deque[float] = field(default_factory=deque)
 
     def feed(self, changes: Iterable[Transition]) -> list[Alert]:
@@ -101,8 +102,9 @@ class Alerter:
             now = self.clock()
             mark = (alert.key, alert.kind)
             last = self._last.get(mark)
-            if last is not None and (last[1] == alert.signature
-                                     or now - last[0] < self.config.min_interval):
+            if last is not None and (
+                last[1] == alert.signature or now - last[0] < self.config.min_interval
+            ):
                 self.suppressed += 1
                 continue
             while self._window and now - self._window[0] > 60.0:
@@ -117,8 +119,6 @@ class Alerter:
             self.sent += 1
             delivered.append(alert)
         return delivered
-
-
 
 
 def osc9(alert: Alert) -> str:
@@ -139,8 +139,7 @@ def osc99(alert: Alert) -> str:
     """kitty's OSC 99 desktop notification: the title, then the body (one notification)."""
     title = plain(f"ocwatch {alert.kind}: {alert.title}", 100)
     body = plain(alert.text, 200)
-    return (f"\x1b]99;i=ocwatch:d=0:p=title;{title}\x1b\\"
-            f"\x1b]99;i=ocwatch:d=1:p=body;{body}\x1b\\")
+    return f"\x1b]99;i=ocwatch:d=0:p=title;{title}\x1b\\\x1b]99;i=ocwatch:d=1:p=body;{body}\x1b\\"
 
 
 def tmux_passthrough(sequence: str) -> str:
@@ -152,7 +151,10 @@ def tmux_passthrough(sequence: str) -> str:
 def sequences(config: AlertConfig, inside_tmux: bool) -> list[Callable[[Alert], str]]:
     """The terminal notifications configured (OSC 9, 777, 99), wrapped for tmux inside it."""
     makers: tuple[tuple[bool, Callable[[Alert], str]], ...] = (
-        (config.osc9, osc9), (config.osc777, osc777), (config.osc99, osc99))
+        (config.osc9, osc9),
+        (config.osc777, osc777),
+        (config.osc99, osc99),
+    )
     chosen = [make for on, make in makers if on]
     if not inside_tmux:
         return chosen
@@ -167,9 +169,12 @@ def _writer(make: Callable[[Alert], str], write: Callable[[str], None]) -> Calla
     return lambda alert: write(make(alert))
 
 
-def terminal_sinks(config: AlertConfig, write: Callable[[str], None],
-                   bell: Callable[[], None] | None = None,
-                   inside_tmux: bool | None = None) -> list[Callable[[Alert], None]]:
+def terminal_sinks(
+    config: AlertConfig,
+    write: Callable[[str], None],
+    bell: Callable[[], None] | None = None,
+    inside_tmux: bool | None = None,
+) -> list[Callable[[Alert], None]]:
     """Sinks that reach the terminal (the bell: `bell()`, else BEL written; OSC 9, 777, 99
     through `write`, wrapped for tmux inside it) and run notify-send, as configured."""
     sinks: list[Callable[[Alert], None]] = []
@@ -181,11 +186,19 @@ def terminal_sinks(config: AlertConfig, write: Callable[[str], None],
     if config.desktop:
         exe = shutil.which("notify-send")
         if exe is not None:
+
             def desktop(a: Alert, exe: str = exe) -> None:
                 with contextlib.suppress(OSError):  # fixed program, args not through a shell
                     subprocess.Popen(
-                        [exe, "--app-name=ocwatch", f"ocwatch: {a.kind}",
-                         plain(f"{a.title}: {a.text}", 300)],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                        [
+                            exe,
+                            "--app-name=ocwatch",
+                            f"ocwatch: {a.kind}",
+                            plain(f"{a.title}: {a.text}", 300),
+                        ],
+                        stdout=subprocess.DEVNULL,
+                        stderr=subprocess.DEVNULL,
+                    )
+
             sinks.append(desktop)
     return sinks

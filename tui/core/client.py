@@ -83,7 +83,8 @@ def normalize_url(url: str) -> str:
     if parts.username is not None or parts.password is not None:
         raise OcwatchError(
             f"invalid server URL {_no_userinfo(url)!r}: credentials do not go in the URL; "
-            "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME)")
+            "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME)"
+        )
     if parts.scheme not in ("http", "https") or not host or _NOT_HOST.search(host):
         raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: expected http://HOST:PORT")
     del port
@@ -151,9 +152,13 @@ class Client:
         )
         # last messages read on stdlib connections (a third of httpx's cost each, tui.core.
         # quick); not through a test's or a replay's transport, nor while recording
-        self._quick = QuickGet(self.url, auth, timeout=timeout, deadline=deadline,
-                               max_body=max_body) if transport is None and QuickGet.usable(
-            self.url, trust_env) and os.environ.get("OCWATCH_QUICK_READS") != "0" else None
+        self._quick = (
+            QuickGet(self.url, auth, timeout=timeout, deadline=deadline, max_body=max_body)
+            if transport is None
+            and QuickGet.usable(self.url, trust_env)
+            and os.environ.get("OCWATCH_QUICK_READS") != "0"
+            else None
+        )
 
     @property
     def http(self) -> httpx.AsyncClient:
@@ -172,23 +177,35 @@ class Client:
 
     # -- plumbing -------------------------------------------------------------------------------
     async def request(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None,
-        body: Any = None, expect_json: bool = True,
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        expect_json: bool = True,
     ) -> Any:
         data, _headers = await self.request_with_headers(
-            method, path, params=params, body=body, expect_json=expect_json)
+            method, path, params=params, body=body, expect_json=expect_json
+        )
         return data
 
     async def request_with_headers(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None,
-        body: Any = None, expect_json: bool = True,
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        expect_json: bool = True,
     ) -> tuple[Any, httpx.Headers]:
         self.requests += 1
         where = f"{self.url} {method} {path}"
         try:
             async with asyncio.timeout(self.deadline):
                 req = self._http.build_request(
-                    method, path, params=params, json=body if body is not None else None)
+                    method, path, params=params, json=body if body is not None else None
+                )
                 resp = await self._http.send(req, stream=True)
                 try:
                     if 300 <= resp.status_code < 400:
@@ -203,8 +220,10 @@ class Client:
                     await resp.aclose()
                 self._tapped(req, resp, content)
         except TimeoutError:
-            raise Unreachable(f"{where}: no complete answer within {self.deadline:g}s "
-                              "(the server is too slow or stalled)") from None
+            raise Unreachable(
+                f"{where}: no complete answer within {self.deadline:g}s "
+                "(the server is too slow or stalled)"
+            ) from None
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
         return self._check(resp, content, method, path, expect_json), resp.headers
@@ -215,16 +234,27 @@ class Client:
         return Redirected(
             f"{self.url} {method} {path}: redirected (HTTP {resp.status_code}) to "
             f"{_no_userinfo(to)[:200]!r}; an OpenCode server answers itself "
-            "(a proxy or a login page in the way?)")
+            "(a proxy or a login page in the way?)"
+        )
 
-    def _tapped(self, req: httpx.Request, resp: httpx.Response, content: bytes,
-                refused: str | None = None) -> None:
+    def _tapped(
+        self, req: httpx.Request, resp: httpx.Response, content: bytes, refused: str | None = None
+    ) -> None:
         if self.tap is None:
             return
         kept = {k: v for k in KEPT_HEADERS if (v := resp.headers.get(k)) is not None}
-        self.tap.http(self.url, self.clock(), SNAPSHOT.get(), req.method, req.url.path,
-                      req.url.query.decode("ascii", "replace"), resp.status_code, kept, content,
-                      refused)
+        self.tap.http(
+            self.url,
+            self.clock(),
+            SNAPSHOT.get(),
+            req.method,
+            req.url.path,
+            req.url.query.decode("ascii", "replace"),
+            resp.status_code,
+            kept,
+            content,
+            refused,
+        )
 
     async def _read(self, resp: httpx.Response, where: str) -> bytes:
         """The decoded answer, refused past `max_body` bytes."""
@@ -232,8 +262,10 @@ class Client:
         async for chunk in resp.aiter_bytes():
             out += chunk
             if len(out) > self.max_body:
-                raise BadResponse(f"{where}: answer larger than {self.max_body // 2**20} MiB "
-                                  "(decompressed); refused")
+                raise BadResponse(
+                    f"{where}: answer larger than {self.max_body // 2**20} MiB "
+                    "(decompressed); refused"
+                )
         return bytes(out)
 
     def auth_failed(self) -> AuthFailed:
@@ -242,13 +274,16 @@ class Client:
             return AuthFailed(
                 f"{self.url}: authentication failed (HTTP 401): the server wants a password; "
                 "set OPENCODE_SERVER_PASSWORD (and OPENCODE_SERVER_USERNAME if not "
-                "'opencode')")
+                "'opencode')"
+            )
         return AuthFailed(
             f"{self.url}: authentication failed (HTTP 401): the server refused user "
-            f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)")
+            f"{self._user!r} with the password from OPENCODE_SERVER_PASSWORD (or its file)"
+        )
 
-    def _check(self, resp: httpx.Response, content: bytes, method: str, path: str,
-               expect_json: bool) -> Any:
+    def _check(
+        self, resp: httpx.Response, content: bytes, method: str, path: str, expect_json: bool
+    ) -> Any:
         where = f"{self.url} {method} {path}"
         if resp.status_code == 401:
             raise self.auth_failed()
@@ -263,8 +298,10 @@ class Client:
             return None
         if resp.status_code == 204 or not content.strip():
             if method == "GET":  # a route that lists things answers a list, never nothing
-                raise BadResponse(f"{where}: answered HTTP {resp.status_code} with no body "
-                                  "where JSON was expected")
+                raise BadResponse(
+                    f"{where}: answered HTTP {resp.status_code} with no body "
+                    "where JSON was expected"
+                )
             return None
         ctype = resp.headers.get("content-type", "")
         body = content.decode("utf-8", errors="replace")
@@ -290,7 +327,10 @@ class Client:
         return data
 
     async def sessions(
-        self, directory: str | None = None, *, project: bool = False,
+        self,
+        directory: str | None = None,
+        *,
+        project: bool = False,
     ) -> list[dict[str, Any]]:
         """`GET /session`: one project's (or one folder's) sessions, without the default limit
         of 100."""
@@ -329,8 +369,9 @@ class Client:
             projects = await self.projects()
         except NotFound:
             return []
-        return [wt for p in projects
-                if isinstance(wt := p.get("worktree"), str) and wt and wt != "/"]
+        return [
+            wt for p in projects if isinstance(wt := p.get("worktree"), str) and wt and wt != "/"
+        ]
 
     async def folders(self, sessions: Iterable[Session]) -> list[str | None]:
         """Every project folder to ask per-folder routes for: the sessions' folders and the
@@ -346,7 +387,8 @@ class Client:
             if cursor:
                 params["cursor"] = cursor
             data, headers = await self.request_with_headers(
-                "GET", "/experimental/session", params=params)
+                "GET", "/experimental/session", params=params
+            )
             items = _list(data, self.url, "/experimental/session")
             for item in items:
                 out.setdefault(str(item.get("id")), item)
@@ -374,7 +416,10 @@ class Client:
         return _list(data, self.url, "/question")
 
     async def messages(
-        self, session_id: str, limit: int | None = 1, directory: str | None = None,
+        self,
+        session_id: str,
+        limit: int | None = 1,
+        directory: str | None = None,
     ) -> list[dict[str, Any]]:
         """The session's newest `limit` messages, oldest first (None: all of them)."""
         params: dict[str, Any] = {} if limit is None else {"limit": limit}
@@ -417,7 +462,10 @@ class Client:
         return await self.request("POST", path, params=self._dir(directory), body={})
 
     async def reply_permission(
-        self, request_id: str, reply: str, message: str | None = None,
+        self,
+        request_id: str,
+        reply: str,
+        message: str | None = None,
         directory: str | None = None,
     ) -> Any:
         body: dict[str, Any] = {"reply": reply}
@@ -427,11 +475,15 @@ class Client:
         return await self.request("POST", path, params=self._dir(directory), body=body)
 
     async def reply_question(
-        self, request_id: str, answers: list[list[str]], directory: str | None = None,
+        self,
+        request_id: str,
+        answers: list[list[str]],
+        directory: str | None = None,
     ) -> Any:
         path = f"/question/{quote(request_id, safe='')}/reply"
         return await self.request(
-            "POST", path, params=self._dir(directory), body={"answers": answers})
+            "POST", path, params=self._dir(directory), body={"answers": answers}
+        )
 
     async def reject_question(self, request_id: str, directory: str | None = None) -> Any:
         path = f"/question/{quote(request_id, safe='')}/reject"

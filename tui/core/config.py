@@ -76,8 +76,9 @@ class ServerEntry(BaseModel):
 
     url: str
     """The server's URL."""
-    name: str | None = Field(default=None, min_length=1, max_length=64,
-                             pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$")
+    name: str | None = Field(
+        default=None, min_length=1, max_length=64, pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]*$"
+    )
     """What the server is called: in the dashboard, `status --json`, metric labels (`server`)
     and alerts; `--server NAME` picks it (default: its URL). Letters, digits and `_.:@-`."""
     password_env: str | None = None
@@ -119,8 +120,11 @@ class Config(BaseModel):
     (OPENCODE_SERVER_PASSWORD), never in its arguments."""
 
     def settings(self) -> Settings:
-        return Settings(grace=self.grace, resync_interval=self.resync_interval,
-                        request_deadline=self.request_deadline)
+        return Settings(
+            grace=self.grace,
+            resync_interval=self.resync_interval,
+            request_deadline=self.request_deadline,
+        )
 
 
 def config_path(env: Mapping[str, str] | None = None) -> Path:
@@ -143,7 +147,8 @@ ENV_NAMES: dict[str, str] = {
 
 
 def load_config(
-    path: Path | None = None, env: Mapping[str, str] | None = None,
+    path: Path | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> tuple[Config, list[str]]:
     """The config: defaults, under the file (if any), under the environment (ENV_NAMES), each
     a pydantic-settings source. Returns (config, warnings): a key of the file or a variable that
@@ -191,8 +196,11 @@ def load_config(
     class Layered(BaseSettings, Config):  # type: ignore[misc]  # its model_config: both kinds
         @classmethod
         def settings_customise_sources(
-            cls, settings_cls: type[BaseSettings], init_settings: PydanticBaseSettingsSource,
-            env_settings: PydanticBaseSettingsSource, dotenv_settings: PydanticBaseSettingsSource,
+            cls,
+            settings_cls: type[BaseSettings],
+            init_settings: PydanticBaseSettingsSource,
+            env_settings: PydanticBaseSettingsSource,
+            dotenv_settings: PydanticBaseSettingsSource,
             file_secret_settings: PydanticBaseSettingsSource,
         ) -> tuple[PydanticBaseSettingsSource, ...]:
             return Environment(settings_cls), File(settings_cls)  # nothing else is read
@@ -212,8 +220,9 @@ def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
             warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
             data = {}
     if "password" in data:
-        warnings.append(f"config {path}: 'password' is ignored; use $OPENCODE_SERVER_PASSWORD "
-                        "or password_file")
+        warnings.append(
+            f"config {path}: 'password' is ignored; use $OPENCODE_SERVER_PASSWORD or password_file"
+        )
         data.pop("password")
     try:
         Config.model_validate(data)
@@ -297,20 +306,19 @@ def resolve_options(
         if e.name is None:
             continue
         if e.name in by_name:
-            out.append(f"config: two servers are named {e.name!r}; the second is called by "
-                       "its URL")
+            out.append(f"config: two servers are named {e.name!r}; the second is called by its URL")
             continue
         by_name[e.name] = e
     chosen = [by_name[u].url if u in by_name else u for u in urls or ()] or list(
-        [e if isinstance(e, str) else e.url for e in config.servers]
-        or default_server_urls(env))
-    names = {key: e.name for key, e in entries.items()
-             if e.name is not None and by_name.get(e.name) is e}
+        [e if isinstance(e, str) else e.url for e in config.servers] or default_server_urls(env)
+    )
+    names = {
+        key: e.name for key, e in entries.items() if e.name is not None and by_name.get(e.name) is e
+    }
     settings = config.settings()
     if grace is not None:
         settings = dataclasses.replace(settings, grace=grace)
-    flags: dict[str, Any] = {"bell": bell, "osc9": osc9, "desktop": desktop,
-                             **(alert_flags or {})}
+    flags: dict[str, Any] = {"bell": bell, "osc9": osc9, "desktop": desktop, **(alert_flags or {})}
     update: dict[str, Any] = {}
     for key, value in flags.items():
         if key not in AlertConfig.model_fields:
@@ -322,9 +330,13 @@ def resolve_options(
     alerts = AlertConfig.model_validate({**config.alerts.model_dump(), **update})
     env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
     if auth is None and not env_password and config.password_file:
-        auth = _file_auth(config.password_file, env.get("OPENCODE_SERVER_USERNAME", ""), out,
-                          f"config password_file {config.password_file}",
-                          "; connecting without a password")
+        auth = _file_auth(
+            config.password_file,
+            env.get("OPENCODE_SERVER_USERNAME", ""),
+            out,
+            f"config password_file {config.password_file}",
+            "; connecting without a password",
+        )
     auths: dict[str, Auth | None] = {}
     for i, url in enumerate(chosen):
         key = _url_key(url)
@@ -335,12 +347,22 @@ def resolve_options(
         else:
             auths[key] = own if own is not None else (auth if i == 0 else None)
         if auths[key] is not None and _cleartext(url):
-            out.append(f"{url}: the password goes over plain http to a host that is not this "
-                       "machine; use https (or a tunnel)")
-    return Options(chosen, settings, theme or config.theme, alerts, auth, out, auths,
-                   {key: names[key] for key in auths if key in names},
-                   read_only=read_only or config.read_only,
-                   attach_command=list(config.attach_command))
+            out.append(
+                f"{url}: the password goes over plain http to a host that is not this "
+                "machine; use https (or a tunnel)"
+            )
+    return Options(
+        chosen,
+        settings,
+        theme or config.theme,
+        alerts,
+        auth,
+        out,
+        auths,
+        {key: names[key] for key in auths if key in names},
+        read_only=read_only or config.read_only,
+        attach_command=list(config.attach_command),
+    )
 
 
 def _url_key(url: str) -> str:
@@ -370,8 +392,12 @@ def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> A
             return Auth(user, password)
         out.append(f"server {entry.url}: ${entry.password_env} is not set")
     if entry.password_file:
-        return _file_auth(entry.password_file, user, out,
-                          f"server {entry.url}: password_file {entry.password_file}")
+        return _file_auth(
+            entry.password_file,
+            user,
+            out,
+            f"server {entry.url}: password_file {entry.password_file}",
+        )
     return None
 
 
@@ -379,8 +405,12 @@ def _file_auth(path: str, user: str, out: list[str], what: str, then: str = "") 
     """Credentials from a password file (`~` expanded; Auth.from_env reads it), or None; a file
     that cannot be read is said in `out` as `what: cannot read it (why)` + `then`."""
     try:
-        return Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE": os.path.expanduser(path),
-                              "OPENCODE_SERVER_USERNAME": user})
+        return Auth.from_env(
+            {
+                "OPENCODE_SERVER_PASSWORD_FILE": os.path.expanduser(path),
+                "OPENCODE_SERVER_USERNAME": user,
+            }
+        )
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
         why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
         out.append(f"{what}: cannot read it ({why}){then}")

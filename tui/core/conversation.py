@@ -70,13 +70,20 @@ def entry(message: Any) -> Entry | None:
         model, provider = nested.get("modelID"), nested.get("providerID")
     role = info.get("role")
     return Entry(
-        ident, role if role in ("user", "assistant") else "assistant", _ms(times.get("created")),
-        _ms(times.get("completed")), info["agent"] if isinstance(info.get("agent"), str) else None,
+        ident,
+        role if role in ("user", "assistant") else "assistant",
+        _ms(times.get("created")),
+        _ms(times.get("completed")),
+        info["agent"] if isinstance(info.get("agent"), str) else None,
         (f"{provider}/{model}" if isinstance(provider, str) else model)
-        if isinstance(model, str) else None,
-        "\n".join(t.strip("\n") for t in texts if t.strip()), reasoning, tuple(tools),
+        if isinstance(model, str)
+        else None,
+        "\n".join(t.strip("\n") for t in texts if t.strip()),
+        reasoning,
+        tuple(tools),
         _error_text(info.get("error")),
-        info["finish"] if isinstance(info.get("finish"), str) else None)
+        info["finish"] if isinstance(info.get("finish"), str) else None,
+    )
 
 
 def entries(messages: Iterable[Any]) -> list[Entry]:

@@ -29,8 +29,13 @@ from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State, ag
 #: Finishes that do not end a run: the model asked for tools and another step follows.
 NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
 SERVER_REASONS: dict[str, Reason] = {
-    "completed": "completed", "aborted": "aborted", "error": "error",
-    "interrupted": "interrupted", "failed": "error", "cancelled": "aborted"}
+    "completed": "completed",
+    "aborted": "aborted",
+    "error": "error",
+    "interrupted": "interrupted",
+    "failed": "error",
+    "cancelled": "aborted",
+}
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
 _REFUSALS = ("rejected", "dismissed")
 
@@ -152,13 +157,32 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     """The session's row at `now`, and until when it holds: the rules' verdict (`_verdict`),
     with the settled state kept while the facts are still arriving, the time in state, what an
     unreachable server leaves of it, and the session's figures."""
-    (server, s, status, last_retry, _active, _loading, msg, requests, _busy_children, children,
-     stream_error, _carried_error, _carried_at, _status_at, _claim_at, _quiet_at, touched,
-     held, link) = inputs  # read once: this runs for every session
+    (
+        server,
+        s,
+        status,
+        last_retry,
+        _active,
+        _loading,
+        msg,
+        requests,
+        _busy_children,
+        children,
+        stream_error,
+        _carried_error,
+        _carried_at,
+        _status_at,
+        _claim_at,
+        _quiet_at,
+        touched,
+        held,
+        link,
+    ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
     pending = tuple(pending_of(req) for req, _ in requests) if requests else ()
     state, reason, stale, evidence, settled, since, ended, settling, until = _verdict(
-        inputs, st, pending, now, settings.grace)
+        inputs, st, pending, now, settings.grace
+    )
     if held is not None and held.settling in ("unreachable", "loading"):
         held = None  # what an outage or a first snapshot loading showed is no settled state
     if not settled:
@@ -168,7 +192,12 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         if settling != "loading":
             if held is not None:
                 state, reason, stale, ended, since = (
-                    held.state, held.reason, held.stale, held.ended, held.since)
+                    held.state,
+                    held.reason,
+                    held.stale,
+                    held.ended,
+                    held.since,
+                )
             else:
                 state, reason, stale, ended = "busy", None, False, None
     elif since is None:
@@ -177,8 +206,10 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
             since = held.since
         else:  # from this very moment: a row that read the clock is not reused later
             since = until = now
-        evidence = (*evidence, "time in state counted from when ocwatch first saw it "
-                               "(no server fact dates it)")
+        evidence = (
+            *evidence,
+            "time in state counted from when ocwatch first saw it (no server fact dates it)",
+        )
     if not link.reachable:
         evidence = (_unreachable(link, state, reason), *evidence)
         state, reason, stale, settled, ended = "unknown", None, False, False, None
@@ -205,22 +236,48 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     if err is None:
         err = stream_error
     retrying = st if st is not None and st.type == "retry" else None
-    return _new(Decided, (SessionRow(
-        server, s.id, s.title, s.directory, s.parent_id, state, reason, stale,
-        evidence, pending, since, updated or None, cost, tokens, settled,
-        err.text if err is not None else None,
-        retrying.attempt if retrying is not None else None,
-        retrying.message if retrying is not None else None,
-        ms(retrying.next) if retrying is not None else None,
-        children, ended, settling,
-    ), until))
+    return _new(
+        Decided,
+        (
+            SessionRow(
+                server,
+                s.id,
+                s.title,
+                s.directory,
+                s.parent_id,
+                state,
+                reason,
+                stale,
+                evidence,
+                pending,
+                since,
+                updated or None,
+                cost,
+                tokens,
+                settled,
+                err.text if err is not None else None,
+                retrying.attempt if retrying is not None else None,
+                retrying.message if retrying is not None else None,
+                ms(retrying.next) if retrying is not None else None,
+                children,
+                ended,
+                settling,
+            ),
+            until,
+        ),
+    )
 
 
 _new = tuple.__new__  # a NamedTuple without its Python-level __new__ (once per session)
 
 
-def _verdict(i: SessionInputs, st: SessionStatus | None, pending: tuple[Pending, ...],
-             now: float, grace: float) -> Verdict:
+def _verdict(
+    i: SessionInputs,
+    st: SessionStatus | None,
+    pending: tuple[Pending, ...],
+    now: float,
+    grace: float,
+) -> Verdict:
     """The rules, in the design's order (`st`: the status to decide by; `pending`: the open
     requests as the row shows them)."""
     msg = i.message
@@ -245,45 +302,58 @@ def _verdict(i: SessionInputs, st: SessionStatus | None, pending: tuple[Pending,
                 dated = None
                 if info is not None:
                     dated = ms(info.time.completed) or ms(info.time.created)
-                return Verdict(REASON_STATE[reason], reason, False,
-                               (f"server reports idle, reason {st.reason}",), True,
-                               dated or i.status_at)
+                return Verdict(
+                    REASON_STATE[reason],
+                    reason,
+                    False,
+                    (f"server reports idle, reason {st.reason}",),
+                    True,
+                    dated or i.status_at,
+                )
     elif i.active:
         return _busy("running (/api/session/active)", i, msg, info, now, grace)
     # 5. absent from the status map (or idle): the messages tell
     if msg is None or info is None:
         if i.stream_error is not None:
             return _idle_error(i.stream_error, i.status_at)
-        return Verdict("idle", None, False, ("no messages yet",), True,
-                       ms(i.session.time.created))
+        return Verdict("idle", None, False, ("no messages yet",), True, ms(i.session.time.created))
     if info.role == "assistant":
         return _not_running(i, msg, info, now, grace)
     return _unanswered(i, info, now, grace)
 
 
-def _between_attempts(st: SessionStatus | None, last_retry: SessionStatus,
-                      msg: Message | None) -> SessionStatus | None:
+def _between_attempts(
+    st: SessionStatus | None, last_retry: SessionStatus, msg: Message | None
+) -> SessionStatus | None:
     """The status to decide by: busy between two attempts with no output yet is still the
     retry (the server reads busy while the next attempt is under way)."""
     if st is None or st.type != "busy":
         return st
     info = msg.info if msg is not None else None
-    if info is None or (info.role == "assistant" and not info.time.completed
-                        and msg is not None and not msg.parts):
-        return replace(last_retry,
-                       message=f"{last_retry.message or 'retrying'} (next attempt under way)")
+    if info is None or (
+        info.role == "assistant" and not info.time.completed and msg is not None and not msg.parts
+    ):
+        return replace(
+            last_retry, message=f"{last_retry.message or 'retrying'} (next attempt under way)"
+        )
     return st
 
 
-def _input(i: SessionInputs, st: SessionStatus | None, pending: tuple[Pending, ...],
-           now: float) -> Verdict:
+def _input(
+    i: SessionInputs, st: SessionStatus | None, pending: tuple[Pending, ...], now: float
+) -> Verdict:
     """Requests open here or in a descendant: the user is asked for input, since the first
     request was made (its id dates it; else when the stream said it was asked)."""
     sid = i.session.id
-    ev = [p.summary if p.session_id == sid else f"{p.summary} (sub-agent {p.session_id})"
-          for p in pending]
-    times = [t for t in (id_time(req.id, now) or asked_at for req, asked_at in i.requests)
-             if t is not None]
+    ev = [
+        p.summary if p.session_id == sid else f"{p.summary} (sub-agent {p.session_id})"
+        for p in pending
+    ]
+    times = [
+        t
+        for t in (id_time(req.id, now) or asked_at for req, asked_at in i.requests)
+        if t is not None
+    ]
     if st is not None:
         ev.append(f"server reports {st.type} while waiting")
     return Verdict("input", None, False, tuple(ev), True, min(times) if times else None)
@@ -296,10 +366,19 @@ def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None)
     note = "last message not read yet (the first snapshot is loading)"
     if st is not None and st.type != "idle" or in_active:
         label = st.type if st is not None and st.type != "idle" else "running"
-        return Verdict("busy", None, False, (f"server reports {label}", note), False, status_at,
-                       None, "loading")
-    return Verdict("unknown", None, False, ("not in the status map", note), False, None, None,
-                   "loading")
+        return Verdict(
+            "busy",
+            None,
+            False,
+            (f"server reports {label}", note),
+            False,
+            status_at,
+            None,
+            "loading",
+        )
+    return Verdict(
+        "unknown", None, False, ("not in the status map", note), False, None, None, "loading"
+    )
 
 
 def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None) -> Verdict:
@@ -311,24 +390,40 @@ def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None)
     if info is not None and info.role == "assistant" and not info.time.completed:
         since = ms(info.time.created) or since
     if st.next:
-        return Verdict("retry", None, False,
-                       (attempt, f"next attempt at {clock_text(st.next / 1000)}"), True, since)
+        return Verdict(
+            "retry",
+            None,
+            False,
+            (attempt, f"next attempt at {clock_text(st.next / 1000)}"),
+            True,
+            since,
+        )
     return Verdict("retry", None, False, (attempt,), True, since)
 
 
-def _busy(label: str, i: SessionInputs, msg: Message | None, info: MessageInfo | None,
-          now: float, grace: float) -> Verdict:
+def _busy(
+    label: str,
+    i: SessionInputs,
+    msg: Message | None,
+    info: MessageInfo | None,
+    now: float,
+    grace: float,
+) -> Verdict:
     """Busy, since its run began (the prompt); stale when the run visibly ended and the server
     still said it runs after that (a status event or a snapshot taken past the grace period)."""
     status_at, claim_at, busy_children = i.status_at, i.claim_at, i.busy_children
-    reported = (f"server reports {label} since {clock_text(status_at)}" if status_at
-                else f"server reports {label}")
+    reported = (
+        f"server reports {label} since {clock_text(status_at)}"
+        if status_at
+        else f"server reports {label}"
+    )
     if msg is None or info is None:
         return Verdict("busy", None, False, (reported, "no message yet"), True, status_at)
     began = run_start(info, now) or status_at
     if info.role != "assistant":
-        return Verdict("busy", None, False, (reported, "last message is a prompt (run starting)"),
-                       True, began)
+        return Verdict(
+            "busy", None, False, (reported, "last message is a prompt (run starting)"), True, began
+        )
     tool = _open_tool(msg)
     times = info.time
     completed = times.completed
@@ -347,9 +442,20 @@ def _busy(label: str, i: SessionInputs, msg: Message | None, info: MessageInfo |
                 if at is not None and now - at <= grace:
                     # the user refused the tool: the run ends as soon as the server saves the
                     # step (1.18.33 still reads busy for ~100 ms). Not a new state yet
-                    return Verdict("busy", None, False, (
-                        reported, f"the user refused tool {refused.tool or '?'}: the run is "
-                                  "ending"), False, began, None, "finishing", at + grace)
+                    return Verdict(
+                        "busy",
+                        None,
+                        False,
+                        (
+                            reported,
+                            f"the user refused tool {refused.tool or '?'}: the run is ending",
+                        ),
+                        False,
+                        began,
+                        None,
+                        "finishing",
+                        at + grace,
+                    )
             ev.append(f"assistant message streaming since {clock_text(ms(times.created) or now)}")
             if not times.created:  # the evidence reads the clock itself
                 return Verdict("busy", None, False, tuple(ev), True, began, until=now)
@@ -370,20 +476,50 @@ def _busy(label: str, i: SessionInputs, msg: Message | None, info: MessageInfo |
         if claim_at is None or claim_at < held_since + grace:
             # only what the server said before the run ended calls it busy (its idle event may
             # have been lost): not stale until the server says so again
-            return Verdict("busy", None, False, (
-                f"run ended {since_done}; asking the server whether it still reports {label}",
-                *facts), False, began, None, "confirming", until)
+            return Verdict(
+                "busy",
+                None,
+                False,
+                (
+                    f"run ended {since_done}; asking the server whether it still reports {label}",
+                    *facts,
+                ),
+                False,
+                began,
+                None,
+                "confirming",
+                until,
+            )
         held = since_done if held_since == done else ago(now, held_since)
-        return Verdict("busy", None, True, (
-            f"STALE: run ended {held} but the server still reports {label}",
-            *facts, f"the server said {label} at {clock_text(claim_at)}, after the run ended"),
-            True, began, ended[0], None, min(until, tick(now, held_since)))
-    return Verdict("busy", None, False, (*facts, f"within the {grace:g}s grace period"), True,
-                   began, until=min(until, held_since + grace))
+        return Verdict(
+            "busy",
+            None,
+            True,
+            (
+                f"STALE: run ended {held} but the server still reports {label}",
+                *facts,
+                f"the server said {label} at {clock_text(claim_at)}, after the run ended",
+            ),
+            True,
+            began,
+            ended[0],
+            None,
+            min(until, tick(now, held_since)),
+        )
+    return Verdict(
+        "busy",
+        None,
+        False,
+        (*facts, f"within the {grace:g}s grace period"),
+        True,
+        began,
+        until=min(until, held_since + grace),
+    )
 
 
-def _not_running(i: SessionInputs, msg: Message, info: MessageInfo, now: float,
-                 grace: float) -> Verdict:
+def _not_running(
+    i: SessionInputs, msg: Message, info: MessageInfo, now: float, grace: float
+) -> Verdict:
     """Not running, and the last message is the assistant's: how (or whether) the run ended.
 
     A run the snapshot shows unfinished reads what the journal carried across a snapshot cut
@@ -401,29 +537,59 @@ def _not_running(i: SessionInputs, msg: Message, info: MessageInfo, now: float,
     if done is None:
         what = "last assistant message never completed"
     else:
-        what = (f"last assistant step completed at {clock_text(done)} with finish "
-                f"{info.finish!r}, and no next step followed")
+        what = (
+            f"last assistant step completed at {clock_text(done)} with finish "
+            f"{info.finish!r}, and no next step followed"
+        )
     tool = _open_tool(msg)
     if tool is not None:
         what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
     last_activity = max(filter(None, [done, ms(times.created)]), default=None)
     start = max(filter(None, [i.status_at or i.carried_at, last_activity]), default=now)
     if now - start <= grace:
-        return Verdict("unknown", None, False, (
-            "server reports not busy; " + what + " (waiting for the final message)",
-        ), False, run_start(info, now), None, "finishing", start + grace)
+        return Verdict(
+            "unknown",
+            None,
+            False,
+            ("server reports not busy; " + what + " (waiting for the final message)",),
+            False,
+            run_start(info, now),
+            None,
+            "finishing",
+            start + grace,
+        )
     quiet_at = i.quiet_at
     if quiet_at is None or quiet_at < (last_activity or 0.0):
         # only what the server said before this run's last activity calls it not running (a
         # busy event may have been lost): ask it again before calling the run cut off
         # (depends on the snapshot's time: never reused across one)
-        return Verdict("unknown", None, False, (
-            "server reports not busy, but said so before the run's last activity; " + what
-            + " (asking the server again)",), False, run_start(info, now), None, "confirming",
-            now)
-    return Verdict("unknown", "interrupted", False, (
-        "server reports not busy (absent from the status map)", what,
-        "the run was cut off (server restart or crash?)"), True, last_activity)
+        return Verdict(
+            "unknown",
+            None,
+            False,
+            (
+                "server reports not busy, but said so before the run's last activity; "
+                + what
+                + " (asking the server again)",
+            ),
+            False,
+            run_start(info, now),
+            None,
+            "confirming",
+            now,
+        )
+    return Verdict(
+        "unknown",
+        "interrupted",
+        False,
+        (
+            "server reports not busy (absent from the status map)",
+            what,
+            "the run was cut off (server restart or crash?)",
+        ),
+        True,
+        last_activity,
+    )
 
 
 def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -> Verdict:
@@ -436,27 +602,59 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
     # with no time sent, the evidence reads the clock itself: never reuse it
     until = math.inf if sent else now
     if now - start <= grace:
-        return Verdict("unknown", None, False, (
-            f"prompt sent at {clock_text(created)}; no reply yet and the server does not report "
-            "busy (the run is starting)",), False, ms(sent), None, "starting",
-            min(until, start + grace))
+        return Verdict(
+            "unknown",
+            None,
+            False,
+            (
+                f"prompt sent at {clock_text(created)}; no reply yet and the server does not "
+                "report busy (the run is starting)",
+            ),
+            False,
+            ms(sent),
+            None,
+            "starting",
+            min(until, start + grace),
+        )
     quiet_at = i.quiet_at
     if quiet_at is None or quiet_at < created:
         # the server's "not busy" predates the prompt: its busy may have been lost
-        return Verdict("unknown", None, False, (
-            f"prompt sent at {clock_text(created)}; the server said not busy before it "
-            "(asking the server again)",), False, ms(sent), None, "confirming", now)
-    return Verdict("unknown", None, False, (
-        f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
-        "server does not report busy (absent from the status map)"), True, ms(sent), None, None,
-        min(until, tick(now, created)))
+        return Verdict(
+            "unknown",
+            None,
+            False,
+            (
+                f"prompt sent at {clock_text(created)}; the server said not busy before it "
+                "(asking the server again)",
+            ),
+            False,
+            ms(sent),
+            None,
+            "confirming",
+            now,
+        )
+    return Verdict(
+        "unknown",
+        None,
+        False,
+        (
+            f"prompt sent at {clock_text(created)} ({ago(now, created)}) has no reply",
+            "server does not report busy (absent from the status map)",
+        ),
+        True,
+        ms(sent),
+        None,
+        None,
+        min(until, tick(now, created)),
+    )
 
 
 def _idle_error(err: MessageError, at: float | None) -> Verdict:
     """Idle after a session.error event: aborted for MessageAbortedError, else error."""
     if err.name == "MessageAbortedError":
-        return Verdict("idle", "aborted", False,
-                       (f"session.error event: aborted ({err.name})",), True, at)
+        return Verdict(
+            "idle", "aborted", False, (f"session.error event: aborted ({err.name})",), True, at
+        )
     return Verdict("idle", "error", False, (f"session.error event: {err.text}",), True, at)
 
 
@@ -481,8 +679,13 @@ def _refusal(msg: Message) -> Part | None:
     if any."""
     for part in msg.parts:
         st = part.state
-        if part.type == "tool" and st is not None and st.status == "error" and st.error and any(
-                w in st.error.lower() for w in _REFUSALS):
+        if (
+            part.type == "tool"
+            and st is not None
+            and st.status == "error"
+            and st.error
+            and any(w in st.error.lower() for w in _REFUSALS)
+        ):
             return part
     return None
 
@@ -504,16 +707,21 @@ def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[Reason
         return None
     finish = info.finish
     if finish not in NON_TERMINAL_FINISH:
-        return "completed", (f"last assistant message completed at {clock_text(done)}"
-                             f" (finish: {finish or 'none'})")
+        return "completed", (
+            f"last assistant message completed at {clock_text(done)} (finish: {finish or 'none'})"
+        )
     part = _refusal(msg)
     if part is not None and part.state is not None:
-        return "aborted", (f"the user refused tool {part.tool or '?'}: {part.state.error} "
-                           f"(step ended {clock_text(done)})")
+        return "aborted", (
+            f"the user refused tool {part.tool or '?'}: {part.state.error} "
+            f"(step ended {clock_text(done)})"
+        )
     return None
 
 
 def _unreachable(link: Link, state: str, reason: str | None) -> str:
     """The evidence line a row gets while the server cannot be reached."""
-    return (f"server unreachable{': ' + link.error if link.error else ''}; "
-            f"last known state: {state}{' (' + reason + ')' if reason else ''}")
+    return (
+        f"server unreachable{': ' + link.error if link.error else ''}; "
+        f"last known state: {state}{' (' + reason + ')' if reason else ''}"
+    )

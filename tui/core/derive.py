@@ -35,8 +35,16 @@ from .snapshot import Snapshot
 from .view import SessionRow, ago
 
 __all__ = [
-    "SERVER_REASONS", "DeriveMemo", "Link", "ago", "clock_text", "derive_server", "inputs_of",
-    "ms", "outcome", "run_start",
+    "SERVER_REASONS",
+    "DeriveMemo",
+    "Link",
+    "ago",
+    "clock_text",
+    "derive_server",
+    "inputs_of",
+    "ms",
+    "outcome",
+    "run_start",
 ]
 
 Rows = dict[tuple[str, str], SessionRow]
@@ -110,8 +118,7 @@ def derive_server(
             memo.link, memo.last_rows = link, None
         same_snapshot = memo.snapshot is snapshot
         if memo.facts is facts and same_snapshot and memo.merged is not None:
-            candidates = _candidates(memo, snapshot, facts, memo.merged, prev, now,
-                                     snapshot.server)
+            candidates = _candidates(memo, snapshot, facts, memo.merged, prev, now, snapshot.server)
             if candidates is not None:
                 merged = memo.merged
         memo.snapshot, memo.facts = snapshot, facts
@@ -156,8 +163,11 @@ def derive_server(
         for sid in [sid for sid in cache if sid not in sessions]:
             del cache[sid]  # gone with the snapshot that listed it
     if candidates is None or len(memo.deadlines) > 4 * len(cache) + 64:
-        memo.deadlines = [(e.decided.valid_until, sid) for sid, e in cache.items()
-                          if e.decided.valid_until != math.inf]
+        memo.deadlines = [
+            (e.decided.valid_until, sid)
+            for sid, e in cache.items()
+            if e.decided.valid_until != math.inf
+        ]
         heapq.heapify(memo.deadlines)
     else:
         for item in pushed:
@@ -171,13 +181,21 @@ def derive_server(
     return rows
 
 
-def inputs_of(snapshot: Snapshot, entries: Iterable[Entry] | Facts,
-              previous: Rows | None = None, link: Link | None = None) -> dict[str, SessionInputs]:
+def inputs_of(
+    snapshot: Snapshot,
+    entries: Iterable[Entry] | Facts,
+    previous: Rows | None = None,
+    link: Link | None = None,
+) -> dict[str, SessionInputs]:
     """Every listed session's SessionInputs, as derive_server() gathers them."""
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
-    return {i.session.id: i for i in _gather(snapshot, facts, merged, previous or {},
-                                             link or Link(), merged.sessions.items())}
+    return {
+        i.session.id: i
+        for i in _gather(
+            snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
+        )
+    }
 
 
 #: A session's place in the tree: the requests open on it or below it (each with when the
@@ -189,8 +207,14 @@ _NONE: tuple[str, ...] = ()
 _NO_REQUESTS: tuple[_Asked, ...] = ()
 
 
-def _gather(snapshot: Snapshot, facts: Facts, merged: _Merged, prev: Rows, link: Link,
-            looked_at: Iterable[tuple[str, Session]]) -> Iterator[SessionInputs]:
+def _gather(
+    snapshot: Snapshot,
+    facts: Facts,
+    merged: _Merged,
+    prev: Rows,
+    link: Link,
+    looked_at: Iterable[tuple[str, Session]],
+) -> Iterator[SessionInputs]:
     """Each looked-at session's SessionInputs: the one place they are gathered. The server's
     open requests are rolled up the tree once, and its lookups bound once, for the whole loop."""
     sessions, status, active = merged.sessions, merged.status, merged.active
@@ -217,8 +241,7 @@ def _gather(snapshot: Snapshot, facts: Facts, merged: _Merged, prev: Rows, link:
     # per-server lookups, bound once: the loop below runs once per session
     get_family = _families(merged.children, own, running).get
     server = snapshot.server
-    get_snap_msg, snap_status, snap_active = snapshot.messages.get, snapshot.status, \
-        snapshot.active
+    get_snap_msg, snap_status, snap_active = snapshot.messages.get, snapshot.status, snapshot.active
     snap_started, loading = snapshot.started_at, snapshot.loading
     get_status, get_status_fact, get_touched = status.get, facts.status.get, facts.touched.get
     get_retrying = facts.retrying.get if facts.retrying else None
@@ -251,14 +274,30 @@ def _gather(snapshot: Snapshot, facts: Facts, merged: _Merged, prev: Rows, link:
             quiet = None if runs else status_at
         err = get_error(sid) if get_error is not None else None
         carried = get_carried(sid) if get_carried is not None else None
-        yield new(SessionInputs, (
-            server, s, get_status(sid),
-            get_retrying(sid) if get_retrying is not None else None,
-            sid in active, is_loading, msg, requests, busy, kids,
-            err.error if err is not None else None,
-            carried.error if carried is not None else None,
-            get_carried_at(sid) if get_carried_at is not None else None,
-            status_at, claim, quiet, get_touched(sid), get_prev((server, sid)), link))
+        yield new(
+            SessionInputs,
+            (
+                server,
+                s,
+                get_status(sid),
+                get_retrying(sid) if get_retrying is not None else None,
+                sid in active,
+                is_loading,
+                msg,
+                requests,
+                busy,
+                kids,
+                err.error if err is not None else None,
+                carried.error if carried is not None else None,
+                get_carried_at(sid) if get_carried_at is not None else None,
+                status_at,
+                claim,
+                quiet,
+                get_touched(sid),
+                get_prev((server, sid)),
+                link,
+            ),
+        )
 
 
 def _children(sessions: dict[str, Session]) -> dict[str, list[str]]:
@@ -308,7 +347,8 @@ def _families(
                     stack.append((c, False))
     out: dict[str, _Family] = {
         sid: (rolled[sid], tuple(busy_desc[sid]), tuple(sorted(kids)))
-        for sid, kids in children.items()}
+        for sid, kids in children.items()
+    }
     for sid, asked in own.items():
         if sid not in out:
             out[sid] = (tuple(asked), _NONE, _NONE)
@@ -342,8 +382,7 @@ def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
 
 def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> None:
     """`merged` brought up to date for one session (what _merge would make of it)."""
-    s = None if sid in facts.deleted else (facts.sessions.get(sid)
-                                           or snapshot.sessions.get(sid))
+    s = None if sid in facts.deleted else (facts.sessions.get(sid) or snapshot.sessions.get(sid))
     if s is None:
         merged.sessions.pop(sid, None)
     else:
@@ -360,16 +399,22 @@ def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> Non
         merged.active.discard(sid)
 
 
-def _candidates(memo: DeriveMemo, snapshot: Snapshot, facts: Facts, merged: _Merged,
-                prev: dict[tuple[str, str], SessionRow], now: float,
-                server: str) -> list[str] | None:
+def _candidates(
+    memo: DeriveMemo,
+    snapshot: Snapshot,
+    facts: Facts,
+    merged: _Merged,
+    prev: dict[tuple[str, str], SessionRow],
+    now: float,
+    server: str,
+) -> list[str] | None:
     """The sessions whose rows may differ from `prev`, when the memo can tell (the same snapshot
     and fold as its last call, whose rows `prev` is, and a clock not gone back), with `merged`
     brought up to date for them; None: any may (a session created, deleted or moved in the
     tree, an event of no known session), and `merged` must be made anew."""
     if memo.last_rows is not prev or now < memo.last_now or memo.consumed > len(facts.changed):
         return None
-    dirty = set(facts.changed[memo.consumed:])
+    dirty = set(facts.changed[memo.consumed :])
     if None in dirty:
         return None
     heap = memo.deadlines

@@ -19,31 +19,75 @@ from . import text
 log = logging.getLogger("ocwatch.events")
 
 #: Event types derive() reads.
-RELEVANT = frozenset({
-    "session.created", "session.updated", "session.deleted", "session.status", "session.idle",
-    "session.error", "message.updated", "message.removed", "message.part.updated",
-    "permission.asked", "permission.replied", "question.asked", "question.replied",
-    "question.rejected",
-})
+RELEVANT = frozenset(
+    {
+        "session.created",
+        "session.updated",
+        "session.deleted",
+        "session.status",
+        "session.idle",
+        "session.error",
+        "message.updated",
+        "message.removed",
+        "message.part.updated",
+        "permission.asked",
+        "permission.replied",
+        "question.asked",
+        "question.replied",
+        "question.rejected",
+    }
+)
 #: Types that only tell the stream is alive or the server's instances changed.
-CONTROL = frozenset({
-    "server.connected", "server.heartbeat", "server.instance.disposed", "global.disposed",
-})
+CONTROL = frozenset(
+    {
+        "server.connected",
+        "server.heartbeat",
+        "server.instance.disposed",
+        "global.disposed",
+    }
+)
 #: High-rate or irrelevant types skipped cheaply (known, not counted as unknown).
-NOISE = frozenset({
-    "message.part.delta", "session.diff", "plugin.added", "catalog.updated", "lsp.updated",
-    "lsp.client.diagnostics", "file.edited", "file.watcher.updated", "todo.updated",
-    "session.compacted", "installation.updated", "installation.update-available",
-    "vcs.branch.updated",
-    "project.updated", "command.executed", "mcp.tools.changed", "ide.installed", "tui.toast.show",
-    "pty.created", "pty.updated", "pty.exited", "pty.deleted", "message.part.removed",
-    "session.next.step", "workspace.ready", "workspace.failed", "server.instance.created",
-})
+NOISE = frozenset(
+    {
+        "message.part.delta",
+        "session.diff",
+        "plugin.added",
+        "catalog.updated",
+        "lsp.updated",
+        "lsp.client.diagnostics",
+        "file.edited",
+        "file.watcher.updated",
+        "todo.updated",
+        "session.compacted",
+        "installation.updated",
+        "installation.update-available",
+        "vcs.branch.updated",
+        "project.updated",
+        "command.executed",
+        "mcp.tools.changed",
+        "ide.installed",
+        "tui.toast.show",
+        "pty.created",
+        "pty.updated",
+        "pty.exited",
+        "pty.deleted",
+        "message.part.removed",
+        "session.next.step",
+        "workspace.ready",
+        "workspace.failed",
+        "server.instance.created",
+    }
+)
 #: Events after which a fresh snapshot is worth taking (debounced by the caller).
-RESYNC_TRIGGERS = frozenset({
-    "session.idle", "session.error", "message.removed", "server.instance.disposed",
-    "global.disposed",
-})
+RESYNC_TRIGGERS = frozenset(
+    {
+        "session.idle",
+        "session.error",
+        "message.removed",
+        "server.instance.disposed",
+        "global.disposed",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +141,8 @@ _NOISE_PREFIXES = ("session.next.", "tui.", "lsp.", "pty.")
 
 def _is_noise(etype: str) -> bool:
     return etype in NOISE or etype.startswith(_NOISE_PREFIXES)
+
+
 _NOTHING = Parsed()
 
 
@@ -128,11 +174,11 @@ class EventParser:
         # and skipped unparsed: nothing in it is read
         at = data.find('"type":')
         if at >= 0:
-            at += 8 if data[at + 7:at + 8] == " " else 7
+            at += 8 if data[at + 7 : at + 8] == " " else 7
             if data.startswith(_DELTA, at):
                 return _NOTHING
             end = data.find('"', at + 1, at + 64)
-            if data[at:at + 1] == '"' and end > 0 and _is_noise(data[at + 1:end]):
+            if data[at : at + 1] == '"' and end > 0 and _is_noise(data[at + 1 : end]):
                 return _NOTHING
         try:
             frame = text.loads(data)

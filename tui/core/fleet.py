@@ -49,11 +49,16 @@ class Fleet:
         seen: dict[str, ServerMonitor] = {}
         for i, url in enumerate(urls):
             key = normalize_url(url)
-            own = auths[key] if auths is not None and key in auths else (
-                auth if i == 0 else None)
-            mon = ServerMonitor(url, auth=own, settings=self.settings, clock=clock,
-                                transport=transport, name=(names or {}).get(key, ""),
-                                progressive=progressive)
+            own = auths[key] if auths is not None and key in auths else (auth if i == 0 else None)
+            mon = ServerMonitor(
+                url,
+                auth=own,
+                settings=self.settings,
+                clock=clock,
+                transport=transport,
+                name=(names or {}).get(key, ""),
+                progressive=progressive,
+            )
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
         self._feed = TransitionFeed()
@@ -62,8 +67,9 @@ class Fleet:
         self._history_limit = history_limit
 
     @classmethod
-    def of(cls, monitors: Sequence[ServerMonitor], settings: Settings,
-           clock: Callable[[], float]) -> Fleet:
+    def of(
+        cls, monitors: Sequence[ServerMonitor], settings: Settings, clock: Callable[[], float]
+    ) -> Fleet:
         """A Fleet over monitors made elsewhere (a replay's, on its recorded clock)."""
         fleet = cls([], settings=settings, clock=clock)
         fleet.monitors = list(monitors)
@@ -102,8 +108,9 @@ class Fleet:
                 del kept[0]
         return view
 
-    async def act(self, server: str, act: Callable[[Client], Awaitable[T]], *,
-                  resync: bool = True) -> T:
+    async def act(
+        self, server: str, act: Callable[[Client], Awaitable[T]], *, resync: bool = True
+    ) -> T:
         """Do `act` through the watched server's own client; once the server accepted it, ask
         that server for a snapshot (the row changes when the server confirms, not before;
         `resync` False: a read, nothing to confirm)."""
@@ -134,8 +141,7 @@ class Fleet:
         monitor = self.monitor(key[0])
         if monitor is None:
             return None
-        return raw_facts(key[1], monitor.recent, monitor.snapshot, limit,
-                         monitor.journal.facts())
+        return raw_facts(key[1], monitor.recent, monitor.snapshot, limit, monitor.journal.facts())
 
     async def run(self, notify: Notify) -> None:
         async with asyncio.TaskGroup() as tg:
@@ -153,5 +159,4 @@ class Fleet:
 
     async def aclose(self) -> None:
         """Close every server's connections (errors closing are nobody's concern)."""
-        await asyncio.gather(*(m.client.aclose() for m in self.monitors),
-                             return_exceptions=True)
+        await asyncio.gather(*(m.client.aclose() for m in self.monitors), return_exceptions=True)

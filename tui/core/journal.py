@@ -95,8 +95,11 @@ class Journal:
             if at >= horizon:
                 status_at.setdefault(sid, at)
         # a retry whose next attempt is under way: the snapshot will read busy meanwhile
-        retrying = {sid: st for sid, st in facts.retrying.items()
-                    if sid in status_at or sid in facts.carried_status_at}
+        retrying = {
+            sid: st
+            for sid, st in facts.retrying.items()
+            if sid in status_at or sid in facts.carried_status_at
+        }
         return Carry(errors, status_at, retrying)
 
     def facts(self) -> Facts:
@@ -252,7 +255,8 @@ def _apply(f: Facts, ev: Event) -> None:
             f.parts.setdefault((owner, part.message_id), {})[part.id] = part
     elif t in ("permission.asked", "question.asked"):
         req: PermissionRequest | QuestionRequest = (
-            PermissionRequest.parse(p) if t == "permission.asked" else QuestionRequest.parse(p))
+            PermissionRequest.parse(p) if t == "permission.asked" else QuestionRequest.parse(p)
+        )
         f.asked[req.id] = AskFact(req, ev.received)
         if req.session_id != sid:
             f.changed.append(req.session_id or None)
@@ -274,8 +278,11 @@ def sessions_after(listed: Mapping[str, Session], facts: Facts) -> dict[str, Ses
     return sessions
 
 
-def status_after(facts: Facts, sid: str, snapshot_entry: SessionStatus | None,
-                 ) -> SessionStatus | None:
+def status_after(
+    facts: Facts,
+    sid: str,
+    snapshot_entry: SessionStatus | None,
+) -> SessionStatus | None:
     """The session's status entry now: the last status event's since the snapshot, else the
     snapshot's (`snapshot_entry`); None: absent (idle)."""
     fact = facts.status.get(sid)
@@ -297,8 +304,7 @@ def merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | Non
     if snap is not None and snap.info.id > info.id:
         return merge_message(snap, Facts(parts=facts.parts), sid)
     base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
-    return Message(info=info,
-                   parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
+    return Message(info=info, parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
 
 
 def _merge_parts(base: Iterable[Part], extra: dict[str, Part]) -> tuple[Part, ...]:

@@ -105,8 +105,9 @@ class Wire:
 
     def to_wire(self) -> dict[str, Any]:
         """The wire form (aliases, unset optional fields left out), as the server sends it."""
-        return cast(dict[str, Any],
-                    _adapter(type(self)).dump_python(self, by_alias=True, exclude_none=True))
+        return cast(
+            dict[str, Any], _adapter(type(self)).dump_python(self, by_alias=True, exclude_none=True)
+        )
 
 
 @wire
@@ -222,9 +223,14 @@ class Part(Wire):
     @property
     def is_open_tool(self) -> bool:
         """A tool call that has not finished (pending or running)."""
-        return self.type == "tool" and self.state is not None and self.state.status in (
-            "pending",
-            "running",
+        return (
+            self.type == "tool"
+            and self.state is not None
+            and self.state.status
+            in (
+                "pending",
+                "running",
+            )
         )
 
 
@@ -291,8 +297,6 @@ class QuestionRequest(Wire):
 class Health(Wire):
     healthy: bool = False
     version: str | None = None
-
-
 
 
 #: OpenCode ids (`msg_`, `per_`, `que_`, `evt_`: ascending) carry their creation time: 12 hex

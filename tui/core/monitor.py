@@ -78,8 +78,10 @@ async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncItera
                 data.append(value)
         del buf[:start]
         if size > limit or len(buf) > limit:
-            raise OcwatchError(f"{url}: an event of the stream is larger than "
-                               f"{limit // 2**20} MiB; dropped, reconnecting")
+            raise OcwatchError(
+                f"{url}: an event of the stream is larger than "
+                f"{limit // 2**20} MiB; dropped, reconnecting"
+            )
 
 
 class ServerMonitor:
@@ -103,9 +105,13 @@ class ServerMonitor:
         self.settings = settings or Settings()
         self.name = name  # the config's name for it ("": none, called by its URL)
         self.auth = auth  # its own credentials (an attached OpenCode TUI gets them too)
-        self.client = client or Client(url, auth, timeout=self.settings.request_timeout,
-                                       transport=transport,
-                                       deadline=self.settings.request_deadline)
+        self.client = client or Client(
+            url,
+            auth,
+            timeout=self.settings.request_timeout,
+            transport=transport,
+            deadline=self.settings.request_deadline,
+        )
         self.url = self.client.url
         self.clock = clock
         self.client.clock = clock
@@ -245,8 +251,7 @@ class ServerMonitor:
             if not self._stall_checked and self.stream_health(now) == "stalled":
                 self._stall_checked = True  # the rows may be behind: read the server once
                 self.request_snapshot()
-            if snap.started_at < now - self.settings.snapshot_debounce and (
-                    self.store.confirming):
+            if snap.started_at < now - self.settings.snapshot_debounce and (self.store.confirming):
                 # a run ended and only events from before its end call it busy: ask the
                 # server (a snapshot) instead of calling it stale on old news
                 self.request_snapshot()
@@ -356,15 +361,20 @@ class ServerMonitor:
     def _expected_status(self, sid: str) -> SessionStatus | None:
         """What the last snapshot and the events since say the session's status is."""
         snap = self.store.snapshot
-        return status_after(self.journal.facts(), sid,
-                            snap.status.get(sid) if snap is not None else None)
+        return status_after(
+            self.journal.facts(), sid, snap.status.get(sid) if snap is not None else None
+        )
 
     def vouches(self) -> bool:
         """Whether the event stream has carried every event since the current snapshot began
         (connected, nothing missed or unreadable since)."""
         since, snap = self._vouch_since, self.store.snapshot
-        return self._connected and since is not None and snap is not None and (
-            since <= snap.started_at)
+        return (
+            self._connected
+            and since is not None
+            and snap is not None
+            and (since <= snap.started_at)
+        )
 
     async def _snapshot_loop(self) -> None:
         backoff = 0.5
@@ -395,41 +405,58 @@ class ServerMonitor:
         started = self.clock()
         # what it reads is decided here, from what was known when it began (a replay calls
         # this when the recording says the snapshot began, and takes it when it ended)
-        begun = SnapshotStart(self._snapshot_no, self.journal.seq,
-                              frozenset(self.journal.facts().touched), started,
-                              self._relist(started), self._reverify(started))
+        begun = SnapshotStart(
+            self._snapshot_no,
+            self.journal.seq,
+            frozenset(self.journal.facts().touched),
+            started,
+            self._relist(started),
+            self._reverify(started),
+        )
         if self._tap is not None:
             self._tap.snapshot(self.url, begun.started, begun.number, True)
         return begun
 
-    async def take_snapshot(self, begun: SnapshotStart | None = None,
-                            progressive: bool = False) -> bool:
+    async def take_snapshot(
+        self, begun: SnapshotStart | None = None, progressive: bool = False
+    ) -> bool:
         """Fetch a snapshot and make it the current one (begun: by `begin_snapshot`, which a
         replay calls when the recording says it began). `progressive`: while no complete
         snapshot is in, show it as it arrives (`_partial`)."""
         begun = begun or self.begin_snapshot()
-        partial = self._partial if progressive and (
-            self.store.snapshot is None or self.store.snapshot.loading) else None
+        partial = (
+            self._partial
+            if progressive and (self.store.snapshot is None or self.store.snapshot.loading)
+            else None
+        )
         seq = begun.seq
         token = SNAPSHOT.set(begun.number)
         try:
             facts = self.journal.facts
             snap = await fetch_snapshot(
-                self.client, self.cache, clock=lambda: begun.started, journal_seq=seq,
+                self.client,
+                self.cache,
+                clock=lambda: begun.started,
+                journal_seq=seq,
                 touched=begun.touched,
-                concurrency=self.settings.message_concurrency, progress=self._progress,
+                concurrency=self.settings.message_concurrency,
+                progress=self._progress,
                 vouch=lambda sid, msg: merge_message(msg, facts(), sid),
                 expected_status=self._expected_status,
                 vouched_since=lambda: self._vouch_since if self._connected else None,
-                vouch_max_age=self.settings.vouch_max_age, partial=partial,
-                relist=begun.relist, reverify=begun.reverify)
+                vouch_max_age=self.settings.vouch_max_age,
+                partial=partial,
+                relist=begun.relist,
+                reverify=begun.reverify,
+            )
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
         except Exception as exc:  # never let a surprise kill the monitor
             log.exception("snapshot failed")
-            self.snapshot_failed(begun, BadResponse(
-                f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})"))
+            self.snapshot_failed(
+                begun, BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})")
+            )
             return False
         finally:
             SNAPSHOT.reset(token)
@@ -460,8 +487,9 @@ class ServerMonitor:
         last, self._reverified_at = self._reverified_at, now
         if last is None:
             return 0
-        self._reverify_credit = min(self._reverify_credit + (now - last) / 60.0 * rate,
-                                    max(1.0, rate))
+        self._reverify_credit = min(
+            self._reverify_credit + (now - last) / 60.0 * rate, max(1.0, rate)
+        )
         return int(self._reverify_credit)  # (what the snapshot asks is taken off it then)
 
     def _relist(self, started: float) -> Relist | None:
@@ -471,11 +499,19 @@ class ServerMonitor:
         the events created, changed or deleted before this one began (the later ones stay in the
         journal). None: read it."""
         snap = self.store.snapshot
-        if snap is None or snap.loading or not self.vouches() or (
-                started - snap.listed_at >= self.settings.relist_every):
+        if (
+            snap is None
+            or snap.loading
+            or not self.vouches()
+            or (started - snap.listed_at >= self.settings.relist_every)
+        ):
             return None
-        return Relist(sessions_after(snap.sessions, self.journal.facts()), snap.folders,
-                      snap.version, snap.listed_at)
+        return Relist(
+            sessions_after(snap.sessions, self.journal.facts()),
+            snap.folders,
+            snap.version,
+            snap.listed_at,
+        )
 
     def _partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading): the
@@ -486,8 +522,9 @@ class ServerMonitor:
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
         """A snapshot could not be taken: the last one stays, the error is shown."""
         if self._tap is not None:
-            self._tap.snapshot(self.url, self.clock(), begun.number, False, exc.message,
-                               type(exc).__name__)
+            self._tap.snapshot(
+                self.url, self.clock(), begun.number, False, exc.message, type(exc).__name__
+            )
         self._fail(exc)
         self._snapshot_done.set()
 
@@ -497,8 +534,10 @@ class ServerMonitor:
         before = self._loading
         self._loading = (done, total) if done < total else None
         if self.store.snapshot is None and (
-                before is None or self._loading is None or done * 100 // total
-                != before[0] * 100 // total):
+            before is None
+            or self._loading is None
+            or done * 100 // total != before[0] * 100 // total
+        ):
             self._notify()
 
     def _fail(self, exc: OcwatchError) -> None:
@@ -515,7 +554,9 @@ class ServerMonitor:
             began = loop.time()
             try:
                 async with self.client.http.stream(
-                    "GET", "/global/event", timeout=timeout,
+                    "GET",
+                    "/global/event",
+                    timeout=timeout,
                     headers={"accept": "text/event-stream", "cache-control": "no-store"},
                 ) as response:
                     self._check_stream_response(response)
@@ -530,16 +571,20 @@ class ServerMonitor:
             except asyncio.CancelledError:
                 raise
             except TimeoutError:
-                self.stream_down(OcwatchError(
-                    f"{self.url}: event stream silent for {self.settings.heartbeat_timeout:g}s "
-                    "(missed heartbeats); reconnecting"))
+                self.stream_down(
+                    OcwatchError(
+                        f"{self.url}: event stream silent for {self.settings.heartbeat_timeout:g}s "
+                        "(missed heartbeats); reconnecting"
+                    )
+                )
             except OcwatchError as exc:
                 self.stream_down(exc)
             except httpx.HTTPError as exc:
                 self.stream_down(
                     describe_transport_error(self.url, exc)
                     if isinstance(exc, httpx.TransportError) and not self._connected
-                    else OcwatchError(f"{self.url}: event stream lost ({type(exc).__name__})"))
+                    else OcwatchError(f"{self.url}: event stream lost ({type(exc).__name__})")
+                )
             except Exception as exc:
                 log.exception("event stream failed")
                 self.stream_down(OcwatchError(f"{self.url}: event stream failed ({exc})"))
@@ -594,7 +639,8 @@ class ServerMonitor:
         if "text/event-stream" not in ctype:
             raise BadResponse(
                 f"{self.url}: /global/event answered {ctype or 'no content type'}, not an event "
-                "stream (is this an OpenCode server?)")
+                "stream (is this an OpenCode server?)"
+            )
 
     def on_data(self, data: str) -> None:
         now = self.clock()
@@ -615,12 +661,15 @@ class ServerMonitor:
                 self._vouch_since = now  # runs may have ended with no event
                 self.request_snapshot()
             return
-        self._recent.append((now, data[:raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
+        self._recent.append((now, data[: raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
         facts = self.journal.facts()
         malformed = facts.malformed
         self.journal.add(ev)
-        if ev.type == "message.removed" or facts.malformed != malformed or (
-                self.journal.overflowed):
+        if (
+            ev.type == "message.removed"
+            or facts.malformed != malformed
+            or (self.journal.overflowed)
+        ):
             # a fact the journal cannot hold; or it overflowed (a cut then folds only the
             # entries it kept): the next snapshot reads everything again
             self._vouch_since = now

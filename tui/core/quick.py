@@ -32,8 +32,16 @@ CHUNK = 1 << 16
 class QuickGet:
     """GETs of one `http://` server, `workers` at a time, each thread on its own connection."""
 
-    def __init__(self, url: str, auth: Auth | None, *, timeout: float, deadline: float,
-                 max_body: int, workers: int = 8) -> None:
+    def __init__(
+        self,
+        url: str,
+        auth: Auth | None,
+        *,
+        timeout: float,
+        deadline: float,
+        max_body: int,
+        workers: int = 8,
+    ) -> None:
         parts = urlsplit(url)
         self.host = parts.hostname or "127.0.0.1"
         self.port = parts.port or 80
@@ -41,8 +49,11 @@ class QuickGet:
         self.timeout = timeout
         self.deadline = deadline
         self.max_body = max_body
-        self.headers = {"accept": "application/json", "accept-encoding": "identity",
-                        "host": parts.netloc.rpartition("@")[2]}
+        self.headers = {
+            "accept": "application/json",
+            "accept-encoding": "identity",
+            "host": parts.netloc.rpartition("@")[2],
+        }
         if auth is not None:
             token = base64.b64encode(f"{auth.username}:{auth.password}".encode()).decode()
             self.headers["authorization"] = f"Basic {token}"
@@ -59,8 +70,9 @@ class QuickGet:
         if self._pool is None:
             from concurrent.futures import ThreadPoolExecutor
 
-            self._pool = ThreadPoolExecutor(max_workers=self._workers,
-                                            thread_name_prefix="ocwatch-quick")
+            self._pool = ThreadPoolExecutor(
+                max_workers=self._workers, thread_name_prefix="ocwatch-quick"
+            )
         return self._pool
 
     @staticmethod
@@ -76,7 +88,8 @@ class QuickGet:
 
         proxies = urllib.request.getproxies()
         return not (proxies.get("http") or proxies.get("all")) or bool(
-            urllib.request.proxy_bypass(parts.hostname))
+            urllib.request.proxy_bypass(parts.hostname)
+        )
 
     def get(self, target: str) -> Any | None:
         """The parsed JSON answer of `GET target` (path and query, percent-encoded), or None
@@ -89,8 +102,11 @@ class QuickGet:
         try:
             conn.request("GET", self.base + target, headers=self.headers)
             resp = conn.getresponse()
-            ok = (resp.status == 200 and resp.getheader("content-encoding", "identity")
-                  in ("identity", "") and "json" in resp.getheader("content-type", ""))
+            ok = (
+                resp.status == 200
+                and resp.getheader("content-encoding", "identity") in ("identity", "")
+                and "json" in resp.getheader("content-type", "")
+            )
             body = bytearray()
             while ok:
                 if time.monotonic() - started > self.deadline:

@@ -27,8 +27,8 @@ def _type_of(data: str) -> str:
     at = data.find('"type":')
     if at < 0:
         return "?"
-    rest = data[at + 7:].lstrip()
-    return rest[1:rest.find('"', 1)] if rest.startswith('"') and '"' in rest[1:] else "?"
+    rest = data[at + 7 :].lstrip()
+    return rest[1 : rest.find('"', 1)] if rest.startswith('"') and '"' in rest[1:] else "?"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,8 +43,9 @@ class RawFacts:
     sources: tuple[tuple[str, str, float | None], ...] = ()
 
 
-def fact_sources(session_id: str, snapshot: Snapshot | None,
-                 facts: Facts | None) -> tuple[tuple[str, str, float | None], ...]:
+def fact_sources(
+    session_id: str, snapshot: Snapshot | None, facts: Facts | None
+) -> tuple[tuple[str, str, float | None], ...]:
     """Where each input of the session's row comes from: an event seen after the snapshot
     began (it wins: derive reads the journal over the snapshot) or the snapshot's answer to a
     route, with the receive time of the event or the snapshot's time. `(fact, source, when)`:
@@ -63,8 +64,13 @@ def fact_sources(session_id: str, snapshot: Snapshot | None,
         out.append((f"status {label}", "event session.status", status.at))
     elif snapshot is not None:
         st = snapshot.status.get(session_id)
-        out.append((f"status {st.type if st is not None else 'absent'}",
-                    "snapshot GET /session/status", at))
+        out.append(
+            (
+                f"status {st.type if st is not None else 'absent'}",
+                "snapshot GET /session/status",
+                at,
+            )
+        )
     if snapshot is not None and session_id in snapshot.active:
         out.append(("status running", "snapshot GET /api/session/active", at))
     newest = f.messages.get(session_id)
@@ -73,36 +79,68 @@ def fact_sources(session_id: str, snapshot: Snapshot | None,
         # (as merge_message decides: an update of an older message than the snapshot's loses)
         out.append((f"last message {newest[0].id}", "event message.updated", newest[1]))
     elif snap_msg is not None:
-        out.append((f"last message {snap_msg.info.id}",
-                    "snapshot GET /session/{id}/message", at))
+        out.append((f"last message {snap_msg.info.id}", "snapshot GET /session/{id}/message", at))
     parts = sum(len(v) for k, v in f.parts.items() if k[0] == session_id)
     if parts:
-        out.append((f"{parts} part(s) of its messages", "event message.part.updated",
-                    f.touched.get(session_id)))
+        out.append(
+            (
+                f"{parts} part(s) of its messages",
+                "event message.part.updated",
+                f.touched.get(session_id),
+            )
+        )
     error = f.errors.get(session_id)
     if error is not None:
         out.append((f"error {error.error.name}", "event session.error", error.at))
     requests: list[tuple[str, str, str, float | None]] = [  # (kind, id, source, when)
-        ("permission" if isinstance(a.request, PermissionRequest) else "question", rid,
-         "event", a.at) for rid, a in f.asked.items() if a.request.session_id == session_id]
+        (
+            "permission" if isinstance(a.request, PermissionRequest) else "question",
+            rid,
+            "event",
+            a.at,
+        )
+        for rid, a in f.asked.items()
+        if a.request.session_id == session_id
+    ]
     if snapshot is not None:
-        requests += [("permission", r.id, "snapshot", at) for r in snapshot.permissions.values()
-                     if r.session_id == session_id and r.id not in f.asked]
-        requests += [("question", r.id, "snapshot", at) for r in snapshot.questions.values()
-                     if r.session_id == session_id and r.id not in f.asked]
+        requests += [
+            ("permission", r.id, "snapshot", at)
+            for r in snapshot.permissions.values()
+            if r.session_id == session_id and r.id not in f.asked
+        ]
+        requests += [
+            ("question", r.id, "snapshot", at)
+            for r in snapshot.questions.values()
+            if r.session_id == session_id and r.id not in f.asked
+        ]
     for kind, rid, source, when in requests:
-        out.append((f"{kind} {rid}", f"event {kind}.asked" if source == "event"
-                    else f"snapshot GET /{kind}", when))
+        out.append(
+            (
+                f"{kind} {rid}",
+                f"event {kind}.asked" if source == "event" else f"snapshot GET /{kind}",
+                when,
+            )
+        )
         if rid in f.answered:
-            out.append((f"{kind} {rid} answered", "event permission.replied"
-                        if kind == "permission" else "event question.replied or .rejected",
-                        f.answered[rid]))
+            out.append(
+                (
+                    f"{kind} {rid} answered",
+                    "event permission.replied"
+                    if kind == "permission"
+                    else "event question.replied or .rejected",
+                    f.answered[rid],
+                )
+            )
     return tuple(out)
 
 
-def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
-              snapshot: Snapshot | None, limit: int = 20,
-              facts: Facts | None = None) -> RawFacts:
+def raw_facts(
+    session_id: str,
+    frames: Iterable[tuple[float, str]],
+    snapshot: Snapshot | None,
+    limit: int = 20,
+    facts: Facts | None = None,
+) -> RawFacts:
     """The last `limit` kept frames about the session (its id appears in them as a value),
     its snapshot entries (status, open requests, the last message), and where each fact comes
     from (`facts`: the journal's fold)."""
@@ -121,8 +159,10 @@ def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
     entries: list[str] = []
     if snapshot is not None:
         st = snapshot.status.get(session_id)
-        entries.append(f"status map: {st.type if st is not None else 'absent (idle or unknown)'}"
-                       + (f", attempt {st.attempt}" if st is not None and st.attempt else ""))
+        entries.append(
+            f"status map: {st.type if st is not None else 'absent (idle or unknown)'}"
+            + (f", attempt {st.attempt}" if st is not None and st.attempt else "")
+        )
         if session_id in snapshot.active:
             entries.append("listed by /api/session/active")
         for p in snapshot.permissions.values():
@@ -139,9 +179,16 @@ def raw_facts(session_id: str, frames: Iterable[tuple[float, str]],
             done = "completed" if i.time.completed is not None else "not completed"
             extra = f", finish {i.finish}" if i.finish else ""
             extra += f", error {i.error.name}" if i.error is not None else ""
-            tools = [f"{p.tool} {p.state.status}" for p in msg.parts
-                     if p.type == "tool" and p.state is not None]
+            tools = [
+                f"{p.tool} {p.state.status}"
+                for p in msg.parts
+                if p.type == "tool" and p.state is not None
+            ]
             extra += f", tools: {', '.join(tools)}" if tools else ""
             entries.append(f"last message {i.id}: {i.role}, {done}{extra}")
-    return RawFacts(tuple(events), snapshot.started_at if snapshot else None, tuple(entries),
-                    fact_sources(session_id, snapshot, facts))
+    return RawFacts(
+        tuple(events),
+        snapshot.started_at if snapshot else None,
+        tuple(entries),
+        fact_sources(session_id, snapshot, facts),
+    )

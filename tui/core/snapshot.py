@@ -107,15 +107,20 @@ class MessageCache:
         event, so the journal holds every change to it since), at most `max_age` seconds before
         `now`, and the session's `time.updated` has not moved (a moved one is asked again)."""
         hit = self.entries.get(s.id)
-        return since is not None and hit is not None and hit[0] == s.time.updated and (
-            since <= hit[3] and now - hit[3] <= max_age)
+        return (
+            since is not None
+            and hit is not None
+            and hit[0] == s.time.updated
+            and (since <= hit[3] and now - hit[3] <= max_age)
+        )
 
     def get(self, sid: str) -> Message | None:
         hit = self.entries.get(sid)
         return hit[1] if hit else None
 
-    def put(self, s: Session, msg: Message | None, running: bool = False,
-            fetched: float = 0.0) -> None:
+    def put(
+        self, s: Session, msg: Message | None, running: bool = False, fetched: float = 0.0
+    ) -> None:
         self.entries[s.id] = (s.time.updated, msg, running, fetched)
 
     def vouch(self, s: Session, msg: Message | None, running: bool) -> None:
@@ -237,14 +242,16 @@ async def fetch_snapshot(
     else:
         sessions = relist.sessions
         sessions_list = list(sessions.values())
-        found = {d for d in relist.folders if d} | {s.directory for s in sessions_list
-                                                    if s.directory}
+        found = {d for d in relist.folders if d} | {
+            s.directory for s in sessions_list if s.directory
+        }
         dirs = [*sorted(found)] or [None]
         version, listed_at = relist.version, relist.listed_at
 
     async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
         st, perms, qs = await asyncio.gather(
-            client.status(d), client.permissions(d), client.questions(d))
+            client.status(d), client.permissions(d), client.questions(d)
+        )
         return st, perms, qs
 
     results = await asyncio.gather(*(per_folder(d) for d in dirs))
@@ -276,12 +283,19 @@ async def fetch_snapshot(
     since = vouched_since() if vouch is not None else None
     overdue: list[tuple[float, Session]] = []  # vouched but for their age: (fetched, session)
     for s in sessions_list:
-        if cache.fresh(s, started) and s.id not in status and s.id not in active and (
-                s.id not in touched_set):
+        if (
+            cache.fresh(s, started)
+            and s.id not in status
+            and s.id not in active
+            and (s.id not in touched_set)
+        ):
             continue
-        if vouch is not None and s.id not in active and cache.vouched(
-                s, since, started, math.inf) and running_kind(
-                expected_status(s.id)) == running_kind(status.get(s.id)):
+        if (
+            vouch is not None
+            and s.id not in active
+            and cache.vouched(s, since, started, math.inf)
+            and running_kind(expected_status(s.id)) == running_kind(status.get(s.id))
+        ):
             fetched = cache.entries[s.id][3]
             if started - fetched > vouch_max_age:
                 overdue.append((fetched, s))
@@ -344,18 +358,24 @@ async def fetch_snapshot(
                 return
             msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
             bad_names.extend(bad)
-            cache.put(s, msgs[-1] if msgs else None, running=s.id in status or s.id in active,
-                      fetched=started)
+            cache.put(
+                s,
+                msgs[-1] if msgs else None,
+                running=s.id in status or s.id in active,
+                fetched=started,
+            )
         finally:
             done += 1
             arrived.add(s.id)
             if progress is not None:
                 progress(done, len(need))
-            if partial is not None and done < len(need) and (
-                    done - shown[0] >= step and time.monotonic() - shown[1] >= PARTIAL_EVERY):
+            if (
+                partial is not None
+                and done < len(need)
+                and (done - shown[0] >= step and time.monotonic() - shown[1] >= PARTIAL_EVERY)
+            ):
                 shown[:] = [done, time.monotonic()]
-                partial(snapshot_now(frozenset(
-                    x.id for x in need if x.id not in arrived)))
+                partial(snapshot_now(frozenset(x.id for x in need if x.id not in arrived)))
 
     order = iter(need)  # shared by the workers: each takes the next one, in that order
 

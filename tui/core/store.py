@@ -49,8 +49,14 @@ class ServerStore:
             return {}
         with gc_paused():
             self._rows = rows = derive_server(
-                self.snapshot, self.journal.facts(), now, self.settings,
-                previous=self._rows, link=link, memo=self._memo)
+                self.snapshot,
+                self.journal.facts(),
+                now,
+                self.settings,
+                previous=self._rows,
+                link=link,
+                memo=self._memo,
+            )
         changed = self._memo.changed
         if changed is None:  # every row derived again
             self._changed = None
@@ -98,8 +104,14 @@ class ServerStore:
         before: Rows | None = None
         if old is not None:
             with gc_paused():
-                before = derive_server(old, self.journal.facts(), now, self.settings,
-                                       previous=self._rows, memo=self._memo)
+                before = derive_server(
+                    old,
+                    self.journal.facts(),
+                    now,
+                    self.settings,
+                    previous=self._rows,
+                    memo=self._memo,
+                )
         self.snapshot = snap
         self.journal.cut(seq)
         if before is not None:
@@ -121,17 +133,25 @@ class ServerStore:
                 # a finished run only events called busy: the snapshot calling it idle is drift
                 # (its idle event was lost); calling it stale confirms it
                 if old.settling == "confirming" and row.state != old.state:
-                    changed.append(f"{key[1]}: events said busy (no idle event came), "
-                                   f"snapshot says {_word(row)}")
+                    changed.append(
+                        f"{key[1]}: events said busy (no idle event came), "
+                        f"snapshot says {_word(row)}"
+                    )
                 continue
             if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
-                changed.append(
-                    f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
-            elif (outage is not None and row.state in ("busy", "retry") and old.since
-                  and row.since and row.since > old.since):
+                changed.append(f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
+            elif (
+                outage is not None
+                and row.state in ("busy", "retry")
+                and old.since
+                and row.since
+                and row.since > old.since
+            ):
                 # busy again, but since a later prompt: a run ended and the next began unseen
-                changed.append(f"{key[1]}: a run ended and the next began while events were "
-                               f"missed ({_word(row)} since {clock_text(row.since)})")
+                changed.append(
+                    f"{key[1]}: a run ended and the next began while events were "
+                    f"missed ({_word(row)} since {clock_text(row.since)})"
+                )
         if not changed:
             return
         if outage is not None:  # one gap in the events, however many sessions it hid
@@ -139,13 +159,17 @@ class ServerStore:
             self.drift_examples.append(
                 f"events missed from {clock_text(outage)} (stream lost or server unreachable): "
                 f"{len(changed)} session{'s' if len(changed) != 1 else ''} changed unseen, "
-                f"e.g. {changed[0]}")
+                f"e.g. {changed[0]}"
+            )
             return
         self.drift_count += len(changed)
         self.drift_examples.extend(changed)
 
 
 def _word(row: SessionRow) -> str:
-    return (row.state + (f"/{row.reason}" if row.reason else "")
-            + (" (stale)" if row.stale else "")
-            + (f" ({row.settling})" if row.settling else ""))
+    return (
+        row.state
+        + (f"/{row.reason}" if row.reason else "")
+        + (" (stale)" if row.stale else "")
+        + (f" ({row.settling})" if row.settling else "")
+    )

@@ -21,9 +21,19 @@ KEPT_HEADERS = ("content-type", "x-next-cursor", "location")
 class Tap(Protocol):
     """Receives what one server said, with the receive time (epoch seconds)."""
 
-    def http(self, server: str, t: float, snapshot: int | None, method: str, path: str,
-             query: str, status: int, headers: dict[str, str], body: bytes,
-             refused: str | None = None) -> None:
+    def http(
+        self,
+        server: str,
+        t: float,
+        snapshot: int | None,
+        method: str,
+        path: str,
+        query: str,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        refused: str | None = None,
+    ) -> None:
         """A complete answer (the body decoded, as the client read it), or one the client
         refused while reading it (`refused`: why, e.g. larger than its bound; no body)."""
 
@@ -33,7 +43,14 @@ class Tap(Protocol):
     def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
         """The event stream connected (`up`), or was lost (and why)."""
 
-    def snapshot(self, server: str, t: float, number: int, begin: bool,
-                 failed: str | None = None, error: str | None = None) -> None:
+    def snapshot(
+        self,
+        server: str,
+        t: float,
+        number: int,
+        begin: bool,
+        failed: str | None = None,
+        error: str | None = None,
+    ) -> None:
         """A snapshot began, or ended (`failed`: why it did not succeed; `error`: the name of
         the OcwatchError class that said so)."""

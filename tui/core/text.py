@@ -23,8 +23,7 @@ from typing import Any
 #: formatting characters, BOM, lone surrogates, the interlinear annotation and object
 #: replacement controls.
 _INVISIBLE = (
-    "\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff"
-    "\ufff9-\ufffb\ud800-\udfff"
+    "\x7f-\x9f\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f\ufeff\ufff9-\ufffb\ud800-\udfff"
 )
 #: Those and the C0 controls (tab and newline included: one record is one line)
 UNSAFE = re.compile(f"[\x00-\x1f{_INVISIBLE}]")
@@ -104,8 +103,13 @@ def literal(text: str | None, *, escapes: bool = False) -> str:
 
 
 def _escape(code: int) -> str:
-    return (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000
-            else f"\\U{code:08x}")
+    return (
+        f"\\x{code:02x}"
+        if code < 0x100
+        else f"\\u{code:04x}"
+        if code < 0x10000
+        else f"\\U{code:08x}"
+    )
 
 
 def _picture(code: int) -> str:

@@ -29,11 +29,17 @@ RUNNING: tuple[State, ...] = ("busy", "retry", "input")
 #: The state a row with each reason is in: a run cut off is unknown (the evidence contradicts
 #: idle), every other ended run idle.
 REASON_STATE: dict[Reason, State] = {
-    "completed": "idle", "aborted": "idle", "error": "idle", "interrupted": "unknown"}
+    "completed": "idle",
+    "aborted": "idle",
+    "error": "idle",
+    "interrupted": "unknown",
+}
 #: Every (state, reason) a row can have, in the View's order ("": no reason).
 STATE_REASONS: tuple[tuple[State, str], ...] = tuple(
-    pair for state in STATES for pair in (
-        *((state, r) for r in REASONS if REASON_STATE[r] == state), (state, "")))
+    pair
+    for state in STATES
+    for pair in (*((state, r) for r in REASONS if REASON_STATE[r] == state), (state, ""))
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +52,8 @@ class Pending:
     session_id: str
     summary: str
     request: PermissionRequest | QuestionRequest | None = field(
-        default=None, compare=False, hash=False)
+        default=None, compare=False, hash=False
+    )
 
     @property
     def permission(self) -> PermissionRequest | None:
@@ -59,8 +66,12 @@ class Pending:
         return self.request if isinstance(self.request, QuestionRequest) else None
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "id": self.id, "session_id": self.session_id,
-                "summary": self.summary}
+        return {
+            "kind": self.kind,
+            "id": self.id,
+            "session_id": self.session_id,
+            "summary": self.summary,
+        }
 
 
 @dataclass(slots=True)
@@ -120,9 +131,13 @@ class SessionRow:
             "tokens": self.tokens,
             "settled": self.settled,
             "error": self.error,
-            "retry": None if self.state != "retry" else {
-                "attempt": self.retry_attempt, "message": self.retry_message,
-                "next": iso(self.retry_next)},
+            "retry": None
+            if self.state != "retry"
+            else {
+                "attempt": self.retry_attempt,
+                "message": self.retry_message,
+                "next": iso(self.retry_next),
+            },
             "children": list(self.children),
             "ended": self.ended,
             "settling": self.settling,
@@ -163,10 +178,16 @@ class ServerInfo:
         return self.name or self.url
 
     def to_json(self) -> dict[str, Any]:
-        return {"url": self.url, "name": self.label, "version": self.version,
-                "reachable": self.reachable,
-                "error": self.error, "stream": self.stream, "malformed": self.malformed,
-                "malformed_examples": list(self.malformed_examples)}
+        return {
+            "url": self.url,
+            "name": self.label,
+            "version": self.version,
+            "reachable": self.reachable,
+            "error": self.error,
+            "stream": self.stream,
+            "malformed": self.malformed,
+            "malformed_examples": list(self.malformed_examples),
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,16 +281,22 @@ def transitions_of(before: Settled, after: View, changed: Iterable[tuple[str, st
     return Changes(out, settled, asks)
 
 
-def _step(key: tuple[str, str], row: SessionRow, prev: SessionRow | None, settled: Settled,
-          out: list[Transition], asks: list[Transition], at: float) -> None:
+def _step(
+    key: tuple[str, str],
+    row: SessionRow,
+    prev: SessionRow | None,
+    settled: Settled,
+    out: list[Transition],
+    asks: list[Transition],
+    at: float,
+) -> None:
     """One row against its last settled one: what `settled` keeps, and its transition."""
     if not row.settled:
         if prev is not None:
             settled[key] = prev
         return
     settled[key] = row
-    if prev is None or (prev.state, prev.reason, prev.stale) != (
-            row.state, row.reason, row.stale):
+    if prev is None or (prev.state, prev.reason, prev.stale) != (row.state, row.reason, row.stale):
         out.append(Transition(key, prev, row, at))
     elif row.state == "input" and {p.id for p in row.pending} - {p.id for p in prev.pending}:
         asks.append(Transition(key, prev, row, at))

@@ -14,8 +14,18 @@ INFRA = "/home/demo/projects/infra"
 
 MARKUP_TITLE = "[bold red]not bold[/] \x1b[31mred?\x1b[0m"
 
-TOP_CYCLE = ("complete", "long", "retry", "permission", "complete", "question", "error",
-             "abort", "complete", "stale")
+TOP_CYCLE = (
+    "complete",
+    "long",
+    "retry",
+    "permission",
+    "complete",
+    "question",
+    "error",
+    "abort",
+    "complete",
+    "stale",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,16 +60,26 @@ class Folder:
     summaries: tuple[str, ...]
 
 
-def _q(header: str, question: str, *options: tuple[str, str],
-       multiple: bool = False) -> dict[str, Any]:
-    return {"question": question, "header": header, "multiple": multiple,
-            "options": [{"label": label, "description": desc} for label, desc in options]}
+def _q(
+    header: str, question: str, *options: tuple[str, str], multiple: bool = False
+) -> dict[str, Any]:
+    return {
+        "question": question,
+        "header": header,
+        "multiple": multiple,
+        "options": [{"label": label, "description": desc} for label, desc in options],
+    }
 
 
 FOLDERS: dict[str, Folder] = {
     WEBSHOP: Folder(
-        files=("src/checkout/session.ts", "src/cart/reducer.ts", "src/search/index.ts",
-               "src/auth/middleware.ts", "src/pages/product/[slug].tsx"),
+        files=(
+            "src/checkout/session.ts",
+            "src/cart/reducer.ts",
+            "src/search/index.ts",
+            "src/auth/middleware.ts",
+            "src/pages/product/[slug].tsx",
+        ),
         commands=(
             ("npm test -- --runInBand", "Run the test suite", "Tests: 214 passed, 214 total"),
             ("npm run lint", "Lint the project", "✔ No problems found"),
@@ -71,11 +91,21 @@ FOLDERS: dict[str, Folder] = {
             ("rm -rf .next/cache", "rm *", "Clear the build cache"),
         ),
         questions=(
-            _q("Locale", "Which German variant should the product pages use?",
-               ("de-DE", "Germany"), ("de-AT", "Austria"), ("de-CH", "Switzerland")),
-            _q("Payment", "Which payment methods should checkout offer first?",
-               ("Card", "Visa, Mastercard, Amex"), ("PayPal", "Redirect flow"),
-               ("SEPA", "Direct debit"), multiple=True),
+            _q(
+                "Locale",
+                "Which German variant should the product pages use?",
+                ("de-DE", "Germany"),
+                ("de-AT", "Austria"),
+                ("de-CH", "Switzerland"),
+            ),
+            _q(
+                "Payment",
+                "Which payment methods should checkout offer first?",
+                ("Card", "Visa, Mastercard, Amex"),
+                ("PayPal", "Redirect flow"),
+                ("SEPA", "Direct debit"),
+                multiple=True,
+            ),
         ),
         summaries=(
             "Done. The change is in place and the test suite passes.",
@@ -84,26 +114,48 @@ FOLDERS: dict[str, Folder] = {
         ),
     ),
     INFRA: Folder(
-        files=("modules/dns/main.tf", "alerts/rules.yml", "scripts/backup.sh",
-               "charts/ingress/values.yaml", "zones/shop.example.com.tf"),
+        files=(
+            "modules/dns/main.tf",
+            "alerts/rules.yml",
+            "scripts/backup.sh",
+            "charts/ingress/values.yaml",
+            "zones/shop.example.com.tf",
+        ),
         commands=(
-            ("terraform plan -out=tfplan", "Plan infrastructure changes",
-             "Plan: 3 to add, 1 to change, 0 to destroy."),
+            (
+                "terraform plan -out=tfplan",
+                "Plan infrastructure changes",
+                "Plan: 3 to add, 1 to change, 0 to destroy.",
+            ),
             ("helm template charts/ingress", "Render the ingress chart", "---\n# Source: ingress"),
-            ("promtool check rules alerts/rules.yml", "Validate alert rules",
-             "SUCCESS: 27 rules found"),
+            (
+                "promtool check rules alerts/rules.yml",
+                "Validate alert rules",
+                "SUCCESS: 27 rules found",
+            ),
         ),
         asks=(
             ("terraform apply tfplan", "terraform apply *", "Apply the saved plan"),
-            ("kubectl rollout restart deploy/ingress-nginx", "kubectl rollout *",
-             "Restart the ingress controller"),
+            (
+                "kubectl rollout restart deploy/ingress-nginx",
+                "kubectl rollout *",
+                "Restart the ingress controller",
+            ),
             ("git push origin main", "git push *", "Push the change"),
         ),
         questions=(
-            _q("Region", "Which AWS region should host the new zone records?",
-               ("eu-central-1", "Frankfurt"), ("us-east-1", "N. Virginia")),
-            _q("Severity", "Should disk-pressure alerts page on-call or only open a ticket?",
-               ("Page", "Wake someone up"), ("Ticket", "Next business day")),
+            _q(
+                "Region",
+                "Which AWS region should host the new zone records?",
+                ("eu-central-1", "Frankfurt"),
+                ("us-east-1", "N. Virginia"),
+            ),
+            _q(
+                "Severity",
+                "Should disk-pressure alerts page on-call or only open a ticket?",
+                ("Page", "Wake someone up"),
+                ("Ticket", "Next business day"),
+            ),
         ),
         summaries=(
             "Done. The plan applies cleanly and nothing else changes.",
@@ -114,62 +166,170 @@ FOLDERS: dict[str, Folder] = {
 }
 
 SPECS: tuple[Spec, ...] = (
-    Spec("ses_demo_checkout", WEBSHOP, "Add Stripe checkout flow", "brave-otter", "busy",
-         ("Add a Stripe checkout session endpoint and wire it into the cart page.",
-          "Handle declined cards with a friendly message.")),
-    Spec("ses_demo_search", WEBSHOP, "Fix flaky search tests", "quiet-falcon", "retry",
-         ("The search tests fail randomly on CI, find out why.",
-          "Make the index fixture deterministic."), offset=2),
-    Spec("ses_demo_deploy", WEBSHOP, "Release v2.4 to production", "swift-heron", "permission",
-         ("Bump the version to 2.4.0, tag it and push the release.",
-          "Write the changelog for 2.4."), offset=4),
-    Spec("ses_demo_i18n", WEBSHOP, "Translate product pages to German", "calm-lynx", "question",
-         ("Add German translations for the product pages.",
-          "Translate the checkout emails too."), offset=6),
-    Spec("ses_demo_cart", WEBSHOP, "Refactor cart state into reducers", "bold-badger", "completed",
-         ("Move the cart state from context into a reducer.",
-          "Add tests for the cart reducer."), offset=8),
-    Spec("ses_demo_auth", WEBSHOP, "Migrate login to OAuth 2.1", "keen-walrus", "subagent",
-         ("Migrate the login flow from sessions to OAuth 2.1 with PKCE.",
-          "Remove the legacy session cookie code."),
-         child="ses_demo_auth_explore", cycle=("subagent", "complete", "subagent", "error")),
-    Spec("ses_demo_auth_explore", WEBSHOP, "Explore session middleware (@general subagent)",
-         "tidy-finch", "busy",
-         ("Find every place that reads the session cookie and report file:line.",),
-         parent="ses_demo_auth", cycle=()),
-    Spec("ses_demo_markup", INFRA, MARKUP_TITLE, "odd-newt", "completed",
-         ("Check that titles are shown literally.",), offset=1),
-    Spec("ses_demo_terraform", INFRA, "Upgrade Terraform AWS provider to v6", "stoic-ibex",
-         "aborted",
-         ("Upgrade the AWS provider to v6 and fix the deprecations.",
-          "Run a plan against staging."), offset=3),
-    Spec("ses_demo_alerts", INFRA, "Tune Prometheus alert rules", "merry-crane", "error",
-         ("Reduce alert noise: the disk alerts flap every night.",
-          "Add an alert for certificate expiry."), offset=5),
-    Spec("ses_demo_backup", INFRA, "Review nightly backup script", "lucky-moose", "interrupted",
-         ("Review scripts/backup.sh and make it resumable.",
-          "Test a restore into a scratch bucket."),
-         cycle=("complete", "long", "restart", "complete", "error", "question")),
-    Spec("ses_demo_k8s", INFRA, "Bump ingress-nginx chart to 4.12", "gentle-yak", "stale",
-         ("Bump the ingress-nginx chart and check the values diff.",
-          "Roll it out to staging."), offset=7),
-    Spec("ses_demo_dns", INFRA, "Move DNS zones to Route 53", "sunny-koala", "subagent",
-         ("Move the shop.example.com zone from the old provider to Route 53.",
-          "Lower the TTLs before the switch."),
-         child="ses_demo_dns_apply", cycle=("subagent", "complete", "subagent", "retry")),
-    Spec("ses_demo_dns_apply", INFRA, "Rewrite zone files (@general subagent)", "shy-gecko",
-         "permission",
-         ("Rewrite zones/shop.example.com.tf for Route 53 and show the diff.",),
-         parent="ses_demo_dns", cycle=()),
+    Spec(
+        "ses_demo_checkout",
+        WEBSHOP,
+        "Add Stripe checkout flow",
+        "brave-otter",
+        "busy",
+        (
+            "Add a Stripe checkout session endpoint and wire it into the cart page.",
+            "Handle declined cards with a friendly message.",
+        ),
+    ),
+    Spec(
+        "ses_demo_search",
+        WEBSHOP,
+        "Fix flaky search tests",
+        "quiet-falcon",
+        "retry",
+        (
+            "The search tests fail randomly on CI, find out why.",
+            "Make the index fixture deterministic.",
+        ),
+        offset=2,
+    ),
+    Spec(
+        "ses_demo_deploy",
+        WEBSHOP,
+        "Release v2.4 to production",
+        "swift-heron",
+        "permission",
+        ("Bump the version to 2.4.0, tag it and push the release.", "Write the changelog for 2.4."),
+        offset=4,
+    ),
+    Spec(
+        "ses_demo_i18n",
+        WEBSHOP,
+        "Translate product pages to German",
+        "calm-lynx",
+        "question",
+        ("Add German translations for the product pages.", "Translate the checkout emails too."),
+        offset=6,
+    ),
+    Spec(
+        "ses_demo_cart",
+        WEBSHOP,
+        "Refactor cart state into reducers",
+        "bold-badger",
+        "completed",
+        ("Move the cart state from context into a reducer.", "Add tests for the cart reducer."),
+        offset=8,
+    ),
+    Spec(
+        "ses_demo_auth",
+        WEBSHOP,
+        "Migrate login to OAuth 2.1",
+        "keen-walrus",
+        "subagent",
+        (
+            "Migrate the login flow from sessions to OAuth 2.1 with PKCE.",
+            "Remove the legacy session cookie code.",
+        ),
+        child="ses_demo_auth_explore",
+        cycle=("subagent", "complete", "subagent", "error"),
+    ),
+    Spec(
+        "ses_demo_auth_explore",
+        WEBSHOP,
+        "Explore session middleware (@general subagent)",
+        "tidy-finch",
+        "busy",
+        ("Find every place that reads the session cookie and report file:line.",),
+        parent="ses_demo_auth",
+        cycle=(),
+    ),
+    Spec(
+        "ses_demo_markup",
+        INFRA,
+        MARKUP_TITLE,
+        "odd-newt",
+        "completed",
+        ("Check that titles are shown literally.",),
+        offset=1,
+    ),
+    Spec(
+        "ses_demo_terraform",
+        INFRA,
+        "Upgrade Terraform AWS provider to v6",
+        "stoic-ibex",
+        "aborted",
+        ("Upgrade the AWS provider to v6 and fix the deprecations.", "Run a plan against staging."),
+        offset=3,
+    ),
+    Spec(
+        "ses_demo_alerts",
+        INFRA,
+        "Tune Prometheus alert rules",
+        "merry-crane",
+        "error",
+        (
+            "Reduce alert noise: the disk alerts flap every night.",
+            "Add an alert for certificate expiry.",
+        ),
+        offset=5,
+    ),
+    Spec(
+        "ses_demo_backup",
+        INFRA,
+        "Review nightly backup script",
+        "lucky-moose",
+        "interrupted",
+        (
+            "Review scripts/backup.sh and make it resumable.",
+            "Test a restore into a scratch bucket.",
+        ),
+        cycle=("complete", "long", "restart", "complete", "error", "question"),
+    ),
+    Spec(
+        "ses_demo_k8s",
+        INFRA,
+        "Bump ingress-nginx chart to 4.12",
+        "gentle-yak",
+        "stale",
+        ("Bump the ingress-nginx chart and check the values diff.", "Roll it out to staging."),
+        offset=7,
+    ),
+    Spec(
+        "ses_demo_dns",
+        INFRA,
+        "Move DNS zones to Route 53",
+        "sunny-koala",
+        "subagent",
+        (
+            "Move the shop.example.com zone from the old provider to Route 53.",
+            "Lower the TTLs before the switch.",
+        ),
+        child="ses_demo_dns_apply",
+        cycle=("subagent", "complete", "subagent", "retry"),
+    ),
+    Spec(
+        "ses_demo_dns_apply",
+        INFRA,
+        "Rewrite zone files (@general subagent)",
+        "shy-gecko",
+        "permission",
+        ("Rewrite zones/shop.example.com.tf for Route 53 and show the diff.",),
+        parent="ses_demo_dns",
+        cycle=(),
+    ),
 )
 
 SPEC_BY_ID: dict[str, Spec] = {spec.sid: spec for spec in SPECS}
 
 ERRORS: tuple[dict[str, Any], ...] = (
-    {"name": "APIError", "data": {"message": "Bad Request: tools.3.input_schema is invalid",
-                                  "statusCode": 400, "isRetryable": False}},
-    {"name": "ProviderAuthError", "data": {"providerID": "anthropic",
-                                           "message": "Invalid API key"}},
+    {
+        "name": "APIError",
+        "data": {
+            "message": "Bad Request: tools.3.input_schema is invalid",
+            "statusCode": 400,
+            "isRetryable": False,
+        },
+    },
+    {
+        "name": "ProviderAuthError",
+        "data": {"providerID": "anthropic", "message": "Invalid API key"},
+    },
     {"name": "UnknownError", "data": {"message": "fetch failed: socket hang up"}},
 )
 RETRY_MESSAGE = "Overloaded: the provider is temporarily unavailable (503)"
@@ -178,6 +338,7 @@ RETRY_FAILED: dict[str, Any] = {
     "data": {"message": "Service Unavailable", "statusCode": 503, "isRetryable": True},
 }
 PERMISSION_REJECTED = "The user rejected permission to use this specific tool call."
-PERMISSION_FEEDBACK = ("The user rejected permission to use this specific tool call with the "
-                       "following feedback: ")
+PERMISSION_FEEDBACK = (
+    "The user rejected permission to use this specific tool call with the following feedback: "
+)
 QUESTION_REJECTED = "The user dismissed this question"

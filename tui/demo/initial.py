@@ -22,11 +22,16 @@ class _Builder:
     def at(self, dt: float) -> AbstractContextManager[None]:
         return self.w.at(self.now + dt)
 
-    def begin(self, spec: Spec, dt: float, prompt: str | None = None,
-              start_step: bool = True) -> Run:
+    def begin(
+        self, spec: Spec, dt: float, prompt: str | None = None, start_step: bool = True
+    ) -> Run:
         with self.at(dt):
-            return self.w.begin_run(spec.sid, prompt or spec.prompts[0],
-                                    "general" if spec.parent else "build", start_step=start_step)
+            return self.w.begin_run(
+                spec.sid,
+                prompt or spec.prompts[0],
+                "general" if spec.parent else "build",
+                start_step=start_step,
+            )
 
     def read(self, spec: Spec, run: Run, dt: float) -> None:
         rel = self.rng.choice(spec.folder.files)
@@ -82,19 +87,32 @@ class _Builder:
             rel = "zones/shop.example.com.tf"
             path = f"{spec.directory}/{rel}"
             with self.at(-30):
-                part = self.w.start_tool(run, "edit", {"filePath": path, "oldString": "ttl = 3600",
-                                                       "newString": "ttl = 300"}, running=False)
-                self.w.ask_permission(run, part, "edit", [rel], ["*"], {
-                    "filepath": path,
-                    "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n"})
+                part = self.w.start_tool(
+                    run,
+                    "edit",
+                    {"filePath": path, "oldString": "ttl = 3600", "newString": "ttl = 300"},
+                    running=False,
+                )
+                self.w.ask_permission(
+                    run,
+                    part,
+                    "edit",
+                    [rel],
+                    ["*"],
+                    {
+                        "filepath": path,
+                        "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n",
+                    },
+                )
                 self.w.run_tool(run, part)
             return
         run = self.begin(spec, -70)
         self.read(spec, run, -66)
         cmd, always, desc = spec.folder.asks[0]
         with self.at(-45):
-            part = self.w.start_tool(run, "bash", {"command": cmd, "description": desc},
-                                     running=False)
+            part = self.w.start_tool(
+                run, "bash", {"command": cmd, "description": desc}, running=False
+            )
             self.w.ask_permission(run, part, "bash", [cmd], [always], {"command": cmd})
             self.w.run_tool(run, part)
 
@@ -127,8 +145,14 @@ class _Builder:
         run = self.begin(spec, -760)
         self.read(spec, run, -750)
         with self.at(-700):
-            self.w.start_tool(run, "bash", {"command": "restic backup --dry-run /srv/data",
-                                            "description": "Dry-run the backup"})
+            self.w.start_tool(
+                run,
+                "bash",
+                {
+                    "command": "restic backup --dry-run /srv/data",
+                    "description": "Dry-run the backup",
+                },
+            )
         # the server restarted here: the run died, the status map forgot the session
         self.w.runs.pop(spec.sid, None)
         self.w.status.pop(spec.sid, None)
@@ -139,8 +163,9 @@ class _Builder:
         part = self.bash(spec, run, -280, 1)
         cmd, _desc, out = spec.folder.commands[1]
         with self.at(-200):
-            self.w.finish_tool(run, part, out, title=cmd,
-                               metadata={"output": out, "exit": 0, "truncated": False})
+            self.w.finish_tool(
+                run, part, out, title=cmd, metadata={"output": out, "exit": 0, "truncated": False}
+            )
             self.w.next_step(run, random_tokens(self.rng))
         with self.at(-150):
             self.w.add_text(run, self.rng.choice(spec.folder.summaries))
@@ -154,16 +179,25 @@ class _Builder:
         with self.at(-145):
             self.w.add_text(run, "I'll hand the detailed work to a sub-agent.")
         with self.at(-140):
-            part = self.w.start_tool(run, "task", {"description": desc, "prompt": child.prompts[0],
-                                                   "subagent_type": "general"}, running=False)
+            part = self.w.start_tool(
+                run,
+                "task",
+                {"description": desc, "prompt": child.prompts[0], "subagent_type": "general"},
+                running=False,
+            )
             self.w.create_session(child.sid, child.directory, child.title, child.slug, spec.sid)
-            self.w.run_tool(run, part, title=desc,
-                            metadata={"parentSessionId": spec.sid, "sessionId": child.sid})
+            self.w.run_tool(
+                run,
+                part,
+                title=desc,
+                metadata={"parentSessionId": spec.sid, "sessionId": child.sid},
+            )
         getattr(self, child.initial)(child)
 
 
-def build_initial_world(clock: Callable[[], float] = time.time, seed: int = 0,
-                        speed: float = 1.0) -> World:
+def build_initial_world(
+    clock: Callable[[], float] = time.time, seed: int = 0, speed: float = 1.0
+) -> World:
     """A world where every state is present at once (see `tests/unit/test_demo_server.py`).
 
     `speed` only scales the one future time in it: when the retrying session retries next."""

@@ -184,13 +184,22 @@ class Actor:
 class Director:
     """Owns the actors; abort, restart and prompts from the HTTP routes go through it."""
 
-    def __init__(self, world: World, *, speed: float = 1.0, seed: int = 0,
-                 restart_hook: Callable[[], Awaitable[None]] | None = None) -> None:
+    def __init__(
+        self,
+        world: World,
+        *,
+        speed: float = 1.0,
+        seed: int = 0,
+        restart_hook: Callable[[], Awaitable[None]] | None = None,
+    ) -> None:
         self.world = world
         self.clock = ScenarioClock(speed)
         self.restart_hook = restart_hook
-        self.actors = {s.sid: Actor(self, s, random.Random(f"{seed}:{s.sid}"))
-                       for s in SPECS if s.sid in world.sessions}
+        self.actors = {
+            s.sid: Actor(self, s, random.Random(f"{seed}:{s.sid}"))
+            for s in SPECS
+            if s.sid in world.sessions
+        }
 
     def start(self) -> None:
         for actor in self.actors.values():
@@ -248,13 +257,15 @@ def complete_tool(a: Actor, run: Run, part: Json) -> None:
     if tool == "bash":
         command = args.get("command", "")
         out = next((o for c, _d, o in a.spec.folder.commands if c == command), "")
-        a.world.finish_tool(run, part, out, title=command,
-                            metadata={"output": out, "exit": 0, "truncated": False})
+        a.world.finish_tool(
+            run, part, out, title=command, metadata={"output": out, "exit": 0, "truncated": False}
+        )
     elif tool in ("read", "edit"):
         path = args.get("filePath", "")
         rel = path.removeprefix(f"{a.spec.directory}/")
-        out = (f"<file>\n00001| // {rel}\n</file>" if tool == "read"
-               else "Edit applied successfully.")
+        out = (
+            f"<file>\n00001| // {rel}\n</file>" if tool == "read" else "Edit applied successfully."
+        )
         a.world.finish_tool(run, part, out, title=rel)
     else:
         a.world.finish_tool(run, part, "Found 7 matches", title=str(args.get("pattern", "")))
@@ -272,15 +283,20 @@ async def read_step(a: Actor, run: Run) -> None:
     a.world.next_step(run, a.tokens())
 
 
-PLAN = ("Read the code around the change", "Make the change", "Run the test suite",
-        "Summarise what changed")
+PLAN = (
+    "Read the code around the change",
+    "Make the change",
+    "Run the test suite",
+    "Summarise what changed",
+)
 
 
 def advance_todos(a: Actor) -> None:
     """The agent's todo list moves one step: the item in progress is done, the next starts."""
     todos = a.world.todos.get(a.sid) or [
         {"id": f"todo{i}", "content": text, "status": "pending", "priority": "medium"}
-        for i, text in enumerate(PLAN)]
+        for i, text in enumerate(PLAN)
+    ]
     todos = [dict(t) for t in todos]
     for t in todos:
         if t["status"] == "in_progress":
@@ -294,8 +310,11 @@ def advance_todos(a: Actor) -> None:
 
 async def edit_step(a: Actor, run: Run) -> None:
     advance_todos(a)
-    part = a.world.start_tool(run, "edit", {"filePath": f"{a.spec.directory}/{_rel(a)}",
-                                            "oldString": "TODO", "newString": "done"})
+    part = a.world.start_tool(
+        run,
+        "edit",
+        {"filePath": f"{a.spec.directory}/{_rel(a)}", "oldString": "TODO", "newString": "done"},
+    )
     await a.sleep(4)
     complete_tool(a, run, part)
     a.world.next_step(run, a.tokens())
@@ -319,8 +338,9 @@ async def retry_phase(a: Actor, run: Run, attempt: int) -> str:
     clock = a.director.clock
     while True:
         delay = min(2.0**attempt, 20.0)
-        a.world.set_retry(a.sid, attempt, RETRY_MESSAGE,
-                          a.world.now() + int(clock.wall(delay) * 1000))
+        a.world.set_retry(
+            a.sid, attempt, RETRY_MESSAGE, a.world.now() + int(clock.wall(delay) * 1000)
+        )
         await clock.sleep(delay)
         a.world.set_status(a.sid, {"type": "busy"})
         if attempt >= last:
@@ -340,6 +360,7 @@ async def retry_phase(a: Actor, run: Run, attempt: int) -> str:
 async def permission_phase(a: Actor, run: Run, part: Json, request_id: str) -> str:
     """Wait for the reply: once/always → the tool runs and the run completes; reject → the
     run ends as the real server ends it (tool part error, finish `tool-calls`, no error)."""
+
     def default() -> bool:
         return a.world.reply_permission(request_id, "once")
 
@@ -376,12 +397,17 @@ async def question_phase(a: Actor, run: Run, part: Json, request_id: str) -> str
         a.world.fail_tool(run, part, QUESTION_REJECTED)
         a.world.end_refused(run, a.tokens(0.3))
         return "refused"
-    pairs = ", ".join(f'"{q["question"]}"="{", ".join(ans)}"'
-                      for q, ans in zip(questions, answers, strict=False))
-    a.world.finish_tool(run, part, f"User has answered your questions: {pairs}. You can now "
-                                   "continue with the user's answers in mind.",
-                        title="Asked 1 question", metadata={"answers": answers,
-                                                            "truncated": False})
+    pairs = ", ".join(
+        f'"{q["question"]}"="{", ".join(ans)}"' for q, ans in zip(questions, answers, strict=False)
+    )
+    a.world.finish_tool(
+        run,
+        part,
+        f"User has answered your questions: {pairs}. You can now "
+        "continue with the user's answers in mind.",
+        title="Asked 1 question",
+        metadata={"answers": answers, "truncated": False},
+    )
     a.world.next_step(run, a.tokens())
     await a.sleep(5)
     await a.finish(run)
@@ -395,8 +421,9 @@ async def stale_phase(a: Actor) -> None:
         a.world.set_status(a.sid, None)
 
 
-async def subagent_phase(a: Actor, run: Run, part: Json, child: Actor,
-                         coro: Coroutine[Any, Any, Any]) -> str:
+async def subagent_phase(
+    a: Actor, run: Run, part: Json, child: Actor, coro: Coroutine[Any, Any, Any]
+) -> str:
     """The parent's `task` tool runs while the child session works."""
     task = child.spawn(coro)
     try:
@@ -411,11 +438,18 @@ async def subagent_phase(a: Actor, run: Run, part: Json, child: Actor,
     else:
         outcome = task.result() or "completed"
     if outcome in ("completed", "refused"):
-        texts = [p.get("text", "") for p in child.world.messages[child.sid][-1]["parts"]
-                 if p["type"] == "text"]
+        texts = [
+            p.get("text", "")
+            for p in child.world.messages[child.sid][-1]["parts"]
+            if p["type"] == "text"
+        ]
         result = texts[-1] if texts else "Done."
-        a.world.finish_tool(run, part, f'<task id="{child.sid}" state="completed">\n'
-                                       f"<task_result>\n{result}\n</task_result>\n</task>")
+        a.world.finish_tool(
+            run,
+            part,
+            f'<task id="{child.sid}" state="completed">\n'
+            f"<task_result>\n{result}\n</task_result>\n</task>",
+        )
     else:
         a.world.fail_tool(run, part, f"Sub-agent {child.sid} ended: {outcome}")
     a.world.next_step(run, a.tokens())
@@ -502,8 +536,11 @@ async def run_restart(a: Actor) -> str:
     """A long command, then the whole server restarts under it."""
     run = a.begin()
     await a.sleep(2)
-    a.world.start_tool(run, "bash", {"command": "restic backup --dry-run /srv/data",
-                                     "description": "Dry-run the backup"})
+    a.world.start_tool(
+        run,
+        "bash",
+        {"command": "restic backup --dry-run /srv/data", "description": "Dry-run the backup"},
+    )
     await a.sleep(a.rng.uniform(15, 30))
     await a.director.restart()
     return "interrupted"
@@ -517,10 +554,20 @@ async def child_run(c: Actor) -> str:
     if c.spec.initial == "permission":
         rel = _rel(c)
         path = f"{c.spec.directory}/{rel}"
-        part = c.world.start_tool(run, "edit", {"filePath": path, "oldString": "ttl = 3600",
-                                                "newString": "ttl = 300"}, running=False)
-        request = c.world.ask_permission(run, part, "edit", [rel], ["*"], {
-            "filepath": path, "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n"})
+        part = c.world.start_tool(
+            run,
+            "edit",
+            {"filePath": path, "oldString": "ttl = 3600", "newString": "ttl = 300"},
+            running=False,
+        )
+        request = c.world.ask_permission(
+            run,
+            part,
+            "edit",
+            [rel],
+            ["*"],
+            {"filepath": path, "diff": f"--- {rel}\n+++ {rel}\n-  ttl = 3600\n+  ttl = 300\n"},
+        )
         c.world.run_tool(run, part)
         return await permission_phase(c, run, part, request["id"])
     c.world.start_tool(run, "grep", {"pattern": "req.session", "path": "src"})
@@ -534,16 +581,27 @@ async def run_subagent(a: Actor) -> str:
     await a.sleep(2)
     a.world.add_text(run, "I'll hand the detailed work to a sub-agent.")
     desc = child.spec.title.split(" (@")[0]
-    part = a.world.start_tool(run, "task", {"description": desc, "prompt": child.spec.prompts[0],
-                                            "subagent_type": "general"}, title=desc,
-                              metadata={"parentSessionId": a.sid, "sessionId": child.sid})
+    part = a.world.start_tool(
+        run,
+        "task",
+        {"description": desc, "prompt": child.spec.prompts[0], "subagent_type": "general"},
+        title=desc,
+        metadata={"parentSessionId": a.sid, "sessionId": child.sid},
+    )
     return await subagent_phase(a, run, part, child, child_run(child))
 
 
 RUNS: dict[str, Callable[[Actor], Coroutine[Any, Any, Any]]] = {
-    "complete": run_complete, "long": run_long, "retry": run_retry,
-    "permission": run_permission, "question": run_question, "error": run_error,
-    "abort": run_abort, "stale": run_stale, "restart": run_restart, "subagent": run_subagent,
+    "complete": run_complete,
+    "long": run_long,
+    "retry": run_retry,
+    "permission": run_permission,
+    "question": run_question,
+    "error": run_error,
+    "abort": run_abort,
+    "stale": run_stale,
+    "restart": run_restart,
+    "subagent": run_subagent,
 }
 
 
@@ -596,6 +654,10 @@ async def resume_subagent(a: Actor) -> str | None:
 
 
 RESUMES: dict[str, Callable[[Actor], Coroutine[Any, Any, Any]]] = {
-    "busy": resume_busy, "retry": resume_retry, "permission": resume_permission,
-    "question": resume_question, "stale": resume_stale, "subagent": resume_subagent,
+    "busy": resume_busy,
+    "retry": resume_retry,
+    "permission": resume_permission,
+    "question": resume_question,
+    "stale": resume_stale,
+    "subagent": resume_subagent,
 }

@@ -38,11 +38,23 @@ HTML_PAGE = """<!doctype html>
 """
 
 _SESSION = re.compile(r"^/session/([^/]+)(/message|/children|/todo|/abort|/prompt_async)?$")
-PROVIDERS = {"providers": [{"id": "anthropic", "name": "Anthropic", "models": {
-    "claude-sonnet-4-5": {"id": "claude-sonnet-4-5", "providerID": "anthropic",
-                          "name": "Claude Sonnet 4.5",
-                          "limit": {"context": 200000, "output": 64000}}}}],
-    "default": {"anthropic": "claude-sonnet-4-5"}}
+PROVIDERS = {
+    "providers": [
+        {
+            "id": "anthropic",
+            "name": "Anthropic",
+            "models": {
+                "claude-sonnet-4-5": {
+                    "id": "claude-sonnet-4-5",
+                    "providerID": "anthropic",
+                    "name": "Claude Sonnet 4.5",
+                    "limit": {"context": 200000, "output": 64000},
+                }
+            },
+        }
+    ],
+    "default": {"anthropic": "claude-sonnet-4-5"},
+}
 """`GET /config/providers`: the one model the demo's agents use, with its context window."""
 _REQUEST = re.compile(r"^/(permission|question)/([^/]+)/(reply|reject)$")
 
@@ -54,8 +66,14 @@ def _dumps(obj: Any) -> str:
 def _not_found(kind: str, request_id: str) -> Response:
     tag = "PermissionNotFoundError" if kind == "permission" else "QuestionNotFoundError"
     label = "Permission" if kind == "permission" else "Question"
-    return json_response({"_tag": tag, "requestID": request_id,
-                          "message": f"{label} request not found: {request_id}"}, 404)
+    return json_response(
+        {
+            "_tag": tag,
+            "requestID": request_id,
+            "message": f"{label} request not found: {request_id}",
+        },
+        404,
+    )
 
 
 def _bad_request(message: str) -> Response:
@@ -71,10 +89,19 @@ def _int(value: str | None) -> int | None:
 class DemoServer:
     """A scripted OpenCode server: every session state, cycling, over real HTTP and SSE."""
 
-    def __init__(self, *, host: str = "127.0.0.1", port: int = 0, password: str | None = None,
-                 username: str = "opencode", speed: float = 1.0, heartbeat: float = 10.0,
-                 seed: int = 0, clock: Callable[[], float] = time.time,
-                 list_all_folders: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        password: str | None = None,
+        username: str = "opencode",
+        speed: float = 1.0,
+        heartbeat: float = 10.0,
+        seed: int = 0,
+        clock: Callable[[], float] = time.time,
+        list_all_folders: bool = False,
+    ) -> None:
         """`list_all_folders=True` makes `GET /session` without `?directory=` list every
         folder's sessions (what older docs claimed); the real 1.18.33 lists one folder."""
         self.host, self.port = host, port
@@ -108,8 +135,12 @@ class DemoServer:
         await self.start()
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
         await self.stop()
 
     async def restart(self) -> None:
@@ -148,8 +179,12 @@ class DemoServer:
 
     async def _handle(self, req: Request) -> Response | EventStream:
         if not self._authorized(req):
-            return Response(401, b"Unauthorized", "text/plain",
-                            {"www-authenticate": 'Basic realm="Secure Area"'})
+            return Response(
+                401,
+                b"Unauthorized",
+                "text/plain",
+                {"www-authenticate": 'Basic realm="Secure Area"'},
+            )
         path = req.path.rstrip("/") or "/"
         try:
             if req.method == "GET":
@@ -179,10 +214,15 @@ class DemoServer:
             scoped = None if self.list_all_folders and "directory" not in req.query else directory
             return json_response(self._session_list(req, scoped))
         if path == "/experimental/session":
-            projects = {p["id"]: {"id": p["id"], "worktree": p["worktree"]}
-                        for p in w.projects.values()}
-            return json_response([{**s, "project": projects.get(s["projectID"])}
-                                  for s in self._session_list(req, None)])
+            projects = {
+                p["id"]: {"id": p["id"], "worktree": p["worktree"]} for p in w.projects.values()
+            }
+            return json_response(
+                [
+                    {**s, "project": projects.get(s["projectID"])}
+                    for s in self._session_list(req, None)
+                ]
+            )
         if path == "/api/session/active":  # 1.18.33 has the route; v1 runs are not listed
             return json_response({"data": {}})
         if path == "/session/status":
@@ -198,8 +238,9 @@ class DemoServer:
             return None
         sid, sub = match.groups()
         if sid not in w.sessions:
-            return json_response({"name": "NotFoundError",
-                                  "data": {"message": f"Session not found: {sid}"}}, 404)
+            return json_response(
+                {"name": "NotFoundError", "data": {"message": f"Session not found: {sid}"}}, 404
+            )
         if sub == "/message":
             return json_response(w.last_messages(sid, _int(req.query.get("limit"))))
         if sub == "/children":
@@ -229,8 +270,9 @@ class DemoServer:
         if match is not None and match.group(2) in ("/abort", "/prompt_async"):
             sid, sub = match.groups()
             if sid not in w.sessions:
-                return json_response({"name": "NotFoundError",
-                                      "data": {"message": f"Session not found: {sid}"}}, 404)
+                return json_response(
+                    {"name": "NotFoundError", "data": {"message": f"Session not found: {sid}"}}, 404
+                )
             if sub == "/abort":
                 self.director.abort(sid)
                 return json_response(True)
@@ -262,7 +304,8 @@ class DemoServer:
         else:
             answers = body.get("answers")
             if not isinstance(answers, list) or not all(
-                    isinstance(a, list) and all(isinstance(x, str) for x in a) for a in answers):
+                isinstance(a, list) and all(isinstance(x, str) for x in a) for a in answers
+            ):
                 raise ValueError("answers must be a list of lists of labels")
             ok = w.reply_question(request_id, answers)
         return json_response(True) if ok else _not_found(kind, request_id)
@@ -309,23 +352,33 @@ class DemoServer:
 
 def main(argv: list[str] | None = None) -> None:
     """Run the demo server until interrupted (password from $OPENCODE_SERVER_PASSWORD)."""
-    parser = argparse.ArgumentParser(prog="python -m tui.demo.server",
-                                     description="A simulated OpenCode server for ocwatch.")
+    parser = argparse.ArgumentParser(
+        prog="python -m tui.demo.server", description="A simulated OpenCode server for ocwatch."
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port (default)")
     parser.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--heartbeat", type=float, default=10.0, help="seconds between heartbeats")
     parser.add_argument("--frozen", action="store_true", help="keep the initial world as built")
-    parser.add_argument("--all-folders", action="store_true",
-                        help="GET /session without ?directory= lists every folder")
+    parser.add_argument(
+        "--all-folders",
+        action="store_true",
+        help="GET /session without ?directory= lists every folder",
+    )
     args = parser.parse_args(argv)
 
     async def run() -> None:
-        server = DemoServer(host=args.host, port=args.port, speed=args.speed, seed=args.seed,
-                            heartbeat=args.heartbeat, list_all_folders=args.all_folders,
-                            password=os.environ.get("OPENCODE_SERVER_PASSWORD") or None,
-                            username=os.environ.get("OPENCODE_SERVER_USERNAME") or "opencode")
+        server = DemoServer(
+            host=args.host,
+            port=args.port,
+            speed=args.speed,
+            seed=args.seed,
+            heartbeat=args.heartbeat,
+            list_all_folders=args.all_folders,
+            password=os.environ.get("OPENCODE_SERVER_PASSWORD") or None,
+            username=os.environ.get("OPENCODE_SERVER_USERNAME") or "opencode",
+        )
         if args.frozen:
             server.freeze()
         async with server:

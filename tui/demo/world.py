@@ -43,8 +43,13 @@ def zero_tokens() -> Json:
 def with_total(tokens: Json) -> Json:
     """Token count as messages and step-finish parts carry it (with `total`)."""
     cache = tokens.get("cache", {})
-    total = (tokens.get("input", 0) + tokens.get("output", 0) + tokens.get("reasoning", 0)
-             + cache.get("read", 0) + cache.get("write", 0))
+    total = (
+        tokens.get("input", 0)
+        + tokens.get("output", 0)
+        + tokens.get("reasoning", 0)
+        + cache.get("read", 0)
+        + cache.get("write", 0)
+    )
     return {"total": total, **tokens}
 
 
@@ -59,11 +64,16 @@ def add_tokens(into: Json, more: Json) -> None:
 
 def random_tokens(rng: random.Random, scale: float = 1.0) -> Json:
     """A plausible token count for one assistant step."""
+
     def n(lo: int, hi: int) -> int:
         return int(rng.randint(lo, hi) * scale)
 
-    return {"input": n(600, 4000), "output": n(120, 900), "reasoning": n(0, 400),
-            "cache": {"read": n(8000, 42000), "write": n(0, 2500)}}
+    return {
+        "input": n(600, 4000),
+        "output": n(120, 900),
+        "reasoning": n(0, 400),
+        "cache": {"read": n(8000, 42000), "write": n(0, 2500)},
+    }
 
 
 def token_cost(tokens: Json) -> float:
@@ -163,15 +173,21 @@ class World:
         project = self.projects.get(directory)
         return project["id"] if project else "global"
 
-    def emit(self, directory: str, type_: str, properties: Json, *,
-             sync: str | None = None) -> None:
+    def emit(
+        self, directory: str, type_: str, properties: Json, *, sync: str | None = None
+    ) -> None:
         """Send one event; with `sync` (an aggregate id) also its `sync` duplicate."""
         event_id = self.new_id("evt")
         self._publish(directory, {"id": event_id, "type": type_, "properties": properties})
         if sync is not None:  # same id as the plain event; seq counts from 0 per aggregate
             seq = self._seq[sync] = self._seq.get(sync, -1) + 1
-            sync_event = {"id": event_id, "type": f"{type_}.1", "seq": seq,
-                          "aggregateID": sync, "data": properties}
+            sync_event = {
+                "id": event_id,
+                "type": f"{type_}.1",
+                "seq": seq,
+                "aggregateID": sync,
+                "data": properties,
+            }
             self._publish(directory, {"type": "sync", "syncEvent": sync_event, "id": event_id})
 
     def _publish(self, directory: str, payload: Json) -> None:
@@ -193,12 +209,20 @@ class World:
         self.emit(info["directory"], type_, {"sessionID": sid, "info": info}, sync=sid)
 
     def _emit_message(self, sid: str, info: Json) -> None:
-        self.emit(self.sessions[sid]["directory"], "message.updated",
-                  {"sessionID": sid, "info": info}, sync=sid)
+        self.emit(
+            self.sessions[sid]["directory"],
+            "message.updated",
+            {"sessionID": sid, "info": info},
+            sync=sid,
+        )
 
     def _emit_part(self, sid: str, part: Json) -> None:
-        self.emit(self.sessions[sid]["directory"], "message.part.updated",
-                  {"sessionID": sid, "part": part, "time": self.now()}, sync=sid)
+        self.emit(
+            self.sessions[sid]["directory"],
+            "message.part.updated",
+            {"sessionID": sid, "part": part, "time": self.now()},
+            sync=sid,
+        )
 
     # ----- projects and sessions ----------------------------------------------------------
     def add_project(self, directory: str) -> Json:
@@ -265,12 +289,14 @@ class World:
     def set_todos(self, sid: str, todos: list[Json]) -> None:
         """The agent's todo list (its todo tool), as `todo.updated` announces it."""
         self.todos[sid] = todos
-        self.emit(self.sessions[sid]["directory"], "todo.updated",
-                  {"sessionID": sid, "todos": todos})
+        self.emit(
+            self.sessions[sid]["directory"], "todo.updated", {"sessionID": sid, "todos": todos}
+        )
 
     def set_retry(self, sid: str, attempt: int, message: str, next_ms: int) -> None:
-        self.set_status(sid, {"type": "retry", "attempt": attempt, "message": message,
-                              "next": next_ms})
+        self.set_status(
+            sid, {"type": "retry", "attempt": attempt, "message": message, "next": next_ms}
+        )
 
     # ----- messages and parts -------------------------------------------------------------
     def _append(self, sid: str, entry: Json) -> None:
@@ -279,8 +305,12 @@ class World:
         del entries[:-MAX_MESSAGES]
 
     def _part(self, sid: str, entry: Json, part: Json) -> Json:
-        part = {"id": self.new_id("prt"), "sessionID": sid,
-                "messageID": entry["info"]["id"], **part}
+        part = {
+            "id": self.new_id("prt"),
+            "sessionID": sid,
+            "messageID": entry["info"]["id"],
+            **part,
+        }
         entry["parts"].append(part)
         self._emit_part(sid, part)
         return part
@@ -296,8 +326,10 @@ class World:
             "providerID": "anthropic",
             "mode": run.agent,
             "agent": run.agent,
-            "path": {"cwd": self.sessions[run.sid]["directory"],
-                     "root": self.sessions[run.sid]["directory"]},
+            "path": {
+                "cwd": self.sessions[run.sid]["directory"],
+                "root": self.sessions[run.sid]["directory"],
+            },
             "cost": 0.0,
             "tokens": zero_tokens(),
         }
@@ -306,8 +338,9 @@ class World:
         self._emit_message(run.sid, info)
         return entry
 
-    def begin_run(self, sid: str, prompt: str, agent: str = "build", *,
-                  start_step: bool = True) -> Run:
+    def begin_run(
+        self, sid: str, prompt: str, agent: str = "build", *, start_step: bool = True
+    ) -> Run:
         """A user prompt: user message, status busy, the first assistant message and (unless
         `start_step` is False, as while retrying) its `step-start` part."""
         now = self.now()
@@ -340,28 +373,46 @@ class World:
 
     def add_text(self, run: Run, text: str) -> Json:
         now = self.now()
-        return self._part(run.sid, run.message,
-                          {"type": "text", "text": text, "time": {"start": now, "end": now}})
+        return self._part(
+            run.sid, run.message, {"type": "text", "text": text, "time": {"start": now, "end": now}}
+        )
 
-    def start_tool(self, run: Run, tool: str, input_: Json, *, title: str | None = None,
-                   metadata: Json | None = None, running: bool = True) -> Json:
+    def start_tool(
+        self,
+        run: Run,
+        tool: str,
+        input_: Json,
+        *,
+        title: str | None = None,
+        metadata: Json | None = None,
+        running: bool = True,
+    ) -> Json:
         """A tool call: part `pending`, then (unless `running` is False) `running`."""
         call_id = self.new_id("call")
-        part = self._part(run.sid, run.message, {
-            "type": "tool", "tool": tool, "callID": call_id,
-            "state": {"status": "pending", "input": {}, "raw": ""},
-        })
+        part = self._part(
+            run.sid,
+            run.message,
+            {
+                "type": "tool",
+                "tool": tool,
+                "callID": call_id,
+                "state": {"status": "pending", "input": {}, "raw": ""},
+            },
+        )
         run.inputs[call_id] = input_  # the wire shows `{}` until the part is running
         run.open_tools[call_id] = part
         if running:
             self.run_tool(run, part, title=title, metadata=metadata)
         return part
 
-    def run_tool(self, run: Run, part: Json, *, title: str | None = None,
-                 metadata: Json | None = None) -> None:
+    def run_tool(
+        self, run: Run, part: Json, *, title: str | None = None, metadata: Json | None = None
+    ) -> None:
         """Part `pending` → `running` (after a permission or question was asked, if any)."""
-        state: Json = {"status": "running",
-                       "input": run.inputs.pop(part["callID"], part["state"]["input"])}
+        state: Json = {
+            "status": "running",
+            "input": run.inputs.pop(part["callID"], part["state"]["input"]),
+        }
         if title is not None:
             state["title"] = title
         if metadata is not None:
@@ -370,22 +421,37 @@ class World:
         part["state"] = state
         self._emit_part(run.sid, part)
 
-    def finish_tool(self, run: Run, part: Json, output: str, *, title: str | None = None,
-                    metadata: Json | None = None) -> None:
+    def finish_tool(
+        self,
+        run: Run,
+        part: Json,
+        output: str,
+        *,
+        title: str | None = None,
+        metadata: Json | None = None,
+    ) -> None:
         state = part["state"]
         start = state.get("time", {}).get("start", self.now())
-        part["state"] = {"status": "completed", "input": state.get("input", {}), "output": output,
-                         "metadata": {**state.get("metadata", {}), **(metadata or {})},
-                         "title": title if title is not None else state.get("title", ""),
-                         "time": {"start": start, "end": self.now()}}
+        part["state"] = {
+            "status": "completed",
+            "input": state.get("input", {}),
+            "output": output,
+            "metadata": {**state.get("metadata", {}), **(metadata or {})},
+            "title": title if title is not None else state.get("title", ""),
+            "time": {"start": start, "end": self.now()},
+        }
         run.open_tools.pop(part["callID"], None)
         self._emit_part(run.sid, part)
 
     def fail_tool(self, run: Run, part: Json, error: str) -> None:
         state = part["state"]
         start = state.get("time", {}).get("start", self.now())
-        part["state"] = {"status": "error", "input": state.get("input", {}), "error": error,
-                         "time": {"start": start, "end": self.now()}}
+        part["state"] = {
+            "status": "error",
+            "input": state.get("input", {}),
+            "error": error,
+            "time": {"start": start, "end": self.now()},
+        }
         if state.get("metadata"):
             part["state"]["metadata"] = state["metadata"]
         run.open_tools.pop(part["callID"], None)
@@ -405,8 +471,16 @@ class World:
         """`step-finish` part, `message.updated` with `finish`, then again with `completed`."""
         info = run.message["info"]
         self._account(run, tokens)
-        self._part(run.sid, run.message, {"type": "step-finish", "reason": finish,
-                                          "tokens": info["tokens"], "cost": info["cost"]})
+        self._part(
+            run.sid,
+            run.message,
+            {
+                "type": "step-finish",
+                "reason": finish,
+                "tokens": info["tokens"],
+                "cost": info["cost"],
+            },
+        )
         info["finish"] = finish
         self._emit_message(run.sid, info)
         info["time"]["completed"] = self.now()
@@ -441,8 +515,14 @@ class World:
         self.touch(run.sid)
         self._diff(run.sid)
 
-    def fail_run(self, run: Run, error: Json, tokens: Json | None = None, *,
-                 tool_error: str = "Tool execution aborted") -> None:
+    def fail_run(
+        self,
+        run: Run,
+        error: Json,
+        tokens: Json | None = None,
+        *,
+        tool_error: str = "Tool execution aborted",
+    ) -> None:
         """End the run with an error, in the real order: `session.error`, status idle,
         `session.idle`, open tools errored, `message.updated` with completed time and error,
         then status idle and `session.idle` once more."""
@@ -470,11 +550,22 @@ class World:
             self.set_status(sid, None)
 
     # ----- permissions and questions ------------------------------------------------------
-    def ask_permission(self, run: Run, part: Json, permission: str, patterns: list[str],
-                       always: list[str], metadata: Json | None = None) -> Json:
+    def ask_permission(
+        self,
+        run: Run,
+        part: Json,
+        permission: str,
+        patterns: list[str],
+        always: list[str],
+        metadata: Json | None = None,
+    ) -> Json:
         request: Json = {
-            "id": self.new_id("per"), "sessionID": run.sid, "permission": permission,
-            "patterns": patterns, "metadata": metadata or {}, "always": always,
+            "id": self.new_id("per"),
+            "sessionID": run.sid,
+            "permission": permission,
+            "patterns": patterns,
+            "metadata": metadata or {},
+            "always": always,
             "tool": {"messageID": run.message["info"]["id"], "callID": part["callID"]},
         }
         self.permissions[request["id"]] = request
@@ -483,7 +574,9 @@ class World:
 
     def ask_question(self, run: Run, part: Json, questions: list[Json]) -> Json:
         request: Json = {
-            "id": self.new_id("que"), "sessionID": run.sid, "questions": questions,
+            "id": self.new_id("que"),
+            "sessionID": run.sid,
+            "questions": questions,
             "tool": {"messageID": run.message["info"]["id"], "callID": part["callID"]},
         }
         self.questions[request["id"]] = request
@@ -496,8 +589,11 @@ class World:
         if request is None:
             return False
         sid = request["sessionID"]
-        self.emit(self.sessions[sid]["directory"], "permission.replied",
-                  {"sessionID": sid, "requestID": request_id, "reply": reply})
+        self.emit(
+            self.sessions[sid]["directory"],
+            "permission.replied",
+            {"sessionID": sid, "requestID": request_id, "reply": reply},
+        )
         self._resolve(request_id, (reply, message))
         return True
 
@@ -507,8 +603,11 @@ class World:
         if request is None:
             return False
         sid = request["sessionID"]
-        self.emit(self.sessions[sid]["directory"], "question.replied",
-                  {"sessionID": sid, "requestID": request_id, "answers": answers})
+        self.emit(
+            self.sessions[sid]["directory"],
+            "question.replied",
+            {"sessionID": sid, "requestID": request_id, "answers": answers},
+        )
         self._resolve(request_id, ("answered", answers))
         return True
 
@@ -518,8 +617,11 @@ class World:
         if request is None:
             return False
         sid = request["sessionID"]
-        self.emit(self.sessions[sid]["directory"], "question.rejected",
-                  {"sessionID": sid, "requestID": request_id})
+        self.emit(
+            self.sessions[sid]["directory"],
+            "question.rejected",
+            {"sessionID": sid, "requestID": request_id},
+        )
         self._resolve(request_id, ("rejected", None))
         return True
 

@@ -62,33 +62,53 @@ class Payload:
     at: float
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "server": self.server, "server_url": self.server_url,
-                "session_id": self.session_id, "title": self.title, "text": self.text,
-                "asked": list(self.asked), "reply": self.reply, "at": iso(self.at)}
+        return {
+            "kind": self.kind,
+            "server": self.server,
+            "server_url": self.server_url,
+            "session_id": self.session_id,
+            "title": self.title,
+            "text": self.text,
+            "asked": list(self.asked),
+            "reply": self.reply,
+            "at": iso(self.at),
+        }
 
     def env(self) -> dict[str, str]:
         """The same as environment variables (OCWATCH_ALERT_*)."""
-        return {"OCWATCH_ALERT_KIND": self.kind, "OCWATCH_ALERT_SERVER": self.server,
-                "OCWATCH_ALERT_SERVER_URL": self.server_url,
-                "OCWATCH_ALERT_SESSION_ID": self.session_id,
-                "OCWATCH_ALERT_TITLE": self.title, "OCWATCH_ALERT_TEXT": self.text,
-                "OCWATCH_ALERT_ASKED": " | ".join(self.asked),
-                "OCWATCH_ALERT_REPLY": self.reply or "", "OCWATCH_ALERT_AT": iso(self.at) or ""}
+        return {
+            "OCWATCH_ALERT_KIND": self.kind,
+            "OCWATCH_ALERT_SERVER": self.server,
+            "OCWATCH_ALERT_SERVER_URL": self.server_url,
+            "OCWATCH_ALERT_SESSION_ID": self.session_id,
+            "OCWATCH_ALERT_TITLE": self.title,
+            "OCWATCH_ALERT_TEXT": self.text,
+            "OCWATCH_ALERT_ASKED": " | ".join(self.asked),
+            "OCWATCH_ALERT_REPLY": self.reply or "",
+            "OCWATCH_ALERT_AT": iso(self.at) or "",
+        }
 
 
 def payload(alert: Alert, server_name: str, reply: str | None, at: float) -> Payload:
     def bound(text: str, limit: int) -> str:
         text = " ".join(plain(text).split())
-        return text if len(text) <= limit else text[:limit - 1] + "…"
+        return text if len(text) <= limit else text[: limit - 1] + "…"
 
     tail = None
     if reply:
         flat = " ".join(plain(reply).split())
-        tail = flat if len(flat) <= REPLY_MAX else "…" + flat[-(REPLY_MAX - 1):]
-    return Payload(alert.kind, bound(server_name, TITLE_MAX), alert.key[0],
-                   bound(alert.key[1], TITLE_MAX), bound(alert.title, TITLE_MAX),
-                   bound(alert.text, TEXT_MAX), tuple(bound(a, TEXT_MAX) for a in alert.asked),
-                   tail, at)
+        tail = flat if len(flat) <= REPLY_MAX else "…" + flat[-(REPLY_MAX - 1) :]
+    return Payload(
+        alert.kind,
+        bound(server_name, TITLE_MAX),
+        alert.key[0],
+        bound(alert.key[1], TITLE_MAX),
+        bound(alert.title, TITLE_MAX),
+        bound(alert.text, TEXT_MAX),
+        tuple(bound(a, TEXT_MAX) for a in alert.asked),
+        tail,
+        at,
+    )
 
 
 class Sink(Protocol):
@@ -127,8 +147,13 @@ class CommandSink:
         env.update(p.env())
         try:
             proc = await asyncio.create_subprocess_exec(
-                *self.argv, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE, env=env, start_new_session=True)
+                *self.argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.DEVNULL,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                start_new_session=True,
+            )
         except (OSError, ValueError) as exc:  # ValueError: a NUL in an argument
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise DeliveryFailed(f"cannot run it: {plain(why, 120)}") from None
@@ -160,10 +185,28 @@ class CommandSink:
 
 #: What a notify command inherits of ocwatch's environment (and LC_*): enough to run a program
 #: and reach the desktop, nothing that may be a credential
-_ENV_KEPT = frozenset({
-    "PATH", "HOME", "USER", "LOGNAME", "LANG", "LANGUAGE", "TZ", "TERM", "SHELL", "TMPDIR",
-    "DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS", "XDG_RUNTIME_DIR",
-    "XDG_CONFIG_HOME", "XDG_DATA_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME"})
+_ENV_KEPT = frozenset(
+    {
+        "PATH",
+        "HOME",
+        "USER",
+        "LOGNAME",
+        "LANG",
+        "LANGUAGE",
+        "TZ",
+        "TERM",
+        "SHELL",
+        "TMPDIR",
+        "DISPLAY",
+        "WAYLAND_DISPLAY",
+        "DBUS_SESSION_BUS_ADDRESS",
+        "XDG_RUNTIME_DIR",
+        "XDG_CONFIG_HOME",
+        "XDG_DATA_HOME",
+        "XDG_STATE_HOME",
+        "XDG_CACHE_HOME",
+    }
+)
 
 
 WebhookFormat = Literal["auto", "json", "ntfy"]
@@ -201,8 +244,10 @@ class WebhookSink:
         if self.token is not None:
             self.token = self.token.strip()
             if not self.token or not all(33 <= ord(c) < 127 for c in self.token):
-                raise ValueError("$OCWATCH_WEBHOOK_TOKEN: a token is visible ASCII, without "
-                                 "spaces or line breaks (not shown here)")
+                raise ValueError(
+                    "$OCWATCH_WEBHOOK_TOKEN: a token is visible ASCII, without "
+                    "spaces or line breaks (not shown here)"
+                )
         if self.format == "auto":
             self.format = "ntfy" if is_ntfy(self.url) else "json"
 
@@ -224,15 +269,21 @@ class WebhookSink:
         base, _, topic = parts.path.rstrip("/").rpartition("/")
         message = p.text if p.reply is None else f"{p.text}\n{p.reply}"
         return urlunsplit((parts.scheme, parts.netloc, base + "/", "", "")), {
-            "topic": topic, "title": f"ocwatch {p.kind}: {p.title}"[:TITLE_MAX + 20],
-            "message": message, "tags": [p.kind, p.server][:2],
-            "priority": 4 if p.kind in _URGENT else 3}
+            "topic": topic,
+            "title": f"ocwatch {p.kind}: {p.title}"[: TITLE_MAX + 20],
+            "message": message,
+            "tags": [p.kind, p.server][:2],
+            "priority": 4 if p.kind in _URGENT else 3,
+        }
 
     async def send(self, p: Payload) -> None:
         if self._client is None:
             self._client = httpx.AsyncClient(
-                timeout=self.timeout, follow_redirects=False, transport=self.transport,
-                headers={"user-agent": "ocwatch"})
+                timeout=self.timeout,
+                follow_redirects=False,
+                transport=self.transport,
+                headers={"user-agent": "ocwatch"},
+            )
         url, body = self.request(p)
         headers = {"authorization": f"Bearer {self.token}"} if self.token else {}
         try:
@@ -328,8 +379,10 @@ class Deliverer:
             self._count(sink.name, "failed")
             if sink.describe() not in self._failing:
                 self._failing.add(sink.describe())
-                self.report(f"{sink.describe()}: the alert was not delivered ({exc}); further "
-                            "failures are not reported until it works again")
+                self.report(
+                    f"{sink.describe()}: the alert was not delivered ({exc}); further "
+                    "failures are not reported until it works again"
+                )
             return
         self._count(sink.name, "sent")
         if sink.describe() in self._failing:
@@ -338,9 +391,11 @@ class Deliverer:
 
     def metrics(self) -> list[Metric]:
         """`ocwatch_alert_deliveries_total{sink,result}` (sent, failed, dropped)."""
-        fam = CounterMetricFamily("ocwatch_alert_deliveries", "Alerts handed to an off-terminal "
-                                  "sink: sent, failed, or dropped (the queue was full).",
-                                  labels=["sink", "result"])
+        fam = CounterMetricFamily(
+            "ocwatch_alert_deliveries",
+            "Alerts handed to an off-terminal sink: sent, failed, or dropped (the queue was full).",
+            labels=["sink", "result"],
+        )
         for sink in self.sinks:
             for result in ("sent", "failed", "dropped"):
                 fam.add_metric([sink.name, result], self.counts.get((sink.name, result), 0))
@@ -356,9 +411,12 @@ def command_argv(cmd: str | Sequence[str]) -> list[str]:
     return argv
 
 
-def sinks_from(notify_cmd: str | Sequence[str] | None, webhook: str | None,
-               webhook_format: WebhookFormat = "auto",
-               env: Mapping[str, str] | None = None) -> list[Sink]:
+def sinks_from(
+    notify_cmd: str | Sequence[str] | None,
+    webhook: str | None,
+    webhook_format: WebhookFormat = "auto",
+    env: Mapping[str, str] | None = None,
+) -> list[Sink]:
     """The configured off-terminal sinks (ValueError: one line saying what is wrong)."""
     env = os.environ if env is None else env
     out: list[Sink] = []
@@ -378,10 +436,13 @@ def last_reply(messages: Sequence[Any]) -> str | None:
         info, parts = entry.get("info"), entry.get("parts")
         if not isinstance(info, dict) or info.get("role") != "assistant":
             continue
-        texts = [p.get("text") for p in parts or () if isinstance(p, dict)
-                 and p.get("type") == "text" and isinstance(p.get("text"), str)]
+        texts = [
+            p.get("text")
+            for p in parts or ()
+            if isinstance(p, dict) and p.get("type") == "text" and isinstance(p.get("text"), str)
+        ]
         if texts:
-            return "\n".join(t for t in texts if t)[-4 * REPLY_MAX:]
+            return "\n".join(t for t in texts if t)[-4 * REPLY_MAX :]
     return None
 
 
@@ -391,8 +452,11 @@ def fleet_enrich(fleet: Fleet) -> Enrich:
 
     async def enrich(alert: Alert) -> str | None:
         server, sid = alert.key
-        messages = await fleet.act(server, lambda c: c.messages(
-            sid, limit=3, directory=alert.directory or None), resync=False)
+        messages = await fleet.act(
+            server,
+            lambda c: c.messages(sid, limit=3, directory=alert.directory or None),
+            resync=False,
+        )
         return last_reply(messages)
 
     return enrich
@@ -408,5 +472,6 @@ def deliverer_for(alerts: AlertConfig, fleet: Fleet, report: Report) -> Delivere
     if not sinks:
         return None
     names = {m.url: m.name or m.url for m in fleet.monitors}
-    return Deliverer(sinks, report, server_name=lambda url: names.get(url, url),
-                     enrich=fleet_enrich(fleet))
+    return Deliverer(
+        sinks, report, server_name=lambda url: names.get(url, url), enrich=fleet_enrich(fleet)
+    )

@@ -27,8 +27,7 @@ from ..core.text import plain
 from ..core.view import REASONS, RUNNING, STATE_REASONS, STATES, Changes, SessionRow, View
 
 #: Histogram buckets (seconds): a run lasts seconds to hours; a person answers in minutes.
-RUN_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200,
-                                  14400)
+RUN_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400)
 WAIT_BUCKETS: tuple[float, ...] = (5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200)
 #: Every (state, reason) a row can have: each is served, zero or not, so a query or an alert
 #: on a state that has no session yet reads 0, not "no data".
@@ -87,8 +86,14 @@ class Metrics(Collector):
     """The exporter's collector. `publish()` runs where the View is made (one thread);
     `collect()` on the scrape's thread; a lock keeps the two apart."""
 
-    def __init__(self, *, clock: Callable[[], float] = time.time, session_info: bool = False,
-                 version: str = "", extra: Sequence[Callable[[], Iterable[Metric]]] = ()) -> None:
+    def __init__(
+        self,
+        *,
+        clock: Callable[[], float] = time.time,
+        session_info: bool = False,
+        version: str = "",
+        extra: Sequence[Callable[[], Iterable[Metric]]] = (),
+    ) -> None:
         self.clock = clock
         self.session_info = session_info
         self.version = version
@@ -119,8 +124,9 @@ class Metrics(Collector):
                 self._run_edge(tr.key, server, before, after, tr.at)
                 self._wait_edge(tr.key, server, before, after, tr.at)
 
-    def _run_edge(self, key: Key, server: str, before: SessionRow | None,
-                  after: SessionRow | None, at: float) -> None:
+    def _run_edge(
+        self, key: Key, server: str, before: SessionRow | None, after: SessionRow | None, at: float
+    ) -> None:
         if _running(after) and not _running(before):
             assert after is not None
             self._run_start[key] = after.since if after.since is not None else at
@@ -134,8 +140,9 @@ class Metrics(Collector):
             if start is not None:
                 self._run_seconds[server].observe(at - start)
 
-    def _wait_edge(self, key: Key, server: str, before: SessionRow | None,
-                   after: SessionRow | None, at: float) -> None:
+    def _wait_edge(
+        self, key: Key, server: str, before: SessionRow | None, after: SessionRow | None, at: float
+    ) -> None:
         waits_before = before is not None and before.state == "input"
         waits_after = after is not None and after.state == "input"
         if waits_after and not waits_before:
@@ -154,31 +161,44 @@ class Metrics(Collector):
             runs = dict(self._runs)
             run_hist = {s: (h.buckets(), h.total) for s, h in self._run_seconds.items()}
             wait_hist = {s: (h.buckets(), h.total) for s, h in self._wait_seconds.items()}
-        build = GaugeMetricFamily("ocwatch_build_info", "The exporter's version (value 1).",
-                                  labels=["version"])
+        build = GaugeMetricFamily(
+            "ocwatch_build_info", "The exporter's version (value 1).", labels=["version"]
+        )
         build.add_metric([self.version], 1)
         yield build
         if view is not None:
             yield from self._from_view(view, self.clock())
         tr = CounterMetricFamily(
-            "ocwatch_state_transitions", "Settled state changes of sessions (from/to: busy, "
+            "ocwatch_state_transitions",
+            "Settled state changes of sessions (from/to: busy, "
             "retry, input, idle, unknown, stale; none = first seen, gone = deleted).",
-            labels=["server", "from", "to"])
+            labels=["server", "from", "to"],
+        )
         for (server, before, after), n in sorted(transitions.items()):
             tr.add_metric([server, before, after], n)
         yield tr
         ended = CounterMetricFamily(
-            "ocwatch_runs", "Runs that ended, by how (an idle or unknown reason, or stale).",
-            labels=["server", "outcome"])
+            "ocwatch_runs",
+            "Runs that ended, by how (an idle or unknown reason, or stale).",
+            labels=["server", "outcome"],
+        )
         for server in sorted(run_hist):
             for outcome in OUTCOMES:
                 ended.add_metric([server, outcome], runs.get((server, outcome), 0))
         yield ended
         for name, doc, hists in (
-                ("ocwatch_run_duration_seconds", "How long runs took, start to end "
-                 "(busy, retrying or waiting for input, until idle, unknown or stale).", run_hist),
-                ("ocwatch_input_wait_seconds", "How long sessions waited for a person to answer "
-                 "a permission or a question.", wait_hist)):
+            (
+                "ocwatch_run_duration_seconds",
+                "How long runs took, start to end "
+                "(busy, retrying or waiting for input, until idle, unknown or stale).",
+                run_hist,
+            ),
+            (
+                "ocwatch_input_wait_seconds",
+                "How long sessions waited for a person to answer a permission or a question.",
+                wait_hist,
+            ),
+        ):
             fam = HistogramMetricFamily(name, doc, labels=["server"])
             for server, (buckets, total) in sorted(hists.items()):
                 fam.add_metric([server], buckets, total)
@@ -195,9 +215,11 @@ class Metrics(Collector):
         seen: set[tuple[str, str]] = set()
         rows = view.rows
         info = GaugeMetricFamily(
-            "ocwatch_session_info", "One series per session (opt-in: --session-info; "
+            "ocwatch_session_info",
+            "One series per session (opt-in: --session-info; "
             "unbounded: ids and titles are labels).",
-            labels=["server", "session_id", "parent_id", "title", "state", "reason", "stale"])
+            labels=["server", "session_id", "parent_id", "title", "state", "reason", "stale"],
+        )
         for row in rows.values():
             if row.settling == "loading" and row.state == "unknown":
                 continue  # the dashboard's first snapshot has not read its last message yet
@@ -217,26 +239,46 @@ class Metrics(Collector):
                 if since is not None:
                     oldest[where] = max(oldest.get(where, 0.0), now - since)
             if self.session_info:
-                info.add_metric([server, row.id, row.parent_id or "", plain(row.title, 80),
-                                 row.state, row.reason or "", str(row.stale).lower()], 1)
+                info.add_metric(
+                    [
+                        server,
+                        row.id,
+                        row.parent_id or "",
+                        plain(row.title, 80),
+                        row.state,
+                        row.reason or "",
+                        str(row.stale).lower(),
+                    ],
+                    1,
+                )
         sessions = GaugeMetricFamily(
-            "ocwatch_sessions", "Sessions by state and reason (a stale session counts as busy: "
-            "see ocwatch_sessions_stale).", labels=["server", "state", "reason"])
+            "ocwatch_sessions",
+            "Sessions by state and reason (a stale session counts as busy: "
+            "see ocwatch_sessions_stale).",
+            labels=["server", "state", "reason"],
+        )
         for server in sorted(names.values()):
             for state, reason in SESSION_STATES:
-                sessions.add_metric([server, state, reason],
-                                    counts.pop((server, state, reason), 0))
+                sessions.add_metric([server, state, reason], counts.pop((server, state, reason), 0))
         for (server, state, reason), n in sorted(counts.items()):  # anything unforeseen too
             sessions.add_metric([server, state, reason], n)
         yield sessions
-        yield _gauge("ocwatch_sessions_stale", "Sessions the server reports busy although "
-                     "their run visibly ended (stale-busy).", stale)
-        req = GaugeMetricFamily("ocwatch_pending_requests", "Open permission and question "
-                                "requests (each once, though it also shows on its ancestors).",
-                                labels=["server", "kind"])
-        age = GaugeMetricFamily("ocwatch_oldest_pending_seconds", "How long the longest-waiting "
-                                "open request of each kind has waited (0: none open).",
-                                labels=["server", "kind"])
+        yield _gauge(
+            "ocwatch_sessions_stale",
+            "Sessions the server reports busy although their run visibly ended (stale-busy).",
+            stale,
+        )
+        req = GaugeMetricFamily(
+            "ocwatch_pending_requests",
+            "Open permission and question "
+            "requests (each once, though it also shows on its ancestors).",
+            labels=["server", "kind"],
+        )
+        age = GaugeMetricFamily(
+            "ocwatch_oldest_pending_seconds",
+            "How long the longest-waiting open request of each kind has waited (0: none open).",
+            labels=["server", "kind"],
+        )
         for server in sorted(names.values()):
             for kind in KINDS:
                 req.add_metric([server, kind], pending.get((server, kind), 0))
@@ -249,33 +291,56 @@ class Metrics(Collector):
 
     @staticmethod
     def _servers(view: View, now: float) -> Iterator[Metric]:
-        up = GaugeMetricFamily("ocwatch_server_up", "1 when the server's sessions are live "
-                               "(a snapshot is in and the server answers), else 0.",
-                               labels=["server"])
-        srv = GaugeMetricFamily("ocwatch_server_info", "The server's URL and version (value 1).",
-                                labels=["server", "url", "version"])
-        stream = GaugeMetricFamily("ocwatch_stream_up", "1 while the server's event stream is "
-                                   "connected, else 0.", labels=["server"])
-        event_age = GaugeMetricFamily("ocwatch_last_event_age_seconds", "Seconds since the "
-                                      "last event of the stream (a heartbeat comes every 10 s).",
-                                      labels=["server"])
-        snap_age = GaugeMetricFamily("ocwatch_snapshot_age_seconds", "Seconds since the last "
-                                     "snapshot began.", labels=["server"])
-        malformed = GaugeMetricFamily("ocwatch_snapshot_malformed_records", "Records of the "
-                                      "last snapshot that could not be read (skipped).",
-                                      labels=["server"])
-        reconnects = CounterMetricFamily("ocwatch_stream_reconnects", "Event streams opened "
-                                         "after the first.", labels=["server"])
-        snapshots = CounterMetricFamily("ocwatch_snapshots", "Snapshots taken.",
-                                        labels=["server"])
-        requests = CounterMetricFamily("ocwatch_server_requests", "HTTP requests sent to the "
-                                       "server (the load ocwatch puts on it).",
-                                       labels=["server"])
-        drift = CounterMetricFamily("ocwatch_drift", "Snapshots that disagreed with what the "
-                                    "events had said.", labels=["server"])
-        skipped = CounterMetricFamily("ocwatch_events_skipped", "Stream frames not used: "
-                                      "malformed (unreadable) or unknown_type.",
-                                      labels=["server", "reason"])
+        up = GaugeMetricFamily(
+            "ocwatch_server_up",
+            "1 when the server's sessions are live "
+            "(a snapshot is in and the server answers), else 0.",
+            labels=["server"],
+        )
+        srv = GaugeMetricFamily(
+            "ocwatch_server_info",
+            "The server's URL and version (value 1).",
+            labels=["server", "url", "version"],
+        )
+        stream = GaugeMetricFamily(
+            "ocwatch_stream_up",
+            "1 while the server's event stream is connected, else 0.",
+            labels=["server"],
+        )
+        event_age = GaugeMetricFamily(
+            "ocwatch_last_event_age_seconds",
+            "Seconds since the last event of the stream (a heartbeat comes every 10 s).",
+            labels=["server"],
+        )
+        snap_age = GaugeMetricFamily(
+            "ocwatch_snapshot_age_seconds",
+            "Seconds since the last snapshot began.",
+            labels=["server"],
+        )
+        malformed = GaugeMetricFamily(
+            "ocwatch_snapshot_malformed_records",
+            "Records of the last snapshot that could not be read (skipped).",
+            labels=["server"],
+        )
+        reconnects = CounterMetricFamily(
+            "ocwatch_stream_reconnects", "Event streams opened after the first.", labels=["server"]
+        )
+        snapshots = CounterMetricFamily("ocwatch_snapshots", "Snapshots taken.", labels=["server"])
+        requests = CounterMetricFamily(
+            "ocwatch_server_requests",
+            "HTTP requests sent to the server (the load ocwatch puts on it).",
+            labels=["server"],
+        )
+        drift = CounterMetricFamily(
+            "ocwatch_drift",
+            "Snapshots that disagreed with what the events had said.",
+            labels=["server"],
+        )
+        skipped = CounterMetricFamily(
+            "ocwatch_events_skipped",
+            "Stream frames not used: malformed (unreadable) or unknown_type.",
+            labels=["server", "reason"],
+        )
         for s in sorted(view.servers, key=lambda s: s.label):
             name = s.label
             up.add_metric([name], int(s.reachable))
@@ -292,8 +357,19 @@ class Metrics(Collector):
             drift.add_metric([name], s.drift_count)
             skipped.add_metric([name, "malformed"], s.skipped_events)
             skipped.add_metric([name, "unknown_type"], s.unknown_events)
-        yield from (up, srv, stream, event_age, snap_age, malformed, reconnects, snapshots,
-                    requests, drift, skipped)
+        yield from (
+            up,
+            srv,
+            stream,
+            event_age,
+            snap_age,
+            malformed,
+            reconnects,
+            snapshots,
+            requests,
+            drift,
+            skipped,
+        )
 
 
 def _gauge(name: str, doc: str, values: dict[str, int]) -> GaugeMetricFamily:

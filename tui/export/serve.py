@@ -54,8 +54,9 @@ def parse_listen(text: str, flag: str = "--listen") -> tuple[str, int]:
     return host, number
 
 
-def start_exporter(collector: Collector, listen: str,
-                   flag: str = "--listen") -> tuple[WSGIServer, Thread]:
+def start_exporter(
+    collector: Collector, listen: str, flag: str = "--listen"
+) -> tuple[WSGIServer, Thread]:
     """Serve `/metrics` (this collector, and the process's own CPU and memory) on a thread.
     Raises OcwatchError (one line) when the address cannot be listened on."""
     host, port = parse_listen(listen, flag)
@@ -76,8 +77,9 @@ def served_url(server: WSGIServer) -> str:
     return f"http://{shown}:{port}/metrics"
 
 
-async def follow(fleet: Fleet, observers: Sequence[Observer], *,
-                 stop: asyncio.Event | None = None) -> None:
+async def follow(
+    fleet: Fleet, observers: Sequence[Observer], *, stop: asyncio.Event | None = None
+) -> None:
     """Run the fleet's monitors and hand every new View to the observers: after a change
     (coalesced: at most one View per SPACING) and at least once per TICK. Until `stop` is set
     (or the task is cancelled)."""
@@ -88,8 +90,9 @@ async def follow(fleet: Fleet, observers: Sequence[Observer], *,
     try:
         while not stop.is_set():
             waiter = asyncio.create_task(dirty.wait())
-            done, _ = await asyncio.wait({waiter, runner, stopping}, timeout=TICK,
-                                         return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {waiter, runner, stopping}, timeout=TICK, return_when=asyncio.FIRST_COMPLETED
+            )
             waiter.cancel()
             if runner in done:
                 runner.result()  # a monitor's crash is not swallowed

@@ -36,10 +36,14 @@ class Header:
     settings: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {"format": FORMAT, "version": VERSION, "created": self.created,
-                "ocwatch": self.ocwatch,
-                "servers": [{"url": u, "name": n} for u, n in self.servers],
-                "settings": self.settings}
+        return {
+            "format": FORMAT,
+            "version": VERSION,
+            "created": self.created,
+            "ocwatch": self.ocwatch,
+            "servers": [{"url": u, "name": n} for u, n in self.servers],
+            "settings": self.settings,
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,20 +107,29 @@ def _header(path: Path, first: str) -> Header:
     except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict) or data.get("format") != FORMAT:
-        raise RecordingError(f"{path}:1: not an ocwatch recording (the first line must name "
-                             f"the format {FORMAT!r})")
+        raise RecordingError(
+            f"{path}:1: not an ocwatch recording (the first line must name the format {FORMAT!r})"
+        )
     if data.get("version") != VERSION:
-        raise RecordingError(f"{path}:1: recording format version {data.get('version')!r} is "
-                             f"not one this ocwatch reads (it reads version {VERSION})")
+        raise RecordingError(
+            f"{path}:1: recording format version {data.get('version')!r} is "
+            f"not one this ocwatch reads (it reads version {VERSION})"
+        )
     servers = data.get("servers")
-    if not isinstance(servers, list) or not all(
-            isinstance(s, dict) and isinstance(s.get("url"), str) for s in servers) or not (
-            _number(data.get("created"))):
+    if (
+        not isinstance(servers, list)
+        or not all(isinstance(s, dict) and isinstance(s.get("url"), str) for s in servers)
+        or not (_number(data.get("created")))
+    ):
         raise RecordingError(f"{path}:1: the header lacks its servers or creation time")
     got = data.get("settings")
     settings: dict[str, Any] = got if isinstance(got, dict) else {}
-    return Header(float(data["created"]), str(data.get("ocwatch", "?")),
-                  tuple((s["url"], str(s.get("name") or "")) for s in servers), settings)
+    return Header(
+        float(data["created"]),
+        str(data.get("ocwatch", "?")),
+        tuple((s["url"], str(s.get("name") or "")) for s in servers),
+        settings,
+    )
 
 
 def _records(path: Path, handle: IO[str], servers: int) -> Iterator[Record]:
@@ -132,8 +145,10 @@ def _records(path: Path, handle: IO[str], servers: int) -> Iterator[Record]:
                 return
             number += 1
             if line[-1] != "\n":
-                raise RecordingError(f"{path}:{number}: the last line is cut short (the "
-                                     "recording did not end cleanly)")
+                raise RecordingError(
+                    f"{path}:{number}: the last line is cut short (the "
+                    "recording did not end cleanly)"
+                )
             yield _record(path, number, line, servers)
 
 
@@ -147,9 +162,14 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
     except (ValueError, RecursionError):
         raise RecordingError(f"{path}:{number}: not a JSON object (a corrupt line)") from None
     # the common case first, checked in one expression: an event frame
-    if (type(data) is dict and data.get("k") == "frame" and type(data.get("d")) is str
-            and type(t := data.get("t")) is float and type(s := data.get("s")) is int
-            and 0 <= s < servers):
+    if (
+        type(data) is dict
+        and data.get("k") == "frame"
+        and type(data.get("d")) is str
+        and type(t := data.get("t")) is float
+        and type(s := data.get("s")) is int
+        and 0 <= s < servers
+    ):
         return Record(number, t, s, "frame", data)
     where = f"{path}:{number}"
     if not isinstance(data, dict):

@@ -44,7 +44,8 @@ TICK = 1.0
 #: derived once after all of them, and so does a replay
 BATCH = 0.002
 _ERRORS: dict[str, type[OcwatchError]] = {
-    c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)}
+    c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)
+}
 
 
 def settings_of(header: Header, path: Path | None = None) -> Settings:
@@ -59,8 +60,10 @@ def settings_of(header: Header, path: Path | None = None) -> Settings:
         if want is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if type(value) is not want or (want is float and not math.isfinite(value)):
-            raise RecordingError(f"{path or 'the recording'}:1: the setting {f.name!r} is "
-                                 f"{value!r}, not a {want.__name__}")
+            raise RecordingError(
+                f"{path or 'the recording'}:1: the setting {f.name!r} is "
+                f"{value!r}, not a {want.__name__}"
+            )
         got[f.name] = value
     return Settings(**got)
 
@@ -80,8 +83,13 @@ class ReplayClient(Client):
         self.missing: list[str] = []
 
     async def request_with_headers(
-        self, method: str, path: str, *, params: dict[str, Any] | None = None,
-        body: Any = None, expect_json: bool = True,
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        body: Any = None,
+        expect_json: bool = True,
     ) -> tuple[Any, httpx.Headers]:
         self.requests += 1
         full = self.prefix + path
@@ -110,10 +118,12 @@ class Replay:
         self.now = self.header.created
         self.start = self.header.created
         self._clients = [ReplayClient(url) for url, _ in self.header.servers]
-        monitors = [ServerMonitor(client.url, settings=self.settings, clock=self.clock,
-                                  name=name, client=client)
-                    for client, (_url, name) in zip(self._clients, self.header.servers,
-                                                    strict=True)]
+        monitors = [
+            ServerMonitor(
+                client.url, settings=self.settings, clock=self.clock, name=name, client=client
+            )
+            for client, (_url, name) in zip(self._clients, self.header.servers, strict=True)
+        ]
         self.fleet = Fleet.of(monitors, self.settings, self.clock)
         self._begun: dict[tuple[int, int], SnapshotStart] = {}
         self._groups: dict[tuple[int, int], list[Record]] = {}
@@ -193,7 +203,8 @@ class Replay:
             if answers.missing:
                 raise RecordingError(
                     f"{self.path}:{rec.line}: the snapshot asked for what was not recorded "
-                    f"({answers.missing[0]}); was the file made by another ocwatch version?")
+                    f"({answers.missing[0]}); was the file made by another ocwatch version?"
+                )
 
     # -- what consumers read ---------------------------------------------------------------------
     def view(self) -> View:
@@ -207,9 +218,14 @@ class Replay:
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return self.fleet.history(key)
 
-    async def follow(self, observe: Callable[[View, Changes | None], Any], *,
-                     until: float | None = None, tick: float = TICK,
-                     spacing: float = BATCH) -> None:
+    async def follow(
+        self,
+        observe: Callable[[View, Changes | None], Any],
+        *,
+        until: float | None = None,
+        tick: float = TICK,
+        spacing: float = BATCH,
+    ) -> None:
         """Replay the file (up to `until`, recorded time; None: to its end) at full speed,
         handing the observer a View as a live consumer would have pulled one: after each batch
         of news (records closer than `spacing` to the first of them: frames that came in one
@@ -332,8 +348,7 @@ class ReplaySource:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
-                self.replay.now = min(rec.t, self.replay.now
-                                      + (loop.time() - began) * self.speed)
+                self.replay.now = min(rec.t, self.replay.now + (loop.time() - began) * self.speed)
                 notify()
                 continue
             await self.replay.step()
@@ -380,5 +395,7 @@ class ReplaySource:
         clock = datetime.fromtimestamp(now).strftime("%Y-%m-%d %H:%M:%S")
         state = "paused" if self.paused else ("ended" if self.finished else "playing")
         speed = f"{self.speed:g}x"
-        return (f"replay of {self.path.name} · {clock} (+{now - self.first:.0f}s) · {speed} · "
-                f"{state} · {self.replay.events:,} events")
+        return (
+            f"replay of {self.path.name} · {clock} (+{now - self.first:.0f}s) · {speed} · "
+            f"{state} · {self.replay.events:,} events"
+        )

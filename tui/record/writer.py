@@ -32,8 +32,7 @@ _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 def exclusive(path: Path) -> IO[bytes]:
     """A new file, created readable by its owner alone, opened once (no window in which it
     exists with looser rights, no symlink followed to an existing file)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0),
-                 0o600)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     return os.fdopen(fd, "wb")
 
 
@@ -56,10 +55,17 @@ class Recorder:
     the file with an `end` record. Past `max_size` bytes on disk it stops writing (an `end`
     record says why) and calls `on_full`."""
 
-    def __init__(self, path: Path, servers: Sequence[tuple[str, str]], settings: Settings, *,
-                 version: str, max_size: int | None = None,
-                 on_full: Callable[[str], None] | None = None,
-                 clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        path: Path,
+        servers: Sequence[tuple[str, str]],
+        settings: Settings,
+        *,
+        version: str,
+        max_size: int | None = None,
+        on_full: Callable[[str], None] | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
         self.path = path
         self.index = {url: i for i, (url, _name) in enumerate(servers)}
         self.max_size = max_size
@@ -75,19 +81,39 @@ class Recorder:
         self._file: IO[bytes] = self._disk
         if path.suffix == ".gz":  # buffered in front: GzipFile's own write is costly per call
             self._gzip = gzip.GzipFile(fileobj=self._disk, mode="wb", compresslevel=1)
-            self._file = cast(IO[bytes], io.BufferedWriter(
-                cast(io.RawIOBase, self._gzip), buffer_size=1 << 16))
+            self._file = cast(
+                IO[bytes], io.BufferedWriter(cast(io.RawIOBase, self._gzip), buffer_size=1 << 16)
+            )
         self._bytes = 0  # written to a plain file (a .gz's size is what reached the disk)
         self._flushed = clock()
         header = Header(clock(), version, tuple(servers), asdict(settings))
         self._write(header.to_json())
 
     # -- Tap -------------------------------------------------------------------------------------
-    def http(self, server: str, t: float, snapshot: int | None, method: str, path: str,
-             query: str, status: int, headers: dict[str, str], body: bytes,
-             refused: str | None = None) -> None:
-        rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "http", "n": snapshot,
-                               "m": method, "p": path, "q": query, "st": status, "h": headers}
+    def http(
+        self,
+        server: str,
+        t: float,
+        snapshot: int | None,
+        method: str,
+        path: str,
+        query: str,
+        status: int,
+        headers: dict[str, str],
+        body: bytes,
+        refused: str | None = None,
+    ) -> None:
+        rec: dict[str, Any] = {
+            "t": t,
+            "s": self.index[server],
+            "k": "http",
+            "n": snapshot,
+            "m": method,
+            "p": path,
+            "q": query,
+            "st": status,
+            "h": headers,
+        }
         if refused is not None:
             rec["refused"] = refused
         try:
@@ -103,10 +129,22 @@ class Recorder:
     def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
         self._write({"t": t, "s": self.index[server], "k": "stream", "up": up, "why": why})
 
-    def snapshot(self, server: str, t: float, number: int, begin: bool,
-                 failed: str | None = None, error: str | None = None) -> None:
-        rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "snap", "n": number,
-                               "begin": begin}
+    def snapshot(
+        self,
+        server: str,
+        t: float,
+        number: int,
+        begin: bool,
+        failed: str | None = None,
+        error: str | None = None,
+    ) -> None:
+        rec: dict[str, Any] = {
+            "t": t,
+            "s": self.index[server],
+            "k": "snap",
+            "n": number,
+            "begin": begin,
+        }
         if failed is not None:
             rec["failed"], rec["error"] = failed, error
         self._write(rec)
@@ -136,12 +174,12 @@ class Recorder:
                 self._flushed = now
                 self._flush()
         except OSError as exc:  # a full disk stops the recording, never the monitor
-            self._abandon(f"writing the recording failed ({exc.strerror or exc}); it "
-                          "stopped there")
+            self._abandon(f"writing the recording failed ({exc.strerror or exc}); it stopped there")
             return
         if self.max_size is not None and self.size() >= self.max_size:
-            self.stopped = (f"the recording reached --max-size ({self.max_size:,} bytes); "
-                            "it stopped there")
+            self.stopped = (
+                f"the recording reached --max-size ({self.max_size:,} bytes); it stopped there"
+            )
             self.close(self.stopped)
             if self.on_full is not None:
                 self.on_full(self.stopped)
@@ -169,8 +207,7 @@ class Recorder:
         if self.closed:
             return
         try:
-            self._file.write((_ENCODE({"t": self.clock(), "k": "end", "why": why})
-                              + "\n").encode())
+            self._file.write((_ENCODE({"t": self.clock(), "k": "end", "why": why}) + "\n").encode())
             self.records += 1
             self.closed = True
             self._file.close()  # the gzip stream, then the file under it
@@ -206,8 +243,9 @@ class FleetRecording:
         path = path or default_path()
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         monitors = self.fleet.monitors
-        self.recorder = recorder = Recorder(path, [(m.url, m.name) for m in monitors],
-                                            self.fleet.settings, version=self.version)
+        self.recorder = recorder = Recorder(
+            path, [(m.url, m.name) for m in monitors], self.fleet.settings, version=self.version
+        )
         now = recorder.clock()
         for m in monitors:
             m.tap = recorder

@@ -21,8 +21,15 @@ class ConfirmScreen(ModalScreen[bool]):
         Binding("left,right", "toggle_focus", "Switch button", show=False),
     ]
 
-    def __init__(self, title: str, body: Content, *, yes: str = "Yes", no: str = "No",
-                 session_key: Key | None = None) -> None:
+    def __init__(
+        self,
+        title: str,
+        body: Content,
+        *,
+        yes: str = "Yes",
+        no: str = "No",
+        session_key: Key | None = None,
+    ) -> None:
         super().__init__()
         self.title_text = title
         self.body = body

@@ -42,9 +42,12 @@ RETRY_AFTER = 5.0
 def _tool_line(entry: Entry, directory: str, now: float) -> list[Part]:
     parts: list[Part] = []
     for run in entry.tools:
-        mark, style = {"completed": ("✓", "$state-idle"), "error": ("✗", "$state-error"),
-                       "running": ("…", "$state-busy"), "pending": ("…", "$state-busy")}.get(
-            run.status, ("·", MUTED))
+        mark, style = {
+            "completed": ("✓", "$state-idle"),
+            "error": ("✗", "$state-error"),
+            "running": ("…", "$state-busy"),
+            "pending": ("…", "$state-busy"),
+        }.get(run.status, ("·", MUTED))
         summary = run.summary_in(directory)
         took = ""
         if run.started is not None and run.ended is not None:
@@ -63,7 +66,8 @@ def running(e: Entry) -> bool:
     """Whether what the message shows changes with the clock (it is still being written, or
     a tool of it runs)."""
     return (e.role == "assistant" and e.completed is None and not e.error) or any(
-        t.status == "running" for t in e.tools)
+        t.status == "running" for t in e.tools
+    )
 
 
 def entry_content(e: Entry, now: float, directory: str = "") -> Content:
@@ -97,13 +101,17 @@ def _block(e: Entry, now: float, directory: str, first: bool) -> Content:
     return content if first else Content("\n") + content
 
 
-def conversation_blocks(items: Sequence[Entry], now: float,
-                        directory: str = "") -> list[Block]:
+def conversation_blocks(items: Sequence[Entry], now: float, directory: str = "") -> list[Block]:
     """One block per message, a blank line before each but the first; a block's key changes
     exactly when its text does (a message whose text follows the clock, each second). The
     content is made only for a key the log has not laid out yet."""
-    return [((e, i == 0, int(now) if running(e) else None, directory),
-             partial(_block, e, now, directory, i == 0)) for i, e in enumerate(items)]
+    return [
+        (
+            (e, i == 0, int(now) if running(e) else None, directory),
+            partial(_block, e, now, directory, i == 0),
+        )
+        for i, e in enumerate(items)
+    ]
 
 
 class ConversationScreen(ViewScreen):
@@ -213,8 +221,12 @@ class ConversationScreen(ViewScreen):
         if not blocks:
             blocks = [("empty", Content.styled("No message yet.", MUTED))]
         if self.error:
-            blocks.append((("error", self.error), Content.styled(
-                "\n" + fmt.literal(self.error), "$state-error")))
+            blocks.append(
+                (
+                    ("error", self.error),
+                    Content.styled("\n" + fmt.literal(self.error), "$state-error"),
+                )
+            )
         self.body.set_blocks(blocks)
         self._title()
         if at_end:
@@ -223,8 +235,9 @@ class ConversationScreen(ViewScreen):
     def _title(self) -> None:
         row = self.row
         name = fmt.literal((row.title or row.id) if row is not None else self.key[1])
-        count = f"{len(self.items)} messages" + ("" if self.loaded_all else " (the newest; "
-                                                 "reading the rest …)")
+        count = f"{len(self.items)} messages" + (
+            "" if self.loaded_all else " (the newest; reading the rest …)"
+        )
         parts: list[Part] = [("Conversation  ", "bold"), (name, "bold")]
         if row is not None:
             parts += ["  ", (fmt.state_label(row), f"${fmt.state_variable(row)}")]
@@ -248,12 +261,15 @@ class ConversationScreen(ViewScreen):
         tick = int(self.dashboard.now)
         if tick != self._painted_tick and any(running(e) for e in self.items[-FIRST_PAGE:]):
             self._paint()  # a running tool's time counts up
-        if (row is None or self._reading or row.updated == self._read_for
-                or time.monotonic() - self._read_at < FOLLOW_GAP):
+        if (
+            row is None
+            or self._reading
+            or row.updated == self._read_for
+            or time.monotonic() - self._read_at < FOLLOW_GAP
+        ):
             return
         self._read_for = row.updated
-        self.run_worker(self._follow(), group="conversation", exclusive=True,
-                        exit_on_error=False)
+        self.run_worker(self._follow(), group="conversation", exclusive=True, exit_on_error=False)
 
     def action_back(self) -> None:
         self.dismiss()

@@ -52,10 +52,18 @@ def summary_section(row: SessionRow, view: View, now: float) -> Content:
     """Identity and state of the session."""
     parts: list[Part] = [_label("state"), *state_parts(row), "\n"]
     in_state = None if row.since is None else now - row.since
-    parts += [_label("in state"), fmt.duration(in_state),
-              (f"  since {fmt.clock_time(row.since, now)}", "$foreground-muted"), "\n"]
-    parts += [_label("updated"), fmt.clock_time(row.updated, now),
-              (f"  {fmt.age(row.updated, now)}", "$foreground-muted"), "\n"]
+    parts += [
+        _label("in state"),
+        fmt.duration(in_state),
+        (f"  since {fmt.clock_time(row.since, now)}", "$foreground-muted"),
+        "\n",
+    ]
+    parts += [
+        _label("updated"),
+        fmt.clock_time(row.updated, now),
+        (f"  {fmt.age(row.updated, now)}", "$foreground-muted"),
+        "\n",
+    ]
     if not row.settled:
         parts += [_label("settled"), ("no, the final facts are still arriving", "italic"), "\n"]
     if row.state == "retry":
@@ -73,19 +81,29 @@ def summary_section(row: SessionRow, view: View, now: float) -> Content:
         parent = view.rows.get((row.server, row.parent_id))
         parts += [_label("parent"), _lit(row.parent_id)]
         if parent is not None:
-            parts += ["  ", (fmt.literal(parent.title), "italic"),
-                      ("  (p opens it)", "$foreground-muted")]
+            parts += [
+                "  ",
+                (fmt.literal(parent.title), "italic"),
+                ("  (p opens it)", "$foreground-muted"),
+            ]
         parts.append("\n")
-    parts += [_label("cost"), fmt.money(row.cost), ("   tokens ", "$foreground-muted"),
-              fmt.tokens(row.tokens)]
+    parts += [
+        _label("cost"),
+        fmt.money(row.cost),
+        ("   tokens ", "$foreground-muted"),
+        fmt.tokens(row.tokens),
+    ]
     return Content.assemble(*parts)
 
 
 def evidence_section(row: SessionRow) -> Content:
     """Why the state is what it is: the evidence lines of the View."""
     if not row.evidence:
-        note = ("Nothing contradicts the server: the state is what it reports."
-                if row.state in ("busy", "retry") else "No evidence lines for this state.")
+        note = (
+            "Nothing contradicts the server: the state is what it reports."
+            if row.state in ("busy", "retry")
+            else "No evidence lines for this state."
+        )
         return Content.styled(note, "$foreground-muted")
     style = "$state-stale" if row.stale else ""
     parts: list[Part] = []
@@ -106,8 +124,11 @@ def _get(detail: Mapping[str, Any], *names: str) -> Any:
 def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
     """One permission or question, from the request the server sent (`Pending.request`)."""
     glyph_style = "$state-input bold"
-    parts: list[Part] = [(f"? {item.kind}", glyph_style), "  ",
-                         (_lit(item.id), "$foreground-muted")]
+    parts: list[Part] = [
+        (f"? {item.kind}", glyph_style),
+        "  ",
+        (_lit(item.id), "$foreground-muted"),
+    ]
     if item.session_id and item.session_id != row.id:
         parts += [("  asked by sub-agent ", "$foreground-muted"), _lit(item.session_id)]
     parts.append("\n")
@@ -135,9 +156,14 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
         if patterns:
             parts += ["  ", _label("patterns"), ", ".join(_lit(p) for p in patterns), "\n"]
         parts += blocks
-        parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
-                  (" here, or ", "$foreground-muted"),
-                  (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"), "\n"]
+        parts += [
+            "  ",
+            ("answer: ", "$foreground-muted"),
+            ("r", "bold"),
+            (" here, or ", "$foreground-muted"),
+            (f"ocwatch reply {_lit(item.id)} once|always|reject", "italic"),
+            "\n",
+        ]
     else:
         questions = item.question.questions if item.question is not None else ()
         for n, q in enumerate(questions, 1):
@@ -157,10 +183,14 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
                 extras.append("a typed answer is allowed")
             if extras:
                 parts += ["     ", ("; ".join(extras), "$foreground-muted italic"), "\n"]
-        parts += ["  ", ("answer: ", "$foreground-muted"), ("r", "bold"),
-                  (" here, or ", "$foreground-muted"),
-                  (f"ocwatch answer {_lit(item.id)} --option LABEL | --text TEXT | --reject",
-                   "italic"), "\n"]
+        parts += [
+            "  ",
+            ("answer: ", "$foreground-muted"),
+            ("r", "bold"),
+            (" here, or ", "$foreground-muted"),
+            (f"ocwatch answer {_lit(item.id)} --option LABEL | --text TEXT | --reject", "italic"),
+            "\n",
+        ]
     return parts
 
 
@@ -200,8 +230,9 @@ def timeline_section(history: Iterable[Transition], now: float) -> Content:
             parts += [*_state_brief(t.before), ("  →  ", "$foreground-muted")]
         parts += _state_brief(t.after)
     if not parts:
-        return Content.styled("No transition observed since ocwatch started watching.",
-                              "$foreground-muted")
+        return Content.styled(
+            "No transition observed since ocwatch started watching.", "$foreground-muted"
+        )
     return Content.assemble(*parts)
 
 
@@ -212,30 +243,47 @@ def raw_section(facts: RawFacts, now: float) -> Content:
     if facts.sources:
         parts.append(("facts from", "$foreground-muted"))
         for fact, source, at in facts.sources:
-            parts += ["\n  ", fmt.literal(fact), ("  ←  ", "$foreground-muted"),
-                      fmt.literal(source)]
+            parts += [
+                "\n  ",
+                fmt.literal(fact),
+                ("  ←  ", "$foreground-muted"),
+                fmt.literal(source),
+            ]
             if at is not None:
                 parts += [" ", (fmt.clock_time(at, now), "$foreground-muted")]
     if facts.snapshot_at is not None:
-        parts += ["\n" if parts else "", ("snapshot ", "$foreground-muted"),
-                  (fmt.clock_time(facts.snapshot_at, now), "$foreground-muted")]
+        parts += [
+            "\n" if parts else "",
+            ("snapshot ", "$foreground-muted"),
+            (fmt.clock_time(facts.snapshot_at, now), "$foreground-muted"),
+        ]
         for entry in facts.entries:
             parts += ["\n  ", fmt.literal(entry)]
     for t, etype, props in facts.events:
-        parts += ["\n" if parts else "", (fmt.clock_time(t, now), "$foreground-muted"), "  ",
-                  (fmt.literal(etype), "bold"), "  ",
-                  (fmt.literal(fmt.truncate(props, 300)), "$foreground-muted")]
+        parts += [
+            "\n" if parts else "",
+            (fmt.clock_time(t, now), "$foreground-muted"),
+            "  ",
+            (fmt.literal(etype), "bold"),
+            "  ",
+            (fmt.literal(fmt.truncate(props, 300)), "$foreground-muted"),
+        ]
     if not facts.events:
-        parts += ["\n" if parts else "", ("No event about it since ocwatch started watching.",
-                                          "$foreground-muted")]
+        parts += [
+            "\n" if parts else "",
+            ("No event about it since ocwatch started watching.", "$foreground-muted"),
+        ]
     return Content.assemble(*parts)
 
 
 def children_of(row: SessionRow, view: View) -> list[SessionRow]:
     """The session's sub-agents present in the View (from `children` and `parent_id`)."""
     ids = list(row.children)
-    ids += sorted(r.id for r in view.rows.values()
-                  if r.server == row.server and r.parent_id == row.id and r.id not in ids)
+    ids += sorted(
+        r.id
+        for r in view.rows.values()
+        if r.server == row.server and r.parent_id == row.id and r.id not in ids
+    )
     return [view.rows[(row.server, i)] for i in ids if (row.server, i) in view.rows]
 
 
@@ -280,12 +328,15 @@ class DetailScreen(ViewScreen):
             yield Static(id="detail-error", classes="section error")
             yield Static("Timeline", classes="heading")
             yield Static(id="detail-timeline", classes="section")
-            yield Static("Sub-agents  (tab to reach them, enter opens one)",
-                         classes="heading children")
+            yield Static(
+                "Sub-agents  (tab to reach them, enter opens one)", classes="heading children"
+            )
             yield OptionList(id="detail-children", classes="children")
-            yield Static("Raw: what the server said about it (where each fact comes from, "
-                         "the snapshot's entries, the last events as received)",
-                         classes="heading raw")
+            yield Static(
+                "Raw: what the server said about it (where each fact comes from, "
+                "the snapshot's entries, the last events as received)",
+                classes="heading raw",
+            )
             yield Static(id="detail-raw", classes="section raw")
         yield Footer()
 
@@ -319,20 +370,26 @@ class DetailScreen(ViewScreen):
         gone_box = self.query_one("#detail-gone", Static)
         gone_box.display = gone
         if gone:
-            gone_box.update(Content.styled(
-                "This session is no longer in the View (deleted, or its server is not "
-                "reachable). Showing what was last known.", "$state-error bold"))
+            gone_box.update(
+                Content.styled(
+                    "This session is no longer in the View (deleted, or its server is not "
+                    "reachable). Showing what was last known.",
+                    "$state-error bold",
+                )
+            )
         has_parent = row is not None and row.parent_id is not None
         if has_parent != self._has_parent:
             self._has_parent = has_parent
             self.refresh_bindings()
         if row is None:
             self.query_one("#detail-title", Static).update(
-                Content.styled(f"Unknown session {fmt.literal(self.key[1])}", "bold"))
+                Content.styled(f"Unknown session {fmt.literal(self.key[1])}", "bold")
+            )
             return
         title = fmt.literal(row.title) or row.id
         self.query_one("#detail-title", Static).update(
-            Content.assemble(*state_parts(row), "  ", (title, "bold")))
+            Content.assemble(*state_parts(row), "  ", (title, "bold"))
+        )
         self.query_one("#detail-summary", Static).update(summary_section(row, view, now))
         self._show_activity(row)
         self.query_one("#detail-evidence", Static).update(evidence_section(row))
@@ -345,9 +402,11 @@ class DetailScreen(ViewScreen):
             widget.display = bool(row.error)
         if row.error:
             self.query_one("#detail-error", Static).update(
-                Content.styled(fmt.literal(row.error), "$state-error"))
+                Content.styled(fmt.literal(row.error), "$state-error")
+            )
         self.query_one("#detail-timeline", Static).update(
-            timeline_section(app.history(self.key), now))
+            timeline_section(app.history(self.key), now)
+        )
         facts = app.raw(self.key) if app.raw is not None else None
         for widget in self.query(".raw"):
             widget.display = facts is not None
@@ -360,10 +419,18 @@ class DetailScreen(ViewScreen):
         box = self.query_one("#detail-children", OptionList)
         for widget in self.query(".children"):
             widget.display = bool(children)
-        options = [Option(Content.assemble((fmt.state_label(c), f"${fmt.state_variable(c)}"),
-                                           "  ", fmt.literal(c.title) or c.id,
-                                           ("  ⚠ STALE", "$state-stale bold") if c.stale else ""),
-                          id=f"{c.server}\x1f{c.id}") for c in children]
+        options = [
+            Option(
+                Content.assemble(
+                    (fmt.state_label(c), f"${fmt.state_variable(c)}"),
+                    "  ",
+                    fmt.literal(c.title) or c.id,
+                    ("  ⚠ STALE", "$state-stale bold") if c.stale else "",
+                ),
+                id=f"{c.server}\x1f{c.id}",
+            )
+            for c in children
+        ]
         if keys == self._children and box.option_count == len(options):
             for option in options:  # same children: refresh their text, keep the highlight
                 box.replace_option_prompt(option.id or "", option.prompt)

@@ -34,12 +34,16 @@ def block(text: str, indent: str) -> list[Part]:
     lines = text.rstrip("\n").split("\n")
     parts: list[Part] = []
     for line in lines[:BLOCK_LINES]:
-        style = ("$text-success" if line.startswith("+") else
-                 "$text-error" if line.startswith("-") else "")
+        style = (
+            "$text-success"
+            if line.startswith("+")
+            else "$text-error"
+            if line.startswith("-")
+            else ""
+        )
         parts += [indent, (literal(line), style), "\n"]
     if len(lines) > BLOCK_LINES:
-        parts += [indent, (f"… {len(lines) - BLOCK_LINES} more lines", "$foreground-muted"),
-                  "\n"]
+        parts += [indent, (f"… {len(lines) - BLOCK_LINES} more lines", "$foreground-muted"), "\n"]
     return parts
 
 
@@ -50,11 +54,12 @@ def multiline(value: Any) -> bool:
 
 def asked_by(row: SessionRow, pending: Pending) -> Content:
     """`Title  ses_…` and, when a sub-agent asks, which one."""
-    parts: list[Part] = [(literal(row.title) or row.id, "bold"), ("  " + literal(row.id),
-                                                                  "$foreground-muted")]
+    parts: list[Part] = [
+        (literal(row.title) or row.id, "bold"),
+        ("  " + literal(row.id), "$foreground-muted"),
+    ]
     if pending.session_id and pending.session_id != row.id:
-        parts += ["\n", ("asked by sub-agent ", "$foreground-muted"),
-                  literal(pending.session_id)]
+        parts += ["\n", ("asked by sub-agent ", "$foreground-muted"), literal(pending.session_id)]
     return Content.assemble(*parts)
 
 
@@ -68,8 +73,9 @@ def still_open(view: View | None, pending: Pending) -> bool:
 class RequestDialog(ModalScreen[R]):
     """A dialog about one open request of one row; warns when the request closes meanwhile."""
 
-    def __init__(self, row: SessionRow, pending: Pending,
-                 dashboard: Dashboard | None = None) -> None:
+    def __init__(
+        self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
+    ) -> None:
         """`dashboard`: whose Views say whether the request is still open (None: none to
         watch)."""
         super().__init__()
@@ -80,9 +86,14 @@ class RequestDialog(ModalScreen[R]):
         """The session this dialog is about (the user is looking at it)."""
 
     def gone_banner(self) -> Static:
-        banner = Static(Content.styled(
-            "This request is no longer open (answered elsewhere, or the run ended). "
-            "Sending now will fail; esc closes.", "$state-error bold"), classes="dialog-gone")
+        banner = Static(
+            Content.styled(
+                "This request is no longer open (answered elsewhere, or the run ended). "
+                "Sending now will fail; esc closes.",
+                "$state-error bold",
+            ),
+            classes="dialog-gone",
+        )
         banner.display = False
         return banner
 
@@ -101,7 +112,9 @@ class RequestDialog(ModalScreen[R]):
         body = self.query_one(".dialog-body")
         chrome = dialog.styles.gutter.height + sum(
             child.outer_size.height + child.styles.margin.height
-            for child in dialog.children if child is not body and child.display)
+            for child in dialog.children
+            if child is not body and child.display
+        )
         room = int(self.size.height * 0.95) - chrome
         body.styles.max_height = max(3, room)
 

@@ -21,9 +21,8 @@ NAVIGATION = (
     ("wheel", "Scroll"),
     ("tab", "Move between the table, the filter box and the sub-agents list"),
 )
-DETAIL_EXTRA = (
-    ("tab, enter", "Open a sub-agent from the Sub-agents list"),
-)
+DETAIL_EXTRA = (("tab, enter", "Open a sub-agent from the Sub-agents list"),)
+
 
 def _legend_line(look: fmt.Look, style: str = "") -> tuple[str, str, str]:
     return (f"{look.glyph} {look.word}", style or f"${look.variable}", look.meaning)
@@ -52,8 +51,14 @@ def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
 
 
 def _key(key: str) -> str:
-    return {"slash": "/", "question_mark": "?", "space": "space", "escape": "esc",
-            "ctrl+p": "ctrl+p", "ctrl+q": "ctrl+q"}.get(key, key)
+    return {
+        "slash": "/",
+        "question_mark": "?",
+        "space": "space",
+        "escape": "esc",
+        "ctrl+p": "ctrl+p",
+        "ctrl+q": "ctrl+q",
+    }.get(key, key)
 
 
 def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> Content:

@@ -37,8 +37,14 @@ STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
 """`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
 
 
-def empty_message(view: View | None, urls: list[str], shown: int, *,
-                  typing: bool = False, state_filter: str = "all") -> Content | None:
+def empty_message(
+    view: View | None,
+    urls: list[str],
+    shown: int,
+    *,
+    typing: bool = False,
+    state_filter: str = "all",
+) -> Content | None:
     """What to say when the table shows no row (None when it shows `shown` > 0 rows); `typing`:
     the filter box has the keys (a `1` would type into it), `state_filter`: the table's."""
     servers = list(view.servers) if view is not None else []
@@ -48,42 +54,68 @@ def empty_message(view: View | None, urls: list[str], shown: int, *,
         if typing:
             return Content.assemble(
                 ("No session matches the filter. ", "bold"),
-                ("esc", "bold"), (" clears the text, ", ""),
-                ("enter", "bold"), (" goes back to the table.", ""))
+                ("esc", "bold"),
+                (" clears the text, ", ""),
+                ("enter", "bold"),
+                (" goes back to the table.", ""),
+            )
         if state_filter != "all":
             return Content.assemble(
                 ("No session matches the filter. ", "bold"),
-                ("Press ", ""), ("1", "bold"), (" to show every state, ", ""),
-                ("esc", "bold"), (" to clear every filter.", ""))
+                ("Press ", ""),
+                ("1", "bold"),
+                (" to show every state, ", ""),
+                ("esc", "bold"),
+                (" to clear every filter.", ""),
+            )
         return Content.assemble(
-            ("No session matches the filter. ", "bold"),
-            ("esc", "bold"), (" clears it.", ""))
+            ("No session matches the filter. ", "bold"), ("esc", "bold"), (" clears it.", "")
+        )
     healths = [health(s) for s in servers]
     if not servers or all(h == "connecting" for h in healths):
-        loading = [Content.assemble(("Loading the sessions of ", ""), (fmt.literal(s.url), "bold"),
-                                    f": {loaded(s.loading)} …")
-                   for s in servers if s.loading is not None]
+        loading = [
+            Content.assemble(
+                ("Loading the sessions of ", ""),
+                (fmt.literal(s.url), "bold"),
+                f": {loaded(s.loading)} …",
+            )
+            for s in servers
+            if s.loading is not None
+        ]
         if loading:
             return Content("\n").join(loading)
         names = ", ".join(s.url for s in servers) if servers else ", ".join(urls)
         return Content.assemble(("Connecting to ", ""), (fmt.literal(names), "bold"), " …")
     if not any(s.reachable for s in servers):
         lines: list[str | tuple[str, str]] = [
-            ("No OpenCode server is reachable.", "bold $state-error"), "\n\n"]
+            ("No OpenCode server is reachable.", "bold $state-error"),
+            "\n\n",
+        ]
         for s in servers:
-            lines += ["  ", (fmt.literal(s.url), "bold"), "  ",
-                      (fmt.literal(fmt.server_error(s.url, s.error) or "not answering"),
-                       "$foreground-muted"), "\n"]
+            lines += [
+                "  ",
+                (fmt.literal(s.url), "bold"),
+                "  ",
+                (
+                    fmt.literal(fmt.server_error(s.url, s.error) or "not answering"),
+                    "$foreground-muted",
+                ),
+                "\n",
+            ]
         lines += [
-            "\nStart a server in your project folder:  ", ("opencode serve --port 4096", "bold"),
-            "\nor watch the built-in simulation:       ", ("ocwatch demo", "bold"),
+            "\nStart a server in your project folder:  ",
+            ("opencode serve --port 4096", "bold"),
+            "\nor watch the built-in simulation:       ",
+            ("ocwatch demo", "bold"),
             ("\n\nocwatch keeps retrying; this screen updates by itself.", "$foreground-muted"),
         ]
         return Content.assemble(*lines)
     return Content.assemble(
         ("No sessions yet. ", "bold"),
-        ("Start one with ", ""), ("opencode", "bold"),
-        (" (or opencode run \"…\") in a project folder; it shows up here.", ""))
+        ("Start one with ", ""),
+        ("opencode", "bold"),
+        (' (or opencode run "…") in a project folder; it shows up here.', ""),
+    )
 
 
 class MainScreen(ViewScreen):
@@ -97,9 +129,13 @@ class MainScreen(ViewScreen):
         session_keys.messages(show=False),
         session_keys.ATTACH,
         session_keys.WEB,
-        Binding("d", "toggle_pane", "Details pane",
-                tooltip="The details pane beside the table (narrow: the detail view)",
-                show=False),
+        Binding(
+            "d",
+            "toggle_pane",
+            "Details pane",
+            tooltip="The details pane beside the table (narrow: the detail view)",
+            show=False,
+        ),
         Binding("slash", "filter", "Filter"),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
@@ -108,9 +144,15 @@ class MainScreen(ViewScreen):
         Binding("e", "fold_all(False)", "Expand all", show=False),
         Binding("c", "fold_all(True)", "Collapse all", show=False),
         Binding("i", "app.servers", "Servers: connection, snapshot, drift", show=False),
-        *[Binding(key, f"state_filter('{state}')",
-                  "Show all states" if state == "all" else f"Show only {state}", show=False)
-          for key, state in STATE_KEYS.items()],
+        *[
+            Binding(
+                key,
+                f"state_filter('{state}')",
+                "Show all states" if state == "all" else f"Show only {state}",
+                show=False,
+            )
+            for key, state in STATE_KEYS.items()
+        ],
     ]
 
     def compose(self) -> ComposeResult:
@@ -122,9 +164,11 @@ class MainScreen(ViewScreen):
         with Horizontal(id="body"):
             yield SessionTable(id="sessions")
             yield DetailsPane(id="pane")
-        yield Input(placeholder="filter by title, id or folder, or a regular expression (enter "
-                    "keeps, esc clears)",
-                    id="filter")
+        yield Input(
+            placeholder="filter by title, id or folder, or a regular expression (enter "
+            "keeps, esc clears)",
+            id="filter",
+        )
         yield Footer()
 
     @property
@@ -159,8 +203,11 @@ class MainScreen(ViewScreen):
         if not self.is_active:
             return  # another screen is on top: nothing to read for a pane nobody sees
         pane = self.pane
-        want = app.show_pane and self.size.width >= PANE_AT and bool(
-            app.view is not None and app.view.rows)
+        want = (
+            app.show_pane
+            and self.size.width >= PANE_AT
+            and bool(app.view is not None and app.view.rows)
+        )
         if pane.display != want:
             pane.display = want
         if not want:
@@ -188,8 +235,7 @@ class MainScreen(ViewScreen):
         if app.read_only:
             said = "read-only: abort, reply, answer and attach are off"
         if app.replay is not None:
-            said = (fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · "
-                    "</> seek)")
+            said = fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · </> seek)"
         elif app.recording is not None and (status := app.recording.status()) is not None:
             said = (said + " · " if said else "") + fmt.literal(status) + "  (R stops)"
         banner.display = said is not None
@@ -203,8 +249,13 @@ class MainScreen(ViewScreen):
         shown = sum(1 for line in table.lines if not line.context)
         self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
         typing = isinstance(self.app.focused, Input)
-        message = empty_message(view, self.dashboard.server_urls, len(table.lines),
-                                typing=typing, state_filter=table.state_filter)
+        message = empty_message(
+            view,
+            self.dashboard.server_urls,
+            len(table.lines),
+            typing=typing,
+            state_filter=table.state_filter,
+        )
         empty = self.query_one("#empty", Static)
         empty.display = message is not None
         if message is not None:

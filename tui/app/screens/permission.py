@@ -36,15 +36,20 @@ def permission_fields(pending: Pending) -> Content:
     fields). Only a real command is shown as one; a diff is shown as a block."""
     req = pending.permission
     metadata: Mapping[str, Any] = req.metadata if req is not None else {}
-    parts: list[Part] = [label("tool"),
-                         (literal((req.permission if req is not None else "") or "?"), "bold")]
+    parts: list[Part] = [
+        label("tool"),
+        (literal((req.permission if req is not None else "") or "?"), "bold"),
+    ]
     command = metadata.get("command") or metadata.get("cmd")
     if command:
         parts += ["\n", label("command"), (literal(str(command)), "bold")]
     blocks: list[Part] = []
     for key, value in metadata.items():
-        if key in ("command", "cmd") or isinstance(value, (dict, list, tuple)) or value in (
-                None, ""):
+        if (
+            key in ("command", "cmd")
+            or isinstance(value, (dict, list, tuple))
+            or value in (None, "")
+        ):
             continue
         if multiline(value):
             blocks += _block(literal(key), value)
@@ -55,8 +60,12 @@ def permission_fields(pending: Pending) -> Content:
         parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
     always = req.always if req is not None else ()
     if always:
-        parts += ["\n", label("always"), ", ".join(literal(p) for p in always),
-                  ("  (what “always” allows from now on)", "$foreground-muted")]
+        parts += [
+            "\n",
+            label("always"),
+            ", ".join(literal(p) for p in always),
+            ("  (what “always” allows from now on)", "$foreground-muted"),
+        ]
     return Content.assemble(*parts, *blocks).rstrip()
 
 
@@ -67,13 +76,20 @@ def consequence(reply: str, pending: Pending) -> Content:
     if reply == "always":
         parts = [("Allow always: ", "bold"), "the agent runs this now and, from now on, "]
         if req is not None and req.always:
-            parts += ["whatever matches ", (", ".join(literal(p) for p in req.always), "bold"),
-                      ", without asking again."]
+            parts += [
+                "whatever matches ",
+                (", ".join(literal(p) for p in req.always), "bold"),
+                ", without asking again.",
+            ]
         else:
             parts += ["the same, without asking again."]
     else:
-        parts = [("Reject: ", "bold"), "the tool is refused and the run stops. (",
-                 ("m", "bold"), " rejects with a message instead: the run goes on.)"]
+        parts = [
+            ("Reject: ", "bold"),
+            "the tool is refused and the run stops. (",
+            ("m", "bold"),
+            " rejects with a message instead: the run goes on.)",
+        ]
     parts.append(("\nenter confirms · esc goes back", "$foreground-muted"))
     return Content.assemble(*parts)
 
@@ -108,13 +124,20 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             with VerticalScroll(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
                 yield Static(permission_fields(self.pending), id="permission-fields")
-            yield Static(Content.assemble(
-                ("Message", "bold"),
-                ("  the server hands it to the agent as feedback and the run goes on. "
-                 "enter rejects with it; esc closes this field.", "$foreground-muted"),
-            ), classes="dialog-note message")
-            yield Input(placeholder="e.g. use rsync instead", id="permission-message",
-                        classes="message")
+            yield Static(
+                Content.assemble(
+                    ("Message", "bold"),
+                    (
+                        "  the server hands it to the agent as feedback and the run goes on. "
+                        "enter rejects with it; esc closes this field.",
+                        "$foreground-muted",
+                    ),
+                ),
+                classes="dialog-note message",
+            )
+            yield Input(
+                placeholder="e.g. use rsync instead", id="permission-message", classes="message"
+            )
             yield Static("", id="permission-confirm", classes="dialog-note confirm")
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Once (o)", variant="success", id="once", classes="answer")
@@ -122,8 +145,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
                 yield Button("Reject… (r)", variant="error", id="reject", classes="answer")
                 yield Button("Message… (m)", variant="error", id="message", classes="answer")
                 yield Button("Cancel (esc)", id="cancel", classes="answer")
-                yield Button("Confirm (enter)", variant="warning", id="confirm",
-                             classes="confirm")
+                yield Button("Confirm (enter)", variant="warning", id="confirm", classes="confirm")
                 yield Button("Back (esc)", id="back", classes="confirm")
 
     def on_mount(self) -> None:
@@ -180,8 +202,11 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         if self.message:
             self.action_reply("reject")
         else:
-            self.notify("Type the message the agent gets with the rejection, or esc to close "
-                        "the field.", severity="warning", timeout=4)
+            self.notify(
+                "Type the message the agent gets with the rejection, or esc to close the field.",
+                severity="warning",
+                timeout=4,
+            )
 
     def action_write_message(self) -> None:
         """Open the message field (a rejection with feedback: the run goes on)."""

@@ -30,7 +30,6 @@ QUESTION_EXTRA = (
 
 
 @dataclass(frozen=True)
-
 class QuestionReply:
     """Answers (one list per question: chosen labels and/or typed text), or a rejection."""
 
@@ -54,10 +53,17 @@ def questions_of(pending: Pending) -> list[Asked]:
     req = pending.question
     if req is None:
         return []
-    return [Asked(question=q.question, header=q.header,
-                  labels=tuple(o.label for o in q.options),
-                  descriptions=tuple(o.description for o in q.options),
-                  multiple=q.multiple, custom=q.custom) for q in req.questions]
+    return [
+        Asked(
+            question=q.question,
+            header=q.header,
+            labels=tuple(o.label for o in q.options),
+            descriptions=tuple(o.description for o in q.options),
+            multiple=q.multiple,
+            custom=q.custom,
+        )
+        for q in req.questions
+    ]
 
 
 def option_prompt(label: str, description: str) -> Content:
@@ -86,7 +92,6 @@ def answer_of(asked: Asked, chosen: Sequence[str], typed: str) -> list[str]:
     if not asked.multiple:
         return [typed] if typed else list(chosen[:1])
     return [*chosen, typed] if typed else list(chosen)
-
 
 
 class ChoiceButton(RadioButton):
@@ -126,8 +131,9 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, row: SessionRow, pending: Pending,
-                 dashboard: Dashboard | None = None) -> None:
+    def __init__(
+        self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
+    ) -> None:
         super().__init__(row, pending, dashboard)
         self.asked = questions_of(pending)
 
@@ -142,14 +148,22 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
                     yield Static(heading(n, asked), classes="question-heading")
                     yield self._choices(n, asked)
                     if asked.custom:
-                        hint = "a typed answer (added to the choices)" if asked.multiple else \
-                            "or type an answer (replaces the choice)"
+                        hint = (
+                            "a typed answer (added to the choices)"
+                            if asked.multiple
+                            else "or type an answer (replaces the choice)"
+                        )
                         yield Input(placeholder=hint, id=f"typed-{n}", classes="question-typed")
                 if not self.asked:
                     yield Static("The request carries no question; reject it or cancel.")
-            yield Static(Content.styled(
-                "↑↓ move · space/enter choose · tab next question · enter in a typed answer "
-                "submits", "$foreground-muted"), classes="dialog-note")
+            yield Static(
+                Content.styled(
+                    "↑↓ move · space/enter choose · tab next question · enter in a typed answer "
+                    "submits",
+                    "$foreground-muted",
+                ),
+                classes="dialog-note",
+            )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Submit (ctrl+s)", variant="success", id="submit")
                 yield Button("Reject (ctrl+r)", variant="error", id="reject")
@@ -158,17 +172,25 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
     def _choices(self, n: int, asked: Asked) -> Widget:
         """Options as radio buttons (one choice) or a checklist (several); either way the mark
         itself says what is chosen (● / ○, ✓), not only its colour."""
-        prompts = [option_prompt(lb, d) for lb, d in zip(asked.labels, asked.descriptions,
-                                                        strict=True)]
+        prompts = [
+            option_prompt(lb, d) for lb, d in zip(asked.labels, asked.descriptions, strict=True)
+        ]
         if asked.multiple:
-            return ChoiceList(*(Selection(p, i) for i, p in enumerate(prompts)),
-                              id=f"choices-{n}", classes="question-choices")
-        return RadioSet(*(ChoiceButton(p) for p in prompts), id=f"choices-{n}",
-                        classes="question-choices")
+            return ChoiceList(
+                *(Selection(p, i) for i, p in enumerate(prompts)),
+                id=f"choices-{n}",
+                classes="question-choices",
+            )
+        return RadioSet(
+            *(ChoiceButton(p) for p in prompts), id=f"choices-{n}", classes="question-choices"
+        )
 
     def on_mount(self) -> None:
-        first = self.query(".question-choices, .question-typed").first(Widget) \
-            if self.asked else self.query_one("#cancel", Button)
+        first = (
+            self.query(".question-choices, .question-typed").first(Widget)
+            if self.asked
+            else self.query_one("#cancel", Button)
+        )
         first.focus()
 
     # -- reading the answers ------------------------------------------------------------------
@@ -197,8 +219,11 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         event.stop()
-        {"submit": self.action_submit, "reject": self.action_reject,
-         "cancel": self.action_cancel}.get(event.button.id or "", lambda: None)()
+        {
+            "submit": self.action_submit,
+            "reject": self.action_reject,
+            "cancel": self.action_cancel,
+        }.get(event.button.id or "", lambda: None)()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()
@@ -213,8 +238,9 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         if missing is not None:
             asked = self.asked[missing - 1]
             what = "choose an option" + (" or type an answer" if asked.custom else "")
-            self.notify(f"Question {missing} has no answer yet: {what}.", severity="warning",
-                        timeout=4)
+            self.notify(
+                f"Question {missing} has no answer yet: {what}.", severity="warning", timeout=4
+            )
             self.query_one(f"#choices-{missing}").focus()
             return
         self.dismiss(QuestionReply(answers))

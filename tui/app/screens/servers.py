@@ -22,30 +22,49 @@ from ..widgets.summary import COUNTED
 from .view_screen import ViewScreen
 
 Part = str | tuple[str, str]
-FIELDS = ("url", "event stream", "snapshot", "sessions", "requests", "events skipped", "drift",
-          "error")
+FIELDS = (
+    "url",
+    "event stream",
+    "snapshot",
+    "sessions",
+    "requests",
+    "events skipped",
+    "drift",
+    "error",
+)
 
 
 def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dict[str, Content]:
     """What the servers view shows of one server, field by field (values shown literally; no
     "error" when there is none)."""
-    out: dict[str, Content] = {"url": Content(fmt.literal(
-        f"{server.name} · {server.url}" if server.name else server.url))}
+    out: dict[str, Content] = {
+        "url": Content(fmt.literal(f"{server.name} · {server.url}" if server.name else server.url))
+    }
     stream: list[Part] = ["connected" if server.connected else "not connected"]
     if server.last_event_at is not None:
-        stream += [(" · last event ", "$foreground-muted"), fmt.age(server.last_event_at, now),
-                   f" ({fmt.clock_time(server.last_event_at, now)})"]
+        stream += [
+            (" · last event ", "$foreground-muted"),
+            fmt.age(server.last_event_at, now),
+            f" ({fmt.clock_time(server.last_event_at, now)})",
+        ]
     if server.stream_drop is not None:  # a fault that passed is still worth saying
         at, why = server.stream_drop
-        stream += ["\n", (f"{server.reconnects} reconnect{'s' if server.reconnects != 1 else ''}"
-                          f" · last lost {fmt.clock_time(at, now)}: ", "$foreground-muted"),
-                   fmt.literal(fmt.server_error(server.url, why))]
+        stream += [
+            "\n",
+            (
+                f"{server.reconnects} reconnect{'s' if server.reconnects != 1 else ''}"
+                f" · last lost {fmt.clock_time(at, now)}: ",
+                "$foreground-muted",
+            ),
+            fmt.literal(fmt.server_error(server.url, why)),
+        ]
     out["event stream"] = Content.assemble(*stream)
     if server.loading is not None:
         out["snapshot"] = Content(f"loading: {loaded(server.loading)} sessions read")
     elif server.snapshot_at is not None:
-        out["snapshot"] = Content(f"taken {fmt.clock_time(server.snapshot_at, now)} "
-                                  f"({fmt.age(server.snapshot_at, now)})")
+        out["snapshot"] = Content(
+            f"taken {fmt.clock_time(server.snapshot_at, now)} ({fmt.age(server.snapshot_at, now)})"
+        )
     else:
         out["snapshot"] = Content.styled("none yet", "$foreground-muted")
     if server.snapshot_at is None and not rows:
@@ -53,34 +72,43 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
     else:
         parts = _counts(rows)
         if server.malformed:  # records the snapshot could not read: said, never hidden
-            parts += ["\n", (f"{server.malformed} malformed record"
-                                   f"{'s' if server.malformed != 1 else ''} skipped: "
-                                   + fmt.literal(", ".join(server.malformed_examples)),
-                                   "$state-error")]
+            parts += [
+                "\n",
+                (
+                    f"{server.malformed} malformed record"
+                    f"{'s' if server.malformed != 1 else ''} skipped: "
+                    + fmt.literal(", ".join(server.malformed_examples)),
+                    "$state-error",
+                ),
+            ]
         out["sessions"] = Content.assemble(*parts)
     rate = server.requests_per_minute
     out["requests"] = Content.assemble(
         f"{rate:.1f} a minute" if rate is not None else "– a minute (measured over a minute)",
         (f" · {server.requests:,} since start", "$foreground-muted"),
-        (" · light resyncs: the stream vouches" if server.vouched
-         else "", "$foreground-muted"))
+        (" · light resyncs: the stream vouches" if server.vouched else "", "$foreground-muted"),
+    )
     out["events skipped"] = Content(
-        f"{server.skipped_events} malformed · {server.unknown_events} of unknown types")
+        f"{server.skipped_events} malformed · {server.unknown_events} of unknown types"
+    )
     if server.snapshot_at is None:
         out["drift"] = Content.styled("–", "$foreground-muted")
     elif server.drift_count:
         drift: list[Part] = [
             f"{server.drift_count} time{'s' if server.drift_count != 1 else ''} the events had "
-            "derived a state the next snapshot did not show"]
+            "derived a state the next snapshot did not show"
+        ]
         for example in server.drift_examples:
             drift += ["\n", ("• ", "$foreground-muted"), fmt.literal(example)]
         out["drift"] = Content.assemble(*drift)
     else:
-        out["drift"] = Content.styled("none: every snapshot agreed with the events",
-                                      "$foreground-muted")
+        out["drift"] = Content.styled(
+            "none: every snapshot agreed with the events", "$foreground-muted"
+        )
     if server.error:
-        out["error"] = Content.styled(fmt.literal(fmt.server_error(server.url, server.error)),
-                                      "$state-error")
+        out["error"] = Content.styled(
+            fmt.literal(fmt.server_error(server.url, server.error)), "$state-error"
+        )
     return out
 
 
@@ -184,8 +212,9 @@ class ServersScreen(ViewScreen):
         if urls != list(self._panels):  # servers came or went: new panels, in order
             for panel in self._panels.values():
                 panel.remove()
-            self._panels = {s.url: ServerPanel(s, by_server.get(s.url, []), app.now)
-                            for s in servers}
+            self._panels = {
+                s.url: ServerPanel(s, by_server.get(s.url, []), app.now) for s in servers
+            }
             body.mount_all(self._panels.values())
             return
         for server in servers:

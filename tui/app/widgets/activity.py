@@ -36,8 +36,9 @@ def _tool(run: ToolRun, now: float, running: bool, directory: str = "") -> list[
     elif run.status in ("pending", "running"):
         parts += [(" · did not finish", "$state-error")]
     elif run.status != "completed":
-        parts += [(f" · {fmt.literal(run.status)}", "$state-error" if run.status == "error"
-                   else MUTED)]
+        parts += [
+            (f" · {fmt.literal(run.status)}", "$state-error" if run.status == "error" else MUTED)
+        ]
     return parts
 
 
@@ -66,8 +67,9 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
         return Content.styled("What the session is doing is read from a live server.", MUTED)
     if activity is None:
         if error:
-            return Content.styled(f"Cannot read what it is doing: {fmt.literal(error)}",
-                                  "$state-error")
+            return Content.styled(
+                f"Cannot read what it is doing: {fmt.literal(error)}", "$state-error"
+            )
         return Content.styled("Reading what it is doing …", MUTED)
     parts: list[Part] = []
 
@@ -77,8 +79,9 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
         parts.extend(more)
 
     if activity.model or activity.agent:
-        agent: list[Part] = [(" · agent ", MUTED), fmt.literal(activity.agent)] if (
-            activity.agent) else []
+        agent: list[Part] = (
+            [(" · agent ", MUTED), fmt.literal(activity.agent)] if (activity.agent) else []
+        )
         line(_label("model"), fmt.literal(activity.model or "–"), *agent)
     running = row.state in RUNNING or row.state == "input"
     if running and activity.running:
@@ -96,22 +99,35 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
         line(_label("reply"), ("nothing written yet", MUTED))
     t = activity.tokens
     over = f" (last {activity.messages} messages)" if activity.more else ""
-    line(_label("tokens"), f"in {fmt.tokens(t.input)} · out {fmt.tokens(t.output)} · "
-         f"reasoning {fmt.tokens(t.reasoning)}", (over, MUTED))
-    line(_label("cache"), f"{fmt.tokens(t.cache_read)} read · {fmt.tokens(t.cache_write)} "
-         "written")
+    line(
+        _label("tokens"),
+        f"in {fmt.tokens(t.input)} · out {fmt.tokens(t.output)} · "
+        f"reasoning {fmt.tokens(t.reasoning)}",
+        (over, MUTED),
+    )
+    line(_label("cache"), f"{fmt.tokens(t.cache_read)} read · {fmt.tokens(t.cache_write)} written")
     if activity.context is not None:
         share = activity.context_share
         if share is not None and activity.context_limit:
             style = "$state-error" if share >= 0.9 else "$state-retry" if share >= 0.7 else ""
-            line(_label("context"), (f"≈ {share:.0%}", style),
-                 f" of {fmt.tokens(activity.context_limit)}",
-                 (f" ({fmt.tokens(activity.context)}: the last step's tokens)", MUTED))
+            line(
+                _label("context"),
+                (f"≈ {share:.0%}", style),
+                f" of {fmt.tokens(activity.context_limit)}",
+                (f" ({fmt.tokens(activity.context)}: the last step's tokens)", MUTED),
+            )
         else:
-            line(_label("context"), f"≈ {fmt.tokens(activity.context)} tokens",
-                 (" (the model's window is not in the server's config)", MUTED))
-    line(_label("messages"), _count(activity.messages, activity.more),
-         (" · cost ", MUTED), fmt.money(row.cost if row.cost is not None else activity.cost))
+            line(
+                _label("context"),
+                f"≈ {fmt.tokens(activity.context)} tokens",
+                (" (the model's window is not in the server's config)", MUTED),
+            )
+    line(
+        _label("messages"),
+        _count(activity.messages, activity.more),
+        (" · cost ", MUTED),
+        fmt.money(row.cost if row.cost is not None else activity.cost),
+    )
     if error:
         line((f"(the last look failed: {fmt.literal(error)})", "$state-error"))
     elif look.loading:
@@ -128,9 +144,13 @@ def pane_header(row: SessionRow, now: float) -> Content:
     if row.stale:
         parts += ["  ", (f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold reverse")]
     in_state = None if row.since is None else now - row.since
-    parts += [(f"  {fmt.duration(in_state)}", MUTED), "\n",
-              (fmt.literal(row.title or row.id), "bold"), "\n",
-              (f"{fmt.literal(row.id)} · {fmt.literal(fmt.short_folder(row.directory))}", MUTED)]
+    parts += [
+        (f"  {fmt.duration(in_state)}", MUTED),
+        "\n",
+        (fmt.literal(row.title or row.id), "bold"),
+        "\n",
+        (f"{fmt.literal(row.id)} · {fmt.literal(fmt.short_folder(row.directory))}", MUTED),
+    ]
     for item in row.pending:
         asked = item.summary.removeprefix(f"{item.kind} ").removeprefix(f"{item.kind}: ")
         parts += ["\n", (f"? {item.kind} ", "$state-input bold"), fmt.literal(asked)]

@@ -77,12 +77,25 @@ class CellRenderer:
         now, ctx, since = self.now, line.context, row.since
         return (
             (row.state, row.reason, ctx),
-            (row.state, row.reason, row.stale, row.retry_attempt,
-             tuple(p.kind for p in row.pending) if row.pending else (),
-             row.settling == "loading", ctx),
+            (
+                row.state,
+                row.reason,
+                row.stale,
+                row.retry_attempt,
+                tuple(p.kind for p in row.pending) if row.pending else (),
+                row.settling == "loading",
+                ctx,
+            ),
             row.stale,
-            (row.title, row.id, row.state, row.stale, line, row.key in self.unread,
-             fmt.asked_text(row)),
+            (
+                row.title,
+                row.id,
+                row.state,
+                row.stale,
+                line,
+                row.key in self.unread,
+                fmt.asked_text(row),
+            ),
             (row.directory, row.server if multi else "", ctx),
             (fmt.duration(None if since is None else now - since), ctx),
             (fmt.age(row.updated, now), ctx),
@@ -106,16 +119,26 @@ class CellRenderer:
         state_var = fmt.state_variable(row)
         if column == "state":
             loud = " reverse" if row.state == "input" else ""
-            return CellText(fmt.state_label(row), no_wrap=True,
-                        style=self.style(f"${state_var} bold{loud} {dim}".strip()))
+            return CellText(
+                fmt.state_label(row),
+                no_wrap=True,
+                style=self.style(f"${state_var} bold{loud} {dim}".strip()),
+            )
         if column == "stale" or (column == "reason" and row.stale and not self.wide):
             if not row.stale:
                 return CellText("")
-            return CellText(f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}", no_wrap=True,
-                        style=self.style("$state-stale bold reverse"))
+            return CellText(
+                f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}",
+                no_wrap=True,
+                style=self.style("$state-stale bold reverse"),
+            )
         if column == "reason":
-            return CellText(fmt.reason_text(row), no_wrap=True, overflow="ellipsis",
-                        style=self.style(f"${state_var} {dim}".strip()))
+            return CellText(
+                fmt.reason_text(row),
+                no_wrap=True,
+                overflow="ellipsis",
+                style=self.style(f"${state_var} {dim}".strip()),
+            )
         if column == "title":
             return self.title(row, line, row.state == "input" or row.stale)
         if column == "folder":
@@ -123,8 +146,9 @@ class CellRenderer:
             if multi:
                 folder = f"{self.server_names.get(row.server) or _server_tag(row.server)} {folder}"
             width = 12 if self.wide else 10
-            return CellText(fmt.truncate(fmt.literal(folder), width), no_wrap=True,
-                        style=self.style(dim))
+            return CellText(
+                fmt.truncate(fmt.literal(folder), width), no_wrap=True, style=self.style(dim)
+            )
         now = self.now
         if column == "in_state":
             value = fmt.duration(None if row.since is None else now - row.since)
@@ -137,8 +161,9 @@ class CellRenderer:
         else:
             raise ValueError(f"unknown column {column!r}")
         right = column in ("cost", "tokens")
-        return CellText(value, no_wrap=True, justify="right" if right else "left",
-                    style=self.style(dim))
+        return CellText(
+            value, no_wrap=True, justify="right" if right else "left", style=self.style(dim)
+        )
 
     def title(self, row: SessionRow, line: TreeLine, loud: bool) -> Text:
         # Roots keep a two-cell gutter for the fold marker; children hang under their parent.
@@ -180,4 +205,3 @@ def _server_tag(url: str) -> str:
     label = fmt.server_label(url)
     host, sep, port = label.rpartition(":")
     return f":{port}" if sep and port.isdigit() else label
-

@@ -81,19 +81,26 @@ class BlockLog(ScrollView, can_focus=True):
         style = self.visual_style
         budget = BATCH
         count = len(self._blocks)
-        at = next((i for i, (key, _) in enumerate(self._blocks) if key == anchor[0]),
-                  None) if anchor is not None else None
+        at = (
+            next((i for i, (key, _) in enumerate(self._blocks) if key == anchor[0]), None)
+            if anchor is not None
+            else None
+        )
         # what the reader looks at first: from the top of the view down, then up; at the end
         # (or new), from the newest back
-        order = ([*range(at, count), *range(at - 1, -1, -1)] if at is not None
-                 else range(count - 1, -1, -1))
+        order = (
+            [*range(at, count), *range(at - 1, -1, -1)]
+            if at is not None
+            else range(count - 1, -1, -1)
+        )
         for i in order:
             if budget <= 0:
                 break
             block = self._blocks[i]
             if block[0] not in self._rendered:
-                self._rendered[block[0]] = Visual.to_strips(self, self._content(block), width,
-                                                           None, style)
+                self._rendered[block[0]] = Visual.to_strips(
+                    self, self._content(block), width, None, style
+                )
                 budget -= 1
         kept: dict[Hashable, list[Strip]] = {}
         lines: list[Strip] = []

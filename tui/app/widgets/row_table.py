@@ -174,8 +174,9 @@ class RowTable(ScrollView, can_focus=True):
         def control(self) -> RowTable:
             return self.table
 
-    def __init__(self, *, name: str | None = None, id: str | None = None,
-                 classes: str | None = None) -> None:
+    def __init__(
+        self, *, name: str | None = None, id: str | None = None, classes: str | None = None
+    ) -> None:
         super().__init__(name=name, id=id, classes=classes)
         self.columns: dict[str, Column] = {}
         """The columns, in display order, by key."""
@@ -584,8 +585,9 @@ class RowTable(ScrollView, can_focus=True):
             return special[1]
         strip = self._lines.get(key)
         if strip is None:
-            strip = self._lines[key] = self._row_line(key, index, base, width, scroll_x,
-                                                     False, False)
+            strip = self._lines[key] = self._row_line(
+                key, index, base, width, scroll_x, False, False
+            )
         return strip
 
     def _cell_styles(self, header: bool, hover: bool, cursor: bool) -> tuple[Style, Style]:
@@ -600,20 +602,40 @@ class RowTable(ScrollView, can_focus=True):
             component += self.get_component_rich_style("row-table--cursor")
         return component, Style.from_color(color=component.color) + Style.null()
 
-    def _render_cell(self, cell: Text, row: int, column: int, width: int, base: Style,
-                     component: Style, post: Style) -> Line:
+    def _render_cell(
+        self,
+        cell: Text,
+        row: int,
+        column: int,
+        width: int,
+        base: Style,
+        component: Style,
+        post: Style,
+    ) -> Line:
         options = self._options or self.app.console_options.update(no_wrap=True)
         pre = base + Style.from_meta({"row": row, "column": column}) + component
         lines = self.app.console.render_lines(
             Styled(Padding(cell, (0, PAD)), pre_style=pre, post_style=post),
-            options.update_dimensions(width, 1))
+            options.update_dimensions(width, 1),
+        )
         return lines[0]
 
-    def _assemble(self, cells: list[Line], row: int, row_style: Style, header: bool,
-                  hover: bool, cursor: bool, base: Style, width: int, scroll_x: int) -> Strip:
+    def _assemble(
+        self,
+        cells: list[Line],
+        row: int,
+        row_style: Style,
+        header: bool,
+        hover: bool,
+        cursor: bool,
+        base: Style,
+        width: int,
+        scroll_x: int,
+    ) -> Strip:
         extend, _ = self._cell_styles(header, hover, cursor)
-        extend = row_style + extend + Style.from_meta(
-            {"row": row, "column": 0, "out_of_bounds": True})
+        extend = (
+            row_style + extend + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
+        )
         segments = [segment for cell in cells for segment in cell]
         segments.append(Segment(" " * max(0, width - self._table_width), extend))
         strip = Strip(segments)
@@ -624,18 +646,29 @@ class RowTable(ScrollView, can_focus=True):
     def _header_line(self, base: Style, width: int, scroll_x: int, hover: bool) -> Strip:
         style = self.get_component_styles("row-table--header").rich_style
         component, post = self._cell_styles(True, hover, False)
-        cells = [self._render_cell(column.label, HEADER, i, column.render_width, style,
-                                   component, post)
-                 for i, column in enumerate(self.columns.values())]
+        cells = [
+            self._render_cell(column.label, HEADER, i, column.render_width, style, component, post)
+            for i, column in enumerate(self.columns.values())
+        ]
         return self._assemble(cells, HEADER, style, True, hover, False, base, width, scroll_x)
 
-    def _row_line(self, key: str, index: int, base: Style, width: int, scroll_x: int,
-                  cursor: bool, hover: bool) -> Strip:
+    def _row_line(
+        self,
+        key: str,
+        index: int,
+        base: Style,
+        width: int,
+        scroll_x: int,
+        cursor: bool,
+        hover: bool,
+    ) -> Strip:
         widths = [column.render_width for column in self.columns.values()]
         if cursor or hover:
             component, post = self._cell_styles(False, hover, cursor)
-            cells = [self._render_cell(cell, index, i, w, base, component, post)
-                     for i, (cell, w) in enumerate(zip(self._data[key], widths, strict=True))]
+            cells = [
+                self._render_cell(cell, index, i, w, base, component, post)
+                for i, (cell, w) in enumerate(zip(self._data[key], widths, strict=True))
+            ]
         else:
             cells = self._plain_cells(key, index, base, widths)
         return self._assemble(cells, index, base, False, hover, cursor, base, width, scroll_x)
@@ -645,15 +678,18 @@ class RowTable(ScrollView, can_focus=True):
         are rendered again, and a row that moved has the meta of its cells re-stamped."""
         stamped, rendered = self._rendered.get(key) or (index, [None] * len(widths))
         if stamped != index:
-            rendered = [None if line is None else _restamp(line, index, i)
-                        for i, line in enumerate(rendered)]
+            rendered = [
+                None if line is None else _restamp(line, index, i)
+                for i, line in enumerate(rendered)
+            ]
         cells = self._data[key]
         plain, post = self._cell_styles(False, False, False)
         out: list[Line] = []
         for i, line in enumerate(rendered):
             if line is None:
-                line = rendered[i] = self._render_cell(cells[i], index, i, widths[i], base,
-                                                       plain, post)
+                line = rendered[i] = self._render_cell(
+                    cells[i], index, i, widths[i], base, plain, post
+                )
             out.append(line)
         self._rendered[key] = (index, rendered)
         return out

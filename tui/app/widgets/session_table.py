@@ -63,8 +63,7 @@ TINY_BELOW = 70
 def columns_for(wide: bool, tiny: bool = False) -> list[ColumnSpec]:
     """The columns shown: every one when wide; narrow, not the wide-only ones (the stale flag
     goes in `reason`); tiny, not the folder either."""
-    return [c for c in COLUMNS
-            if (wide or not c.wide_only) and not (tiny and c.key == "folder")]
+    return [c for c in COLUMNS if (wide or not c.wide_only) and not (tiny and c.key == "folder")]
 
 
 def hidden_hint(room: int, tiny: bool = False) -> str:
@@ -148,9 +147,15 @@ class SessionTable(RowTable):
         sync, none of their time cells moved since (the soonest `until`), at the same size."""
         last = self._synced_rows
         rows = view.rows
-        if last is None or self._now >= self._next_until or self._now < self._synced_at or (
-                len(rows) != len(last) or self._measure() != (
-                    self._wide, self._tiny, self._title_width)):
+        if (
+            last is None
+            or self._now >= self._next_until
+            or self._now < self._synced_at
+            or (
+                len(rows) != len(last)
+                or self._measure() != (self._wide, self._tiny, self._title_width)
+            )
+        ):
             return False
         get = rows.get
         return all(get(k) is r for k, r in last.items())
@@ -252,8 +257,11 @@ class SessionTable(RowTable):
         view = self._view
         if view is None or not self.lines:
             return
-        waiting = [i for i, line in enumerate(self.lines)
-                   if (row := view.rows.get(line.key)) is not None and row.state == "input"]
+        waiting = [
+            i
+            for i, line in enumerate(self.lines)
+            if (row := view.rows.get(line.key)) is not None and row.state == "input"
+        ]
         if not waiting:
             self.notify("No session is waiting for input.", timeout=3)
             return
@@ -302,8 +310,9 @@ class SessionTable(RowTable):
         self._cache.clear()
         self._order = []
         for spec in self._columns():
-            self.add_column(self._label(spec), key=spec.key,
-                            width=spec.size(wide) if spec.width else title)
+            self.add_column(
+                self._label(spec), key=spec.key, width=spec.size(wide) if spec.width else title
+            )
         return True
 
     def _label(self, spec: ColumnSpec) -> Text:
@@ -312,8 +321,10 @@ class SessionTable(RowTable):
             label += " ▼" if self.sort_reverse else " ▲"
         text = Text(label, justify="right" if spec.right else "left", no_wrap=True)
         if spec.key == "title" and not self._wide:
-            text.append(hidden_hint(self._title_width - len(label), self._tiny),
-                        self._style("$foreground-muted not bold"))
+            text.append(
+                hidden_hint(self._title_width - len(label), self._tiny),
+                self._style("$foreground-muted not bold"),
+            )
         return text
 
     def _relabel(self) -> None:
@@ -363,9 +374,14 @@ class SessionTable(RowTable):
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and text_match(row)
 
-        self.lines = self._layouts(view.rows, sort=self.sort_column, reverse=self.sort_reverse,
-                                   collapsed=self.collapsed, match=match,
-                                   match_key=(self.state_filter, self.text_filter))
+        self.lines = self._layouts(
+            view.rows,
+            sort=self.sort_column,
+            reverse=self.sort_reverse,
+            collapsed=self.collapsed,
+            match=match,
+            match_key=(self.state_filter, self.text_filter),
+        )
         multi = len({k[0] for k in view.rows}) > 1
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
         # Same row object, same line, and its time cells still read the same (CellRenderer.
@@ -391,9 +407,13 @@ class SessionTable(RowTable):
             for k, line in wanted.items():
                 row = view.rows[line.key]
                 cached = self._cache.get(k)  # (a row of the table: they come and go together)
-                if (same_context and cached is not None and cached.row is row
-                        and now < cached.until
-                        and (cached.line is line or cached.line == line)):
+                if (
+                    same_context
+                    and cached is not None
+                    and cached.row is row
+                    and now < cached.until
+                    and (cached.line is line or cached.line == line)
+                ):
                     continue
                 inputs = self.cells.inputs(row, line, multi)
                 if cached is None:

@@ -26,21 +26,31 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     split = _idle_reasons(view) if view is not None and counts.get("idle") else []
     total = len(view.rows) if view is not None else 0
     # rows a first snapshot has not read the last message of yet: not (yet) unknown
-    loading = sum(r.settling == "loading" and r.state == "unknown"
-                  for r in view.rows.values()) if view is not None and counts.get("unknown") else 0
+    loading = (
+        sum(r.settling == "loading" and r.state == "unknown" for r in view.rows.values())
+        if view is not None and counts.get("unknown")
+        else 0
+    )
     if loading:
         counts = {**counts, "unknown": counts["unknown"] - loading}
-    for line in (_counts_line(counts, split, total, loading=loading),
-                 _counts_line(counts, [], total, loading=loading),
-                 _counts_line(counts, [], None, loading=loading),
-                 _counts_line(counts, [], None, words=False, loading=loading)):
+    for line in (
+        _counts_line(counts, split, total, loading=loading),
+        _counts_line(counts, [], total, loading=loading),
+        _counts_line(counts, [], None, loading=loading),
+        _counts_line(counts, [], None, words=False, loading=loading),
+    ):
         if width is None or line.cell_length <= width:
             return line
     return line
 
 
-def _counts_line(counts: dict[str, int], split: list[str | tuple[str, str]],
-                 total: int | None, words: bool = True, loading: int = 0) -> Content:
+def _counts_line(
+    counts: dict[str, int],
+    split: list[str | tuple[str, str]],
+    total: int | None,
+    words: bool = True,
+    loading: int = 0,
+) -> Content:
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
         n = counts.get(name, 0)
@@ -117,14 +127,20 @@ class FilterStatus(LiveStatic):
         if state != "all":
             parts += [("state=", "$foreground-muted"), (state, "bold")]
         if text:
-            parts += ["  " if state != "all" else "", ("text=", "$foreground-muted"),
-                      (repr(fmt.literal(text)), "bold")]
+            parts += [
+                "  " if state != "all" else "",
+                ("text=", "$foreground-muted"),
+                (repr(fmt.literal(text)), "bold"),
+            ]
         if text and state != "all":
             hint = "esc clears the text, 1 shows every state"
         elif text:
             hint = "esc clears"
         else:
             hint = "1 or esc shows every state"
-        parts += [("  ", ""), (f"{shown} of {total} shown", ""),
-                  (f"  ({hint})", "$foreground-muted")]
+        parts += [
+            ("  ", ""),
+            (f"{shown} of {total} shown", ""),
+            (f"  ({hint})", "$foreground-muted"),
+        ]
         self.show_content(Content.assemble(*parts))
