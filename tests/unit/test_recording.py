@@ -19,12 +19,11 @@ import pytest
 from tests.fakes import FakeAPI, wire_session
 from tests.unit.test_transitions import Clock, frame, wire_msg
 from tui.cli.main import main
-from tui.cli.record import parse_time
 from tui.core.client import OcwatchError
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 from tui.core.view import View
-from tui.record.format import RecordingError, read
+from tui.record.format import RecordingError, parse_time, read
 from tui.record.replay import Replay, replay_to
 from tui.record.writer import Recorder, parse_size
 

@@ -210,8 +210,7 @@ def run_replay(
     path: Path, *, speed: float = 1.0, start: str | None = None, theme: str | None = None
 ) -> int:
     """`ocwatch replay FILE`: the dashboard driven by a recording, no server, actions off."""
-    from tui.cli.record import parse_time
-    from tui.record.format import read
+    from tui.record.format import parse_time, read
     from tui.record.replay import ReplaySource
 
     header, _ = read(path)  # a bad file is said before the screen is taken

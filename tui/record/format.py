@@ -8,9 +8,11 @@ from __future__ import annotations
 import gzip
 import io
 import json
+import math
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import IO, Any
 
@@ -188,3 +190,34 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
         raise RecordingError(f"{where}: an http record whose body is not text")
     assert isinstance(t, int | float) and isinstance(kind, str)
     return Record(number, float(t), int(server), kind, data)
+
+
+def parse_time(value: str, start: float | None = None) -> float:
+    """A moment of a recording: ISO 8601 (`2026-12-01T16:40:00Z`), epoch seconds, or `+SECONDS`
+    after its start (`start`). OcwatchError when it is none of these."""
+    value = value.strip()
+    bad = OcwatchError(
+        f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
+        "seconds, or +SECONDS after the recording's start"
+    )
+    number: float | None = None
+    try:
+        if value.startswith("+"):
+            if start is None:
+                raise ValueError
+            number = start + float(value[1:])
+        else:
+            number = float(value)
+    except ValueError:
+        pass
+    if number is None:
+        try:
+            moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+            if moment.tzinfo is None:
+                moment = moment.astimezone()  # a local time, as the user reads clocks
+            number = moment.timestamp()
+        except (ValueError, OverflowError, OSError):
+            raise bad from None
+    if not math.isfinite(number) or not 0 <= number < 253_402_300_800:  # up to year 9999
+        raise bad
+    return number
