@@ -75,11 +75,11 @@ def test_conversation(snap_compare, size: tuple[int, int]) -> None:
     calls on one line each, and a running reply."""
     messages = chat(40)
     messages[-1]["info"]["time"].pop("completed")  # type: ignore[index, union-attr]
-    messages[-1]["parts"].append(
+    messages[-1]["parts"].append(  # type: ignore[union-attr]
         {
             "type": "tool",
             "tool": "edit",
-            "state": {  # type: ignore[union-attr]
+            "state": {
                 "status": "running",
                 "input": {"filePath": "/home/dev/src/shop/src/app.py"},
                 "time": {"start": int(views.clock() * 1000) - 75_000},

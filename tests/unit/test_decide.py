@@ -257,3 +257,37 @@ def test_decide_reads_no_clock_and_imports_nothing_impure():
         elif isinstance(node, ast.ImportFrom) and node.level == 0:
             imported.add((node.module or "").split(".")[0])
     assert imported <= {"__future__", "math", "dataclasses", "typing"}, imported
+
+
+def test_a_request_asked_again_under_its_id_with_other_options_is_the_new_one():
+    """Pending compares by id and summary: an equal row decided again must still carry the
+    request as the server sends it now (the dialog offers and answers with its options)."""
+    from tests.builders import question
+    from tui.core.models import QuestionRequest
+
+    s = session("ses_a")
+    first = question("que_1", "ses_a", "Which database?")
+    snapshot = snap([s], status={"ses_a": busy()}, questions=[first], started_at=T0)
+    memo = DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    again = QuestionRequest.parse(
+        {
+            "id": "que_1",
+            "sessionID": "ses_a",
+            "questions": [
+                {
+                    "question": "Which database?",
+                    "header": "DB",
+                    "options": [
+                        {"label": "MySQL", "description": ""},
+                        {"label": "DuckDB", "description": ""},
+                    ],
+                }
+            ],
+        }
+    )
+    assert again.id == first.id and again != first
+    newer = dataclasses.replace(snapshot, questions={"que_1": again})
+    rows = derive_server(newer, (), T0 + 1, S, previous=rows, memo=memo)
+    assert rows[(SERVER, "ses_a")].pending[0].request is again
+    assert rows == derive_server(newer, (), T0 + 1, S, previous=rows)

@@ -51,7 +51,7 @@ class Link(NamedTuple):
 
 
 class SessionInputs(NamedTuple):
-    """Everything one session's row is decided from (gathered in one place: derive._inputs).
+    """Everything one session's row is decided from (gathered in one place: derive._gather).
     Equal inputs, at a clock inside the same validity, give an equal row."""
 
     server: str

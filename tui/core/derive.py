@@ -152,7 +152,7 @@ def derive_server(
         decided = decide(inputs, now, settings)
         key = (inputs.server, sid)
         old = get_prev(key)
-        if old is not None and old == decided.row:
+        if old is not None and old == decided.row and _same_requests(old, inputs):
             decided = Decided(old, decided.valid_until)  # the same row: the same object
         rows[key] = decided.row
         cache[sid] = _Memoed(inputs, decided, now)
@@ -179,6 +179,12 @@ def derive_server(
         keys = [(server, sid) for sid in candidates]
         memo.changed = [key for key in keys if rows[key] is not prev.get(key)]
     return rows
+
+
+def _same_requests(row: SessionRow, inputs: SessionInputs) -> bool:
+    """Whether the row's open requests are the very requests of the inputs (Pending compares
+    by id and summary only: a request asked again under its id with other options is new)."""
+    return all(p.request is req for p, (req, _) in zip(row.pending, inputs.requests, strict=True))
 
 
 def inputs_of(
