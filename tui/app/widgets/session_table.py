@@ -116,6 +116,8 @@ class SessionTable(RowTable):
         self._cache: dict[str, _Shown] = {}
         self._synced_at = 0.0  # the clock second of the last sync
         self._synced_rows: dict[Key, SessionRow] | None = None  # the View's rows then
+        self._wanted: dict[str, TreeLine] | None = None  # the lines shown then, by row key
+        self._multi = False  # ... and whether they came from more than one server
         self._next_until = 0.0  # the soonest time a row's time cells move after it
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
@@ -180,10 +182,24 @@ class SessionTable(RowTable):
         return True
 
     def set_unread(self, unread: AbstractSet[Key]) -> None:
-        """Mark these rows as changed while the user looked elsewhere (only their titles are
-        redrawn)."""
-        if self._mark_unread(unread):
+        """Mark these rows as changed while the user looked elsewhere: only the rows whose mark
+        flipped are looked at (the cursor reading a row clears its mark on every key press; a
+        whole sync then cost a key press ~5 ms at 2,000 rows)."""
+        flipped = self._mark_unread(unread)
+        view = self._view
+        if not flipped or view is None:
+            return
+        if self._wanted is None:
             self._sync()
+            return
+        columns = [spec.key for spec in self._columns()]
+        shown = [ALL_COLUMNS.index(c) for c in columns]
+        with self.app.batch_update():
+            for key in flipped:
+                k = row_key_str(key)
+                line, row = self._wanted.get(k), view.rows.get(key)
+                if line is not None and row is not None and k in self._cache:
+                    self._update_row(k, line, row, self._multi, columns, shown)
 
     def set_sort(self, column: str, reverse: bool | None = None) -> None:
         """Sort siblings by a column; choosing the current column again flips the order."""
@@ -415,23 +431,7 @@ class SessionTable(RowTable):
                     and (cached.line is line or cached.line == line)
                 ):
                     continue
-                inputs = self.cells.inputs(row, line, multi)
-                if cached is None:
-                    cells = [self.cells.cell(c, row, line, multi) for c in columns]
-                    self.add_row(*cells, key=k)
-                else:
-                    old = cached.inputs
-                    changed = shown if old is None else [i for i in shown if old[i] != inputs[i]]
-                    if not changed:  # nothing shown has changed
-                        cached.row, cached.line, cached.inputs = row, line, inputs
-                        cached.until = self.cells.until(row)
-                        continue
-                    cells = list(cached.cells)
-                    for i in changed:
-                        n = shown.index(i)
-                        cells[n] = self.cells.cell(columns[n], row, line, multi)
-                        self.update_cell(k, columns[n], cells[n])
-                self._cache[k] = _Shown(inputs, cells, row, line, self.cells.until(row))
+                self._update_row(k, line, row, multi, columns, shown)
             order = list(wanted)
             if order != self._order or gone:
                 self.set_order(order)
@@ -440,13 +440,44 @@ class SessionTable(RowTable):
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
-        # what show() compares the next View with (_unchanged)
+        # what show() compares the next View with (_unchanged); set_unread's rows
         self._synced_rows = view.rows
+        self._wanted, self._multi = wanted, multi
         self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
 
-    def _mark_unread(self, unread: AbstractSet[Key]) -> bool:
+    def _update_row(
+        self,
+        k: str,
+        line: TreeLine,
+        row: SessionRow,
+        multi: bool,
+        columns: list[str],
+        shown: list[int],
+    ) -> None:
+        """Bring one row's cells up to date: added when new, else only the cells whose inputs
+        changed replaced."""
+        cached = self._cache.get(k)
+        inputs = self.cells.inputs(row, line, multi)
+        if cached is None:
+            cells = [self.cells.cell(c, row, line, multi) for c in columns]
+            self.add_row(*cells, key=k)
+        else:
+            old = cached.inputs
+            changed = shown if old is None else [i for i in shown if old[i] != inputs[i]]
+            if not changed:  # nothing shown has changed
+                cached.row, cached.line, cached.inputs = row, line, inputs
+                cached.until = self.cells.until(row)
+                return
+            cells = list(cached.cells)
+            for i in changed:
+                n = shown.index(i)
+                cells[n] = self.cells.cell(columns[n], row, line, multi)
+                self.update_cell(k, columns[n], cells[n])
+        self._cache[k] = _Shown(inputs, cells, row, line, self.cells.until(row))
+
+    def _mark_unread(self, unread: AbstractSet[Key]) -> frozenset[Key]:
         """Set the rows with an unread mark; the rows whose mark changed are compared again on
-        the next refresh. True when any mark changed."""
+        the next refresh. Returns those rows (empty: no mark changed)."""
         marks = frozenset(unread)
         flipped = marks ^ self.cells.unread
         self.cells.unread = marks
@@ -454,7 +485,7 @@ class SessionTable(RowTable):
             cached = self._cache.get(row_key_str(key))
             if cached is not None:
                 cached.row = None
-        return bool(flipped)
+        return flipped
 
     def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
         """Keep the cursor on the same session after rows moved. Unless asked to, do not
