@@ -2,6 +2,17 @@
 
 from __future__ import annotations
 
+import sys
+from types import ModuleType
+
+# httpx imports its command-line tool at import time (and with it rich, click and pygments,
+# ~70 ms) whenever those are installed, as they are beside Textual; ocwatch never runs it, and
+# the headless commands (status, wait, watch, metrics) should not load a terminal renderer.
+# An empty module in its place makes httpx take its own fallback (`main` then says to install
+# httpx[cli]). Set before anything here imports httpx.
+if "httpx" not in sys.modules:
+    sys.modules.setdefault("httpx._main", ModuleType("httpx._main"))
+
 
 def __getattr__(name: str) -> str:
     """`__version__`, read from the package metadata when first asked for (PEP 562): reading it

@@ -29,6 +29,7 @@ def modules_of(package: object) -> list[str]:
 
 
 def test_core_and_cli_commands_do_not_import_textual():
+    """Nor Rich nor click: httpx would load its command-line tool with them (tui/__init__.py)."""
     names = modules_of(tui.core) + modules_of(tui.cli)
     assert "tui.core.derive" in names and "tui.cli.main" in names
     code = (
@@ -36,7 +37,8 @@ def test_core_and_cli_commands_do_not_import_textual():
         f"for m in {names!r}:\n"
         "    importlib.import_module(m)\n"
         "bad = sorted(m for m in sys.modules\n"
-        "             if m in ('textual', 'tui.app') or m.startswith(('textual.', 'tui.app.')))\n"
+        "             if m in ('textual', 'tui.app', 'rich', 'click')\n"
+        "             or m.startswith(('textual.', 'tui.app.', 'rich.', 'click.')))\n"
         "print(','.join(bad))\n"
     )
     proc = subprocess.run(
