@@ -118,6 +118,7 @@ class SessionTable(RowTable):
         self._synced_rows: dict[Key, SessionRow] | None = None  # the View's rows then
         self._wanted: dict[str, TreeLine] | None = None  # the lines shown then, by row key
         self._multi = False  # ... and whether they came from more than one server
+        self._wanted_for: list[TreeLine] | None = None  # the lines `_wanted` was made of
         self._next_until = 0.0  # the soonest time a row's time cells move after it
         self._shown_for: tuple[object, ...] = ()
         self._layouts = Layouts()
@@ -411,7 +412,14 @@ class SessionTable(RowTable):
             for was in self._cache.values():
                 was.until = 0.0
         self._synced_at = now
-        wanted = {row_key_str(line.key): line for line in self.lines}
+        # the same lines as the last sync (Layouts hands back its list while nothing a layout
+        # reads changed): the same rows wanted, in the same order
+        same_lines = self.lines is self._wanted_for and self._wanted is not None
+        wanted = (
+            self._wanted
+            if same_lines and self._wanted is not None
+            else {row_key_str(line.key): line for line in self.lines}
+        )
         columns = [spec.key for spec in self._columns()]
         shown = [ALL_COLUMNS.index(c) for c in columns]  # positions in `inputs()`
 
@@ -432,17 +440,18 @@ class SessionTable(RowTable):
                 ):
                     continue
                 self._update_row(k, line, row, multi, columns, shown)
-            order = list(wanted)
-            if order != self._order or gone:
-                self.set_order(order)
-                self._order = order
+            if not same_lines or gone or rebuilt:
+                order = list(wanted)
+                if order != self._order or gone:
+                    self.set_order(order)
+                    self._order = order
             if rebuilt:
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
         # what show() compares the next View with (_unchanged); set_unread's rows
         self._synced_rows = view.rows
-        self._wanted, self._multi = wanted, multi
+        self._wanted, self._wanted_for, self._multi = wanted, self.lines, multi
         self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
 
     def _update_row(
