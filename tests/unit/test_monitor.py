@@ -174,8 +174,7 @@ async def test_the_first_snapshot_shows_how_far_it_has_loaded():
 
 
 async def test_an_unterminated_event_line_is_cut_at_the_limit_not_kept():
-    from tui.core.client import OcwatchError
-    from tui.core.monitor import sse_data
+    from tui.core.client import OcwatchError, sse_data
 
     async def body():
         yield b'data: {"a": 1}\r\n\r\ndata: two\ndata: lines\n\n: a comment\nevent: x\n'

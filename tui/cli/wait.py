@@ -102,7 +102,7 @@ async def wait_many(
     try:
         pending = await first_looks(fleet, task, first_look)
         servers = fleet.current().servers  # what the monitors published, as every reader sees
-        if not any(s.snapshot_at is not None for s in servers):
+        if not any(s.first_snapshot for s in servers):
             if pending:
                 return _close(
                     outcomes, EXIT_TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
@@ -138,7 +138,7 @@ async def wait_many(
                 since = min((s.error_since or now) for s in holders)
                 out.message = "; ".join(_why(s) for s in holders)
                 gave_up = now - since > UNREACHABLE_PATIENCE
-                if gave_up or all(s.snapshot_at is None for s in holders):
+                if gave_up or not any(s.first_snapshot for s in holders):
                     out.code = EXIT_USAGE
                     if gave_up:
                         out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"

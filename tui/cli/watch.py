@@ -98,7 +98,7 @@ async def watch(
     try:
         await first_looks(fleet, task, settings.request_timeout * 2)
         servers = fleet.servers()
-        if not any(s.snapshot_at is not None for s in servers):
+        if not any(s.first_snapshot for s in servers):
             for s in servers:
                 why = s.error or s.url + ": unreachable"
                 print(f"ocwatch watch: {literal(why, escapes=True)}", file=err)

@@ -7,10 +7,11 @@ to be JSON before it is trusted.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import re
 import time
-from collections.abc import Iterable
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -132,6 +133,7 @@ class Client:
         included (a server trickling one byte at a time cannot hold it longer); `max_body` the
         bytes of an answer after decompression (a gzip bomb is refused, not inflated)."""
         self.url = normalize_url(url)
+        self.timeout = timeout
         self.deadline = deadline
         self.max_body = max_body
         self._user = auth.username if auth else None
@@ -267,6 +269,31 @@ class Client:
                     "(decompressed); refused"
                 )
         return bytes(out)
+
+    @contextlib.asynccontextmanager
+    async def events(
+        self, *, read_timeout: float, max_event: int
+    ) -> AsyncIterator[AsyncIterator[str]]:
+        """The watch: the server's event stream (`GET /global/event`), opened and checked, as
+        the `data` of each event. Raises AuthFailed on a 401, BadResponse when the answer is
+        an error or not an event stream (is it an OpenCode server?); a read waits at most
+        `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError)."""
+        timeout = httpx.Timeout(self.timeout, read=read_timeout)
+        headers = {"accept": "text/event-stream", "cache-control": "no-store"}
+        async with self.http.stream(
+            "GET", "/global/event", timeout=timeout, headers=headers
+        ) as response:
+            if response.status_code == 401:
+                raise self.auth_failed()
+            if response.status_code >= 400:
+                raise BadResponse(f"{self.url}: event stream answered HTTP {response.status_code}")
+            ctype = response.headers.get("content-type", "")
+            if "text/event-stream" not in ctype:
+                raise BadResponse(
+                    f"{self.url}: /global/event answered {ctype or 'no content type'}, not an "
+                    "event stream (is this an OpenCode server?)"
+                )
+            yield sse_data(response, self.url, max_event)
 
     def auth_failed(self) -> AuthFailed:
         """What a 401 from this server means, for any route (the event stream's too)."""
@@ -508,3 +535,37 @@ def _error_fields(content: bytes) -> tuple[str | None, str | None]:
     if msg is None and isinstance(data.get("data"), dict):
         msg = data["data"].get("message")
     return (str(tag) if tag else None, str(msg)[:200] if msg else None)
+
+
+async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
+    """The `data` of each Server-Sent Event of `response` (other fields and comments are
+    skipped). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
+    instead of growing without bound (its bytes are dropped)."""
+    buf = bytearray()
+    data: list[bytes] = []
+    size = 0
+    async for chunk in response.aiter_bytes():
+        buf += chunk
+        start = 0
+        while (end := buf.find(b"\n", start)) >= 0:
+            line = bytes(buf[start:end])
+            start = end + 1
+            if line.endswith(b"\r"):
+                line = line[:-1]
+            if not line:
+                if data:
+                    yield b"\n".join(data).decode("utf-8", errors="replace")
+                    data, size = [], 0
+                continue
+            if line.startswith(b"data:"):
+                value = line[6:] if line[5:6] == b" " else line[5:]
+                size += len(value)
+                if size > limit:
+                    break
+                data.append(value)
+        del buf[:start]
+        if size > limit or len(buf) > limit:
+            raise OcwatchError(
+                f"{url}: an event of the stream is larger than "
+                f"{limit // 2**20} MiB; dropped, reconnecting"
+            )

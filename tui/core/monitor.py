@@ -12,7 +12,7 @@ import logging
 import random
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -48,40 +48,6 @@ class SnapshotStart:
     started: float
     relist: Relist | None = None  # the session list it takes instead of reading it (_relist)
     reverify: int = 0  # old vouched messages it may ask again (_reverify)
-
-
-async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
-    """The `data` of each Server-Sent Event of `response` (other fields and comments are
-    skipped). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
-    instead of growing without bound (its bytes are dropped)."""
-    buf = bytearray()
-    data: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        buf += chunk
-        start = 0
-        while (end := buf.find(b"\n", start)) >= 0:
-            line = bytes(buf[start:end])
-            start = end + 1
-            if line.endswith(b"\r"):
-                line = line[:-1]
-            if not line:
-                if data:
-                    yield b"\n".join(data).decode("utf-8", errors="replace")
-                    data, size = [], 0
-                continue
-            if line.startswith(b"data:"):
-                value = line[6:] if line[5:6] == b" " else line[5:]
-                size += len(value)
-                if size > limit:
-                    break
-                data.append(value)
-        del buf[:start]
-        if size > limit or len(buf) > limit:
-            raise OcwatchError(
-                f"{url}: an event of the stream is larger than "
-                f"{limit // 2**20} MiB; dropped, reconnecting"
-            )
 
 
 class ServerMonitor:
@@ -306,6 +272,7 @@ class ServerMonitor:
             requests=self.client.requests,
             requests_per_minute=self._request_rate(),
             vouched=self.vouches(),
+            first_snapshot=snap is not None and not snap.loading,
         )
 
     def stream_health(self, now: float) -> str:
@@ -548,23 +515,18 @@ class ServerMonitor:
 
     async def _stream_loop(self) -> None:
         backoff = 0.5
-        timeout = httpx.Timeout(self.settings.request_timeout, read=self.settings.heartbeat_timeout)
         loop = asyncio.get_running_loop()
         while True:
             began = loop.time()
             try:
-                async with self.client.http.stream(
-                    "GET",
-                    "/global/event",
-                    timeout=timeout,
-                    headers={"accept": "text/event-stream", "cache-control": "no-store"},
-                ) as response:
-                    self._check_stream_response(response)
+                async with self.client.events(
+                    read_timeout=self.settings.heartbeat_timeout, max_event=self.settings.max_event
+                ) as frames:
                     self.stream_opened()
                     silence = self.settings.heartbeat_timeout
                     # two missed heartbeats: the stream is dead even if the socket is not
                     async with asyncio.timeout(silence) as watchdog:
-                        async for data in sse_data(response, self.url, self.settings.max_event):
+                        async for data in frames:
                             watchdog.reschedule(loop.time() + silence)
                             self.on_data(data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
@@ -629,18 +591,6 @@ class ServerMonitor:
         # but an unreachable server is: probe it through a snapshot.
         self.request_snapshot()
         self._notify()
-
-    def _check_stream_response(self, resp: httpx.Response) -> None:
-        if resp.status_code == 401:
-            raise self.client.auth_failed()
-        if resp.status_code >= 400:
-            raise BadResponse(f"{self.url}: event stream answered HTTP {resp.status_code}")
-        ctype = resp.headers.get("content-type", "")
-        if "text/event-stream" not in ctype:
-            raise BadResponse(
-                f"{self.url}: /global/event answered {ctype or 'no content type'}, not an event "
-                "stream (is this an OpenCode server?)"
-            )
 
     def on_data(self, data: str) -> None:
         now = self.clock()
