@@ -569,3 +569,17 @@ async def test_the_no_match_hint_names_keys_that_work_where_the_keys_go() -> Non
         table(app).set_filters(state="unknown")
         await pilot.pause()
         assert "Press 1 to show every state" in str(empty.render())
+
+
+async def test_an_urgent_change_is_pulled_at_once_not_at_the_next_slot() -> None:
+    """A change that can settle a row (ServerMonitor's urgent notify) is drawn at once: 20 ms
+    after a pull it does not wait out PULL_INTERVAL (50 ms) as any other change does."""
+    app, _ = make_app()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.pull()
+        app._pulled_at -= 0.02  # that pull was 20 ms ago
+        before = app._pulled_at
+        app.mark_urgent()
+        await pilot.pause()
+        assert app._pulled_at > before and not app._dirty

@@ -374,3 +374,46 @@ async def test_a_401_on_the_event_stream_says_what_a_401_anywhere_says():
         await asyncio.gather(task, return_exceptions=True)
     assert mon.stream_error == mon.client.auth_failed().message
     assert "refused user 'opencode'" in mon.stream_error
+
+
+async def test_an_event_that_can_settle_a_row_is_told_as_urgent():
+    """A run ending, something asked or answered: the monitor calls its notify's `urgent()`
+    (a dashboard draws it at once); a part, a token or a busy repeat: the plain notify."""
+    calls: list[str] = []
+
+    class Notify:
+        def __call__(self) -> None:
+            calls.append("changed")
+
+        def urgent(self) -> None:
+            calls.append("urgent")
+
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=FakeAPI(sessions=[wire_session("ses_1")]).transport()
+    )
+    await mon.snapshot_once(Notify())
+    mon._connected = True
+    told = {}
+    for etype, props in [
+        ("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}),
+        (
+            "message.part.updated",
+            {
+                "sessionID": "ses_1",
+                "part": {"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "text"},
+            },
+        ),
+        ("session.status", {"sessionID": "ses_1", "status": {"type": "idle"}}),
+        ("session.idle", {"sessionID": "ses_1"}),
+        ("permission.asked", {"id": "per_1", "sessionID": "ses_1", "permission": "bash"}),
+    ]:
+        calls.clear()
+        mon.on_data(json.dumps({"type": etype, "properties": props}))
+        told[etype + ("/" + props["status"]["type"] if "status" in props else "")] = calls[-1]
+    assert told == {
+        "session.status/busy": "changed",
+        "message.part.updated": "changed",
+        "session.status/idle": "urgent",
+        "session.idle": "urgent",
+        "permission.asked": "urgent",
+    }

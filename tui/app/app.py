@@ -72,6 +72,10 @@ TICK_CHECK = 0.25
 dashboard wakes 4 times a second, not 20)."""
 TICK_INTERVAL = 1.0
 """Seconds between pulls even without a change (time in state counts up)."""
+URGENT_PULL_INTERVAL = 0.01
+"""Least seconds between a pull and one for an event that can settle a row (a run ended,
+something asked or answered: ServerMonitor's urgent notify), drawn at once rather than at the
+next PULL_INTERVAL slot."""
 LOADING_PULL_INTERVAL = 0.25
 """Seconds between pulls while a server's first snapshot is still reading last messages (the
 table shows its rows already): each pull repaints every row, and the reading shares this
@@ -159,6 +163,7 @@ class OcwatchApp(App[None]):
         self.server_urls = list(server_urls)
         self.view_changed = self.dashboard.view_changed
         self._dirty = True
+        self._urgent_pending = False
         self._pulled_at = -math.inf
         self._loading = False  # a server's first snapshot is loading (LOADING_PULL_INTERVAL)
         self._source_failures = 0
@@ -380,6 +385,26 @@ class OcwatchApp(App[None]):
         else:
             self.set_timer(wait, self._pull_if_dirty)
 
+    def mark_urgent(self) -> None:
+        """The source's urgent `notify`: a change that can settle a row, pulled at once (at
+        most one such pull every URGENT_PULL_INTERVAL; while a first snapshot loads, as any)."""
+        if self._loading:
+            self.mark_dirty()
+            return
+        self._dirty = True
+        if self._urgent_pending:
+            return
+        self._urgent_pending = True
+        wait = self._pulled_at + URGENT_PULL_INTERVAL - time.monotonic()
+        if wait <= 0:
+            self.call_next(self._pull_urgent)
+        else:
+            self.set_timer(wait, self._pull_urgent)
+
+    def _pull_urgent(self) -> None:
+        self._urgent_pending = False
+        self._pull_if_dirty()
+
     def _pull_if_dirty(self) -> None:
         if self._dirty:
             self.pull()
@@ -471,7 +496,7 @@ class OcwatchApp(App[None]):
         delay = 1.0
         while True:
             try:
-                await self.source.run(self.mark_dirty)
+                await self.source.run(_Notify(self.mark_dirty, self.mark_urgent))
                 return
             except Exception as error:
                 self._source_failures += 1
@@ -713,6 +738,19 @@ class OcwatchApp(App[None]):
         i = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(i + 1) % len(names)]
         self.notify(f"Theme: {self.theme}", timeout=2)
+
+
+class _Notify:
+    """The app's notify for its source: called for any change; `urgent()` for one that can
+    settle a row (tui.core.monitor.Notify)."""
+
+    __slots__ = ("_changed", "urgent")
+
+    def __init__(self, changed: Callable[[], None], urgent: Callable[[], None]) -> None:
+        self._changed, self.urgent = changed, urgent
+
+    def __call__(self) -> None:
+        self._changed()
 
 
 def create_app(

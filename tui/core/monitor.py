@@ -20,7 +20,7 @@ import httpx
 from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import Link
-from .events import EventParser
+from .events import Event, EventParser
 from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
@@ -32,6 +32,23 @@ from .view import ServerInfo, SessionRow
 log = logging.getLogger("ocwatch.monitor")
 
 Notify = Callable[[], None]
+"""What a monitor calls when its rows may have changed. It may also have an `urgent` method:
+called instead for an event that can settle a row (a run ending, something asked or answered),
+which a dashboard draws at once rather than at its next redraw slot."""
+
+#: Events that can change a row's settled state at once (a busy repeat, a part or a token
+#: cannot): session.status counts when it is not `busy`.
+SETTLING_EVENTS = frozenset(
+    {
+        "session.idle",
+        "session.error",
+        "permission.asked",
+        "permission.replied",
+        "question.asked",
+        "question.replied",
+        "question.rejected",
+    }
+)
 
 #: Seconds a stream must stay up before its reconnect backoff starts again from the shortest.
 HEALTHY_FOR = 30.0
@@ -115,6 +132,7 @@ class ServerMonitor:
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
         self._notify: Notify = lambda: None
+        self._notify_urgent: Notify = self._notify
 
     # -- what it holds, for reading (only the monitor writes it) --------------------------------
     @property
@@ -304,7 +322,7 @@ class ServerMonitor:
 
     async def run(self, notify: Notify) -> None:
         """Run the stream, snapshot and resync loops until cancelled."""
-        self._notify = notify
+        self._listen(notify)
         self.request_snapshot()
         try:
             async with asyncio.TaskGroup() as tg:
@@ -317,8 +335,12 @@ class ServerMonitor:
     async def snapshot_once(self, notify: Notify | None = None) -> None:
         """Take one snapshot now (no stream): what `status` does. `notify` as for run()."""
         if notify is not None:
-            self._notify = notify
+            self._listen(notify)
         await self.take_snapshot()
+
+    def _listen(self, notify: Notify) -> None:
+        self._notify = notify
+        self._notify_urgent = getattr(notify, "urgent", notify)
 
     async def _resync_loop(self) -> None:
         while True:
@@ -625,4 +647,13 @@ class ServerMonitor:
             self._vouch_since = now
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()
-        self._notify()
+        if ev.type in SETTLING_EVENTS or (ev.type == "session.status" and _not_busy(ev)):
+            self._notify_urgent()
+        else:
+            self._notify()
+
+
+def _not_busy(ev: Event) -> bool:
+    """Whether a session.status event says something other than busy (idle, retry)."""
+    status = ev.properties.get("status")
+    return not isinstance(status, dict) or status.get("type") != "busy"
