@@ -135,31 +135,24 @@ class RowTable(ScrollView, can_focus=True):
     cursor_row: reactive[int] = reactive(0, repaint=False, always_update=True)
     """The index of the row under the cursor."""
 
-    class RowHighlighted(Message):
+    class _RowMessage(Message):
+        """Something about one row: the table, the row's index and its key."""
+
+        def __init__(self, table: RowTable, cursor_row: int, row_key: str) -> None:
+            super().__init__()
+            self.table = table
+            self.cursor_row = cursor_row
+            self.row_key = row_key
+
+        @property
+        def control(self) -> RowTable:
+            return self.table
+
+    class RowHighlighted(_RowMessage):
         """The cursor moved to another row."""
 
-        def __init__(self, table: RowTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.cursor_row = cursor_row
-            self.row_key = row_key
-
-        @property
-        def control(self) -> RowTable:
-            return self.table
-
-    class RowSelected(Message):
+    class RowSelected(_RowMessage):
         """A row was chosen (enter, or a click on the cursor's row)."""
-
-        def __init__(self, table: RowTable, cursor_row: int, row_key: str) -> None:
-            super().__init__()
-            self.table = table
-            self.cursor_row = cursor_row
-            self.row_key = row_key
-
-        @property
-        def control(self) -> RowTable:
-            return self.table
 
     class HeaderSelected(Message):
         """A column's header was clicked."""

@@ -193,8 +193,7 @@ class SessionTable(RowTable):
         if self._wanted is None:
             self._sync()
             return
-        columns = [spec.key for spec in self._columns()]
-        shown = [ALL_COLUMNS.index(c) for c in columns]
+        columns, shown = self._shown_columns()
         with self.app.batch_update():
             for key in flipped:
                 k = row_key_str(key)
@@ -420,8 +419,7 @@ class SessionTable(RowTable):
             if same_lines and self._wanted is not None
             else {row_key_str(line.key): line for line in self.lines}
         )
-        columns = [spec.key for spec in self._columns()]
-        shown = [ALL_COLUMNS.index(c) for c in columns]  # positions in `inputs()`
+        columns, shown = self._shown_columns()
 
         with self.app.batch_update():
             gone = [k for k in self.row_keys if k not in wanted]
@@ -453,6 +451,11 @@ class SessionTable(RowTable):
         self._synced_rows = view.rows
         self._wanted, self._wanted_for, self._multi = wanted, self.lines, multi
         self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
+
+    def _shown_columns(self) -> tuple[list[str], list[int]]:
+        """The columns shown at this width, and their positions in `CellRenderer.inputs()`."""
+        columns = [spec.key for spec in self._columns()]
+        return columns, [ALL_COLUMNS.index(c) for c in columns]
 
     def _update_row(
         self,
