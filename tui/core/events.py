@@ -88,6 +88,19 @@ RESYNC_TRIGGERS = frozenset(
         "global.disposed",
     }
 )
+#: Events that can change a row's settled state at once (a dashboard draws them without waiting
+#: for its next redraw slot); session.status counts when it is not `busy` (Event.may_settle).
+SETTLING = frozenset(
+    {
+        "session.idle",
+        "session.error",
+        "permission.asked",
+        "permission.replied",
+        "question.asked",
+        "question.replied",
+        "question.rejected",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,10 +133,20 @@ class Event:
     def wants_snapshot(self) -> bool:
         if self.type in RESYNC_TRIGGERS:
             return True
-        if self.type == "session.status":
-            status = self.properties.get("status")
-            return isinstance(status, dict) and status.get("type") == "idle"
-        return False
+        return self.type == "session.status" and self._status_type() == "idle"
+
+    @property
+    def may_settle(self) -> bool:
+        """Whether it can change a row's settled state at once: a run ending, something asked
+        or answered (not a part, a token or a busy repeat)."""
+        if self.type in SETTLING:
+            return True
+        return self.type == "session.status" and self._status_type() != "busy"
+
+    def _status_type(self) -> object:
+        """A session.status event's `status.type` (None: no status object)."""
+        status = self.properties.get("status")
+        return status.get("type") if isinstance(status, dict) else None
 
 
 @dataclass(frozen=True, slots=True)

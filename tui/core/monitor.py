@@ -20,7 +20,7 @@ import httpx
 from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
 from .derive import Link
-from .events import Event, EventParser
+from .events import EventParser
 from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .settings import Auth, Settings
@@ -35,20 +35,6 @@ Notify = Callable[[], None]
 """What a monitor calls when its rows may have changed. It may also have an `urgent` method:
 called instead for an event that can settle a row (a run ending, something asked or answered),
 which a dashboard draws at once rather than at its next redraw slot."""
-
-#: Events that can change a row's settled state at once (a busy repeat, a part or a token
-#: cannot): session.status counts when it is not `busy`.
-SETTLING_EVENTS = frozenset(
-    {
-        "session.idle",
-        "session.error",
-        "permission.asked",
-        "permission.replied",
-        "question.asked",
-        "question.replied",
-        "question.rejected",
-    }
-)
 
 #: Seconds a stream must stay up before its reconnect backoff starts again from the shortest.
 HEALTHY_FOR = 30.0
@@ -647,13 +633,7 @@ class ServerMonitor:
             self._vouch_since = now
         if self.journal.overflowed or ev.wants_snapshot:
             self.request_snapshot()
-        if ev.type in SETTLING_EVENTS or (ev.type == "session.status" and _not_busy(ev)):
+        if ev.may_settle:
             self._notify_urgent()
         else:
             self._notify()
-
-
-def _not_busy(ev: Event) -> bool:
-    """Whether a session.status event says something other than busy (idle, retry)."""
-    status = ev.properties.get("status")
-    return not isinstance(status, dict) or status.get("type") != "busy"
