@@ -14,10 +14,7 @@ from .test_actions import BUSY, PERM, open_on, until
 
 
 def pane_text(app) -> str:  # type: ignore[no-untyped-def]
-    screen = app.main_screen
-    return "\n".join(
-        str(screen.query_one(f"#{i}", Static).render()) for i in ("pane-header", "pane-activity")
-    )
+    return app.main_screen.pane.text
 
 
 async def test_the_pane_follows_the_cursor_and_reads_only_where_it_stops() -> None:

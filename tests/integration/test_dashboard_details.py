@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import uuid
 
-from textual.widgets import Static
-
 from tui.app import OcwatchApp, create_app
 from tui.app.actions import FleetActions
 from tui.app.inspect import FleetPeek
@@ -19,10 +17,7 @@ from .test_dashboard_actions import SIZE, row_of, until, until_row
 
 
 def pane_text(app: OcwatchApp) -> str:
-    screen = app.main_screen
-    return "\n".join(
-        str(screen.query_one(f"#{i}", Static).render()) for i in ("pane-header", "pane-activity")
-    )
+    return app.main_screen.pane.text
 
 
 async def test_the_pane_shows_what_real_sessions_did(

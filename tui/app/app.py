@@ -435,7 +435,7 @@ class OcwatchApp(App[None]):
                 observe(view, self.source.last_changes)
         self.view_changed.publish(view)
         if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
-            self.heap.loaded(self.call_after_refresh)
+            self.heap.loaded(self.call_after_refresh, complete=not self._loading)
 
     # -- attention ------------------------------------------------------------------------------
 

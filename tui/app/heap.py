@@ -6,10 +6,13 @@ a 2-core VM, and under a stream of events CPython starts one every few seconds, 
 the slow frames `benchmarks/bench_dashboard.py` saw.
 
 Once the first sessions are on screen, the app collects once and then freezes what survived
-(`gc.freeze()`): later collections walk only newer objects. Reference counting still frees frozen
-objects as usual; only a reference *cycle* among frozen objects waits. So every `refreeze`
-seconds the keeper unfreezes, collects and freezes again (one full pause per period, instead of
-one every few seconds), and on exit it unfreezes, leaving the process as it found it.
+(`gc.freeze()`): later collections walk only newer objects. A progressive first snapshot shows
+its rows before the last messages are read; once every message is in, the heap is frozen once
+more, so the bulk of it (the parsed messages) is not walked again either. Reference counting
+still frees frozen objects as usual; only a reference *cycle* among frozen objects waits. So
+every `refreeze` seconds the keeper unfreezes, collects and freezes again (one full pause per
+period, instead of one every few seconds), and on exit it unfreezes, leaving the process as it
+found it.
 """
 
 from __future__ import annotations
@@ -31,22 +34,30 @@ class HeapKeeper:
         self.refreeze = refreeze
         self.clock = clock
         self.frozen_at: float | None = None
+        self.complete = False  # the heap was frozen with everything loaded
         self._scheduled = False
 
     @property
     def frozen(self) -> bool:
         return self.frozen_at is not None
 
-    def loaded(self, schedule: Callable[[Callable[[], None]], object]) -> None:
-        """The long-lived state is in: have `schedule` run `settle` once (e.g. after the next
-        frame), unless the heap is already frozen or a settle is already scheduled."""
-        if self.frozen_at is None and not self._scheduled:
-            self._scheduled = True
-            schedule(self.settle)
+    def loaded(
+        self, schedule: Callable[[Callable[[], None]], object], *, complete: bool = True
+    ) -> None:
+        """The long-lived state is in (`complete`: all of it, not only the first rows): have
+        `schedule` run `settle` once (e.g. after the next frame), unless the heap is already
+        frozen with as much loaded or a settle is already scheduled."""
+        if self._scheduled or (self.frozen_at is not None and (self.complete or not complete)):
+            return
+        self._scheduled = True
+        schedule(lambda: self.settle(complete=complete))
 
-    def settle(self) -> None:
-        """Collect, then freeze what survived."""
+    def settle(self, *, complete: bool | None = None) -> None:
+        """Collect, then freeze what survived (`complete`: with everything loaded; None: as
+        loaded as before)."""
         self._scheduled = False
+        if complete is not None:
+            self.complete = self.complete or complete
         gc.unfreeze()
         gc.collect()
         gc.freeze()
@@ -61,4 +72,4 @@ class HeapKeeper:
         """Unfreeze: the frozen objects are collectable again (call on exit)."""
         if self.frozen_at is not None:
             gc.unfreeze()
-            self.frozen_at = None
+            self.frozen_at, self.complete = None, False

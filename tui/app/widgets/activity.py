@@ -3,16 +3,15 @@ beside the table (wide terminals, `d`)."""
 
 from __future__ import annotations
 
-from textual.app import ComposeResult
-from textual.containers import VerticalScroll
 from textual.content import Content
-from textual.widgets import Static
+from textual.visual import Visual
 
 from tui.core.activity import Activity, ToolRun, summarize_todos
 from tui.core.view import RUNNING, SessionRow
 
 from .. import format as fmt
 from ..inspect import Look
+from .strip_view import StripView
 
 Part = str | tuple[str, str]
 LABEL = 10
@@ -162,8 +161,12 @@ def pane_header(row: SessionRow, now: float) -> Content:
     return Content.assemble(*parts)
 
 
-class DetailsPane(VerticalScroll, can_focus=False):
-    """Beside the table on wide terminals: the cursor's session and what it is doing."""
+class DetailsPane(StripView, can_focus=False):
+    """Beside the table on wide terminals: the cursor's session and what it is doing.
+
+    Drawn line by line (the line API of `ScrollView`): a new session or a new second of its
+    running tool repaints the pane alone. As Statics, each change asked for a layout of the
+    whole screen, which paints the table again: a cursor move cost 10-30 ms more."""
 
     DEFAULT_CSS = """
     DetailsPane {
@@ -172,32 +175,52 @@ class DetailsPane(VerticalScroll, can_focus=False):
         border-left: vkey $panel-lighten-2;
         padding: 0 1;
     }
-    DetailsPane > .pane-heading {
-        margin-top: 1;
-        color: $primary;
-        text-style: bold;
-    }
     """
 
-    def compose(self) -> ComposeResult:
-        yield Static(id="pane-header")
-        yield Static("Doing", classes="pane-heading")
-        yield Static(id="pane-activity")
+    HEADING = Content.assemble("\n", ("Doing", "$primary bold"))
+    """The heading of the activity (a line of space above it)."""
 
-    _shown: tuple[object, ...] | None = None
+    def __init__(self, *, id: str | None = None) -> None:  # noqa: A002
+        super().__init__(id=id)
+        self._shown: tuple[object, ...] | None = None
+        self._session: tuple[str, str] | None = None
+        self._blocks: tuple[Content, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """What the pane says, without styles."""
+        return "\n".join(block.plain for block in self._blocks)
 
     def show(self, row: SessionRow | None, look: Look | None, now: float) -> None:
         """Show a session (nothing is redrawn when nothing it shows changed: the same row and
-        activity objects within the same second)."""
+        activity objects within the same second); another session is shown from its top."""
         shown = (row, look, int(now))
         if shown == self._shown:
             return
         self._shown = shown
-        header = self.query_one("#pane-header", Static)
-        body = self.query_one("#pane-activity", Static)
         if row is None or look is None:
-            header.update(Content.styled("No session selected.", MUTED))
-            body.update("")
+            self._blocks = (Content.styled("No session selected.", MUTED), self.HEADING)
+        else:
+            self._blocks = (pane_header(row, now), self.HEADING, activity_content(row, look, now))
+        session = None if row is None else (row.server, row.id)
+        if session != self._session:
+            self._session = session
+            self.scroll_to(y=0, animate=False, immediate=True)
+        self._render_blocks()
+
+    def on_resize(self) -> None:
+        self._render_blocks()
+
+    def _render_blocks(self) -> None:
+        width = self.scrollable_content_region.width
+        if width <= 0:
             return
-        header.update(pane_header(row, now))
-        body.update(activity_content(row, look, now))
+        style = self.visual_style
+        lines = [
+            strip
+            for block in self._blocks
+            for strip in Visual.to_strips(self, block, width, None, style)
+        ]
+        self.show_lines(lines, width)
+        if self.scroll_y > self.max_scroll_y:  # it got shorter: its end stays in view
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)

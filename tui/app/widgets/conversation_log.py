@@ -12,10 +12,10 @@ from bisect import bisect_right
 from collections.abc import Callable, Hashable, Sequence
 
 from textual.content import Content
-from textual.geometry import Size
-from textual.scroll_view import ScrollView
 from textual.strip import Strip
 from textual.visual import Visual
+
+from .strip_view import StripView
 
 BATCH = 40
 """Blocks rendered per layout step (about 40 ms of work)."""
@@ -25,7 +25,7 @@ Block = tuple[Hashable, "Content | Callable[[], Content]"]
 """A block's key and its content, or what makes it (called only when the key is new)."""
 
 
-class BlockLog(ScrollView, can_focus=True):
+class BlockLog(StripView, can_focus=True):
     """Blocks of styled text, one after the other, drawn line by line."""
 
     DEFAULT_CSS = """
@@ -40,7 +40,6 @@ class BlockLog(ScrollView, can_focus=True):
         super().__init__(id=id)
         self._blocks: list[Block] = []
         self._rendered: dict[Hashable, list[Strip]] = {}
-        self._lines: list[Strip] = []
         self._starts: list[int] = []
         self._keys: list[Hashable] = []
         self._width = 0
@@ -117,14 +116,13 @@ class BlockLog(ScrollView, can_focus=True):
             starts.append(len(lines))
             lines.extend(strips)
         self._rendered = kept if not waiting else {**self._rendered, **kept}
-        self._lines, self._starts, self._keys = lines, starts, keys
-        self.virtual_size = Size(width, len(lines))
+        self._starts, self._keys = starts, keys
+        self.show_lines(lines, width)
         if anchor is None:
             self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
         elif anchor[0] in keys:
             y = starts[keys.index(anchor[0])] + anchor[1]
             self.scroll_to(y=min(y, self.max_scroll_y), animate=False, immediate=True)
-        self.refresh()
         if waiting and not self._pending:
             self._pending = True
             self.set_timer(0.01, self._layout)  # after this frame: the next batch
@@ -149,12 +147,3 @@ class BlockLog(ScrollView, can_focus=True):
 
     def on_resize(self) -> None:
         self._layout()
-
-    def render_line(self, y: int) -> Strip:
-        scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        width = self.scrollable_content_region.width
-        rich_style = self.rich_style
-        if index >= len(self._lines):
-            return Strip.blank(width, rich_style)
-        return self._lines[index].crop_extend(scroll_x, scroll_x + width, rich_style)

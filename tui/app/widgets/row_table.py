@@ -191,6 +191,7 @@ class RowTable(ScrollView, can_focus=True):
         self._header: tuple[bool, Strip] | None = None
         self._frame: tuple[object, ...] | None = None  # what every cached line was painted for
         self._cells_for: tuple[object, ...] | None = None  # what every cached cell was
+        self._pass_look: tuple[Style, object] | None = None  # during a paint: its look
         self._options: ConsoleOptions | None = None
         self._row_refreshes = 0
 
@@ -541,13 +542,18 @@ class RowTable(ScrollView, can_focus=True):
     def render_lines(self, crop: Region) -> list[Strip]:
         self._row_refreshes = 0
         self._settle_size()
-        return super().render_lines(crop)
+        # the widget's style once per paint, not once per line (it walks the ancestors)
+        self._pass_look = (self.rich_style, self.get_pseudo_class_state())
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_look = None
 
     def render_line(self, y: int) -> Strip:
-        base = self.rich_style
+        look = self._pass_look or (self.rich_style, self.get_pseudo_class_state())
+        base = look[0]
         width = self.size.width
         scroll_x, scroll_y = self.scroll_offset
-        look = (base, self.get_pseudo_class_state())
         if look != self._cells_for:  # the cells' own rendering depends on these only
             self._cells_for = look
             self._rendered.clear()
