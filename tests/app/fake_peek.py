@@ -20,6 +20,8 @@ class FakePeek:
         """Servers whose looks never answer."""
         self.clock = views.clock
         """When a look is read (the app's clock, as FleetPeek reads the fleet's)."""
+        self.reply: str | None = None
+        """The reply every session gave (None: one naming the session)."""
 
     async def activity(self, server: str, session_id: str, directory: str) -> Activity:
         self.looks.append(session_id)
@@ -33,7 +35,7 @@ class FakePeek:
         return Activity(
             session_id,
             now,
-            reply=f"Reply of {session_id}.\nSecond line [bold]literal[/]",
+            reply=self.reply or f"Reply of {session_id}.\nSecond line [bold]literal[/]",
             reply_at=now - 30,
             running=(ToolRun("bash", "npm test", "running", started=now - 130),),
             todos=(

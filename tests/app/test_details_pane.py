@@ -172,3 +172,52 @@ async def test_a_stalled_server_does_not_hold_the_pane_of_another_servers_sessio
         await until(pilot, lambda: bool(peek.looks))  # the first row's look hangs on A
         assert app.main_screen.table.select_key(other.key)
         await until(pilot, lambda: "Reply of ses_on_b." in pane_text(app))
+
+
+async def test_moving_the_cursor_with_the_pane_open_lays_nothing_out_again() -> None:
+    """The pane repaints itself alone: a layout of the screen would paint the table again
+    (10-30 ms at 2,000 rows), on every cursor move."""
+    peek = FakePeek()
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        assert screen.table.select_key(BUSY)
+        await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
+        await pilot.pause(0.2)
+        layouts: list[object] = []
+        screen.screen_layout_refresh_signal.subscribe(screen, layouts.append)
+        texts = set()
+        for key in ("j", "j", "k", "k"):
+            await pilot.press(key)
+            await pilot.pause()
+            texts.add(pane_text(app))
+        assert len(texts) > 1  # the pane showed other sessions
+        assert layouts == []
+
+
+async def test_a_pane_taller_than_the_screen_scrolls_and_comes_back_to_the_top() -> None:
+    from tui.app.widgets.activity import DetailsPane
+
+    peek = FakePeek()
+    peek.reply = "\n".join(f"line {i} of a long reply" for i in range(80))
+    app, _ = make_app(peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        screen = app.main_screen
+        pane = screen.query_one(DetailsPane)
+        assert screen.table.select_key(BUSY)
+        await until(
+            pilot,
+            lambda: "line 79 of a long reply" in (text := pane_text(app)) and "ses_busy" in text,
+        )
+        await until(pilot, lambda: pane.show_vertical_scrollbar)
+        # the lines are made at the width left beside the scrollbar: none is cut
+        assert pane.virtual_size.width == pane.scrollable_content_region.width
+        assert pane.max_scroll_y > 0
+        pane.scroll_end(animate=False, immediate=True)
+        await pilot.pause()
+        assert pane.scroll_y == pane.max_scroll_y > 0
+        await pilot.press("j")  # another session: shown from its top
+        await pilot.pause()
+        assert pane.scroll_y == 0

@@ -42,6 +42,28 @@ def test_loaded_schedules_one_settle_that_freezes_and_release_unfreezes() -> Non
     assert not keeper.frozen and gc.get_freeze_count() == 0
 
 
+def test_a_heap_frozen_while_loading_is_frozen_again_once_everything_is_in() -> None:
+    """A progressive first snapshot shows its rows before the last messages: frozen then, the
+    parsed messages would stay in the collector's walks."""
+    keeper = HeapKeeper(refreeze=60, clock=Clock())
+    scheduled: list[Callable[[], None]] = []
+    try:
+        keeper.loaded(scheduled.append, complete=False)
+        scheduled.pop()()
+        assert keeper.frozen and not keeper.complete
+        keeper.loaded(scheduled.append, complete=False)  # still loading: once is enough
+        assert scheduled == []
+        keeper.loaded(scheduled.append, complete=True)
+        assert len(scheduled) == 1
+        scheduled.pop()()
+        assert keeper.frozen and keeper.complete
+        keeper.loaded(scheduled.append, complete=True)  # frozen with everything: done
+        assert scheduled == []
+    finally:
+        keeper.release()
+    assert not keeper.complete and gc.get_freeze_count() == 0
+
+
 async def test_the_app_freezes_once_sessions_show_and_unfreezes_on_exit() -> None:
     app, _ = make_app()
     async with app.run_test() as pilot:

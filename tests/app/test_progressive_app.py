@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 
+from tests.app.test_actions import until
 from tests.unit.test_progressive import URL, Held, server
 from tui.app import create_app
 from tui.app.widgets.session_table import row_key_str
@@ -37,6 +38,8 @@ async def test_rows_show_while_their_last_messages_load() -> None:
         assert any("input" in c or "?" in c for c in cells(app, "ses_ask"))
         counts = str(app.main_screen.query_one("Summary").render())
         assert "loading 4" in counts  # the four that are not busy (ses_busy is, unsettled)
+        await until(pilot, lambda: app.heap.frozen)
+        assert not app.heap.complete  # frozen with the rows; the messages are still to come
         assert "unknown 0" in counts or "◌ 0" in counts
         bar = str(app.main_screen.query_one("ServerBar").render())
         assert "loading sessions" in bar
@@ -48,4 +51,5 @@ async def test_rows_show_while_their_last_messages_load() -> None:
         assert "completed" in cells(app, "ses_i0")
         assert "loading" not in cells(app, "ses_busy")  # same state, busy: the cell is redrawn
         assert "loading" not in str(app.main_screen.query_one("Summary").render())
+        await until(pilot, lambda: app.heap.complete)  # frozen again, the messages in
         await asyncio.sleep(0)

@@ -4,6 +4,7 @@ beside the table (wide terminals, `d`)."""
 from __future__ import annotations
 
 from textual.content import Content
+from textual.strip import Strip
 from textual.visual import Visual
 
 from tui.core.activity import Activity, ToolRun, summarize_todos
@@ -212,15 +213,25 @@ class DetailsPane(StripView, can_focus=False):
         self._render_blocks()
 
     def _render_blocks(self) -> None:
-        width = self.scrollable_content_region.width
-        if width <= 0:
+        region = self.scrollable_content_region
+        if region.width <= 0:
             return
+        # the width without a scrollbar; with one, if the lines at that width overflow (a
+        # scrollbar that comes is no resize: the lines must be made at its width at once)
+        bar = self.styles.scrollbar_size_vertical
+        width = region.width + (bar if self.show_vertical_scrollbar else 0)
+        lines = self._strips(width)
+        if len(lines) > region.height and bar:
+            width -= bar
+            lines = self._strips(width)
+        self.show_lines(lines, width)
+        if self.scroll_y > self.max_scroll_y:  # it got shorter: its end stays in view
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+
+    def _strips(self, width: int) -> list[Strip]:
         style = self.visual_style
-        lines = [
+        return [
             strip
             for block in self._blocks
             for strip in Visual.to_strips(self, block, width, None, style)
         ]
-        self.show_lines(lines, width)
-        if self.scroll_y > self.max_scroll_y:  # it got shorter: its end stays in view
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
