@@ -21,8 +21,10 @@ class ViewScreen(Screen[None]):
         self.dashboard = dashboard
 
     def follow_view(self) -> None:
-        """Show the current View now and each new one as it comes."""
-        self.dashboard.view_changed.subscribe(self, self._on_view)
+        """Show the current View now and each new one as it comes (at once, in the pull that
+        publishes it: posted, it waited behind the screen's queued messages, ~12 ms under a
+        stream)."""
+        self.dashboard.view_changed.subscribe(self, self._on_view, immediate=True)
         self.show_view()
 
     COMPACT_FOOTER_BELOW = 100
