@@ -198,8 +198,8 @@ def record_table_changes() -> None:
     frame may already be painted by then, and the next one may be much later)."""
     sync = SessionTable._sync_view
 
-    def timed_sync(self: SessionTable, view: Any) -> None:
-        sync(self, view)
+    def timed_sync(self: SessionTable, view: Any, *rest: Any) -> None:
+        sync(self, view, *rest)
         for key, at in SHOWN_IDLE.items():
             if not at and self.has_row(key) and "idle" in str(self.get_row(key)[0]):
                 SHOWN_IDLE[key] = time.perf_counter()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rich.segment import Segment
 
+from tui.app import format as fmt
 from tui.app.widgets.session_table import SessionTable
 from tui.core.view import SessionRow, View
 
@@ -202,3 +203,95 @@ async def test_rows_removed_and_added_paint_like_a_full_render() -> None:
             t.scroll_to(y=0, animate=False, immediate=True)  # the rows that moved up
             await pilot.pause()
             assert paint(t) == paint_from_scratch(t)
+
+
+async def test_a_table_fed_only_what_changed_shows_what_a_fresh_one_shows() -> None:
+    """A refresh over the same sessions looks only at the rows the View changed (and those
+    whose mark flipped, or whose time cells moved): after each of many random refreshes
+    (row fields, a new parent, unread marks, the clock, a sort or a filter now and then) the
+    order equals a layout from scratch and every row's cells equal cells rendered afresh."""
+    import random
+    from dataclasses import replace
+
+    from tui.app.tree import layout
+    from tui.app.widgets.session_table import row_key_str
+
+    rnd = random.Random(7)
+    view = many()
+    keys = sorted(view.rows)
+    app, _source = make_app(view)
+    async with app.run_test(size=(160, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        at = float(int(views.NOW))
+        unread: frozenset[tuple[str, str]] = frozenset()
+        for step in range(600):
+            rows = dict(view.rows)
+            for key in rnd.sample(keys, rnd.choice((0, 1, 1, 2, 5))):
+                r = rows[key]
+                change = rnd.choice(("state", "cost", "title", "updated", "parent", "stale"))
+                if change == "state":
+                    state = rnd.choice(("busy", "idle", "busy", "idle", "retry", "unknown"))
+                    r = replace(r, state=state, reason="completed" if state == "idle" else None)
+                elif change == "cost":
+                    r = replace(r, cost=rnd.random() * 10, tokens=rnd.randrange(10**6))
+                elif change == "title":
+                    r = replace(r, title=f"Title {step}")
+                elif change == "updated":
+                    r = replace(r, updated=at - rnd.randrange(300))
+                elif change == "parent":
+                    parent = rnd.choice([None, *(k[1] for k in keys[:5] if k != key)])
+                    r = replace(r, parent_id=parent)
+                else:
+                    r = replace(r, stale=not r.stale)
+                rows[key] = r
+            view = View(view.generated_at, view.servers, rows)
+            if rnd.random() < 0.2:
+                unread = frozenset(rnd.sample(keys, rnd.randrange(4)))
+            at += rnd.choice((0,) * 12 + (1, 61))  # (mostly within a second: the fast path)
+            if rnd.random() < 0.03:
+                t.set_sort(rnd.choice(("state", "title", "cost")))
+            if rnd.random() < 0.03:
+                t.set_filters(text=rnd.choice(("", "Extra", "session 1")))
+            t.show(view, at, unread=unread)
+            match = None
+            if t.filtering:
+                text_match = fmt.text_matcher(t.text_filter, view.rows.values())
+                match = text_match
+            fresh = layout(
+                view.rows,
+                sort=t.sort_column,
+                reverse=t.sort_reverse,
+                collapsed=t.collapsed,
+                match=match,
+            )
+            assert t.row_keys == [row_key_str(line.key) for line in fresh], step
+            columns = [spec.key for spec in t._columns()]
+            for line in fresh:
+                row = view.rows[line.key]
+                want = [t.cells.cell(c, row, line, False).plain for c in columns]
+                got = [cell.plain for cell in t.get_row(row_key_str(line.key))]
+                assert got == want, (step, line.key)
+
+
+async def test_a_row_changed_alone_ticks_its_times_from_the_next_second() -> None:
+    """Rows whose times move rarely (hours old), then one row's times start now, in its place
+    (no row moves): looked at alone, its time cells still move on the next second."""
+    base = float(int(views.NOW))
+    old = {
+        r.key: views.row(r.id, r.title, "idle", reason="completed", since=-9000, updated=-9000)
+        for r in views.ROWS
+        if r.parent_id is None
+    }
+    view = View(views.NOW, views.SERVERS, old)
+    app, source = make_app(view)
+    async with app.run_test(size=(160, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        assert_shown_afresh(t, view, base)
+        key = next(iter(old))
+        started = views.with_row(view, key, since=base, updated=base)
+        source.set(started)  # (the app's own pulls show the same)
+        assert_shown_afresh(t, started, base)
+        for dt in (1, 2):
+            assert_shown_afresh(t, started, base + dt)

@@ -176,14 +176,30 @@ class Layouts:
         collapsed: Iterable[Key] = (),
         match: Callable[[SessionRow], bool] | None = None,
         match_key: object = None,
+        changed: Iterable[Key] | None = None,
     ) -> list[TreeLine]:
         """As `layout()`; `match_key` identifies the filter `match` applies (equal keys, equal
-        filters)."""
+        filters). `changed`: the caller knows these are the only rows that are other objects
+        than at the last call, over the same sessions (only they are looked at)."""
         folded = frozenset(collapsed)
         params = (sort, reverse, folded, match_key, match is None)
         if params != self._params:
-            self._params, self._seen = params, {}
+            self._params, self._seen, changed = params, {}, None
         old = self._seen
+        if changed is not None and old:
+            same = True
+            for key in changed:
+                row = rows[key]
+                kept = old[key]
+                if kept[0] is row:
+                    continue
+                facts = (row.parent_id, sort_value(row, sort), match(row) if match else True)
+                if kept[1] != facts:
+                    same = False
+                old[key] = (row, facts)
+            if not same:
+                self.lines = layout(rows, sort=sort, reverse=reverse, collapsed=folded, match=match)
+            return self.lines
         same = len(rows) == len(old)
         seen: dict[Key, tuple[SessionRow, tuple[object, ...]]] = {}
         for key, row in rows.items():

@@ -140,28 +140,37 @@ class SessionTable(RowTable):
         self._now = self.cells.now = float(math.floor(now))
         flipped = self._mark_unread(unread)
         collapsed = {k for k in self.collapsed if k in view.rows}
-        if not flipped and collapsed == self.collapsed and self._unchanged(view):
+        changes = self._changes(view)
+        if (
+            not flipped
+            and collapsed == self.collapsed
+            and changes is not None
+            and not changes
+            and self._times_hold()
+            and self._measure() == (self._wide, self._tiny, self._title_width)
+        ):
             return  # same rows, no time cell moved: nothing to look at (an idle table's pull)
         self.collapsed = collapsed
-        self._sync()
+        self._sync(None if changes is None else [*changes, *flipped])
 
-    def _unchanged(self, view: View) -> bool:
-        """Whether the table shows `view` as it is: every row the same object as at the last
-        sync, none of their time cells moved since (the soonest `until`), at the same size."""
+    def _changes(self, view: View) -> list[Key] | None:
+        """The rows of `view` that are other objects than at the last sync (a View reuses the
+        row of a session that did not change); None: the set of sessions changed, or no sync
+        yet."""
         last = self._synced_rows
         rows = view.rows
-        if (
-            last is None
-            or self._now >= self._next_until
-            or self._now < self._synced_at
-            or (
-                len(rows) != len(last)
-                or self._measure() != (self._wide, self._tiny, self._title_width)
-            )
-        ):
-            return False
-        get = rows.get
-        return all(get(k) is r for k, r in last.items())
+        if last is None or len(rows) != len(last):
+            return None
+        get = last.get
+        changed = [k for k, r in rows.items() if get(k) is not r]
+        if any(k not in last for k in changed):
+            return None  # as many came as went
+        return changed
+
+    def _times_hold(self) -> bool:
+        """No row's time cell moved since the last sync (the soonest `until`), and the clock
+        did not step back."""
+        return self._synced_at <= self._now < self._next_until
 
     @property
     def cursor_key(self) -> Key | None:
@@ -362,7 +371,9 @@ class SessionTable(RowTable):
             self._styles[spec] = style
         return style
 
-    def _sync(self) -> None:
+    def _sync(self, changes: list[Key] | None = None) -> None:
+        """Bring the table up to the View; `changes`: only these rows can have changed since
+        the last sync (None: look at every row)."""
         view = self._view
         if view is None or not self.size.width and len(view.rows) > DEFER_UNLAID:
             # not laid out yet: a large View waits for its first resize, to be taken in once,
@@ -373,12 +384,12 @@ class SessionTable(RowTable):
         was_enabled = gc.isenabled()
         gc.disable()
         try:
-            self._sync_view(view)
+            self._sync_view(view, changes)
         finally:
             if was_enabled:
                 gc.enable()
 
-    def _sync_view(self, view: View) -> None:
+    def _sync_view(self, view: View, changes: list[Key] | None = None) -> None:
         cursor = self.cursor_key
         scroll = self.scroll_offset
         rebuilt = self._ensure_columns()
@@ -390,6 +401,16 @@ class SessionTable(RowTable):
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and text_match(row)
 
+        multi = len({k[0] for k in view.rows}) > 1
+        context = (multi,)
+        same_context = context == self._shown_for
+        self._shown_for = context
+        now = self._now
+        # Only `changes` need a look when nothing else can have moved: the same columns and
+        # context, and no row's time cell moved since the last sync (at most once a second,
+        # every row is looked at again).
+        if changes is not None and (rebuilt or not same_context or not self._times_hold()):
+            changes = None
         self.lines = self._layouts(
             view.rows,
             sort=self.sort_column,
@@ -397,16 +418,9 @@ class SessionTable(RowTable):
             collapsed=self.collapsed,
             match=match,
             match_key=(self.state_filter, self.text_filter),
+            changed=changes,
         )
-        multi = len({k[0] for k in view.rows}) > 1
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
-        # Same row object, same line, and its time cells still read the same (CellRenderer.
-        # until): the cells cannot have changed. So a refresh of an idle table looks again only
-        # at the rows whose `3s ago` / `2m05s` moved this second, not at every row.
-        context = (multi,)
-        same_context = context == self._shown_for
-        self._shown_for = context
-        now = self._now
         if now < self._synced_at:  # the clock stepped back: every row's times are looked at again
             for was in self._cache.values():
                 was.until = 0.0
@@ -420,13 +434,22 @@ class SessionTable(RowTable):
             else {row_key_str(line.key): line for line in self.lines}
         )
         columns, shown = self._shown_columns()
-
+        # Same row object, same line, and its time cells still read the same (CellRenderer.
+        # until): the cells cannot have changed. So a refresh looks again only at the rows the
+        # View changed and those whose `3s ago` / `2m05s` moved this second, not at every row.
+        look_at: list[str] | None = None
+        if changes is not None and same_lines:
+            look_at = [row_key_str(key) for key in changes]
         with self.app.batch_update():
-            gone = [k for k in self.row_keys if k not in wanted]
+            gone = [] if look_at is not None else [k for k in self.row_keys if k not in wanted]
             for k in gone:
                 self._cache.pop(k, None)
                 self.remove_row(k)
-            for k, line in wanted.items():
+            updated = 0
+            for k in wanted if look_at is None else look_at:
+                line = wanted.get(k)
+                if line is None:
+                    continue  # (a changed row not shown: filtered out, or folded away)
                 row = view.rows[line.key]
                 cached = self._cache.get(k)  # (a row of the table: they come and go together)
                 if (
@@ -438,6 +461,7 @@ class SessionTable(RowTable):
                 ):
                     continue
                 self._update_row(k, line, row, multi, columns, shown)
+                updated += 1
             if not same_lines or gone or rebuilt:
                 order = list(wanted)
                 if order != self._order or gone:
@@ -447,10 +471,16 @@ class SessionTable(RowTable):
                 self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
             if cursor is not None:
                 self._keep_cursor_on(cursor, scroll=rebuilt)
-        # what show() compares the next View with (_unchanged); set_unread's rows
+        # what show() compares the next View with; set_unread's rows
         self._synced_rows = view.rows
         self._wanted, self._wanted_for, self._multi = wanted, self.lines, multi
-        self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
+        if look_at is None:
+            self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
+        elif updated:  # (the rows not looked at keep theirs: the soonest can only come sooner)
+            cache = self._cache
+            self._next_until = min(
+                [self._next_until, *(cache[k].until for k in look_at if k in cache)]
+            )
 
     def _shown_columns(self) -> tuple[list[str], list[int]]:
         """The columns shown at this width, and their positions in `CellRenderer.inputs()`."""
