@@ -13,6 +13,7 @@ from tui.core.view import View, loaded
 
 from .. import format as fmt
 from ..dashboard import OpenDetails
+from ..tree import TreeLine
 from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import SessionTable
@@ -123,6 +124,7 @@ class MainScreen(ViewScreen):
 
     AUTO_FOCUS = "SessionTable"
     _highlighted: tuple[str, str] | None = None
+    _counted_lines: tuple[list[TreeLine], int] | None = None  # the table's lines, rows shown
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
@@ -246,7 +248,10 @@ class MainScreen(ViewScreen):
         table = self.table
         view = self.dashboard.view
         total = len(view.rows) if view is not None else 0
-        shown = sum(1 for line in table.lines if not line.context)
+        lines = table.lines
+        if self._counted_lines is None or self._counted_lines[0] is not lines:
+            self._counted_lines = (lines, sum(1 for line in lines if not line.context))
+        shown = self._counted_lines[1]
         self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
         typing = isinstance(self.app.focused, Input)
         message = empty_message(

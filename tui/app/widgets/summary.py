@@ -96,12 +96,20 @@ class Summary(LiveStatic):
     """
 
     _view: View | None = None
+    _counted: tuple[View | None, int] | None = None
 
     def show(self, view: View | None) -> None:
+        """Count the View's rows by state (the same View at the same width: counted already;
+        the pull of every second shows the View again)."""
         self._view = view
-        self.show_content(counts_line(view, self.content_size.width or None))
+        width = self.content_size.width
+        if (view, width) == self._counted and view is not None:
+            return
+        self._counted = (view, width)
+        self.show_content(counts_line(view, width or None))
 
     def on_resize(self) -> None:
+        self._counted = None
         self.show(self._view)
         # a layout asked for while the screen lays itself out is lost: ask again after it
         self.call_after_refresh(self.refresh, layout=True)
