@@ -442,12 +442,16 @@ async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:
         if source.clock() >= T0 + 9:
             break
     assert {r["id"]: r["state"] for r in rows_json(source.current())}["ses_1"] == "idle"
-    source.seek(-9)  # back: replayed from the start, exactly
+    at = source.clock()  # (paused: it stays; a seek past the end stops at the end)
+    source.seek(-9)  # back: replayed from the start up to nine seconds before, and held there
+    target = max(T0, at - 9)
     for _ in range(200):
         await asyncio.sleep(0.01)
-        if source.clock() < T0 + 1:
+        if source.clock() == pytest.approx(target, abs=0.01):
             break
-    assert source.clock() == pytest.approx(T0, abs=0.5)
+    await asyncio.sleep(0.1)
+    assert source.clock() == pytest.approx(target, abs=0.01)
+    assert {r["id"]: r["state"] for r in rows_json(source.current())}["ses_1"] != "idle"
     runner.cancel()
 
 
