@@ -164,11 +164,24 @@ class Replay:
         rec = self.peek()
         if rec is None:
             return None
+        if rec.kind == "frame":
+            self._step_frame(rec)
+            return rec
         self._next = None
         self.now = max(self.now, rec.t)
         await self._apply(rec)
         self.records += 1
         return rec
+
+    def _step_frame(self, rec: Record) -> None:
+        """`step()` for a frame record, the commonest (most of a recording), with no
+        coroutine: making and awaiting one that never suspends costs more than the frame's
+        own bookkeeping."""
+        self._next = None
+        self.now = max(self.now, rec.t)
+        self.events += 1
+        self.fleet.monitors[rec.server].on_data(rec.data["d"])
+        self.records += 1
 
     async def advance(self, until: float) -> int:
         """Apply every record up to `until` (recorded time); the clock ends there."""
@@ -179,18 +192,10 @@ class Replay:
         self.now = max(self.now, until)
         return n
 
-    def _frame(self, rec: Record) -> None:
-        """Apply a frame record (the commonest: most of a recording)."""
-        self.events += 1
-        self.fleet.monitors[rec.server].on_data(rec.data["d"])
-
     async def _apply(self, rec: Record) -> None:
         data = rec.data
         if rec.kind == "end":
             self.ended = str(data.get("why") or "ended")
-            return
-        if rec.kind == "frame":
-            self._frame(rec)
             return
         monitor = self.fleet.monitors[rec.server]
         if rec.kind == "http":
@@ -275,11 +280,8 @@ class Replay:
                 observe(self.view(), self.last_changes)
                 last_pull = self.now
                 continue
-            if rec.kind == "frame":  # step()'s commonest case, without its two coroutines
-                self._next = None
-                self.now = max(self.now, rec.t)
-                self._frame(rec)
-                self.records += 1
+            if rec.kind == "frame":  # (step()'s, without awaiting it)
+                self._step_frame(rec)
             else:
                 await self.step()
             quiet_since = self.now
