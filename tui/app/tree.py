@@ -186,6 +186,10 @@ class Layouts:
         if params != self._params:
             self._params, self._seen, changed = params, {}, None
         old = self._seen
+
+        def facts_of(row: SessionRow) -> tuple[object, ...]:
+            return (row.parent_id, sort_value(row, sort), match(row) if match else True)
+
         if changed is not None and old:
             same = True
             for key in changed:
@@ -193,7 +197,7 @@ class Layouts:
                 kept = old[key]
                 if kept[0] is row:
                     continue
-                facts = (row.parent_id, sort_value(row, sort), match(row) if match else True)
+                facts = facts_of(row)
                 if kept[1] != facts:
                     same = False
                 old[key] = (row, facts)
@@ -207,7 +211,7 @@ class Layouts:
             if before is not None and before[0] is row:
                 seen[key] = before
                 continue
-            facts = (row.parent_id, sort_value(row, sort), match(row) if match else True)
+            facts = facts_of(row)
             if before is None or before[1] != facts:
                 same = False
             seen[key] = (row, facts)

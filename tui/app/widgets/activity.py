@@ -216,13 +216,13 @@ class DetailsPane(StripView, can_focus=False):
         region = self.scrollable_content_region
         if region.width <= 0:
             return
-        # the width without a scrollbar; with one, if the lines at that width overflow (a
-        # scrollbar that comes is no resize: the lines must be made at its width at once)
-        bar = self.styles.scrollbar_size_vertical
-        width = region.width + (bar if self.show_vertical_scrollbar else 0)
+        # made at the width the scrollbar leaves now; again only when they would make it come
+        # or go (that is no resize: the lines must be made at the width it leaves at once)
+        width = region.width
         lines = self._strips(width)
-        if len(lines) > region.height and bar:
-            width -= bar
+        bar = self.styles.scrollbar_size_vertical
+        if bar and (len(lines) > region.height) != self.show_vertical_scrollbar:
+            width += -bar if not self.show_vertical_scrollbar else bar
             lines = self._strips(width)
         self.show_lines(lines, width)
         if self.scroll_y > self.max_scroll_y:  # it got shorter: its end stays in view

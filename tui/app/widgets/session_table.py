@@ -445,7 +445,6 @@ class SessionTable(RowTable):
             for k in gone:
                 self._cache.pop(k, None)
                 self.remove_row(k)
-            updated = 0
             for k in wanted if look_at is None else look_at:
                 line = wanted.get(k)
                 if line is None:
@@ -461,7 +460,6 @@ class SessionTable(RowTable):
                 ):
                     continue
                 self._update_row(k, line, row, multi, columns, shown)
-                updated += 1
             if not same_lines or gone or rebuilt:
                 order = list(wanted)
                 if order != self._order or gone:
@@ -476,7 +474,7 @@ class SessionTable(RowTable):
         self._wanted, self._wanted_for, self._multi = wanted, self.lines, multi
         if look_at is None:
             self._next_until = min((c.until for c in self._cache.values()), default=math.inf)
-        elif updated:  # (the rows not looked at keep theirs: the soonest can only come sooner)
+        elif look_at:  # (the other rows keep theirs: the soonest can only come sooner)
             cache = self._cache
             self._next_until = min(
                 [self._next_until, *(cache[k].until for k in look_at if k in cache)]
