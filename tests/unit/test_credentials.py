@@ -141,3 +141,45 @@ async def test_the_name_reaches_the_view_and_status_json():
         ["http://one:4096"], transport=httpx.MockTransport(api.handle)
     ).snapshot_once()
     assert plain.to_json()["servers"][0]["name"] == "http://one:4096"
+
+
+def test_a_client_that_never_speaks_tls_trusts_no_certificate(monkeypatch):
+    """Plain http with no proxy gets a strict context with no trusted roots (loading the
+    system's costs ~30 ms a command): TLS it were led into would fail closed. https, or a proxy
+    httpx would go through, keeps httpx's verified default."""
+    import ssl
+
+    import tui.core.client as client_mod
+
+    made: list[ssl.SSLContext] = []
+
+    real = client_mod.no_tls
+
+    def spy() -> ssl.SSLContext:
+        made.append(real())
+        return made[-1]
+
+    monkeypatch.setattr(client_mod, "no_tls", spy)
+    monkeypatch.setenv("HTTP_PROXY", "https://proxy.invalid:3128")
+    monkeypatch.delenv("NO_PROXY", raising=False)
+    monkeypatch.delenv("no_proxy", raising=False)
+
+    async def build(url: str, auth: Auth | None) -> None:
+        async with Client(url, auth):
+            pass
+
+    asyncio.run(build("https://127.0.0.1:4096", PW))
+    asyncio.run(build("http://127.0.0.1:4096", None))  # trusts the environment: via the proxy
+    assert made == []
+    asyncio.run(build("http://127.0.0.1:4096", PW))  # credentials: no proxy, plain http
+    assert len(made) == 1
+
+
+def test_the_context_of_a_client_without_tls_verifies_and_trusts_nothing():
+    import ssl
+
+    from tui.core.client import no_tls
+
+    ctx = no_tls()
+    assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert ctx.cert_store_stats()["x509_ca"] == 0
