@@ -191,13 +191,22 @@ class ServerInfo:
         }
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, repr=False)
 class View:
     """The whole world at one moment: servers and session rows (keyed by (server, id))."""
 
     generated_at: float
     servers: tuple[ServerInfo, ...]
     rows: dict[tuple[str, str], SessionRow]
+
+    def __repr__(self) -> str:
+        """Short: asyncio formats the repr of a finished task's result more than once as
+        asyncio.run() returns (Python 3.11 restores the SIGINT handler through an Enum lookup
+        that formats its value), and every row's repr at 10,000 sessions took ~40 ms each time."""
+        return (
+            f"View(generated_at={self.generated_at!r}, servers={len(self.servers)}, "
+            f"rows={len(self.rows)})"
+        )
 
     def find(self, session_id: str) -> list[SessionRow]:
         return [r for r in self.rows.values() if r.id == session_id]
