@@ -7,9 +7,12 @@ from __future__ import annotations
 import asyncio
 import gzip
 import json
+import time
 from collections.abc import Iterator
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.hostile import Answer, HostileServer, json_answer
 from tui.core.client import AuthFailed, BadResponse, Client, NotFound, Unreachable
@@ -156,3 +159,122 @@ async def test_not_for_https_a_proxy_a_test_transport_or_a_recording(
         client.tap = object()  # type: ignore[assignment]  # a recording: every answer to it
         with pytest.raises(AttributeError):  # the usual way, which tells the tap
             await client.messages("ses_ok")
+
+
+# -- the answer reader itself (tui.core.quick._answer), fed in any pieces ------------------------
+
+
+class Pieces:
+    """A socket whose recv hands out `data` in the given pieces, then b"" (closed)."""
+
+    def __init__(self, data: bytes, cuts: list[int]) -> None:
+        self.parts = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
+        self.parts = [p for p in self.parts if p]
+
+    def recv(self, _n: int) -> bytes:
+        return self.parts.pop(0) if self.parts else b""
+
+
+def frame(body: bytes, how: str, chunks: list[int] | None = None, extra: bytes = b"") -> bytes:
+    head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json; charset=utf-8\r\n"
+    if how == "length":
+        return head + b"Content-Length: %d\r\n\r\n" % len(body) + body + extra
+    if how == "close":
+        return head + b"Connection: close\r\n\r\n" + body + extra
+    out, at = [head + b"Transfer-Encoding: chunked\r\n\r\n"], 0
+    for cut in [*(chunks or []), len(body)]:
+        part = body[at:cut]
+        if part:
+            out.append(b"%x;ext=1\r\n%s\r\n" % (len(part), part))
+        at = max(at, cut)
+    return b"".join(out) + b"0\r\nX-Trailer: t\r\n\r\n" + extra
+
+
+def read(data: bytes, cuts: list[int] | None = None, max_body: int = 1 << 20):
+    from tui.core.quick import _answer
+
+    return _answer(Pieces(data, sorted(cuts or [])), time.monotonic() + 60, max_body)  # type: ignore[arg-type]
+
+
+@given(
+    body=st.recursive(
+        st.none() | st.booleans() | st.integers() | st.text(),
+        lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner),
+        max_leaves=20,
+    ).map(lambda v: json.dumps(v).encode()),
+    how=st.sampled_from(["length", "chunked", "close"]),
+    data=st.data(),
+)
+def test_any_framing_cut_anywhere_reads_the_same_body(body, how, data) -> None:
+    chunks = data.draw(st.lists(st.integers(0, len(body)), max_size=5).map(sorted))
+    raw = frame(body, how, chunks)
+    cuts = data.draw(st.lists(st.integers(1, max(1, len(raw) - 1)), max_size=8, unique=True))
+    got, reusable = read(raw, cuts)
+    assert got == body
+    assert reusable == (how != "close")
+    if how != "close":  # (there, what follows is the body)
+        # a byte past the answer: the body is still right, the connection not reused
+        got, reusable = read(frame(body, how, chunks, extra=b"H"), cuts)
+        assert got == body and not reusable
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b"HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 2000 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/2 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 3\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: -2\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 99\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n folded: x\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nno colon\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: gzip\r\n\r\n{}",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"zz\r\n{}\r\n0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\n{}XX0\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+        b"2\r\n{}\r\n",
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" + b"X: y\r\n" * 20_000,
+    ],
+    ids=[
+        "not-200",
+        "status-2000",
+        "not-http-1",
+        "html",
+        "gzip",
+        "two-lengths",
+        "negative-length",
+        "closed-short",
+        "folded-header",
+        "no-colon",
+        "other-coding",
+        "bad-chunk-size",
+        "chunk-not-ended",
+        "chunks-cut-off",
+        "endless-head",
+    ],
+)
+def test_anything_unclean_is_refused_and_the_connection_dropped(raw: bytes) -> None:
+    assert read(raw) == (None, False)
+
+
+def test_a_body_over_the_limit_is_refused_however_it_is_framed() -> None:
+    body = json.dumps(["x" * 100]).encode()
+    for how in ("length", "chunked", "close"):
+        assert read(frame(body, how, [10, 50]), max_body=len(body)) == (body, how != "close")
+        assert read(frame(body, how, [10, 50]), max_body=len(body) - 1) == (None, False)
+
+
+def test_a_target_that_could_end_the_request_line_is_never_sent(server: HostileServer) -> None:
+    quick = QuickGet(server.url, None, timeout=1, deadline=1, max_body=1 << 20)
+    for target in ("/a b", "/a\r\nX: y", "/é", "no-slash", "/a\x00", "*"):
+        assert quick.get(target) is None
+    assert not quick._open and server.seen == []  # nothing was even connected
+    assert quick.get(ROUTE + "?limit=1") == MSG
+    quick.close()
