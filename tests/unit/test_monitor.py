@@ -118,6 +118,55 @@ async def test_silent_stream_is_declared_dead_and_reconnected():
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_a_flowing_stream_keeps_its_watchdog_without_rearming_it_per_event(monkeypatch):
+    """Events keep the stream alive; the watchdog moves on at most every `slack` (a tenth of
+    the silence allowed), not once per event; once they stop, the stream is declared dead
+    `heartbeat_timeout` to `heartbeat_timeout + slack` after the last one."""
+    rearmed: list[float] = []
+    reschedule = asyncio.Timeout.reschedule
+
+    def spy(self, when):  # type: ignore[no-untyped-def]
+        if when is not None and 1.0 <= when - asyncio.get_running_loop().time() <= 1.1:
+            rearmed.append(when)  # (the watchdog's; not the requests' own deadlines)
+        return reschedule(self, when)
+
+    monkeypatch.setattr(asyncio.Timeout, "reschedule", spy)
+    times: dict[str, float] = {}
+
+    class Flowing(StreamingAPI):
+        def handle(self, request):
+            if request.url.path != "/global/event":
+                return FakeAPI.handle(self, request)
+            self.connects += 1
+            if self.connects > 1:
+                times.setdefault("again", asyncio.get_running_loop().time())
+
+            async def body():
+                yield frame("server.connected")
+                for _ in range(100 if self.connects == 1 else 0):
+                    await asyncio.sleep(0.01)
+                    yield frame("server.heartbeat")
+                times.setdefault("last", asyncio.get_running_loop().time())
+                await asyncio.sleep(3600)
+
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, content=body()
+            )
+
+    api = Flowing([], sessions=[])
+    settings = Settings(snapshot_debounce=0.01, heartbeat_timeout=1.0)
+    mon = ServerMonitor("http://x", settings=settings, transport=api.transport())
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        await wait_until(lambda: api.connects >= 2, timeout=10)
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+    silent = times["again"] - times["last"]
+    assert 1.0 <= silent < 1.0 + 0.1 + 0.6  # (+ the reconnect's jitter and a loaded machine)
+    assert 0 < len(rearmed) <= 20  # ~1 s of events every 10 ms: one rearm per 0.1 s at most
+
+
 async def test_unreachable_then_reachable_recovers():
     state = {"up": False}
     api = FakeAPI(sessions=[wire_session("ses_1")])
