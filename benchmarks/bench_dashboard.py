@@ -48,6 +48,28 @@ def frame(etype: str, props: dict[str, Any]) -> bytes:
     return f"data: {body}\n\n".encode()
 
 
+def noise_frames(sid: str) -> tuple[bytes, bytes, bytes]:
+    """A busy session's noise: a streamed token, a part update and a busy status repeat."""
+    part = {"sessionID": sid, "messageID": "msg_2", "partID": "prt_1"}
+    return (
+        frame("message.part.delta", {**part, "field": "text", "delta": "tok "}),
+        frame(
+            "message.part.updated",
+            {
+                "sessionID": sid,
+                "part": {
+                    "id": "prt_1",
+                    "sessionID": sid,
+                    "messageID": "msg_2",
+                    "type": "text",
+                    "text": "streaming",
+                },
+            },
+        ),
+        frame("session.status", {"sessionID": sid, "status": {"type": "busy"}}),
+    )
+
+
 def assistant(sid: str, done: float | None) -> dict[str, Any]:
     info: dict[str, Any] = {
         "id": "msg_2",
@@ -98,6 +120,7 @@ class StreamAPI(FakeAPI):
     async def stream(self):  # type: ignore[no-untyped-def]
         rnd = random.Random(1)
         yield frame("server.connected", {})
+        noise: dict[str, tuple[bytes, bytes, bytes]] = {}
         tick = 0.01
         per_tick = max(1, int(self.rate * tick))
         start = time.perf_counter()
@@ -111,39 +134,10 @@ class StreamAPI(FakeAPI):
                 if sid in self.finished:
                     sid = f"ses_{self.busy - 1:05d}"  # the last busy one never finishes
                 r = rnd.random()
-                if r < 0.6:
-                    chunks.append(
-                        frame(
-                            "message.part.delta",
-                            {
-                                "sessionID": sid,
-                                "messageID": "msg_2",
-                                "partID": "prt_1",
-                                "field": "text",
-                                "delta": "tok ",
-                            },
-                        )
-                    )
-                elif r < 0.9:
-                    chunks.append(
-                        frame(
-                            "message.part.updated",
-                            {
-                                "sessionID": sid,
-                                "part": {
-                                    "id": "prt_1",
-                                    "sessionID": sid,
-                                    "messageID": "msg_2",
-                                    "type": "text",
-                                    "text": "streaming",
-                                },
-                            },
-                        )
-                    )
-                else:
-                    chunks.append(
-                        frame("session.status", {"sessionID": sid, "status": {"type": "busy"}})
-                    )
+                made = noise.get(sid)
+                if made is None:  # (built once a session: the stream's own cost is a server's)
+                    made = noise[sid] = noise_frames(sid)
+                chunks.append(made[0 if r < 0.6 else 1 if r < 0.9 else 2])
             self.sent += per_tick
             yield b"".join(chunks)
             k += 1
