@@ -295,3 +295,40 @@ async def test_a_row_changed_alone_ticks_its_times_from_the_next_second() -> Non
         assert_shown_afresh(t, started, base)
         for dt in (1, 2):
             assert_shown_afresh(t, started, base + dt)
+
+
+async def test_rows_out_of_view_make_no_cells_until_they_are_painted() -> None:
+    """A cell is made when its row is painted (or read), not when a View brings it: under a
+    stream, the rows changed out of view cost nothing; scrolled to, they show what a fresh
+    table shows."""
+    from dataclasses import replace
+
+    start = many()
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 16)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        assert t.row_count > 3 * t.size.height
+        made: list[str] = []
+        make = t.cell_source
+        assert make is not None
+
+        def spy(key: str, column: str):  # type: ignore[no-untyped-def]
+            made.append(key)
+            return make(key, column)
+
+        t.cell_source = spy
+        changed = View(
+            start.generated_at,
+            start.servers,
+            {k: replace(r, cost=(r.cost or 0.0) + 1.0) for k, r in start.rows.items()},
+        )
+        source.set(changed)
+        await pilot.pause()
+        in_view = set(t.row_keys[: t.size.height])
+        assert made and set(made) <= in_view  # every row changed; those in view made anew
+        made.clear()
+        t.action_last_row()
+        await pilot.pause()
+        assert set(made) == set(t.row_keys[-(t.size.height - 1) :])
+        assert paint(t) == paint_from_scratch(t)

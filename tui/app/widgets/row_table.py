@@ -8,6 +8,8 @@ under a stream of updates:
 - rows are put in an explicit order (`set_order`), not sorted by their cells;
 - replacing a cell (`update_cell`) renders that cell again, and repaints its row only;
 - a row that moved keeps its rendered cells (their meta is given the new index);
+- a cell may be left to be made when it is first painted or read (None, asked of
+  `cell_source`): rows out of view cost nothing until they are scrolled to;
 - a cursor or hover move repaints the rows it leaves and reaches, not every row.
 
 Only Textual's public API is used (ScrollView, `render_line`, component classes, reactives).
@@ -15,7 +17,7 @@ Only Textual's public API is used (ScrollView, `render_line`, component classes,
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -174,7 +176,9 @@ class RowTable(ScrollView, can_focus=True):
         self.columns: dict[str, Column] = {}
         """The columns, in display order, by key."""
         self._table_width = 0
-        self._data: dict[str, list[Text]] = {}  # row key -> cells, in column order
+        self._data: dict[str, list[Text | None]] = {}  # row key -> cells, in column order
+        self.cell_source: Callable[[str, str], Text] | None = None
+        """Makes a cell left as None (row key, column key), when it is painted or read."""
         self._keys: list[str] = []  # row keys in display order (with removed ones until _ordered)
         self._index: dict[str, int] = {}
         self._holes = False  # rows were removed since _keys was last compacted
@@ -213,15 +217,25 @@ class RowTable(ScrollView, can_focus=True):
 
     def get_row(self, key: str) -> list[Text]:
         """The cells of a row, in column order."""
-        return list(self._data[key])
+        return [self._cell(key, i) for i in range(len(self.columns))]
 
     def get_cell(self, key: str, column: str) -> Text:
         """One cell, by row and column key."""
-        return self._data[key][self._column_index(column)]
+        return self._cell(key, self._column_index(column))
 
     def get_cell_at(self, coordinate: Coordinate) -> Text:
         """One cell, by row and column index."""
-        return self._data[self._ordered()[coordinate.row]][coordinate.column]
+        return self._cell(self._ordered()[coordinate.row], coordinate.column)
+
+    def _cell(self, key: str, i: int) -> Text:
+        """A cell, made by `cell_source` now if it was left to be."""
+        cells = self._data[key]
+        cell = cells[i]
+        if cell is None:
+            if self.cell_source is None:
+                raise LookupError(f"cell {i} of row {key!r} was left to a cell_source")
+            cell = cells[i] = self.cell_source(key, list(self.columns)[i])
+        return cell
 
     def get_row_index(self, key: str) -> int:
         """Where a row is shown (0: the first under the header)."""
@@ -250,8 +264,8 @@ class RowTable(ScrollView, can_focus=True):
         self._header = None
         self.refresh(Region(0, 0, max(self._table_width, self.size.width), 1))
 
-    def add_row(self, *cells: Text, key: str) -> str:
-        """Add a row at the bottom."""
+    def add_row(self, *cells: Text | None, key: str) -> str:
+        """Add a row at the bottom (a None cell is made by `cell_source` when needed)."""
         if key in self._data:
             raise ValueError(f"row {key!r} exists")
         if len(cells) != len(self.columns):
@@ -278,8 +292,9 @@ class RowTable(ScrollView, can_focus=True):
         self.refresh()
         self.cursor_row = self.cursor_row  # (clamped to the rows left)
 
-    def update_cell(self, key: str, column: str, cell: Text) -> None:
-        """Replace one cell: only it is rendered again, only its row repainted."""
+    def update_cell(self, key: str, column: str, cell: Text | None) -> None:
+        """Replace one cell (None: made by `cell_source` when needed): only it is rendered
+        again, only its row repainted."""
         i = self._column_index(column)
         self._data[key][i] = cell
         rendered = self._rendered.get(key)
@@ -665,8 +680,8 @@ class RowTable(ScrollView, can_focus=True):
         if cursor or hover:
             component, post = self._cell_styles(False, hover, cursor)
             cells = [
-                self._render_cell(cell, index, i, w, base, component, post)
-                for i, (cell, w) in enumerate(zip(self._data[key], widths, strict=True))
+                self._render_cell(self._cell(key, i), index, i, w, base, component, post)
+                for i, w in enumerate(widths)
             ]
         else:
             cells = self._plain_cells(key, index, base, widths)
@@ -681,13 +696,12 @@ class RowTable(ScrollView, can_focus=True):
                 None if line is None else _restamp(line, index, i)
                 for i, line in enumerate(rendered)
             ]
-        cells = self._data[key]
         plain, post = self._cell_styles(False, False, False)
         out: list[Line] = []
         for i, line in enumerate(rendered):
             if line is None:
                 line = rendered[i] = self._render_cell(
-                    cells[i], index, i, widths[i], base, plain, post
+                    self._cell(key, i), index, i, widths[i], base, plain, post
                 )
             out.append(line)
         self._rendered[key] = (index, rendered)

@@ -42,10 +42,12 @@ class _Shown:
     """What the table shows for one row, and what it was rendered from."""
 
     inputs: tuple[object, ...] | None  # per-column render inputs (None: render every cell)
-    cells: list[Text]
     row: SessionRow | None  # the View row rendered (None: compare the inputs again)
     line: TreeLine | None
     until: float = 0.0  # its time cells read the same before this clock second
+    # what a cell left to be made when painted (RowTable.cell_source) is made from: the row,
+    # its line and whether more than one server is shown, as of the row's last update
+    drawn: tuple[SessionRow, TreeLine, bool] | None = None
 
 
 def row_key_str(key: Key) -> str:
@@ -125,6 +127,7 @@ class SessionTable(RowTable):
         self._order: list[str] = []
         self._styles: dict[str, Style] = {}
         self.cells = CellRenderer(self._style)
+        self.cell_source = self._make_cell
 
     # -- public API ---------------------------------------------------------------------------
 
@@ -498,22 +501,28 @@ class SessionTable(RowTable):
         changed replaced."""
         cached = self._cache.get(k)
         inputs = self.cells.inputs(row, line, multi)
-        if cached is None:
-            cells = [self.cells.cell(c, row, line, multi) for c in columns]
-            self.add_row(*cells, key=k)
+        drawn = (row, line, multi)
+        if cached is None:  # its cells are made when first painted (or read)
+            self.add_row(*[None] * len(columns), key=k)
         else:
             old = cached.inputs
             changed = shown if old is None else [i for i in shown if old[i] != inputs[i]]
+            cached.drawn = drawn  # (unchanged inputs: the same cells, whichever row made them)
             if not changed:  # nothing shown has changed
                 cached.row, cached.line, cached.inputs = row, line, inputs
                 cached.until = self.cells.until(row)
                 return
-            cells = list(cached.cells)
-            for i in changed:
-                n = shown.index(i)
-                cells[n] = self.cells.cell(columns[n], row, line, multi)
-                self.update_cell(k, columns[n], cells[n])
-        self._cache[k] = _Shown(inputs, cells, row, line, self.cells.until(row))
+            for i in changed:  # made again when painted: a row out of view costs nothing
+                self.update_cell(k, columns[shown.index(i)], None)
+        self._cache[k] = _Shown(inputs, row, line, self.cells.until(row), drawn)
+
+    def _make_cell(self, k: str, column: str) -> Text:
+        """A cell left to be made when painted (RowTable.cell_source), from what its row's last
+        update saw: what an update made at once would have made."""
+        drawn = self._cache[k].drawn
+        assert drawn is not None  # (set by every update that leaves a cell to be made)
+        row, line, multi = drawn
+        return self.cells.cell(column, row, line, multi)
 
     def _mark_unread(self, unread: AbstractSet[Key]) -> frozenset[Key]:
         """Set the rows with an unread mark; the rows whose mark changed are compared again on
