@@ -163,8 +163,8 @@ class Client:
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
             verify=no_tls() if plain else True,
         )
-        # last messages read on stdlib connections (a third of httpx's cost each, tui.core.
-        # quick); not through a test's or a replay's transport, nor while recording
+        # last messages read on plain kept-alive sockets (a thirtieth of httpx's cost each,
+        # tui.core.quick); not through a test's or a replay's transport, nor while recording
         self._quick = (
             QuickGet(self.url, auth, timeout=timeout, deadline=deadline, max_body=max_body)
             if transport is None and plain and os.environ.get("OCWATCH_QUICK_READS") != "0"
