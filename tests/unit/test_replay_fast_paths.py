@@ -122,3 +122,18 @@ async def _pulled_by_step(path: Path, moments: list[float]) -> list[tuple[Any, .
 def test_follow_pulls_what_stepping_each_record_pulls(path: Path) -> None:
     moments, by_follow = asyncio.run(_pulled_by_follow(path))
     assert by_follow == asyncio.run(_pulled_by_step(path, moments))
+
+
+async def test_a_replays_client_has_no_network() -> None:
+    """A replay's client answers from the recording alone: no quick reads, and a request that
+    reaches its transport (none should) finds no network instead of a server."""
+    from tui.core.client import OcwatchError
+    from tui.record.replay import ReplayClient
+
+    client = ReplayClient("http://127.0.0.1:9")
+    assert client._quick is None
+    with pytest.raises(httpx.ConnectError, match="a replay has no network"):
+        await client.http.get("/session")
+    with pytest.raises(OcwatchError, match="not in the recording"):
+        await client.request("GET", "/session")
+    await client.aclose()
