@@ -332,3 +332,46 @@ async def test_rows_out_of_view_make_no_cells_until_they_are_painted() -> None:
         await pilot.pause()
         assert set(made) == set(t.row_keys[-(t.size.height - 1) :])
         assert paint(t) == paint_from_scratch(t)
+
+
+async def test_rows_a_state_change_moves_keep_their_lines_and_a_click_finds_them() -> None:
+    """A state change moves a row to the top and every row it passes down by one: they are
+    repainted from the lines they had (what a line paints names its row by key, not by
+    index), and a click or hover on a moved row reaches the session painted there."""
+    start = many()
+    app, source = make_app(start)
+    async with app.run_test(size=(120, 24)) as pilot:
+        await pilot.pause()
+        t = app.main_screen.table
+        index = t.get_row_index(t.row_keys[18])
+        moved_key = t.row_keys[index]
+        server, _, sid = moved_key.partition("\x1f")
+        paint(t)
+        made: list[str] = []
+        row_line = t._row_line
+
+        def spy(key: str, *rest):  # type: ignore[no-untyped-def]
+            made.append(key)
+            return row_line(key, *rest)
+
+        t._row_line = spy  # type: ignore[method-assign]
+        moved = views.with_row(
+            start, (server, sid), state="input", reason=None, pending=(views.PERMISSION,)
+        )
+        source.set(moved)
+        app.pull()
+        await pilot.pause()
+        painted = paint(t)
+        assert t.get_row_index(moved_key) < index  # it moved up; the rows it passed, down
+        passed = set(t.row_keys[t.get_row_index(moved_key) + 1 : index + 1])
+        assert len(passed) > 5
+        assert not passed & set(made)  # repainted from their lines, not made again
+        assert painted == paint_from_scratch(t)
+        # the mouse finds the session now painted where it points
+        y = index + 1  # (the header is line 0)
+        await pilot.hover(SessionTable, offset=(5, y))
+        await pilot.pause()
+        assert t.hover_row == index
+        await pilot.click(SessionTable, offset=(5, y))
+        await pilot.pause()
+        assert t.cursor_row == index and t.row_key_at(index) in passed

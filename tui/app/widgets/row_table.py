@@ -1,13 +1,15 @@
 """A table of one-line rows on Textual's Line API, owning its rows, columns and render caches.
 
 It paints what Textual's DataTable paints with a row cursor, a one-line header, fixed-width
-columns and no row labels: the same segments and styles, and the same `row` / `column` meta
-that mouse clicks and hovers read. What it does differently is what the session table needs
-under a stream of updates:
+columns and no row labels: the same segments and styles. The style meta that mouse clicks and
+hovers read names a row by its key (`key` / `column`; the header `row` HEADER), not by its
+index as DataTable's does, so a row keeps its painted line wherever it moves. What it does
+differently is what the session table needs under a stream of updates:
 
 - rows are put in an explicit order (`set_order`), not sorted by their cells;
 - replacing a cell (`update_cell`) renders that cell again, and repaints its row only;
-- a row that moved keeps its rendered cells (their meta is given the new index);
+- a row that moved keeps its painted line (a state change moves every row between its old and
+  new place: they are repainted from their lines, not rendered again);
 - a cell may be left to be made when it is first painted or read (None, asked of
   `cell_source`): rows out of view cost nothing until they are scrolled to;
 - a cursor or hover move repaints the rows it leaves and reaches, not every row.
@@ -41,7 +43,7 @@ PAD = 1
 REPAINT_ALL = 8
 """Rows repainted one by one before a paint, beyond which the whole table is repainted."""
 HEADER = -1
-"""The row index of the header (as the meta of its cells says)."""
+"""The row index of the header (as the `row` meta of its cells says)."""
 
 Line = list[Segment]
 
@@ -187,9 +189,9 @@ class RowTable(ScrollView, can_focus=True):
         self.hover_row = 0
         """The row under the mouse (HEADER for the header)."""
         self._show_hover = False  # hidden while the keyboard is used
-        # Render caches: per row, its cells rendered with no cursor or hover on them and the
-        # index their meta says, and its assembled line; the cursor and hover rows apart.
-        self._rendered: dict[str, tuple[int, list[Line | None]]] = {}
+        # Render caches: per row, its cells rendered with no cursor or hover on them, and its
+        # assembled line; the cursor and hover rows apart.
+        self._rendered: dict[str, list[Line | None]] = {}
         self._lines: dict[str, Strip] = {}
         self._special: dict[str, tuple[tuple[object, ...], Strip]] = {}
         self._header: tuple[bool, Strip] | None = None
@@ -299,7 +301,7 @@ class RowTable(ScrollView, can_focus=True):
         self._data[key][i] = cell
         rendered = self._rendered.get(key)
         if rendered is not None:
-            rendered[1][i] = None
+            rendered[i] = None
         self._lines.pop(key, None)
         self._special.pop(key, None)
         self._refresh_index(self.get_row_index(key))
@@ -316,15 +318,14 @@ class RowTable(ScrollView, can_focus=True):
         self._settle_size()
 
     def _reindex(self, order: list[str]) -> None:
-        """Take an order of every row: the lines of the rows whose index changed are dropped
-        (their cells keep their rendering, re-stamped when painted) and repainted."""
+        """Take an order of every row: the rows whose index changed are repainted (from their
+        lines: what they paint names them by key, wherever they are)."""
         old = self._index
         self._keys, self._holes = order, False
         self._index = index = {k: i for i, k in enumerate(order)}
-        lines, special = self._lines, self._special
+        special = self._special
         for k, i in index.items():
             if old.get(k) != i:
-                lines.pop(k, None)
                 special.pop(k, None)
                 self._refresh_index(i)
 
@@ -447,8 +448,20 @@ class RowTable(ScrollView, can_focus=True):
             self._set_hover(False)
             return
         self._set_hover(True)
-        if "row" in meta and "column" in meta:
-            self._move_hover(meta["row"])
+        row = self._row_of(meta)
+        if row is not None:
+            self._move_hover(row)
+
+    def _row_of(self, meta: dict[str, object]) -> int | None:
+        """The row index a painted cell's meta names (HEADER for the header), None if none."""
+        if not isinstance(meta.get("column"), int):
+            return None
+        key = meta.get("key")
+        if isinstance(key, str):
+            self._ordered()
+            return self._index.get(key)
+        row = meta.get("row")
+        return HEADER if row == HEADER else None
 
     def on_leave(self, _event: events.Leave) -> None:
         self._set_hover(False)
@@ -456,9 +469,10 @@ class RowTable(ScrollView, can_focus=True):
     async def on_click(self, event: events.Click) -> None:
         self._set_hover(True)
         meta = event.style.meta
-        if "row" not in meta or "column" not in meta:
+        row = self._row_of(meta)
+        if row is None:
             return
-        row, column = meta["row"], meta["column"]
+        column = meta["column"]
         if row == HEADER:
             keys = list(self.columns)
             if 0 <= column < len(keys):
@@ -594,14 +608,12 @@ class RowTable(ScrollView, can_focus=True):
         if cursor or hover:
             special = self._special.get(key)
             if special is None or special[0] != (index, cursor, hover):
-                line = self._row_line(key, index, base, width, scroll_x, cursor, hover)
+                line = self._row_line(key, base, width, scroll_x, cursor, hover)
                 special = self._special[key] = ((index, cursor, hover), line)
             return special[1]
         strip = self._lines.get(key)
         if strip is None:
-            strip = self._lines[key] = self._row_line(
-                key, index, base, width, scroll_x, False, False
-            )
+            strip = self._lines[key] = self._row_line(key, base, width, scroll_x, False, False)
         return strip
 
     def _cell_styles(self, header: bool, hover: bool, cursor: bool) -> tuple[Style, Style]:
@@ -619,7 +631,7 @@ class RowTable(ScrollView, can_focus=True):
     def _render_cell(
         self,
         cell: Text,
-        row: int,
+        key: str | None,
         column: int,
         width: int,
         base: Style,
@@ -627,7 +639,7 @@ class RowTable(ScrollView, can_focus=True):
         post: Style,
     ) -> Line:
         options = self._options or self.app.console_options.update(no_wrap=True)
-        pre = base + Style.from_meta({"row": row, "column": column}) + component
+        pre = base + Style.from_meta(_meta(key, column)) + component
         lines = self.app.console.render_lines(
             Styled(Padding(cell, (0, PAD)), pre_style=pre, post_style=post),
             options.update_dimensions(width, 1),
@@ -637,7 +649,7 @@ class RowTable(ScrollView, can_focus=True):
     def _assemble(
         self,
         cells: list[Line],
-        row: int,
+        key: str | None,
         row_style: Style,
         header: bool,
         hover: bool,
@@ -647,9 +659,7 @@ class RowTable(ScrollView, can_focus=True):
         scroll_x: int,
     ) -> Strip:
         extend, _ = self._cell_styles(header, hover, cursor)
-        extend = (
-            row_style + extend + Style.from_meta({"row": row, "column": 0, "out_of_bounds": True})
-        )
+        extend = row_style + extend + Style.from_meta({**_meta(key, 0), "out_of_bounds": True})
         segments = [segment for cell in cells for segment in cell]
         segments.append(Segment(" " * max(0, width - self._table_width), extend))
         strip = Strip(segments)
@@ -661,15 +671,14 @@ class RowTable(ScrollView, can_focus=True):
         style = self.get_component_styles("row-table--header").rich_style
         component, post = self._cell_styles(True, hover, False)
         cells = [
-            self._render_cell(column.label, HEADER, i, column.render_width, style, component, post)
+            self._render_cell(column.label, None, i, column.render_width, style, component, post)
             for i, column in enumerate(self.columns.values())
         ]
-        return self._assemble(cells, HEADER, style, True, hover, False, base, width, scroll_x)
+        return self._assemble(cells, None, style, True, hover, False, base, width, scroll_x)
 
     def _row_line(
         self,
         key: str,
-        index: int,
         base: Style,
         width: int,
         scroll_x: int,
@@ -680,36 +689,31 @@ class RowTable(ScrollView, can_focus=True):
         if cursor or hover:
             component, post = self._cell_styles(False, hover, cursor)
             cells = [
-                self._render_cell(self._cell(key, i), index, i, w, base, component, post)
+                self._render_cell(self._cell(key, i), key, i, w, base, component, post)
                 for i, w in enumerate(widths)
             ]
         else:
-            cells = self._plain_cells(key, index, base, widths)
-        return self._assemble(cells, index, base, False, hover, cursor, base, width, scroll_x)
+            cells = self._plain_cells(key, base, widths)
+        return self._assemble(cells, key, base, False, hover, cursor, base, width, scroll_x)
 
-    def _plain_cells(self, key: str, index: int, base: Style, widths: list[int]) -> list[Line]:
-        """A row's cells with no cursor or hover on them, from the cache: the ones replaced
-        are rendered again, and a row that moved has the meta of its cells re-stamped."""
-        stamped, rendered = self._rendered.get(key) or (index, [None] * len(widths))
-        if stamped != index:
-            rendered = [
-                None if line is None else _restamp(line, index, i)
-                for i, line in enumerate(rendered)
-            ]
+    def _plain_cells(self, key: str, base: Style, widths: list[int]) -> list[Line]:
+        """A row's cells with no cursor or hover on them, from the cache: only the ones
+        replaced are rendered again."""
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = [None] * len(widths)
         plain, post = self._cell_styles(False, False, False)
         out: list[Line] = []
         for i, line in enumerate(rendered):
             if line is None:
                 line = rendered[i] = self._render_cell(
-                    self._cell(key, i), index, i, widths[i], base, plain, post
+                    self._cell(key, i), key, i, widths[i], base, plain, post
                 )
             out.append(line)
-        self._rendered[key] = (index, rendered)
         return out
 
 
-def _restamp(line: Line, row: int, column: int) -> Line:
-    """A rendered cell with the meta of another row index (the style addition gives the
-    same style a fresh render would)."""
-    stamp = Style.from_meta({"row": row, "column": column})
-    return [Segment(s.text, s.style + stamp if s.style else stamp, s.control) for s in line]
+def _meta(key: str | None, column: int) -> dict[str, object]:
+    """The style meta of a painted cell: its row's key and its column (the header: `row`
+    HEADER)."""
+    return {"row": HEADER, "column": column} if key is None else {"key": key, "column": column}
