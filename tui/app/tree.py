@@ -74,6 +74,13 @@ def parent_key(row: SessionRow, rows: Mapping[Key, SessionRow]) -> Key | None:
     return key if key in rows else None
 
 
+_NO_KIDS: list[Key] = []
+
+
+def _by_id(key: Key) -> tuple[str, str]:
+    return (key[1], key[0])
+
+
 def layout(
     rows: Mapping[Key, SessionRow],
     *,
@@ -108,12 +115,13 @@ def layout(
         matched = set(rows)
 
     def order(keys: list[Key]) -> list[Key]:
-        keep = [k for k in keys if shown is None or k in shown]
-        # ties by id, not by last activity: under a stream of events the activity of busy
-        # rows changes on every redraw, and rows would keep trading places (each move also
-        # re-renders the table). OpenCode's session ids sort newest first.
-        keep.sort(key=lambda k: (k[1], k[0]))
-        keep.sort(key=lambda k: sort_value(rows[k], sort), reverse=reverse)
+        keep = list(keys) if shown is None else [k for k in keys if k in shown]
+        if len(keep) > 1:
+            # ties by id, not by last activity: under a stream of events the activity of busy
+            # rows changes on every redraw, and rows would keep trading places (each move also
+            # re-renders the table). OpenCode's session ids sort newest first.
+            keep.sort(key=_by_id)
+            keep.sort(key=lambda k: sort_value(rows[k], sort), reverse=reverse)
         return keep
 
     folded = set(collapsed)
@@ -134,7 +142,7 @@ def layout(
         if key in visited:  # a parent cycle: show each row once
             return
         visited.add(key)
-        kids = order(children.get(key, []))
+        kids = order(children[key]) if key in children else _NO_KIDS
         is_folded = key in folded and bool(kids)
         hidden = descendants(key) - visited if is_folded else set()
         visited.update(hidden)  # placed (folded away), not orphans
