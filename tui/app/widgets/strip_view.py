@@ -24,8 +24,13 @@ class StripView(ScrollView):
         A new virtual size asks Textual for a layout of the whole screen, which repaints
         every widget on it (a 2,000-row table included). It is needed only when the
         vertical scrollbar comes or goes; otherwise the size is set without one."""
-        self._lines = lines
+        old, self._lines = self._lines, lines
         size = Size(width, len(lines))
+        if size == self.virtual_size and len(old) == len(lines):
+            # the same shape: repaint only the lines in view that changed (a pane on a
+            # running session changes a time or two a second, not its forty lines)
+            self._refresh_changed(old, lines)
+            return
         overflows = size.height > self.scrollable_content_region.height
         if size != self.virtual_size and overflows == self.show_vertical_scrollbar:
             self.set_reactive(Widget.virtual_size, size)
@@ -34,6 +39,16 @@ class StripView(ScrollView):
         else:
             self.virtual_size = size
         self.refresh()
+
+    def _refresh_changed(self, old: list[Strip], new: list[Strip]) -> None:
+        top = self.scroll_offset.y
+        region = self.scrollable_content_region
+        changed = [y for y in range(top, min(len(new), top + region.height)) if old[y] != new[y]]
+        if len(changed) > region.height // 2:
+            self.refresh()
+            return
+        for y in changed:
+            self.refresh_line(y)
 
     def render_lines(self, crop: Region) -> list[Strip]:
         # the widget's style once per paint, not once per line (it walks the ancestors)
