@@ -22,6 +22,7 @@ from .decide import (
     Link,
     Request,
     SessionInputs,
+    as_previous,
     clock_text,
     decide,
     ms,
@@ -65,7 +66,9 @@ class DeriveMemo:
     A row is reused exactly when the session's `SessionInputs` equal those it was decided from
     and `at <= now < valid_until` (the clock not gone back, no grace period ended, no "N s ago"
     ticked). The objects of sessions that did not change are the same across a resync
-    (MessageCache, MessageCache.sessions_from), so the comparison is mostly by identity.
+    (MessageCache, MessageCache.sessions_from), so the comparison is mostly by identity. A row
+    decided anew is filed under the inputs that have it as their previous row (they decide it
+    too: decide.as_previous), those of the next call that is handed it back.
 
     Between two calls on the same snapshot and fold, with the caller's previous rows, only the
     rows that can differ are looked at (`_candidates`): the sessions the journal changed a fact
@@ -152,8 +155,13 @@ def derive_server(
         decided = decide(inputs, now, settings)
         key = (inputs.server, sid)
         old = get_prev(key)
-        if old is not None and old == decided.row and _same_requests(old, inputs):
+        row = decided.row
+        if old is not None and old == row and _same_requests(old, inputs):
             decided = Decided(old, decided.valid_until)  # the same row: the same object
+        elif (again := as_previous(inputs, row)) is not None:
+            # filed under the inputs of the next call, whose previous row is this one: they
+            # decide it too (decide.as_previous), so that call reuses it
+            inputs = again
         rows[key] = decided.row
         cache[sid] = _Memoed(inputs, decided, now)
         if decided.valid_until != math.inf:
