@@ -365,7 +365,7 @@ def _families(
     running: Callable[[str], bool],
 ) -> dict[str, _Family]:
     """Roll requests and busy descendants up the tree (`children`: see _children; memoised;
-    iterative: it can be deep)."""
+    iterative: it can be deep; a leaf is read where its parent is rolled up, not walked)."""
     rolled: dict[str, tuple[_Asked, ...]] = {}
     busy_desc: dict[str, list[str]] = {}
     for root in children:  # leaves need no walk: their own requests are all they have
@@ -380,10 +380,15 @@ def _families(
                 pend = list(own.get(sid, ()))
                 below: list[str] = []
                 for c in children.get(sid, ()):
-                    pend.extend(rolled.get(c, ()))
-                    if running(c):
-                        below.append(c)
-                    below.extend(busy_desc.get(c, ()))
+                    if c in children:
+                        pend.extend(rolled.get(c, ()))
+                        if running(c):
+                            below.append(c)
+                        below.extend(busy_desc.get(c, ()))
+                    else:  # a leaf: its own requests, nothing below it
+                        pend.extend(own.get(c, ()))
+                        if running(c):
+                            below.append(c)
                 rolled[sid] = tuple(pend)
                 busy_desc[sid] = below
                 continue
@@ -392,7 +397,7 @@ def _families(
             on_path.add(sid)
             stack.append((sid, True))
             for c in children.get(sid, ()):
-                if c not in rolled and c not in on_path:
+                if c in children and c not in rolled and c not in on_path:  # leaves: above
                     stack.append((c, False))
     out: dict[str, _Family] = {
         sid: (rolled[sid], tuple(busy_desc[sid]), tuple(sorted(kids)))
