@@ -93,6 +93,7 @@ class DeriveMemo:
     changed: list[tuple[str, str]] | None = None
     merged: _Merged | None = None  # the last call's merged maps (kept up to date)
     order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
+    listed: list[str] = field(default_factory=list)  # the sessions `order` was made for
 
 
 def derive_server(
@@ -132,7 +133,10 @@ def derive_server(
         merged = _merge(snapshot, facts)
         if memo is not None:
             memo.merged = merged
-            memo.order = dict(zip(merged.sessions, range(len(merged.sessions)), strict=True))
+            listed = list(merged.sessions)
+            if listed != memo.listed:  # (a resync mostly lists the same sessions again)
+                memo.listed = listed
+                memo.order = dict(zip(listed, range(len(listed)), strict=True))
     rows: Rows
     looked_at: Iterable[tuple[str, Session]]
     if candidates is None:
