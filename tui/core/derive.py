@@ -306,7 +306,7 @@ def _gather(
     get_carried = facts.carried_errors.get if facts.carried_errors else None
     get_carried_at = facts.carried_status_at.get if facts.carried_status_at else None
     journal_messages = bool(facts.messages or facts.parts)
-    get_prev = prev.get
+    get_prev = prev.get if prev else None  # (a first derive has no previous rows)
     for sid, s in looked_at:
         family = get_family(sid)
         requests, busy, kids = (_NO_REQUESTS, _NONE, _NONE) if family is None else family
@@ -348,7 +348,7 @@ def _gather(
             claim,
             quiet,
             get_touched(sid) if get_touched is not None else None,
-            get_prev((server, sid)),
+            get_prev((server, sid)) if get_prev is not None else None,
             link,
         )
 
