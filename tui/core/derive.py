@@ -231,6 +231,7 @@ _Asked = tuple[Request, float | None]
 _Family = tuple[tuple[_Asked, ...], tuple[str, ...], tuple[str, ...]]
 _NONE: tuple[str, ...] = ()
 _NO_REQUESTS: tuple[_Asked, ...] = ()
+_NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
 
 
 #: SessionInputs' fields as a plain tuple, in its order (what _gather yields)
@@ -308,8 +309,7 @@ def _gather(
     journal_messages = bool(facts.messages or facts.parts)
     get_prev = prev.get if prev else None  # (a first derive has no previous rows)
     for sid, s in looked_at:
-        family = get_family(sid)
-        requests, busy, kids = (_NO_REQUESTS, _NONE, _NONE) if family is None else family
+        requests, busy, kids = get_family(sid, _NO_FAMILY)
         is_loading = sid in loading if loading else False
         msg: Message | None = None
         if not is_loading:
