@@ -53,12 +53,14 @@ Rows = dict[tuple[str, str], SessionRow]
 
 class _Memoed(NamedTuple):
     """A decided row, what it was decided from, and when (with the decision's row and validity
-    beside it: the reuse check unpacks them, a NamedTuple's attributes cost more)."""
+    beside it: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
+    key, made once: a key made per call is one more object for the collector to visit)."""
 
     inputs: SessionInputs
     at: float
     valid_until: float
     row: SessionRow
+    key: tuple[str, str]
     decided: Decided
 
 
@@ -153,20 +155,20 @@ def derive_server(
         return rows
 
     cache = memo.rows
-    get_hit, get_prev = cache.get, prev.get
+    get_hit = cache.get
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
         sid = fields[1].id
         hit = get_hit(sid)
         if hit is not None:
-            then, at, valid_until, row, _ = hit
+            then, at, valid_until, row, key, _ = hit
             if at <= now < valid_until and then == fields:  # the same inputs, still valid
-                rows[(server, sid)] = row
+                rows[key] = row  # (the same server: it is one of the inputs)
                 continue
         inputs = new(SessionInputs, fields)
         decided = decide(inputs, now, settings)
         key = (server, sid)
-        old = get_prev(key)
+        old = fields[17]  # the previous row
         row, valid_until = decided
         if old is not None and old == row and _same_requests(old, inputs):
             row = old  # the same row: the same object
@@ -176,7 +178,7 @@ def derive_server(
             # decide it too (decide.as_previous), so that call reuses it
             inputs = again
         rows[key] = row
-        cache[sid] = _Memoed(inputs, now, valid_until, row, decided)
+        cache[sid] = _Memoed(inputs, now, valid_until, row, key, decided)
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
