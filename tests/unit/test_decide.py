@@ -97,6 +97,24 @@ def test_a_row_handed_back_as_its_previous_decides_itself(
                 assert decide(again, later, S).row == first.row, (later - now, link)
 
 
+@given(snapshots(), st.lists(events(), max_size=25), st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_gathered_claim_and_quiet_times_are_the_servers_last_word(snapshot, evs, data):
+    """claim_at / quiet_at: when the server last said the session runs / does not run: its last
+    status event, else the snapshot, by its status map and its active list."""
+    listed = data.draw(st.frozensets(st.sampled_from(sorted(snapshot.sessions) or ["ses_0"])))
+    snapshot = dataclasses.replace(snapshot, active=listed, started_at=T0 - 30.0)
+    facts = journal_of(evs).facts()
+    for sid, i in inputs_of(snapshot, facts).items():
+        fact = facts.status.get(sid)
+        if fact is None:
+            runs = sid in snapshot.status or sid in snapshot.active
+            at = snapshot.started_at
+        else:
+            runs, at = fact.status is not None, fact.at
+        assert (i.claim_at, i.quiet_at) == ((at, None) if runs else (None, at)), sid
+
+
 @given(snapshots(), st.lists(events(), max_size=25), now_st)
 @settings(max_examples=200, deadline=None)
 def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):

@@ -298,7 +298,7 @@ def _gather(
     # per-server lookups, bound once: the loop below runs once per session
     get_family = _families(merged.children, own, running).get
     server = snapshot.server
-    get_snap_msg, snap_status, snap_active = snapshot.messages.get, snapshot.status, snapshot.active
+    get_snap_msg = snapshot.messages.get
     snap_started, loading = snapshot.started_at, snapshot.loading
     get_status = status.get
     # the journal's maps, looked up only when not empty (after a resync they mostly are)
@@ -318,12 +318,15 @@ def _gather(
             msg = get_snap_msg(sid)
             if journal_messages:
                 msg = merge_message(msg, facts, sid)
+        st = get_status(sid)
+        listed = sid in active
         seen_status = get_status_fact(sid) if get_status_fact is not None else None
         if seen_status is None:
             status_at = None
             # when the server last said the session runs: the snapshot that listed it; when it
-            # last said it does not: the snapshot that did not
-            claim = snap_started if sid in snap_status or sid in snap_active else None
+            # last said it does not: the snapshot that did not (with no status event since,
+            # the merged entry and active list are the snapshot's)
+            claim = snap_started if st is not None or listed else None
             quiet = snap_started if claim is None else None
         else:  # the stream's last status fact: when it changed, and whether it said it runs
             status_at = seen_status.at
@@ -335,9 +338,9 @@ def _gather(
         yield (
             server,
             s,
-            get_status(sid),
+            st,
             get_retrying(sid) if get_retrying is not None else None,
-            sid in active,
+            listed,
             is_loading,
             msg,
             requests,
