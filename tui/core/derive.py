@@ -96,6 +96,8 @@ class DeriveMemo:
     merged: _Merged | None = None  # the last call's merged maps (kept up to date)
     order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
     listed: list[str] = field(default_factory=list)  # the sessions `order` was made for
+    values: list[Session] = field(default_factory=list)  # and those `children` was made of
+    children: dict[str, list[str]] = field(default_factory=dict)
 
 
 def derive_server(
@@ -132,13 +134,9 @@ def derive_server(
                 merged = memo.merged
         memo.snapshot, memo.facts = snapshot, facts
     if merged is None:
-        merged = _merge(snapshot, facts)
+        merged = _merge(snapshot, facts, memo)
         if memo is not None:
             memo.merged = merged
-            listed = list(merged.sessions)
-            if listed != memo.listed:  # (a resync mostly lists the same sessions again)
-                memo.listed = listed
-                memo.order = dict(zip(listed, range(len(listed)), strict=True))
     rows: Rows
     looked_at: Iterable[tuple[str, Session]]
     if candidates is None:
@@ -429,7 +427,7 @@ class _Merged:
     children: dict[str, list[str]]
 
 
-def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
+def _merge(snapshot: Snapshot, facts: Facts, memo: DeriveMemo | None = None) -> _Merged:
     # sessions: snapshot, then journal creations/updates/deletions observed after it
     sessions = sessions_after(snapshot.sessions, facts)
     # status: snapshot map, overridden by status events observed after it
@@ -440,7 +438,23 @@ def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
         else:
             status[sid] = fact.status
     active = set(snapshot.active) - {sid for sid, f in facts.status.items() if f.status is None}
-    return _Merged(sessions, status, active, _children(sessions))
+    return _Merged(sessions, status, active, _tree(sessions, memo))
+
+
+def _tree(sessions: dict[str, Session], memo: DeriveMemo | None) -> dict[str, list[str]]:
+    """_children(sessions); with a memo, the last one made when the same sessions are listed in
+    the same order (the same Session objects, or equal ones: a resync mostly reuses them), and
+    the rows' order (`memo.order`) made again only when the sessions listed changed."""
+    if memo is None:
+        return _children(sessions)
+    listed = list(sessions)
+    if listed != memo.listed:
+        memo.listed, memo.values = listed, []
+        memo.order = dict(zip(listed, range(len(listed)), strict=True))
+    values = list(sessions.values())
+    if values != memo.values:
+        memo.values, memo.children = values, _children(sessions)
+    return memo.children
 
 
 def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> None:
