@@ -1,11 +1,12 @@
 """derive(): the View's rows of one server from (snapshot, journal, now, settings).
 
 Same inputs, same rows: no clock reads, no I/O, no mutation of inputs. For each session it
-gathers what the row is decided from into one `SessionInputs` (`_inputs`, the only place), and
-asks the pure `decide()` (decide.py, the design's decision order) for the row and until when it
-holds. A `DeriveMemo` (owned by the caller) reuses a row exactly when its inputs equal those it
-was decided from and the clock is inside that decision's validity; passing one never changes the
-result (a property test holds it to that).
+gathers what the row is decided from into one `SessionInputs` (`_gather`, the only place; as the
+plain tuple of its fields, see there), and asks the pure `decide()` (decide.py, the design's
+decision order) for the row and until when it holds. A `DeriveMemo` (owned by the caller)
+reuses a row exactly when its inputs equal those it was decided from and the clock is inside
+that decision's validity; passing one never changes the result (a property test holds it to
+that).
 """
 
 from __future__ import annotations
