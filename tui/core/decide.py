@@ -283,7 +283,7 @@ def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
     on the next call."""
     if not inputs.link.reachable:
         return None
-    return _new(SessionInputs, (*inputs[:17], row, inputs[18]))
+    return inputs._replace(previous=row)
 
 
 def _verdict(

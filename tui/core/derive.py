@@ -15,7 +15,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .decide import (
     SERVER_REASONS,
@@ -157,7 +157,7 @@ def derive_server(
     get_hit = cache.get
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
-        sid = fields[1].id
+        sid = fields[_SESSION].id
         hit = get_hit(sid)
         if hit is not None:
             then, at, valid_until, row, key, _ = hit
@@ -167,7 +167,7 @@ def derive_server(
         inputs = new(SessionInputs, fields)
         decided = decide(inputs, now, settings)
         key = (server, sid)
-        old = fields[17]  # the previous row
+        old = fields[_PREVIOUS]
         row, valid_until = decided
         if old is not None and old == row and _same_requests(old, inputs):
             row = old  # the same row: the same object
@@ -218,7 +218,7 @@ def inputs_of(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
-        fields[1].id: tuple.__new__(SessionInputs, fields)
+        fields[_SESSION].id: tuple.__new__(SessionInputs, fields)
         for fields in _gather(
             snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
         )
@@ -235,6 +235,11 @@ _NO_REQUESTS: tuple[_Asked, ...] = ()
 _NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
 
 
+#: where a SessionInputs' session and previous row are in the plain tuple of its fields
+_SESSION: Final = 1
+_PREVIOUS: Final = 17
+assert SessionInputs._fields[_SESSION] == "session"
+assert SessionInputs._fields[_PREVIOUS] == "previous"
 #: SessionInputs' fields as a plain tuple, in its order (what _gather yields)
 _Fields = tuple[
     str,
