@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from tests.builders import SERVER, T0, assistant, busy, session, snap, status_event, user
 from tests.unit.test_derive_properties import assert_memo_agrees, events, now_st, snapshots
 from tui.core import derive as derive_mod
-from tui.core.decide import Link, SessionInputs, decide
+from tui.core.decide import Link, SessionInputs, as_previous, decide
 from tui.core.derive import DeriveMemo, derive_server, inputs_of
 from tui.core.journal import Journal
 from tui.core.settings import Settings
@@ -58,6 +58,61 @@ def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, w
             if later >= first.valid_until:
                 continue  # rounded up onto the boundary
             assert decide(inputs, later, S).row == first.row, (later - now, first.valid_until)
+
+
+links = st.sampled_from(
+    [Link(), Link(False, "connection refused", T0 - 5.0), Link(False, None, None)]
+)
+
+
+@given(
+    snapshots(),
+    st.lists(events(), max_size=25),
+    now_st,
+    st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=4),
+    st.sampled_from([None, Link(), Link(False, "connection refused", T0 - 9.0)]),
+    links,
+)
+@settings(max_examples=300, deadline=None)
+def test_a_row_handed_back_as_its_previous_decides_itself(
+    snapshot, evs, now, fractions, before, link
+):
+    """as_previous(): the inputs with the row they decided as the previous row decide that row
+    again wherever the first decision holds (the memo files a row under them, for the next call
+    whose previous row it is); where that is not so (a link down) it says None."""
+    facts = journal_of(evs).facts()
+    previous = None if before is None else derive_server(snapshot, facts, now - 7.0, S, link=before)
+    for inputs in inputs_of(snapshot, facts, previous, link).values():
+        first = decide(inputs, now, S)
+        again = as_previous(inputs, first.row)
+        if again is None:
+            assert not link.reachable
+            continue
+        assert again.previous is first.row and again._replace(previous=inputs.previous) == inputs
+        assert decide(again, now, S).row == first.row
+        horizon = min(first.valid_until, now + 600.0)
+        for f in fractions:
+            later = now + f * (horizon - now)
+            if later < first.valid_until:
+                assert decide(again, later, S).row == first.row, (later - now, link)
+
+
+@given(snapshots(), st.lists(events(), max_size=25), st.data())
+@settings(max_examples=300, deadline=None)
+def test_the_gathered_claim_and_quiet_times_are_the_servers_last_word(snapshot, evs, data):
+    """claim_at / quiet_at: when the server last said the session runs / does not run: its last
+    status event, else the snapshot, by its status map and its active list."""
+    listed = data.draw(st.frozensets(st.sampled_from(sorted(snapshot.sessions) or ["ses_0"])))
+    snapshot = dataclasses.replace(snapshot, active=listed, started_at=T0 - 30.0)
+    facts = journal_of(evs).facts()
+    for sid, i in inputs_of(snapshot, facts).items():
+        fact = facts.status.get(sid)
+        if fact is None:
+            runs = sid in snapshot.status or sid in snapshot.active
+            at = snapshot.started_at
+        else:
+            runs, at = fact.status is not None, fact.at
+        assert (i.claim_at, i.quiet_at) == ((at, None) if runs else (None, at)), sid
 
 
 @given(snapshots(), st.lists(events(), max_size=25), now_st)
@@ -115,6 +170,26 @@ def test_the_same_inputs_inside_their_validity_are_not_decided_again(monkeypatch
     asked.clear()
     again = derive_server(snapshot, (), T0 + 10.7, S, previous=rows, memo=memo)
     assert asked == [] and again[(SERVER, "ses_a")] is rows[(SERVER, "ses_a")]
+
+
+def test_a_row_decided_before_its_previous_was_known_is_reused_with_it(monkeypatch):
+    """The first call has no previous rows; the next passes what it returned: the memo files
+    each row under those inputs (as_previous), so nothing is decided again, and a row that
+    changed is decided once, not again on the call after."""
+    asked = _counting(monkeypatch)
+    sessions = [session(f"ses_{i}") for i in range(3)]
+    done = {s.id: assistant("msg_2", s.id, created=T0 - 9, completed=T0 - 8) for s in sessions}
+    snapshot, memo = snap(sessions, messages=done, started_at=T0), DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    asked.clear()
+    again = derive_server(snapshot, (), T0 + 1, S, previous=rows, memo=memo)
+    assert asked == [] and again == rows
+    resynced = dataclasses.replace(snapshot, status={"ses_1": busy()})
+    rows = derive_server(resynced, (), T0 + 1, S, previous=again, memo=memo)
+    assert asked == ["ses_1"] and rows[(SERVER, "ses_1")].state == "busy"
+    asked.clear()
+    derive_server(dataclasses.replace(resynced), (), T0 + 1, S, previous=rows, memo=memo)
+    assert asked == []
 
 
 def test_a_clock_gone_back_decides_again(monkeypatch):

@@ -271,6 +271,21 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
 _new = tuple.__new__  # a NamedTuple without its Python-level __new__ (once per session)
 
 
+def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
+    """The same inputs with `row`, the row they decided, as the previous row: they decide `row`
+    again, at every moment the first decision holds (None: not so, the link being down).
+
+    decide() reads its previous row only for what it hands on to the row it makes (the settled
+    state an unsettled row keeps, the time in state when no fact dates it), so a row handed its
+    own fields back makes itself again; the one exception is an unreachable server's row, which
+    keeps none of what it was handed (its "last known state" is the previous row's). The caller
+    passes the rows it was given back, so a memo that files a row under these inputs finds it
+    on the next call."""
+    if not inputs.link.reachable:
+        return None
+    return inputs._replace(previous=row)
+
+
 def _verdict(
     i: SessionInputs,
     st: SessionStatus | None,

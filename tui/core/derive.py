@@ -1,11 +1,12 @@
 """derive(): the View's rows of one server from (snapshot, journal, now, settings).
 
 Same inputs, same rows: no clock reads, no I/O, no mutation of inputs. For each session it
-gathers what the row is decided from into one `SessionInputs` (`_inputs`, the only place), and
-asks the pure `decide()` (decide.py, the design's decision order) for the row and until when it
-holds. A `DeriveMemo` (owned by the caller) reuses a row exactly when its inputs equal those it
-was decided from and the clock is inside that decision's validity; passing one never changes the
-result (a property test holds it to that).
+gathers what the row is decided from into one `SessionInputs` (`_gather`, the only place; as the
+plain tuple of its fields, see there), and asks the pure `decide()` (decide.py, the design's
+decision order) for the row and until when it holds. A `DeriveMemo` (owned by the caller)
+reuses a row exactly when its inputs equal those it was decided from and the clock is inside
+that decision's validity; passing one never changes the result (a property test holds it to
+that).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .decide import (
     SERVER_REASONS,
@@ -22,6 +23,7 @@ from .decide import (
     Link,
     Request,
     SessionInputs,
+    as_previous,
     clock_text,
     decide,
     ms,
@@ -29,7 +31,7 @@ from .decide import (
     run_start,
 )
 from .journal import Entry, Facts, fold, merge_message, sessions_after, status_after
-from .models import Message, Session, SessionStatus
+from .models import Message, MessageError, Session, SessionStatus
 from .settings import Settings
 from .snapshot import Snapshot
 from .view import SessionRow, ago
@@ -51,11 +53,16 @@ Rows = dict[tuple[str, str], SessionRow]
 
 
 class _Memoed(NamedTuple):
-    """A decided row, what it was decided from, and when."""
+    """A decided row, what it was decided from, and when (with the decision's row and validity
+    beside it: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
+    key, made once: a key made per call is one more object for the collector to visit)."""
 
     inputs: SessionInputs
-    decided: Decided
     at: float
+    valid_until: float
+    row: SessionRow
+    key: tuple[str, str]
+    decided: Decided
 
 
 @dataclass
@@ -65,7 +72,9 @@ class DeriveMemo:
     A row is reused exactly when the session's `SessionInputs` equal those it was decided from
     and `at <= now < valid_until` (the clock not gone back, no grace period ended, no "N s ago"
     ticked). The objects of sessions that did not change are the same across a resync
-    (MessageCache, MessageCache.sessions_from), so the comparison is mostly by identity.
+    (MessageCache, MessageCache.sessions_from), so the comparison is mostly by identity. A row
+    decided anew is filed under the inputs that have it as their previous row (they decide it
+    too: decide.as_previous), those of the next call that is handed it back.
 
     Between two calls on the same snapshot and fold, with the caller's previous rows, only the
     rows that can differ are looked at (`_candidates`): the sessions the journal changed a fact
@@ -87,6 +96,9 @@ class DeriveMemo:
     changed: list[tuple[str, str]] | None = None
     merged: _Merged | None = None  # the last call's merged maps (kept up to date)
     order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
+    listed: list[str] = field(default_factory=list)  # the sessions `order` was made for
+    values: list[Session] = field(default_factory=list)  # and those `children` was made of
+    children: dict[str, list[str]] = field(default_factory=dict)
 
 
 def derive_server(
@@ -123,10 +135,9 @@ def derive_server(
                 merged = memo.merged
         memo.snapshot, memo.facts = snapshot, facts
     if merged is None:
-        merged = _merge(snapshot, facts)
+        merged = _merge(snapshot, facts, memo)
         if memo is not None:
             memo.merged = merged
-            memo.order = {sid: i for i, sid in enumerate(merged.sessions)}
     rows: Rows
     looked_at: Iterable[tuple[str, Session]]
     if candidates is None:
@@ -134,48 +145,58 @@ def derive_server(
     else:  # the previous rows, and only those that can differ looked at again
         rows, looked_at = dict(prev), [(sid, merged.sessions[sid]) for sid in candidates]
     gathered = _gather(snapshot, facts, merged, prev, link, looked_at)
+    server = snapshot.server
+    new = tuple.__new__  # SessionInputs without its Python-level __new__ (a hot loop)
     if memo is None:
-        for inputs in gathered:
-            row = decide(inputs, now, settings).row
-            rows[(row.server, row.id)] = row
+        for fields in gathered:
+            row = decide(new(SessionInputs, fields), now, settings)[0]
+            rows[(server, row.id)] = row
         return rows
 
     cache = memo.rows
-    get_hit, get_prev = cache.get, prev.get
+    get_hit = cache.get
     pushed: list[tuple[float, str]] = []
-    for inputs in gathered:
-        sid = inputs.session.id
+    for fields in gathered:
+        sid = fields[_SESSION].id
         hit = get_hit(sid)
-        if hit is not None and hit.at <= now < hit.decided.valid_until and hit.inputs == inputs:
-            rows[(inputs.server, sid)] = hit.decided.row
-            continue
+        if hit is not None:
+            then, at, valid_until, row, key, _ = hit
+            if at <= now < valid_until and then == fields:  # the same inputs, still valid
+                rows[key] = row  # (the same server: it is one of the inputs)
+                continue
+        inputs = new(SessionInputs, fields)
         decided = decide(inputs, now, settings)
-        key = (inputs.server, sid)
-        old = get_prev(key)
-        if old is not None and old == decided.row and _same_requests(old, inputs):
-            decided = Decided(old, decided.valid_until)  # the same row: the same object
-        rows[key] = decided.row
-        cache[sid] = _Memoed(inputs, decided, now)
-        if decided.valid_until != math.inf:
-            pushed.append((decided.valid_until, sid))
+        key = (server, sid)
+        old = fields[_PREVIOUS]
+        row, valid_until = decided
+        if old is not None and old == row and _same_requests(old, inputs):
+            row = old  # the same row: the same object
+            decided = Decided(old, valid_until)
+        elif (again := as_previous(inputs, row)) is not None:
+            # filed under the inputs of the next call, whose previous row is this one: they
+            # decide it too (decide.as_previous), so that call reuses it
+            inputs = again
+        rows[key] = row
+        cache[sid] = _Memoed(inputs, now, valid_until, row, key, decided)
+        if valid_until != math.inf:
+            pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
         sessions = merged.sessions
         for sid in [sid for sid in cache if sid not in sessions]:
             del cache[sid]  # gone with the snapshot that listed it
-    if candidates is None or len(memo.deadlines) > 4 * len(cache) + 64:
-        memo.deadlines = [
-            (e.decided.valid_until, sid)
-            for sid, e in cache.items()
-            if e.decided.valid_until != math.inf
-        ]
+    heap = memo.deadlines
+    if len(heap) + len(pushed) > 4 * len(cache) + 64:
+        memo.deadlines = [(e[2], sid) for sid, e in cache.items() if e[2] != math.inf]
         heapq.heapify(memo.deadlines)
+    elif len(pushed) > 64:
+        heap += pushed
+        heapq.heapify(heap)
     else:
         for item in pushed:
-            heapq.heappush(memo.deadlines, item)
+            heapq.heappush(heap, item)
     memo.last_rows, memo.last_now, memo.consumed = rows, now, len(facts.changed)
     memo.changed = None
     if candidates is not None:
-        server = snapshot.server
         keys = [(server, sid) for sid in candidates]
         memo.changed = [key for key in keys if rows[key] is not prev.get(key)]
     return rows
@@ -197,8 +218,8 @@ def inputs_of(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
-        i.session.id: i
-        for i in _gather(
+        fields[_SESSION].id: tuple.__new__(SessionInputs, fields)
+        for fields in _gather(
             snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
         )
     }
@@ -211,6 +232,36 @@ _Asked = tuple[Request, float | None]
 _Family = tuple[tuple[_Asked, ...], tuple[str, ...], tuple[str, ...]]
 _NONE: tuple[str, ...] = ()
 _NO_REQUESTS: tuple[_Asked, ...] = ()
+_NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
+
+
+#: where a SessionInputs' session and previous row are in the plain tuple of its fields
+_SESSION: Final = 1
+_PREVIOUS: Final = 17
+assert SessionInputs._fields[_SESSION] == "session"
+assert SessionInputs._fields[_PREVIOUS] == "previous"
+#: SessionInputs' fields as a plain tuple, in its order (what _gather yields)
+_Fields = tuple[
+    str,
+    Session,
+    SessionStatus | None,
+    SessionStatus | None,
+    bool,
+    bool,
+    Message | None,
+    tuple[_Asked, ...],
+    tuple[str, ...],
+    tuple[str, ...],
+    MessageError | None,
+    MessageError | None,
+    float | None,
+    float | None,
+    float | None,
+    float | None,
+    float | None,
+    SessionRow | None,
+    Link,
+]
 
 
 def _gather(
@@ -220,9 +271,13 @@ def _gather(
     prev: Rows,
     link: Link,
     looked_at: Iterable[tuple[str, Session]],
-) -> Iterator[SessionInputs]:
+) -> Iterator[_Fields]:
     """Each looked-at session's SessionInputs: the one place they are gathered. The server's
-    open requests are rolled up the tree once, and its lookups bound once, for the whole loop."""
+    open requests are rolled up the tree once, and its lookups bound once, for the whole loop.
+
+    Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
+    SessionInputs made of it): the memo compares it as it is, and only a session decided anew
+    needs the NamedTuple (making one, and dropping it, cost ~1.6 us a session)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}
@@ -247,31 +302,35 @@ def _gather(
     # per-server lookups, bound once: the loop below runs once per session
     get_family = _families(merged.children, own, running).get
     server = snapshot.server
-    get_snap_msg, snap_status, snap_active = snapshot.messages.get, snapshot.status, snapshot.active
+    get_snap_msg = snapshot.messages.get
     snap_started, loading = snapshot.started_at, snapshot.loading
-    get_status, get_status_fact, get_touched = status.get, facts.status.get, facts.touched.get
+    get_status = status.get
+    # the journal's maps, looked up only when not empty (after a resync they mostly are)
+    get_status_fact = facts.status.get if facts.status else None
+    get_touched = facts.touched.get if facts.touched else None
     get_retrying = facts.retrying.get if facts.retrying else None
     get_error = facts.errors.get if facts.errors else None
     get_carried = facts.carried_errors.get if facts.carried_errors else None
     get_carried_at = facts.carried_status_at.get if facts.carried_status_at else None
     journal_messages = bool(facts.messages or facts.parts)
-    get_prev = prev.get
-    new = tuple.__new__  # SessionInputs without its Python-level __new__ (a hot loop)
+    get_prev = prev.get if prev else None  # (a first derive has no previous rows)
     for sid, s in looked_at:
-        family = get_family(sid)
-        requests, busy, kids = (_NO_REQUESTS, _NONE, _NONE) if family is None else family
-        is_loading = bool(loading) and sid in loading
+        requests, busy, kids = get_family(sid, _NO_FAMILY)
+        is_loading = sid in loading if loading else False
         msg: Message | None = None
         if not is_loading:
             msg = get_snap_msg(sid)
             if journal_messages:
                 msg = merge_message(msg, facts, sid)
-        seen_status = get_status_fact(sid)
+        st = get_status(sid)
+        listed = sid in active
+        seen_status = get_status_fact(sid) if get_status_fact is not None else None
         if seen_status is None:
             status_at = None
             # when the server last said the session runs: the snapshot that listed it; when it
-            # last said it does not: the snapshot that did not
-            claim = snap_started if sid in snap_status or sid in snap_active else None
+            # last said it does not: the snapshot that did not (with no status event since,
+            # the merged entry and active list are the snapshot's)
+            claim = snap_started if st is not None or listed else None
             quiet = snap_started if claim is None else None
         else:  # the stream's last status fact: when it changed, and whether it said it runs
             status_at = seen_status.at
@@ -280,29 +339,26 @@ def _gather(
             quiet = None if runs else status_at
         err = get_error(sid) if get_error is not None else None
         carried = get_carried(sid) if get_carried is not None else None
-        yield new(
-            SessionInputs,
-            (
-                server,
-                s,
-                get_status(sid),
-                get_retrying(sid) if get_retrying is not None else None,
-                sid in active,
-                is_loading,
-                msg,
-                requests,
-                busy,
-                kids,
-                err.error if err is not None else None,
-                carried.error if carried is not None else None,
-                get_carried_at(sid) if get_carried_at is not None else None,
-                status_at,
-                claim,
-                quiet,
-                get_touched(sid),
-                get_prev((server, sid)),
-                link,
-            ),
+        yield (
+            server,
+            s,
+            st,
+            get_retrying(sid) if get_retrying is not None else None,
+            listed,
+            is_loading,
+            msg,
+            requests,
+            busy,
+            kids,
+            err.error if err is not None else None,
+            carried.error if carried is not None else None,
+            get_carried_at(sid) if get_carried_at is not None else None,
+            status_at,
+            claim,
+            quiet,
+            get_touched(sid) if get_touched is not None else None,
+            get_prev((server, sid)) if get_prev is not None else None,
+            link,
         )
 
 
@@ -322,7 +378,7 @@ def _families(
     running: Callable[[str], bool],
 ) -> dict[str, _Family]:
     """Roll requests and busy descendants up the tree (`children`: see _children; memoised;
-    iterative: it can be deep)."""
+    iterative: it can be deep; a leaf is read where its parent is rolled up, not walked)."""
     rolled: dict[str, tuple[_Asked, ...]] = {}
     busy_desc: dict[str, list[str]] = {}
     for root in children:  # leaves need no walk: their own requests are all they have
@@ -337,10 +393,15 @@ def _families(
                 pend = list(own.get(sid, ()))
                 below: list[str] = []
                 for c in children.get(sid, ()):
-                    pend.extend(rolled.get(c, ()))
-                    if running(c):
-                        below.append(c)
-                    below.extend(busy_desc.get(c, ()))
+                    if c in children:
+                        pend.extend(rolled.get(c, ()))
+                        if running(c):
+                            below.append(c)
+                        below.extend(busy_desc.get(c, ()))
+                    else:  # a leaf: its own requests, nothing below it
+                        pend.extend(own.get(c, ()))
+                        if running(c):
+                            below.append(c)
                 rolled[sid] = tuple(pend)
                 busy_desc[sid] = below
                 continue
@@ -349,7 +410,7 @@ def _families(
             on_path.add(sid)
             stack.append((sid, True))
             for c in children.get(sid, ()):
-                if c not in rolled and c not in on_path:
+                if c in children and c not in rolled and c not in on_path:  # leaves: above
                     stack.append((c, False))
     out: dict[str, _Family] = {
         sid: (rolled[sid], tuple(busy_desc[sid]), tuple(sorted(kids)))
@@ -372,7 +433,7 @@ class _Merged:
     children: dict[str, list[str]]
 
 
-def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
+def _merge(snapshot: Snapshot, facts: Facts, memo: DeriveMemo | None = None) -> _Merged:
     # sessions: snapshot, then journal creations/updates/deletions observed after it
     sessions = sessions_after(snapshot.sessions, facts)
     # status: snapshot map, overridden by status events observed after it
@@ -383,7 +444,23 @@ def _merge(snapshot: Snapshot, facts: Facts) -> _Merged:
         else:
             status[sid] = fact.status
     active = set(snapshot.active) - {sid for sid, f in facts.status.items() if f.status is None}
-    return _Merged(sessions, status, active, _children(sessions))
+    return _Merged(sessions, status, active, _tree(sessions, memo))
+
+
+def _tree(sessions: dict[str, Session], memo: DeriveMemo | None) -> dict[str, list[str]]:
+    """_children(sessions); with a memo, the last one made when the same sessions are listed in
+    the same order (the same Session objects, or equal ones: a resync mostly reuses them), and
+    the rows' order (`memo.order`) made again only when the sessions listed changed."""
+    if memo is None:
+        return _children(sessions)
+    listed = list(sessions)
+    if listed != memo.listed:
+        memo.listed, memo.values = listed, []
+        memo.order = dict(zip(listed, range(len(listed)), strict=True))
+    values = list(sessions.values())
+    if values != memo.values:
+        memo.values, memo.children = values, _children(sessions)
+    return memo.children
 
 
 def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> None:
