@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import replace
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .models import (
     Message,
@@ -88,6 +88,14 @@ class SessionInputs(NamedTuple):
     #: and for the time in state when no server fact dates it)
     previous: SessionRow | None
     link: Link
+
+
+#: where the session and the previous row sit among SessionInputs' fields (derive gathers them
+#: as a plain tuple)
+SESSION_AT: Final = 1
+PREVIOUS_AT: Final = 17
+assert list(SessionInputs.__annotations__)[SESSION_AT] == "session"
+assert list(SessionInputs.__annotations__)[PREVIOUS_AT] == "previous"
 
 
 class Decided(NamedTuple):
@@ -283,7 +291,7 @@ def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
     on the next call."""
     if not inputs.link.reachable:
         return None
-    return inputs._replace(previous=row)
+    return _new(SessionInputs, (*inputs[:PREVIOUS_AT], row, *inputs[PREVIOUS_AT + 1 :]))
 
 
 def _verdict(

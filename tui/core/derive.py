@@ -15,10 +15,12 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Final, NamedTuple
+from typing import NamedTuple
 
 from .decide import (
+    PREVIOUS_AT,
     SERVER_REASONS,
+    SESSION_AT,
     Decided,
     Link,
     Request,
@@ -157,7 +159,7 @@ def derive_server(
     get_hit = cache.get
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
-        sid = fields[_SESSION].id
+        sid = fields[SESSION_AT].id
         hit = get_hit(sid)
         if hit is not None:
             then, at, valid_until, row, key, _ = hit
@@ -167,7 +169,7 @@ def derive_server(
         inputs = new(SessionInputs, fields)
         decided = decide(inputs, now, settings)
         key = (server, sid)
-        old = fields[_PREVIOUS]
+        old = fields[PREVIOUS_AT]
         row, valid_until = decided
         if old is not None and old == row and _same_requests(old, inputs):
             row = old  # the same row: the same object
@@ -218,7 +220,7 @@ def inputs_of(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
-        fields[_SESSION].id: tuple.__new__(SessionInputs, fields)
+        fields[SESSION_AT].id: tuple.__new__(SessionInputs, fields)
         for fields in _gather(
             snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
         )
@@ -235,11 +237,6 @@ _NO_REQUESTS: tuple[_Asked, ...] = ()
 _NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
 
 
-#: where a SessionInputs' session and previous row are in the plain tuple of its fields
-_SESSION: Final = 1
-_PREVIOUS: Final = 17
-assert SessionInputs._fields[_SESSION] == "session"
-assert SessionInputs._fields[_PREVIOUS] == "previous"
 #: SessionInputs' fields as a plain tuple, in its order (what _gather yields)
 _Fields = tuple[
     str,
