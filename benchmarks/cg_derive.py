@@ -1,0 +1,45 @@
+"""derive() counted in instructions (callgrind), for figures a shared machine cannot blur.
+
+    valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
+        python benchmarks/cg_derive.py [REPO] MODE K
+
+MODE: `cold` (K derives over fresh worlds of 10,000 sessions) or `resync` (K derives after a
+resync with 1 % changed, with the monitor's memo), and `cold0` / `resync0`, which build the same
+inputs and derive nothing. Per derive: (instructions of MODE - instructions of MODE0) / K. REPO
+(default: this checkout) lets another checkout's code be counted by the same script, e.g. a
+worktree of an older commit.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+args = sys.argv[1:]
+repo = args.pop(0) if len(args) == 3 else str(Path(__file__).resolve().parents[1])
+mode, k = args[0], int(args[1])
+sys.path.insert(0, repo)
+os.chdir(repo)
+
+import benchmarks.bench_derive as bench  # noqa: E402
+
+derive = getattr(bench, "derive", None) or bench.derive_server
+n = 10_000
+settings = bench.Settings()
+if mode.startswith("cold"):
+    worlds = [bench.world(n) for _ in range(k)]
+    if mode == "cold":
+        for s, j in worlds:
+            derive(s, j, bench.T0, settings)
+else:
+    s, j = bench.world(n)
+    memo = bench.DeriveMemo()
+    rows = derive(s, j, bench.T0, settings, memo=memo)
+    snaps = []
+    for r in range(k):
+        s = bench.resync(s, n // 100, r)
+        snaps.append(s)
+    if mode == "resync":
+        for s in snaps:
+            rows = derive(s, (), bench.T0, settings, previous=rows, memo=memo)
