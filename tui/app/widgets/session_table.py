@@ -42,12 +42,13 @@ class _Shown:
     """What the table shows for one row, and what it was rendered from."""
 
     inputs: tuple[object, ...] | None  # per-column render inputs (None: render every cell)
-    row: SessionRow | None  # the View row rendered (None: compare the inputs again)
-    line: TreeLine | None
-    until: float = 0.0  # its time cells read the same before this clock second
-    # what a cell left to be made when painted (RowTable.cell_source) is made from: the row,
-    # its line and whether more than one server is shown, as of the row's last update
-    drawn: tuple[SessionRow, TreeLine, bool] | None = None
+    # the View row, its line and whether more than one server is shown, as of the row's last
+    # update: what a cell left to be made when painted (RowTable.cell_source) is made from
+    row: SessionRow
+    line: TreeLine
+    multi: bool
+    until: float = 0.0  # its time cells read the same before this clock second (0: compare
+    # the inputs again)
 
 
 def row_key_str(key: Key) -> str:
@@ -310,7 +311,7 @@ class SessionTable(RowTable):
         self._styles.clear()
         # re-render every cell: no inputs match, no signature matches
         for shown in self._cache.values():
-            shown.inputs, shown.row = None, None
+            shown.inputs, shown.until = None, 0.0
         if self._view is not None:
             self._sync()
 
@@ -501,28 +502,24 @@ class SessionTable(RowTable):
         changed replaced."""
         cached = self._cache.get(k)
         inputs = self.cells.inputs(row, line, multi)
-        drawn = (row, line, multi)
         if cached is None:  # its cells are made when first painted (or read)
             self.add_row(*[None] * len(columns), key=k)
         else:
             old = cached.inputs
             changed = shown if old is None else [i for i in shown if old[i] != inputs[i]]
-            cached.drawn = drawn  # (unchanged inputs: the same cells, whichever row made them)
-            if not changed:  # nothing shown has changed
-                cached.row, cached.line, cached.inputs = row, line, inputs
+            if not changed:  # nothing shown has changed: the same cells, whichever row made them
+                cached.row, cached.line, cached.multi, cached.inputs = row, line, multi, inputs
                 cached.until = self.cells.until(row)
                 return
             for i in changed:  # made again when painted: a row out of view costs nothing
                 self.update_cell(k, columns[shown.index(i)], None)
-        self._cache[k] = _Shown(inputs, row, line, self.cells.until(row), drawn)
+        self._cache[k] = _Shown(inputs, row, line, multi, self.cells.until(row))
 
     def _make_cell(self, k: str, column: str) -> Text:
         """A cell left to be made when painted (RowTable.cell_source), from what its row's last
         update saw: what an update made at once would have made."""
-        drawn = self._cache[k].drawn
-        assert drawn is not None  # (set by every update that leaves a cell to be made)
-        row, line, multi = drawn
-        return self.cells.cell(column, row, line, multi)
+        shown = self._cache[k]
+        return self.cells.cell(column, shown.row, shown.line, shown.multi)
 
     def _mark_unread(self, unread: AbstractSet[Key]) -> frozenset[Key]:
         """Set the rows with an unread mark; the rows whose mark changed are compared again on
@@ -533,7 +530,7 @@ class SessionTable(RowTable):
         for key in flipped:
             cached = self._cache.get(row_key_str(key))
             if cached is not None:
-                cached.row = None
+                cached.until = 0.0
         return flipped
 
     def _keep_cursor_on(self, key: Key, *, scroll: bool) -> None:
