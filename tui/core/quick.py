@@ -80,9 +80,9 @@ def _answer(sock: socket.socket, deadline: float, max_body: int) -> tuple[bytes 
                 raise _Unclean
             body = _chunked(buf, more, max_body)
         elif (length := headers.get(b"content-length")) is not None:
-            if not length.isdigit() or int(length) > max_body:
+            size = int(length) if length.isdigit() else max_body + 1
+            if size > max_body:
                 raise _Unclean
-            size = int(length)
             while len(buf) < size:
                 if not more():
                     raise _Unclean  # closed mid-answer
