@@ -55,8 +55,8 @@ Rows = dict[tuple[str, str], SessionRow]
 
 
 class _Memoed(NamedTuple):
-    """A decided row, what it was decided from, and when (with the decision's row and validity
-    beside it: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
+    """A decided row, what it was decided from, and when (the decision's row and validity as
+    fields: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
     key, made once: a key made per call is one more object for the collector to visit)."""
 
     inputs: SessionInputs
@@ -64,7 +64,10 @@ class _Memoed(NamedTuple):
     valid_until: float
     row: SessionRow
     key: tuple[str, str]
-    decided: Decided
+
+    @property
+    def decided(self) -> Decided:
+        return Decided(self.row, self.valid_until)
 
 
 @dataclass
@@ -162,24 +165,22 @@ def derive_server(
         sid = fields[SESSION_AT].id
         hit = get_hit(sid)
         if hit is not None:
-            then, at, valid_until, row, key, _ = hit
+            then, at, valid_until, row, key = hit
             if at <= now < valid_until and then == fields:  # the same inputs, still valid
                 rows[key] = row  # (the same server: it is one of the inputs)
                 continue
         inputs = new(SessionInputs, fields)
-        decided = decide(inputs, now, settings)
+        row, valid_until = decide(inputs, now, settings)
         key = (server, sid)
         old = fields[PREVIOUS_AT]
-        row, valid_until = decided
         if old is not None and old == row and _same_requests(old, inputs):
             row = old  # the same row: the same object
-            decided = Decided(old, valid_until)
         elif (again := as_previous(inputs, row)) is not None:
             # filed under the inputs of the next call, whose previous row is this one: they
             # decide it too (decide.as_previous), so that call reuses it
             inputs = again
         rows[key] = row
-        cache[sid] = _Memoed(inputs, now, valid_until, row, key, decided)
+        cache[sid] = _Memoed(inputs, now, valid_until, row, key)
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
@@ -188,7 +189,9 @@ def derive_server(
             del cache[sid]  # gone with the snapshot that listed it
     heap = memo.deadlines
     if len(heap) + len(pushed) > 4 * len(cache) + 64:
-        memo.deadlines = [(e[2], sid) for sid, e in cache.items() if e[2] != math.inf]
+        memo.deadlines = [
+            (e.valid_until, sid) for sid, e in cache.items() if e.valid_until != math.inf
+        ]
         heapq.heapify(memo.deadlines)
     elif len(pushed) > 64:
         heap += pushed
