@@ -1,13 +1,12 @@
-"""Quick reads (tui.core.quick): last messages on stdlib keep-alive connections, the clean case
-only; whatever else the server answers is asked again through the async client, so every error
-reads as it does on every other route (real sockets: tests.hostile)."""
+"""Quick reads (tui.core.quick): last messages on kept-alive connections of the event loop,
+the clean case only; whatever else the server answers is asked again through the async client,
+so every error reads as it does on every other route (real sockets: tests.hostile)."""
 
 from __future__ import annotations
 
 import asyncio
 import gzip
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -161,18 +160,21 @@ async def test_not_for_https_a_proxy_a_test_transport_or_a_recording(
             await client.messages("ses_ok")
 
 
-# -- the answer reader itself (tui.core.quick._answer), fed in any pieces ------------------------
+# -- the answer reader itself (tui.core.quick._Conn and _parse), fed in any pieces -------------
 
 
-class Pieces:
-    """A socket whose recv hands out `data` in the given pieces, then b"" (closed)."""
+class Wire:
+    """A transport that takes the request and records whether the connection was cut."""
 
-    def __init__(self, data: bytes, cuts: list[int]) -> None:
-        self.parts = [data[a:b] for a, b in zip([0, *cuts], [*cuts, len(data)], strict=True)]
-        self.parts = [p for p in self.parts if p]
+    def __init__(self) -> None:
+        self.sent = b""
+        self.aborted = False
 
-    def recv(self, _n: int) -> bytes:
-        return self.parts.pop(0) if self.parts else b""
+    def write(self, data: bytes) -> None:
+        self.sent += data
+
+    def abort(self) -> None:
+        self.aborted = True
 
 
 def frame(body: bytes, how: str, chunks: list[int] | None = None, extra: bytes = b"") -> bytes:
@@ -191,9 +193,25 @@ def frame(body: bytes, how: str, chunks: list[int] | None = None, extra: bytes =
 
 
 def read(data: bytes, cuts: list[int] | None = None, max_body: int = 1 << 20):
-    from tui.core.quick import _answer
+    """The answer a connection reads when `data` arrives in pieces cut at `cuts`, then the
+    server closes: as the event loop feeds it (data_received for each piece, then EOF)."""
+    from tui.core.quick import _Conn
 
-    return _answer(Pieces(data, sorted(cuts or [])), time.monotonic() + 60, max_body)  # type: ignore[arg-type]
+    async def run():
+        conn, wire = _Conn(), Wire()
+        conn.connection_made(wire)  # type: ignore[arg-type]
+        answer = conn.ask(b"GET / HTTP/1.1\r\n\r\n", max_body)
+        at = 0
+        for cut in [*sorted(cuts or []), len(data)]:
+            if data[at:cut] and not wire.aborted:
+                conn.data_received(data[at:cut])
+            at = max(at, cut)
+        if not answer.done():
+            conn.eof_received()
+            conn.connection_lost(None)
+        return answer.result()
+
+    return asyncio.run(run())
 
 
 @given(
@@ -272,9 +290,29 @@ def test_a_body_over_the_limit_is_refused_however_it_is_framed() -> None:
 
 
 def test_a_target_that_could_end_the_request_line_is_never_sent(server: HostileServer) -> None:
-    quick = QuickGet(server.url, None, timeout=1, deadline=1, max_body=1 << 20)
-    for target in ("/a b", "/a\r\nX: y", "/é", "no-slash", "/a\x00", "*"):
-        assert quick.get(target) is None
-    assert not quick._open and server.seen == []  # nothing was even connected
-    assert quick.get(ROUTE + "?limit=1") == MSG
-    quick.close()
+    async def run() -> None:
+        quick = QuickGet(server.url, None, timeout=1, deadline=1, max_body=1 << 20)
+        for target in ("/a b", "/a\r\nX: y", "/é", "no-slash", "/a\x00", "*"):
+            assert await quick.get(target) is None
+        assert not quick._open and server.seen == []  # nothing was even connected
+        assert await quick.get(ROUTE + "?limit=1") == MSG
+        quick.close()
+
+    asyncio.run(run())
+
+
+def test_bytes_nobody_asked_for_end_the_connection() -> None:
+    """A byte after a clean answer, arriving later: the connection is cut, so the pool never
+    hands it out again (its bytes would be read as the next answer's)."""
+    from tui.core.quick import _Conn
+
+    async def run() -> None:
+        conn, wire = _Conn(), Wire()
+        conn.connection_made(wire)  # type: ignore[arg-type]
+        answer = conn.ask(b"GET / HTTP/1.1\r\n\r\n", 1 << 20)
+        conn.data_received(frame(b"[]", "length"))
+        assert answer.result() == (b"[]", True) and not conn.ended
+        conn.data_received(b"H")
+        assert conn.ended and wire.aborted
+
+    asyncio.run(run())

@@ -163,7 +163,7 @@ class Client:
             limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
             verify=no_tls() if plain else True,
         )
-        # last messages read on plain kept-alive sockets (a thirtieth of httpx's cost each,
+        # last messages read on plain kept-alive connections (a thirtieth of httpx's cost each,
         # tui.core.quick); not through a test's or a replay's transport, nor while recording
         self._quick = (
             QuickGet(self.url, auth, timeout=timeout, deadline=deadline, max_body=max_body)
@@ -469,17 +469,11 @@ class Client:
         return _list(await self.request("GET", path, params=params), self.url, path)
 
     async def _quick_get(self, target: str) -> Any | None:
-        """A quick read (tui.core.quick) within the deadline; None: ask the usual way."""
+        """A quick read (tui.core.quick), bounded by the deadline; None: ask the usual way."""
         quick = self._quick
         assert quick is not None
         self.requests += 1
-        loop = asyncio.get_running_loop()
-        try:
-            async with asyncio.timeout(self.deadline):
-                return await loop.run_in_executor(quick.pool, quick.get, target)
-        except TimeoutError:
-            quick.kill()  # the stalled read's thread ends; the usual way says what happened
-            return None
+        return await quick.get(target)
 
     async def active(self, directory: str | None = None) -> set[str] | None:
         """Sessions listed by the newer `/api/session/active`; None when the route is absent."""
