@@ -7,7 +7,8 @@ Starts benchmarks/synthetic_server.py (N sessions, keep-alive, no events but hea
 subprocess and measures, min / median / max over `runs`:
 
 - `ocwatch status --json` wall time (a subprocess, as a script runs it), beside the floors:
-  httpx alone sending the same requests (8 at a time on kept-alive connections) and
+  httpx alone sending the same requests (8 at a time on kept-alive connections), ocwatch's
+  own reader alone (tui.core.quick, the same requests and answers parsed), and
   `curl --parallel --parallel-max 8` fetching the same URLs;
 - the dashboard (the real app, headless, in this process): start to the first frame painted
   with every row, to every last message read, its RSS then, and the CPU it uses idle over
@@ -129,6 +130,28 @@ async def httpx_alone(urls: list[str]) -> float:
     return time.perf_counter() - t
 
 
+async def reader_alone(urls: list[str]) -> float:
+    """ocwatch's own reader (tui.core.quick) sending the same requests, 8 at a time, and
+    parsing every answer: what the server takes to answer them to this process."""
+    from tui.core.quick import QuickGet
+
+    base = urls[0].rsplit("/global/health", 1)[0]
+    t = time.perf_counter()
+    quick = QuickGet(base, None, timeout=10.0, deadline=60.0, max_body=1 << 26)
+    it = iter(urls)
+
+    async def worker() -> None:
+        for u in it:
+            if await quick.get(u[len(base) :]) is None:
+                raise SystemExit(f"the reader could not read {u}")
+
+    try:
+        await asyncio.gather(*(worker() for _ in range(8)))
+    finally:
+        quick.close()
+    return time.perf_counter() - t
+
+
 def curl_parallel(urls: list[str]) -> float | None:
     curl = shutil.which("curl")
     if curl is None:
@@ -206,8 +229,13 @@ def main() -> None:
         )
         st = [status_wall(server.url) for _ in range(args.runs)]
         hx = [asyncio.run(httpx_alone(urls)) for _ in range(args.runs)]
+        rd = [asyncio.run(reader_alone(urls)) for _ in range(args.runs)]
         cu = [c for c in (curl_parallel(urls) for _ in range(args.runs)) if c is not None]
         print(f"ocwatch status --json        {spread(st)}")
+        print(
+            f"its reader alone, same reqs  {spread(rd)}   (status / reader "
+            f"{statistics.median(st) / statistics.median(rd):.1f}x)"
+        )
         print(
             f"httpx alone, same requests   {spread(hx)}   (status / httpx "
             f"{statistics.median(st) / statistics.median(hx):.1f}x)"

@@ -316,3 +316,13 @@ def test_bytes_nobody_asked_for_end_the_connection() -> None:
         assert conn.ended and wire.aborted
 
     asyncio.run(run())
+
+
+async def test_an_id_or_folder_that_needs_escaping_is_escaped(server: HostileServer) -> None:
+    async with Client(server.url) as client:
+        await client.messages("ses/x y", directory="/a&b=c")
+        assert await client.messages("ses_ok", limit=None) == MSG
+    assert [p for p, _ in server.seen] == [
+        "/session/ses%2Fx%20y/message?limit=1&directory=%2Fa%26b%3Dc",
+        "/session/ses_ok/message?",
+    ]

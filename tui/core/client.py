@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import os
 import re
 import ssl
@@ -461,9 +462,10 @@ class Client:
         params: dict[str, Any] = {} if limit is None else {"limit": limit}
         if directory:
             params["directory"] = directory
-        path = f"/session/{quote(session_id, safe='')}/message"
+        sid = session_id if _PLAIN_SEGMENT.fullmatch(session_id) else quote(session_id, safe="")
+        path = f"/session/{sid}/message"
         if self._quick is not None and self.tap is None:
-            got = await self._quick_get(f"{path}?{urlencode(params, quote_via=quote)}")
+            got = await self._quick_get(f"{path}?{_message_query(limit, directory)}")
             if isinstance(got, list):
                 return _list(got, self.url, path)
         return _list(await self.request("GET", path, params=params), self.url, path)
@@ -518,6 +520,20 @@ class Client:
     async def reject_question(self, request_id: str, directory: str | None = None) -> Any:
         path = f"/question/{quote(request_id, safe='')}/reject"
         return await self.request("POST", path, params=self._dir(directory), body={})
+
+
+#: A path segment that percent-encoding leaves as it is (session ids are)
+_PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+@functools.lru_cache(maxsize=64)
+def _message_query(limit: int | None, directory: str | None) -> str:
+    """The query of a last-message read: the same for every session of a folder (made once,
+    not once per session: urlencode costs ~20 us)."""
+    params: dict[str, Any] = {} if limit is None else {"limit": limit}
+    if directory:
+        params["directory"] = directory
+    return urlencode(params, quote_via=quote)
 
 
 def _list(data: Any, url: str, path: str) -> list[dict[str, Any]]:
