@@ -69,11 +69,13 @@ async def per_resync(
     first = mon.client.requests - sent
     sent = mon.client.requests
     again = 0
-    for i in range(int(minutes * 60 / settings.resync_interval)):
-        now[0] += settings.resync_interval
+    end, i = T0 + minutes * 60, 0
+    while now[0] + mon.resync_delay() <= end:  # the resyncs as the monitor spaces them
+        now[0] += mon.resync_delay()
         assert await mon.take_snapshot()
         if i == 0:
             again = mon.client.requests - sent
+        i += 1
     rate = (mon.client.requests - sent) / minutes
     await mon.client.aclose()
     return first, again, rate

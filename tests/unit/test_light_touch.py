@@ -282,3 +282,36 @@ async def test_an_overflowing_journal_ends_the_vouch() -> None:
     clock.t = T0 + 30
     assert await mon.take_snapshot()
     assert api.hits["/experimental/session"] == 2  # read again, not taken from the journal
+
+
+async def test_resyncs_over_a_vouching_stream_are_spaced_to_the_light_touch_budget() -> None:
+    """Each resync asks three maps per folder and the active list: with four folders at the
+    default 8 requests a minute they come every 97.5 s, not every 30 s; once the stream stops
+    vouching (lost), every resync_interval again, whatever it costs."""
+    dirs = ["/p/a", "/p/b", "/p/c", "/p/d"]
+    sessions = [wire_session(f"ses_{i}", folder=d, updated=T0 * 1000) for i, d in enumerate(dirs)]
+    api = FakeAPI(
+        sessions=sessions,
+        status={d: {} for d in dirs},
+        messages={s["id"]: [wire_msg(s["id"], created=T0 - 5, completed=T0 - 4)] for s in sessions},
+        projects=[{"id": d, "worktree": d} for d in dirs],
+    )
+    clock = Clock(T0)
+    mon = ServerMonitor("http://test", settings=S, transport=api.transport(), clock=clock)
+    assert mon.resync_delay() == S.resync_interval  # nothing read yet
+    mon.stream_opened()
+    assert await mon.take_snapshot()
+    assert mon.resync_delay() == pytest.approx(60 * 13 / 8)
+    sent = mon.client.requests
+    clock.t += mon.resync_delay()
+    assert await mon.take_snapshot()
+    assert mon.client.requests - sent == 13  # what the spacing was computed from
+    one = await watched(busy_server(), Clock(T0))  # one folder: 4 requests, within the budget
+    assert one.resync_delay() == S.resync_interval
+    mon.stream_down(OcwatchError("gone"))
+    assert mon.resync_delay() == S.resync_interval
+    free = Settings(grace=3.0, light_touch_per_minute=0)
+    unbudgeted = ServerMonitor("http://test", settings=free, transport=api.transport(), clock=clock)
+    unbudgeted.stream_opened()
+    assert await unbudgeted.take_snapshot()
+    assert unbudgeted.resync_delay() == free.resync_interval

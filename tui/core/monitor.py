@@ -337,8 +337,19 @@ class ServerMonitor:
 
     async def _resync_loop(self) -> None:
         while True:
-            await asyncio.sleep(self.settings.resync_interval)
+            await asyncio.sleep(self.resync_delay())
             self.request_snapshot()
+
+    def resync_delay(self) -> float:
+        """Seconds until the next periodic resync: resync_interval, or longer while the stream
+        vouches for what it carried and a resync of this server's maps (three per folder and
+        the active list) would ask for more than light_touch_per_minute allows."""
+        base = self.settings.resync_interval
+        budget = self.settings.light_touch_per_minute
+        snap = self.store.snapshot
+        if budget <= 0 or snap is None or not self.vouches():
+            return base
+        return max(base, 60.0 * (3 * len(snap.folders) + 1) / budget)
 
     def _expected_status(self, sid: str) -> SessionStatus | None:
         """What the last snapshot and the events since say the session's status is."""

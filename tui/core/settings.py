@@ -25,6 +25,11 @@ class Settings:
     project folders) while the event stream vouches for what it carried: the resyncs between
     them read only the status, permission and question maps, and take the sessions from the last
     list and the events since (a safety net for a session changed with no event)."""
+    light_touch_per_minute: float = 8.0
+    """Requests a minute at most the periodic resyncs may ask for their maps while the event
+    stream vouches for what it carried (each asks three per project folder and the active list):
+    a server with more folders than resync_interval allows at that rate is resynced less often
+    (four folders: every 97.5 s). 0: every resync_interval, whatever it costs."""
     reverify_per_minute: float = 1.0
     """Last messages a minute at most asked again only because they are older than
     vouch_max_age (the oldest first, at the resyncs): a light touch on a server with many
