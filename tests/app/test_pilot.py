@@ -583,3 +583,16 @@ async def test_an_urgent_change_is_pulled_at_once_not_at_the_next_slot() -> None
         app.mark_urgent()
         await pilot.pause()
         assert app._pulled_at > before and not app._dirty
+
+
+def test_the_servers_view_says_how_often_a_light_resync_comes() -> None:
+    from tui.app.screens.servers import server_fields
+    from tui.core.view import ServerInfo
+
+    light = ServerInfo(url="http://a", reachable=True, vouched=True, resync_every=97.5)
+    assert (
+        "light resyncs every 1m37s: the stream vouches"
+        in server_fields(light, [], 0)["requests"].plain
+    )
+    full = ServerInfo(url="http://a", reachable=True, vouched=False, resync_every=30.0)
+    assert "light" not in server_fields(full, [], 0)["requests"].plain

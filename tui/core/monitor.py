@@ -283,6 +283,7 @@ class ServerMonitor:
             requests=self.client.requests,
             requests_per_minute=self._request_rate(),
             vouched=self.vouches(),
+            resync_every=self.resync_delay(),
             first_snapshot=snap is not None and not snap.loading,
         )
 

@@ -171,6 +171,7 @@ class ServerInfo:
     requests: int = 0  # HTTP requests sent to the server since the monitor started
     requests_per_minute: float | None = None  # over the last minute (None: not a minute yet)
     vouched: bool = False  # the stream carried every event since the snapshot (light touch)
+    resync_every: float | None = None  # seconds between the periodic resyncs now (light touch)
     first_snapshot: bool = False  # a complete snapshot is in: every row rests on its facts
 
     @property

@@ -86,7 +86,14 @@ def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dic
     out["requests"] = Content.assemble(
         f"{rate:.1f} a minute" if rate is not None else "– a minute (measured over a minute)",
         (f" · {server.requests:,} since start", "$foreground-muted"),
-        (" · light resyncs: the stream vouches" if server.vouched else "", "$foreground-muted"),
+        (
+            f" · light resyncs every {fmt.duration(server.resync_every)}: the stream vouches"
+            if server.vouched and server.resync_every is not None
+            else " · light resyncs: the stream vouches"
+            if server.vouched
+            else "",
+            "$foreground-muted",
+        ),
     )
     out["events skipped"] = Content(
         f"{server.skipped_events} malformed · {server.unknown_events} of unknown types"
