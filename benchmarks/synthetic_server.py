@@ -14,6 +14,7 @@ the requests of each route and prints them on SIGTERM / SIGINT.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import signal
 import sys
@@ -79,6 +80,7 @@ def world(n: int, folders: int, busy: float) -> FakeAPI:
         status=status,
         messages=messages,
         projects=[{"id": d, "worktree": d} for d in dirs],
+        active_route=True,  # 1.18.33 has `/api/session/active` (its v1 runs are not listed)
     )
 
 
@@ -111,6 +113,11 @@ def serve(api: FakeAPI, host: str, port: int, noise: int) -> ThreadingHTTPServer
             self.send_header("content-length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
+
+        def handle(self) -> None:
+            # a client that exits with connections kept alive resets them: not an error here
+            with contextlib.suppress(ConnectionResetError, BrokenPipeError):
+                super().handle()
 
         def stream(self) -> None:
             self.send_response(200)

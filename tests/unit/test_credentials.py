@@ -165,8 +165,8 @@ def test_a_client_that_never_speaks_tls_trusts_no_certificate(monkeypatch):
     monkeypatch.delenv("no_proxy", raising=False)
 
     async def build(url: str, auth: Auth | None) -> None:
-        async with Client(url, auth):
-            pass
+        async with Client(url, auth) as client:
+            client.http  # noqa: B018 (made on first use)
 
     asyncio.run(build("https://127.0.0.1:4096", PW))
     asyncio.run(build("http://127.0.0.1:4096", None))  # trusts the environment: via the proxy

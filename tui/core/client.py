@@ -13,17 +13,18 @@ import os
 import re
 import ssl
 import time
-from collections.abc import AsyncIterator, Iterable
-from typing import Any
+from collections.abc import AsyncIterator, Iterable, Mapping
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
-
-import httpx
 
 from . import text
 from .models import Session
-from .quick import QuickGet
+from .quick import QuickGet, Stalled
 from .settings import Auth
 from .tap import KEPT_HEADERS, SNAPSHOT, Tap
+
+if TYPE_CHECKING:
+    import httpx
 
 #: The largest answer read, decompressed (a snapshot's biggest is a page of 1,000 sessions or one
 #: last message with its tool output: a few MB)
@@ -112,6 +113,8 @@ def _no_userinfo(url: str) -> str:
 
 def describe_transport_error(url: str, exc: BaseException) -> OcwatchError:
     """Turn an httpx transport error into a one-line Unreachable."""
+    import httpx
+
     if isinstance(exc, httpx.TimeoutException):
         return Unreachable(f"{url}: timed out ({type(exc).__name__})")
     if isinstance(exc, httpx.ConnectError):
@@ -127,7 +130,12 @@ def _short(exc: BaseException) -> str:
 
 
 class Client:
-    """Thin async wrapper over the v1 API. Every method raises OcwatchError, nothing else."""
+    """Thin async wrapper over the v1 API. Every method raises OcwatchError, nothing else.
+
+    A plain-http server's GETs are read the quick way first (tui.core.quick); httpx, a third of
+    `ocwatch status`'s start-up, is imported and its client made only when something needs it:
+    an answer that is not a clean 200 JSON one (it is asked again and said exactly), the event
+    stream, an action, https, a proxy, a test's transport or a recording."""
 
     def __init__(
         self,
@@ -154,17 +162,9 @@ class Client:
         # reach the proxy) unless $OCWATCH_TRUST_ENV=1 asks for them
         trust_env = auth is None or os.environ.get("OCWATCH_TRUST_ENV") == "1"
         plain = QuickGet.usable(self.url, trust_env)  # plain http, and no proxy in between
-        self._http = httpx.AsyncClient(
-            base_url=self.url,
-            auth=httpx.BasicAuth(auth.username, auth.password) if auth else None,
-            trust_env=trust_env,
-            timeout=httpx.Timeout(timeout),
-            transport=transport,
-            headers={"accept": "application/json"},
-            limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
-            verify=no_tls() if plain else True,
-        )
-        # last messages read on plain kept-alive connections (a thirtieth of httpx's cost each,
+        self._made = (auth, trust_env, transport, plain)  # what the httpx client is made of
+        self._http: httpx.AsyncClient | None = None
+        # GETs read on plain kept-alive connections (a thirtieth of httpx's cost each,
         # tui.core.quick); not through a test's or a replay's transport, nor while recording
         self._quick = (
             QuickGet(self.url, auth, timeout=timeout, deadline=deadline, max_body=max_body)
@@ -174,12 +174,28 @@ class Client:
 
     @property
     def http(self) -> httpx.AsyncClient:
+        """The httpx client, made (and httpx imported) on first use."""
+        if self._http is None:
+            import httpx
+
+            auth, trust_env, transport, plain = self._made
+            self._http = httpx.AsyncClient(
+                base_url=self.url,
+                auth=httpx.BasicAuth(auth.username, auth.password) if auth else None,
+                trust_env=trust_env,
+                timeout=httpx.Timeout(self.timeout),
+                transport=transport,
+                headers={"accept": "application/json"},
+                limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
+                verify=no_tls() if plain else True,
+            )
         return self._http
 
     async def aclose(self) -> None:
         if self._quick is not None:
             self._quick.close()
-        await self._http.aclose()
+        if self._http is not None:
+            await self._http.aclose()
 
     async def __aenter__(self) -> Client:
         return self
@@ -211,14 +227,17 @@ class Client:
         body: Any = None,
         expect_json: bool = True,
     ) -> tuple[Any, httpx.Headers]:
+        import httpx
+
+        http = self.http
         self.requests += 1
         where = f"{self.url} {method} {path}"
         try:
             async with asyncio.timeout(self.deadline):
-                req = self._http.build_request(
+                req = http.build_request(
                     method, path, params=params, json=body if body is not None else None
                 )
-                resp = await self._http.send(req, stream=True)
+                resp = await http.send(req, stream=True)
                 try:
                     if 300 <= resp.status_code < 400:
                         self._tapped(req, resp, b"")
@@ -288,6 +307,8 @@ class Client:
         the `data` of each event. Raises AuthFailed on a 401, BadResponse when the answer is
         an error or not an event stream (is it an OpenCode server?); a read waits at most
         `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError)."""
+        import httpx
+
         timeout = httpx.Timeout(self.timeout, read=read_timeout)
         headers = {"accept": "text/event-stream", "cache-control": "no-store"}
         async with self.http.stream(
@@ -357,8 +378,25 @@ class Client:
     def _dir(directory: str | None) -> dict[str, Any] | None:
         return {"directory": directory} if directory else None
 
+    async def get(
+        self, path: str, params: dict[str, Any] | None = None
+    ) -> tuple[Any, Mapping[str, str]]:
+        """`GET path` and its answer's headers (names lower-cased): the quick way first
+        (tui.core.quick), else asked again through httpx, which says what went wrong."""
+        if self._quick is not None and self.tap is None:
+            target = f"{path}?{urlencode(params, quote_via=quote)}" if params else path
+            seen: dict[bytes, bytes] = {}
+            got = await self._quick_get(target, seen)
+            if got is not None:
+                return got, {k.decode("latin-1"): v.decode("latin-1") for k, v in seen.items()}
+        return await self.request_with_headers("GET", path, params=params)
+
+    async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
+        data, _headers = await self.get(path, params)
+        return data
+
     async def health(self) -> dict[str, Any]:
-        data = await self.request("GET", "/global/health")
+        data = await self._get("/global/health")
         if not isinstance(data, dict):
             raise BadResponse(f"{self.url}: /global/health did not answer an object")
         return data
@@ -376,7 +414,7 @@ class Client:
             params["directory"] = directory
             if project:
                 params["scope"] = "project"
-        return _list(await self.request("GET", "/session", params=params), self.url, "/session")
+        return _list(await self._get("/session", params), self.url, "/session")
 
     async def all_sessions(self, page: int = 1000, max_pages: int = 1000) -> list[dict[str, Any]]:
         """Every session of every project.
@@ -423,9 +461,7 @@ class Client:
             params: dict[str, Any] = {"limit": page}
             if cursor:
                 params["cursor"] = cursor
-            data, headers = await self.request_with_headers(
-                "GET", "/experimental/session", params=params
-            )
+            data, headers = await self.get("/experimental/session", params)
             items = _list(data, self.url, "/experimental/session")
             for item in items:
                 out.setdefault(str(item.get("id")), item)
@@ -436,20 +472,20 @@ class Client:
         return list(out.values())
 
     async def projects(self) -> list[dict[str, Any]]:
-        return _list(await self.request("GET", "/project"), self.url, "/project")
+        return _list(await self._get("/project"), self.url, "/project")
 
     async def status(self, directory: str | None = None) -> dict[str, Any]:
-        data = await self.request("GET", "/session/status", params=self._dir(directory))
+        data = await self._get("/session/status", self._dir(directory))
         if not isinstance(data, dict):
             raise BadResponse(f"{self.url}: /session/status did not answer an object")
         return data
 
     async def permissions(self, directory: str | None = None) -> list[dict[str, Any]]:
-        data = await self.request("GET", "/permission", params=self._dir(directory))
+        data = await self._get("/permission", self._dir(directory))
         return _list(data, self.url, "/permission")
 
     async def questions(self, directory: str | None = None) -> list[dict[str, Any]]:
-        data = await self.request("GET", "/question", params=self._dir(directory))
+        data = await self._get("/question", self._dir(directory))
         return _list(data, self.url, "/question")
 
     async def messages(
@@ -470,17 +506,26 @@ class Client:
                 return _list(got, self.url, path)
         return _list(await self.request("GET", path, params=params), self.url, path)
 
-    async def _quick_get(self, target: str) -> Any | None:
-        """A quick read (tui.core.quick), bounded by the deadline; None: ask the usual way."""
+    async def _quick_get(self, target: str, seen: dict[bytes, bytes] | None = None) -> Any | None:
+        """A quick read (tui.core.quick); None: ask the usual way. A stalled server is said at
+        once, as httpx would have said it, not asked twice."""
         quick = self._quick
         assert quick is not None
         self.requests += 1
-        return await quick.get(target)
+        try:
+            return await quick.get(target, seen)
+        except Stalled as exc:
+            if exc.why == "deadline":
+                raise Unreachable(
+                    f"{self.url} GET {target.partition('?')[0]}: no complete answer within "
+                    f"{self.deadline:g}s (the server is too slow or stalled)"
+                ) from None
+            raise Unreachable(f"{self.url}: timed out ({exc.why})") from None
 
     async def active(self, directory: str | None = None) -> set[str] | None:
         """Sessions listed by the newer `/api/session/active`; None when the route is absent."""
         try:
-            data = await self.request("GET", "/api/session/active", params=self._dir(directory))
+            data = await self._get("/api/session/active", self._dir(directory))
         except Redirected:
             raise
         except (NotFound, BadResponse):

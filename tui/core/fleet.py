@@ -9,9 +9,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import TypeVar
-
-import httpx
+from typing import TYPE_CHECKING, TypeVar
 
 from .actions import ActionError
 from .client import Client, normalize_url
@@ -19,6 +17,9 @@ from .monitor import Notify, ServerMonitor
 from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
 from .view import Changes, ServerInfo, Transition, TransitionFeed, View
+
+if TYPE_CHECKING:
+    import httpx
 
 T = TypeVar("T")
 

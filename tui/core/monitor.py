@@ -14,8 +14,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import httpx
+from typing import TYPE_CHECKING
 
 from . import raw
 from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
@@ -28,6 +27,9 @@ from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
 from .store import ServerStore
 from .tap import SNAPSHOT, Tap
 from .view import ServerInfo, SessionRow
+
+if TYPE_CHECKING:
+    import httpx
 
 log = logging.getLogger("ocwatch.monitor")
 
@@ -541,6 +543,8 @@ class ServerMonitor:
         self._fatal = isinstance(exc, AuthFailed)
 
     async def _stream_loop(self) -> None:
+        import httpx  # (the stream is httpx's; a one-off `status` never opens it)
+
         backoff = 0.5
         loop = asyncio.get_running_loop()
         while True:

@@ -6,8 +6,14 @@ about 0.1 ms, and through the few lines of HTTP/1.1 here 0.04 ms (`http.client` 
 answer's headers with the email package). So those reads go here, and only the clean case is
 handled: an `http://` server, no proxy, an answer `200` with a JSON body in identity encoding,
 within the client's size limit and deadline. Anything else (an error status, HTML, a redirect,
-compression, a refused or lost connection, a timeout) returns None, and the caller asks again
-through the async client, which says what went wrong exactly as it does for every other route.
+compression, a refused or lost connection) returns None, and the caller asks again through the
+async client, which says what went wrong exactly as it does for every other route. A server that
+stalls is not asked twice: silence for the client's `timeout` (its read timeout; a connection
+not made within it) or an answer not complete by the deadline raises `Stalled`, which the
+caller says as the async client would have said it.
+
+Every snapshot GET of a plain-http server is read here first, so `ocwatch status` on a healthy
+server never imports httpx (about a third of the command's start-up).
 
 The answer reader (`_parse`) does no I/O: it reads a buffer and asks for more by yielding, so
 the same reader serves a protocol on the event loop (`_Conn`, fed by `data_received`) and the
@@ -43,11 +49,21 @@ class _Unclean(Exception):
     """The answer is not a clean 200 JSON one: asked again the usual way."""
 
 
-def _parse(buf: bytearray, max_body: int) -> Reader:
+class Stalled(Exception):
+    """The server did not answer in time: `why` is what the async client would have called it
+    (`ConnectTimeout`, `ReadTimeout`), or `deadline` for an answer not complete by the deadline."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def _parse(buf: bytearray, max_body: int, seen: dict[bytes, bytes] | None = None) -> Reader:
     """Read one HTTP/1.1 answer from `buf`, yielding whenever it needs more: (its body when it is
     a clean 200 JSON answer in identity encoding within `max_body`, else None; whether the
     connection can take another request). Every wait is bounded: the head by HEAD_MAX, the body
-    by `max_body`; the caller bounds the time."""
+    by `max_body`; the caller bounds the time. The headers of a 200 answer (names lower-cased)
+    go into `seen` when it is given."""
     try:
         while (end := buf.find(b"\r\n\r\n")) < 0:
             if len(buf) > HEAD_MAX or not (yield):
@@ -64,6 +80,8 @@ def _parse(buf: bytearray, max_body: int) -> Reader:
             if not colon or not name or name != name.strip() or name in headers:
                 raise _Unclean  # malformed, or said twice (a length told two ways)
             headers[name] = value.strip()
+        if seen is not None:
+            seen.update(headers)
         if b"json" not in headers.get(b"content-type", b"") or headers.get(
             b"content-encoding", b"identity"
         ) not in (b"identity", b""):
@@ -140,15 +158,20 @@ class _Conn(asyncio.Protocol):
         self.reader: Reader | None = None
         self.answer: asyncio.Future[Answer] | None = None
         self.ended = False
+        self.heard = 0.0  # the loop's time when the request went or the last bytes came
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
 
-    def ask(self, request: bytes, max_body: int) -> asyncio.Future[Answer]:
+    def ask(
+        self, request: bytes, max_body: int, seen: dict[bytes, bytes] | None = None
+    ) -> asyncio.Future[Answer]:
         """Send `request`; the future is its answer."""
         assert self.transport is not None and self.reader is None
-        self.answer = asyncio.get_running_loop().create_future()
-        self.reader = _parse(self.buf, max_body)
+        loop = asyncio.get_running_loop()
+        self.answer = loop.create_future()
+        self.heard = loop.time()
+        self.reader = _parse(self.buf, max_body, seen)
         next(self.reader)  # (an empty buffer: it asks for bytes at once)
         self.transport.write(request)
         return self.answer
@@ -157,8 +180,16 @@ class _Conn(asyncio.Protocol):
         if self.reader is None:
             self.abort()
             return
+        self.heard = self.answer.get_loop().time() if self.answer is not None else 0.0
         self.buf += data
         self._step(True)
+
+    def silent(self) -> None:
+        """Nothing came for the read timeout: the answer is a ReadTimeout."""
+        self.reader = None
+        if self.answer is not None and not self.answer.done():
+            self.answer.set_exception(Stalled("ReadTimeout"))
+        self.abort()
 
     def eof_received(self) -> bool:
         self._step(False)
@@ -219,6 +250,7 @@ class QuickGet:
         self._open: set[_Conn] = set()
         self._keep = keep
         self._closed = False
+        self._patrol: asyncio.TimerHandle | None = None
 
     @staticmethod
     def usable(url: str, trust_env: bool) -> bool:
@@ -236,10 +268,11 @@ class QuickGet:
             urllib.request.proxy_bypass(parts.hostname)
         )
 
-    async def get(self, target: str) -> Any | None:
+    async def get(self, target: str, seen: dict[bytes, bytes] | None = None) -> Any | None:
         """The parsed JSON answer of `GET target` (path and query, percent-encoded), or None
-        when it is anything but a clean 200 JSON answer within the deadline (the caller asks
-        again the usual way)."""
+        when it is anything but a clean 200 JSON answer (the caller asks again the usual way);
+        its headers go into `seen` when it is given. Raises Stalled when the server is silent
+        for `timeout` (connecting or answering) or the answer is not complete by `deadline`."""
         if self._closed or not _SAFE_TARGET.fullmatch(target):
             return None
         request = b"GET " + (self.base + target).encode("ascii") + self._head
@@ -247,10 +280,16 @@ class QuickGet:
         try:
             async with asyncio.timeout(self.deadline):
                 conn = self._take() or await self._connect()
-                body, reusable = await conn.ask(request, self.max_body)
-        except (OSError, TimeoutError):
+                answer = conn.ask(request, self.max_body, seen)
+                self._patrolled()
+                body, reusable = await answer
+        except TimeoutError:  # the deadline's (an OSError too: caught first)
+            if conn is not None:
+                self._drop(conn)
+            raise Stalled("deadline") from None
+        except OSError:
             body, reusable = None, False
-        except BaseException:  # cancelled mid-answer: the connection is in no known state
+        except BaseException:  # cancelled or stalled mid-answer: in no known state
             if conn is not None:
                 self._drop(conn)
             raise
@@ -276,10 +315,35 @@ class QuickGet:
 
     async def _connect(self) -> _Conn:
         loop = asyncio.get_running_loop()
-        async with asyncio.timeout(self.timeout):
-            _transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+        try:
+            async with asyncio.timeout(self.timeout):
+                _transport, conn = await loop.create_connection(_Conn, self.host, self.port)
+        except TimeoutError:
+            raise Stalled("ConnectTimeout") from None
         self._open.add(conn)  # (asyncio sets TCP_NODELAY on its TCP transports)
         return conn
+
+    def _patrolled(self) -> None:
+        """One timer for every read in flight, not one a read: every quarter of the read
+        timeout it ends the reads that heard nothing for `timeout` (so a silent server is
+        called so after 1 to 1.25 times the timeout)."""
+        if self._patrol is None and not self._closed:
+            loop = asyncio.get_running_loop()
+            self._patrol = loop.call_later(self.timeout / 4, self._patrol_round, loop)
+
+    def _patrol_round(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._patrol = None
+        now, busy = loop.time(), False
+        for conn in list(self._open):
+            if conn.reader is None:
+                continue
+            if now - conn.heard >= self.timeout:
+                conn.silent()
+                self._open.discard(conn)
+            else:
+                busy = True
+        if busy:
+            self._patrolled()
 
     def _drop(self, conn: _Conn) -> None:
         conn.abort()
@@ -288,6 +352,9 @@ class QuickGet:
     def close(self) -> None:
         """End every connection, idle or in use (a read in flight answers None)."""
         self._closed = True
+        if self._patrol is not None:
+            self._patrol.cancel()
+            self._patrol = None
         conns, self._open, self._idle = list(self._open), set(), []
         for conn in conns:
             conn.abort()

@@ -1,0 +1,111 @@
+"""`ocwatch status`'s path (issue 11: its import under 150 ms): every snapshot GET of a plain-http
+server is a quick read first, so httpx is imported only when something needs it; a stalled
+server is said at once from the quick read, as httpx would have said it, not asked twice."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from tests.cli_env import cli_env
+from tests.hostile import Answer, HostileServer, json_answer
+from tui.core.client import Client, Unreachable
+
+#: `main()` run as `ocwatch status --json` runs it, then what it imported
+STATUS = """
+import json, sys
+from tui.cli.main import main
+code = main(["status", "--json", "--server", sys.argv[1]])
+sys.stdout.flush()
+print(json.dumps({"code": code, "httpx": "httpx" in sys.modules}), file=sys.stderr)
+"""
+
+
+@pytest.fixture
+def server() -> Iterator[HostileServer]:
+    srv = HostileServer()
+    srv.routes["/api/session/active"] = json_answer({"data": {}})  # as 1.18.33 answers it
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def status(url: str) -> tuple[dict, dict, str]:
+    proc = subprocess.run(
+        [sys.executable, "-c", STATUS, url],
+        capture_output=True,
+        text=True,
+        env=cli_env(),
+        timeout=60,
+    )
+    *lines, last = proc.stderr.strip().splitlines()
+    return json.loads(proc.stdout or "{}"), json.loads(last), "\n".join(lines)
+
+
+def test_status_of_a_healthy_server_never_imports_httpx(server: HostileServer):
+    out, ran, err = status(server.url)
+    assert ran == {"code": 0, "httpx": False}, err
+    assert [s["id"] for s in out["sessions"]] == ["ses_ok"]
+    assert out["servers"][0]["reachable"] is True
+
+
+def test_an_unclean_answer_is_asked_again_through_httpx_and_said_exactly(server: HostileServer):
+    server.routes["/session/status"] = Answer(
+        200, b"<!doctype html><html>web UI</html>", {"content-type": "text/html"}
+    )
+    out, ran, err = status(server.url)
+    assert ran["code"] == 2 and ran["httpx"] is True
+    assert "/session/status: expected JSON but got HTML" in json.dumps(out) + err
+
+
+async def test_a_silent_server_is_a_read_timeout_at_once_not_asked_again():
+    async def silent(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.read(1 << 16)
+        await asyncio.sleep(30)
+
+    srv = await asyncio.start_server(silent, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}"
+    loop = asyncio.get_running_loop()
+    try:
+        async with Client(url, timeout=0.4, deadline=20) as client:
+            t = loop.time()
+            with pytest.raises(
+                Unreachable, match=r"^http://127\.0\.0\.1:\d+: timed out \(ReadTimeout\)$"
+            ):
+                await client.health()
+            took = loop.time() - t
+            assert client._http is None  # not asked again through httpx
+    finally:
+        srv.close()
+    assert 0.4 <= took < 0.4 * 1.25 + 0.3
+
+
+async def test_a_trickle_past_the_deadline_is_said_once(server: HostileServer):
+    server.routes["/global/health"] = Answer(
+        200, b'{"healthy": true}' * 10, {"content-type": "application/json"}, trickle=0.1
+    )
+    loop = asyncio.get_running_loop()
+    async with Client(server.url, timeout=5.0, deadline=1.0) as client:
+        t = loop.time()
+        with pytest.raises(Unreachable, match="GET /global/health: no complete answer within 1s"):
+            await client.health()
+        assert loop.time() - t < 1.8 and client._http is None
+
+
+async def test_the_session_pages_cursor_is_read_from_a_quick_answer(server: HostileServer):
+    server.routes["/experimental/session"] = Answer(
+        200,
+        json.dumps([{"id": "ses_ok"}]).encode(),
+        {"content-type": "application/json", "x-next-cursor": "c1"},
+    )
+    async with Client(server.url) as client:
+        got = await client.all_sessions()
+        # the first page said there is a next one: it was asked for (the server answers the
+        # same page again, with the same cursor: the end)
+        assert client.requests == 2 and client._http is None
+    assert [s["id"] for s in got] == ["ses_ok"]
