@@ -15,6 +15,7 @@ import pytest
 from tests.cli_env import cli_env
 from tests.hostile import Answer, HostileServer, json_answer
 from tui.core.client import Client, Unreachable
+from tui.core.config import ENV_NAMES, Config, _layered, load_config
 
 #: `main()` run as `ocwatch status --json` runs it, then what it imported
 STATUS = """
@@ -22,7 +23,8 @@ import json, sys
 from tui.cli.main import main
 code = main(["status", "--json", "--server", sys.argv[1]])
 sys.stdout.flush()
-print(json.dumps({"code": code, "httpx": "httpx" in sys.modules}), file=sys.stderr)
+print(json.dumps({"code": code, "httpx": "httpx" in sys.modules,
+    "pydantic_settings": "pydantic_settings" in sys.modules}), file=sys.stderr)
 """
 
 
@@ -49,7 +51,7 @@ def status(url: str) -> tuple[dict, dict, str]:
 
 def test_status_of_a_healthy_server_never_imports_httpx(server: HostileServer):
     out, ran, err = status(server.url)
-    assert ran == {"code": 0, "httpx": False}, err
+    assert ran == {"code": 0, "httpx": False, "pydantic_settings": False}, err
     assert [s["id"] for s in out["sessions"]] == ["ses_ok"]
     assert out["servers"][0]["reachable"] is True
 
@@ -109,3 +111,21 @@ async def test_the_session_pages_cursor_is_read_from_a_quick_answer(server: Host
         # same page again, with the same cursor: the end)
         assert client.requests == 2 and client._http is None
     assert [s["id"] for s in got] == ["ses_ok"]
+
+
+def test_with_no_file_and_no_variable_the_config_is_what_the_layers_give(tmp_path):
+    missing = tmp_path / "config.toml"
+    assert load_config(missing, {}) == (_layered({}, {}, []), [])
+    assert load_config(missing, {"OCWATCH_GRACE": ""})[0] == Config()
+    # anything to layer is layered: a file, or any of the variables
+    (tmp_path / "c.toml").write_text("grace = 7\n")
+    assert load_config(tmp_path / "c.toml", {})[0].grace == 7
+    for field_name, name in ENV_NAMES.items():
+        value = (
+            "http://h:1"
+            if field_name == "servers"
+            else "ocwatch-light"
+            if field_name == "theme"
+            else "9"
+        )
+        assert load_config(missing, {name: value})[0] != Config(), name
