@@ -3,6 +3,16 @@ answer."""
 
 from __future__ import annotations
 
+import gc
+
+# The cyclic collector is paused while the command line's modules load: they make ~100,000
+# objects, none of them garbage, and the collections they trigger cost ~15 ms of every
+# `status` and `wait`. Once the module is loaded (the end of this file) they are frozen (kept
+# out of every later collection: they live as long as the process) and the collector runs again.
+_GC_WAS_ON = gc.isenabled()
+gc.disable()
+
+# ruff: noqa: E402 (the imports below come after the pause)
 import argparse
 import asyncio
 import contextlib
@@ -689,6 +699,10 @@ def entry() -> None:  # pragma: no cover - the process's own exit
     logging.shutdown()
     os._exit(code)
 
+
+if _GC_WAS_ON:  # the modules are loaded: frozen, and the collector runs again
+    gc.freeze()
+    gc.enable()
 
 if __name__ == "__main__":  # pragma: no cover
     entry()
