@@ -129,3 +129,15 @@ def test_with_no_file_and_no_variable_the_config_is_what_the_layers_give(tmp_pat
             else "9"
         )
         assert load_config(missing, {name: value})[0] != Config(), name
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_collector_is_as_it_was_once_the_command_line_is_loaded(on: bool):
+    code = (
+        f"import gc; {'' if on else 'gc.disable(); '}import tui.cli.main; "
+        "print(gc.isenabled(), gc.get_count()[0] < 700)"
+    )  # on: the loaded modules were frozen (the young generation is nearly empty)
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env()
+    )
+    assert proc.stdout.split() == [str(on), str(on)], proc.stderr
