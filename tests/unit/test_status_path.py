@@ -141,3 +141,54 @@ def test_the_collector_is_as_it_was_once_the_command_line_is_loaded(on: bool):
         [sys.executable, "-c", code], capture_output=True, text=True, env=cli_env()
     )
     assert proc.stdout.split() == [str(on), str(on)], proc.stderr
+
+
+async def _answers_once_per_connection() -> tuple[asyncio.Server, str, list[int]]:
+    """A server that answers the first request of each connection, then hears nothing more on
+    it and never closes it (as a connection a NAT or firewall forgot looks from here)."""
+    conns: list[int] = []
+    body = b'{"healthy": true}'
+
+    async def once(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conns.append(1)
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n"
+            b"content-length: %d\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        await asyncio.sleep(30)
+
+    srv = await asyncio.start_server(once, "127.0.0.1", 0)
+    return srv, f"http://127.0.0.1:{srv.sockets[0].getsockname()[1]}", conns
+
+
+async def test_a_connection_idle_too_long_is_not_reused(monkeypatch: pytest.MonkeyPatch):
+    import tui.core.quick as quick
+
+    monkeypatch.setattr(quick, "KEEP_IDLE", 0.2)
+    srv, url, conns = await _answers_once_per_connection()
+    try:
+        async with Client(url, timeout=0.5, deadline=5) as client:
+            assert await client.health() == {"healthy": True}
+            await asyncio.sleep(0.3)  # idle past KEEP_IDLE: a fresh connection, not a timeout
+            assert await client.health() == {"healthy": True}
+            assert client._http is None
+    finally:
+        srv.close()
+    assert len(conns) == 2
+
+
+async def test_a_read_in_flight_when_the_client_closes_makes_no_new_client():
+    srv, url, _conns = await _answers_once_per_connection()
+    try:
+        client = Client(url, timeout=5, deadline=10)
+        assert await client.health() == {"healthy": True}
+        task = asyncio.create_task(client.health())  # (the same connection: never answered)
+        await asyncio.sleep(0.1)
+        await client.aclose()
+        with pytest.raises(Unreachable, match="closed"):
+            await task
+        assert client._http is None
+    finally:
+        srv.close()

@@ -164,6 +164,7 @@ class Client:
         plain = QuickGet.usable(self.url, trust_env)  # plain http, and no proxy in between
         self._made = (auth, trust_env, transport, plain)  # what the httpx client is made of
         self._http: httpx.AsyncClient | None = None
+        self._closed = False
         # GETs read on plain kept-alive connections (a thirtieth of httpx's cost each,
         # tui.core.quick); not through a test's or a replay's transport, nor while recording
         self._quick = (
@@ -174,8 +175,11 @@ class Client:
 
     @property
     def http(self) -> httpx.AsyncClient:
-        """The httpx client, made (and httpx imported) on first use."""
+        """The httpx client, made (and httpx imported) on first use (not after `aclose()`: a
+        read that was in flight then is not asked again through a client nobody closes)."""
         if self._http is None:
+            if self._closed:
+                raise Unreachable(f"{self.url}: the connection was closed (ocwatch is stopping)")
             import httpx
 
             auth, trust_env, transport, plain = self._made
@@ -192,6 +196,7 @@ class Client:
         return self._http
 
     async def aclose(self) -> None:
+        self._closed = True
         if self._quick is not None:
             self._quick.close()
         if self._http is not None:
@@ -388,7 +393,7 @@ class Client:
             seen: dict[bytes, bytes] = {}
             got = await self._quick_get(target, seen)
             if got is not None:
-                return got, {k.decode("latin-1"): v.decode("latin-1") for k, v in seen.items()}
+                return got, {k.decode("latin-1"): _header_text(v) for k, v in seen.items()}
         return await self.request_with_headers("GET", path, params=params)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
@@ -579,6 +584,14 @@ def _message_query(limit: int | None, directory: str | None) -> str:
     if directory:
         params["directory"] = directory
     return urlencode(params, quote_via=quote)
+
+
+def _header_text(value: bytes) -> str:
+    """A header's value as httpx reads it: UTF-8 when it is, else latin-1."""
+    try:
+        return value.decode("utf-8")
+    except UnicodeDecodeError:
+        return value.decode("latin-1")
 
 
 def _list(data: Any, url: str, path: str) -> list[dict[str, Any]]:

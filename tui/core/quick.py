@@ -35,6 +35,10 @@ from . import text
 from .settings import Auth
 
 HEAD_MAX = 1 << 16  # an answer's status line and headers, at most
+#: Seconds a connection may wait idle before it is not reused (httpx's keep-alive expiry): a
+#: connection idle for long may have been forgotten by a firewall or NAT in between (or the
+#: machine slept), and would then hear nothing, a false read timeout
+KEEP_IDLE = 5.0
 #: A request target as the client builds it: percent-encoded, nothing that could end the line
 _SAFE_TARGET = re.compile(r"/[!-~]*")
 
@@ -159,6 +163,7 @@ class _Conn(asyncio.Protocol):
         self.answer: asyncio.Future[Answer] | None = None
         self.ended = False
         self.heard = 0.0  # the loop's time when the request went or the last bytes came
+        self.idle_since = 0.0  # the loop's time when it was last put back, idle
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)
@@ -280,6 +285,9 @@ class QuickGet:
         try:
             async with asyncio.timeout(self.deadline):
                 conn = self._take() or await self._connect()
+                if self._closed:  # closed while connecting: nothing is asked any more
+                    self._drop(conn)
+                    return None
                 answer = conn.ask(request, self.max_body, seen)
                 self._patrolled()
                 body, reusable = await answer
@@ -295,6 +303,7 @@ class QuickGet:
             raise
         if conn is not None:
             if reusable and not conn.ended and not self._closed and len(self._idle) < self._keep:
+                conn.idle_since = asyncio.get_running_loop().time()
                 self._idle.append(conn)
             else:
                 self._drop(conn)
@@ -306,11 +315,14 @@ class QuickGet:
             return None
 
     def _take(self) -> _Conn | None:
+        """The most recently used idle connection still fit to reuse (open, and idle for at
+        most KEEP_IDLE); the others are dropped."""
+        now = asyncio.get_running_loop().time()
         while self._idle:
             conn = self._idle.pop()
-            if not conn.ended:
+            if not conn.ended and now - conn.idle_since <= KEEP_IDLE:
                 return conn
-            self._open.discard(conn)
+            self._drop(conn)
         return None
 
     async def _connect(self) -> _Conn:
