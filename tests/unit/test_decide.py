@@ -115,6 +115,27 @@ def test_the_gathered_claim_and_quiet_times_are_the_servers_last_word(snapshot, 
         assert (i.claim_at, i.quiet_at) == ((at, None) if runs else (None, at)), sid
 
 
+claim_times = st.one_of(st.none(), st.floats(min_value=T0 - 600, max_value=T0 + 60))
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st, links, claim_times, claim_times)
+@settings(max_examples=400, deadline=None)
+def test_a_row_that_reads_no_claim_is_the_same_whatever_the_claims(
+    snapshot, evs, now, link, claim, quiet
+):
+    """Decided.reads_claims False: the row and its validity do not depend on claim_at and
+    quiet_at, so the memo may reuse it under inputs differing only in them (a resync moves both
+    for every session). A rule that compares either time and does not say so fails this."""
+    facts = journal_of(evs).facts()
+    previous = derive_server(snapshot, facts, now - 7.0, S)
+    for inputs in inputs_of(snapshot, facts, previous, link).values():
+        first = decide(inputs, now, S)
+        if first.reads_claims:
+            continue
+        moved = decide(inputs._replace(claim_at=claim, quiet_at=quiet), now, S)
+        assert (moved.row, moved.valid_until) == (first.row, first.valid_until), (claim, quiet)
+
+
 @given(snapshots(), st.lists(events(), max_size=25), now_st)
 @settings(max_examples=200, deadline=None)
 def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):
@@ -231,6 +252,34 @@ def test_inputs_that_differ_are_decided_again(monkeypatch):
     asked.clear()
     rows = derive_server(running, (), T0 + 1, S, previous=rows, memo=memo)
     assert asked == ["ses_a"] and rows[(SERVER, "ses_a")].state == "busy"
+
+
+def test_a_resync_decides_again_only_the_rows_that_read_its_time(monkeypatch):
+    """A resync moves every session's claim or quiet time to the new snapshot's. A finished
+    run's idle row does not read them: it is reused. A stale busy row (the server said busy
+    after the run ended) and an interrupted run (it said not busy after the run's last
+    activity) do: they are decided again. Without Decided.reads_claims every row is."""
+    asked = _counting(monkeypatch)
+    done = {
+        f"ses_{i}": assistant("msg_2", f"ses_{i}", created=T0 - 60, completed=T0 - 50)
+        for i in range(3)
+    }
+    done["ses_2"] = assistant("msg_2", "ses_2", created=T0 - 60, tools=("running",))
+    sessions = [session(sid) for sid in done]
+    first = snap(sessions, messages=done, status={"ses_1": busy()}, started_at=T0 - 5)
+    memo = DeriveMemo()
+    rows = derive_server(first, (), T0, S, memo=memo)
+    assert [(r.state, r.reason, r.stale) for r in rows.values()] == [
+        ("idle", "completed", False),
+        ("busy", None, True),
+        ("unknown", "interrupted", False),
+    ]
+    asked.clear()
+    later = dataclasses.replace(first, started_at=T0 - 1)
+    again = derive_server(later, (), T0, S, previous=rows, memo=memo)
+    assert sorted(asked) == ["ses_1", "ses_2"]
+    assert again[(SERVER, "ses_0")] is rows[(SERVER, "ses_0")]
+    assert again == derive_server(later, (), T0, S, previous=rows)
 
 
 def test_an_equal_row_decided_again_is_the_previous_object(monkeypatch):

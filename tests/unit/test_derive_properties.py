@@ -303,13 +303,15 @@ resyncs = st.tuples(
     st.sampled_from(["keep", "none", "user", "streaming", "done", "error"]),
     st.booleans(),
     time_st,
+    st.floats(min_value=0, max_value=60),
 )
 
 
-def resynced(snapshot, change, status_kind, message_kind, active, at):
-    """A new Snapshot as a resync gives it: the objects of unchanged sessions reused (status
-    entries parsed again: equal, not the same), the sessions in `change` with a new status entry,
-    a new last message (unless "keep") and listed as active or not."""
+def resynced(snapshot, change, status_kind, message_kind, active, at, later=0.0):
+    """A new Snapshot as a resync gives it, taken `later` seconds after the last: the objects of
+    unchanged sessions reused (status entries parsed again: equal, not the same), the sessions
+    in `change` with a new status entry, a new last message (unless "keep") and listed as active
+    or not."""
     status = {sid: SessionStatus.parse(e.to_wire()) for sid, e in snapshot.status.items()}
     messages = dict(snapshot.messages)
     listed = set(snapshot.active)
@@ -330,6 +332,7 @@ def resynced(snapshot, change, status_kind, message_kind, active, at):
         status=status,
         messages=messages,
         active=frozenset(listed),
+        started_at=snapshot.started_at + later,
     )
 
 

@@ -93,17 +93,23 @@ class SessionInputs(NamedTuple):
 #: where the session and the previous row sit among SessionInputs' fields (derive gathers them
 #: as a plain tuple)
 SESSION_AT: Final = 1
+CLAIM_AT: Final = 14  # claim_at, then quiet_at
 PREVIOUS_AT: Final = 17
 assert list(SessionInputs.__annotations__)[SESSION_AT] == "session"
+assert list(SessionInputs.__annotations__)[CLAIM_AT : CLAIM_AT + 2] == ["claim_at", "quiet_at"]
 assert list(SessionInputs.__annotations__)[PREVIOUS_AT] == "previous"
 
 
 class Decided(NamedTuple):
     """A row, and the first moment the same inputs could decide differently (a grace period
-    ending, an "N s ago" text ticking; inf: never)."""
+    ending, an "N s ago" text ticking; inf: never). `reads_claims`: whether the row depends on
+    when the server last said the session runs or does not (SessionInputs.claim_at, quiet_at);
+    when it does not, inputs differing only in those two times decide the same row (a resync
+    moves them for every session, and most rows never read them)."""
 
     row: SessionRow
     valid_until: float
+    reads_claims: bool = True
 
 
 class Verdict(NamedTuple):
@@ -122,6 +128,8 @@ class Verdict(NamedTuple):
     #: the first moment the same inputs could decide differently (inf: never; `now`: not past
     #: this very moment, as when the verdict reads the clock itself)
     until: float = math.inf
+    #: the rules compared the server's last claim or quiet time (Decided.reads_claims)
+    reads_claims: bool = False
 
 
 def ms(t: float | None) -> float | None:
@@ -188,7 +196,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
     pending = tuple(pending_of(req) for req, _ in requests) if requests else ()
-    state, reason, stale, evidence, settled, since, ended, settling, until = _verdict(
+    state, reason, stale, evidence, settled, since, ended, settling, until, claims = _verdict(
         inputs, st, pending, now, settings.grace
     )
     if held is not None and held.settling in ("unreachable", "loading"):
@@ -272,6 +280,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
                 settling,
             ),
             until,
+            claims,
         ),
     )
 
@@ -512,6 +521,7 @@ def _busy(
                 None,
                 "confirming",
                 until,
+                True,
             )
         held = since_done if held_since == done else ago(now, held_since)
         return Verdict(
@@ -528,6 +538,7 @@ def _busy(
             ended[0],
             None,
             min(until, tick(now, held_since)),
+            True,
         )
     return Verdict(
         "busy",
@@ -600,6 +611,7 @@ def _not_running(
             None,
             "confirming",
             now,
+            True,
         )
     return Verdict(
         "unknown",
@@ -612,6 +624,7 @@ def _not_running(
         ),
         True,
         last_activity,
+        reads_claims=True,
     )
 
 
@@ -655,6 +668,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
             None,
             "confirming",
             now,
+            True,
         )
     return Verdict(
         "unknown",
@@ -669,6 +683,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
         None,
         None,
         min(until, tick(now, created)),
+        True,
     )
 
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from .decide import (
+    CLAIM_AT,
     PREVIOUS_AT,
     SERVER_REASONS,
     SESSION_AT,
@@ -64,10 +65,11 @@ class _Memoed(NamedTuple):
     valid_until: float
     row: SessionRow
     key: tuple[str, str]
+    reads_claims: bool
 
     @property
     def decided(self) -> Decided:
-        return Decided(self.row, self.valid_until)
+        return Decided(self.row, self.valid_until, self.reads_claims)
 
 
 @dataclass
@@ -75,9 +77,11 @@ class DeriveMemo:
     """Rows derive() may reuse on its next call (owned by one caller, e.g. a ServerMonitor).
 
     A row is reused exactly when the session's `SessionInputs` equal those it was decided from
-    and `at <= now < valid_until` (the clock not gone back, no grace period ended, no "N s ago"
-    ticked). The objects of sessions that did not change are the same across a resync
-    (MessageCache, MessageCache.sessions_from), so the comparison is mostly by identity. A row
+    (but for the claim and quiet times when the decision did not read them: Decided.
+    reads_claims; a resync moves them for every session) and `at <= now < valid_until` (the
+    clock not gone back, no grace period ended, no "N s ago" ticked). The objects of sessions
+    that did not change are the same across a resync (MessageCache,
+    MessageCache.sessions_from), so the comparison is mostly by identity. A row
     decided anew is filed under the inputs that have it as their previous row (they decide it
     too: decide.as_previous), those of the next call that is handed it back.
 
@@ -165,12 +169,22 @@ def derive_server(
         sid = fields[SESSION_AT].id
         hit = get_hit(sid)
         if hit is not None:
-            then, at, valid_until, row, key = hit
-            if at <= now < valid_until and then == fields:  # the same inputs, still valid
+            then, at, valid_until, row, key, reads_claims = hit
+            if (
+                at <= now < valid_until
+                and (
+                    then == fields  # the same inputs, still valid
+                    or (
+                        not reads_claims  # or the same but for times the row does not read
+                        and then[:CLAIM_AT] == fields[:CLAIM_AT]
+                        and then[CLAIM_AT + 2 :] == fields[CLAIM_AT + 2 :]
+                    )
+                )
+            ):
                 rows[key] = row  # (the same server: it is one of the inputs)
                 continue
         inputs = new(SessionInputs, fields)
-        row, valid_until = decide(inputs, now, settings)
+        row, valid_until, reads_claims = decide(inputs, now, settings)
         key = (server, sid)
         old = fields[PREVIOUS_AT]
         if old is not None and old == row and _same_requests(old, inputs):
@@ -180,7 +194,7 @@ def derive_server(
             # decide it too (decide.as_previous), so that call reuses it
             inputs = again
         rows[key] = row
-        cache[sid] = _Memoed(inputs, now, valid_until, row, key)
+        cache[sid] = _Memoed(inputs, now, valid_until, row, key, reads_claims)
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
