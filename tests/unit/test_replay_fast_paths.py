@@ -137,3 +137,31 @@ async def test_a_replays_client_has_no_network() -> None:
     with pytest.raises(OcwatchError, match="not in the recording"):
         await client.request("GET", "/session")
     await client.aclose()
+
+
+def test_a_replay_collects_garbage_less_often_and_leaves_the_collector_as_it_was() -> None:
+    """follow() raises the youngest generation's threshold (gc_relaxed) while it replays, and
+    restores the process's own thresholds after, also when the observer fails."""
+    import gc
+
+    from tui.core.gcpause import RELAXED_THRESHOLD, gc_relaxed
+
+    before = gc.get_threshold()
+    seen: list[int] = []
+
+    def observe(_view: View, _changes: Changes | None) -> None:
+        seen.append(gc.get_threshold()[0])
+        if len(seen) == 3:
+            raise RuntimeError("observer failed")
+
+    with pytest.raises(RuntimeError):
+        asyncio.run(Replay(FIXTURES[0]).follow(observe))
+    assert seen and all(t == RELAXED_THRESHOLD for t in seen)
+    assert gc.get_threshold() == before
+    gc.set_threshold(RELAXED_THRESHOLD * 4, *before[1:])
+    try:  # a caller that relaxed it further keeps its own
+        with gc_relaxed():
+            assert gc.get_threshold()[0] == RELAXED_THRESHOLD * 4
+        assert gc.get_threshold()[0] == RELAXED_THRESHOLD * 4
+    finally:
+        gc.set_threshold(*before)

@@ -33,6 +33,7 @@ from ..core.client import (
     Unreachable,
 )
 from ..core.fleet import Fleet
+from ..core.gcpause import gc_relaxed
 from ..core.monitor import ServerMonitor, SnapshotStart
 from ..core.raw import RawFacts
 from ..core.settings import Settings
@@ -265,7 +266,18 @@ class Replay:
         """Replay the file (up to `until`, recorded time; None: to its end) at full speed,
         handing the observer a View as a live consumer would have pulled one: after each batch
         of news (records closer than `spacing` to the first of them: frames that came in one
-        read) and at least once per `tick`."""
+        read) and at least once per `tick`. The cyclic GC collects less often meanwhile
+        (gc_relaxed: a replay at full speed is a batch of short-lived objects)."""
+        with gc_relaxed():
+            await self._follow(observe, until, tick, spacing)
+
+    async def _follow(
+        self,
+        observe: Callable[[View, Changes | None], Any],
+        until: float | None,
+        tick: float,
+        spacing: float,
+    ) -> None:
         observe(self.view(), self.last_changes)
         last_pull = self.now
         news: float | None = None  # when the first record not yet pulled was applied
