@@ -165,3 +165,15 @@ def test_a_replay_collects_garbage_less_often_and_leaves_the_collector_as_it_was
         assert gc.get_threshold()[0] == RELAXED_THRESHOLD * 4
     finally:
         gc.set_threshold(*before)
+
+
+@pytest.mark.parametrize("path", FIXTURES[:4], ids=lambda p: p.stem)
+def test_a_view_pulled_earlier_keeps_its_rows(path: Path) -> None:
+    """A one-server View takes the rows as derived, with no copy: later pulls (events, snapshots,
+    time passing) leave every earlier View's rows as they were when it was pulled."""
+    kept: list[tuple[View, dict[Any, Any]]] = []
+    asyncio.run(Replay(path).follow(lambda v, _c: kept.append((v, dict(v.rows)))))
+    assert len(kept) > 3
+    assert len({id(v.rows) for v, _ in kept}) == len(kept)
+    for view, rows in kept:
+        assert view.rows == rows and all(view.rows[k] is r for k, r in rows.items())

@@ -16,7 +16,7 @@ from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
 from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
-from .view import Changes, ServerInfo, Transition, TransitionFeed, View
+from .view import Changes, ServerInfo, SessionRow, Transition, TransitionFeed, View
 
 if TYPE_CHECKING:
     import httpx
@@ -89,12 +89,18 @@ class Fleet:
 
     def current(self, now: float | None = None) -> View:
         now = self.clock() if now is None else now
-        rows = {}
+        rows: dict[tuple[str, str], SessionRow] = {}
         changed: list[tuple[str, str]] | None = []
-        for m in self.monitors:  # the rows in monitor order, and the changed ones in theirs
-            rows.update(m.rows(now))
-            theirs = m.take_changed()
-            changed = None if theirs is None or changed is None else changed + theirs
+        if len(self.monitors) == 1:
+            # its rows as derived: a new dict each time, which nothing changes after (derive
+            # copies its previous rows, never writes them), so the View takes it as it is
+            m = self.monitors[0]
+            rows, changed = m.rows(now), m.take_changed()
+        else:
+            for m in self.monitors:  # the rows in monitor order, and the changed ones in theirs
+                rows.update(m.rows(now))
+                theirs = m.take_changed()
+                changed = None if theirs is None or changed is None else changed + theirs
         view = View(now, self.servers(), rows)
         self.last_changes = changes = self._feed.feed(view, changed)
         for tr in changes.transitions:
