@@ -193,6 +193,57 @@ async def test_unreachable_then_reachable_recovers():
         await asyncio.gather(task, return_exceptions=True)
 
 
+async def test_a_stream_back_after_a_gap_does_not_vouch_for_the_old_snapshot():
+    """Seen on a real 1.18.33 restarted mid-run: the stream came back before any snapshot
+    could be read (the first one after the restart timed out), and the rows read busy, as the
+    snapshot from before the crash had them, on a server called reachable. Until a snapshot
+    taken since the gap succeeds, they are an unreachable server's: unknown, not settled, with
+    the last known state; then the snapshot's."""
+    from tui.core.client import OcwatchError, Unreachable
+
+    clock = [1e9]
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=api.transport(), clock=lambda: clock[0]
+    )
+    key = ("http://x", "ses_1")
+    await mon.snapshot_once()
+    mon.stream_opened()
+    assert (mon.rows(clock[0])[key].state, mon.reachable) == ("busy", True)
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))  # the server goes away
+    mon.snapshot_failed(mon.begin_snapshot(), Unreachable("http://x: cannot connect"))
+    assert mon.rows(clock[0])[key].state == "unknown" and not mon.reachable
+    clock[0] += 3
+    mon.stream_opened()  # back: the stream first
+    row = mon.rows(clock[0])[key]
+    assert not mon.reachable
+    assert (row.state, row.settled, row.settling) == ("unknown", False, "unreachable")
+    assert row.evidence[0].startswith("server unreachable: http://x: cannot connect")
+    assert "last known state: busy" in row.evidence[0]
+    api.status = {"/p/a": {}}  # the run was cut off by the restart: no longer busy
+    clock[0] += 1
+    await mon.snapshot_once()
+    await mon.client.aclose()
+    row = mon.rows(clock[0])[key]
+    assert mon.reachable and row.state == "idle" and row.settled
+
+
+async def test_a_failed_snapshot_with_a_stream_that_missed_nothing_keeps_the_rows_live():
+    """The other side of the rule: a snapshot that fails while the stream has been up all along
+    (no gap) leaves the rows live, from the last snapshot and the events since."""
+    from tui.core.client import Unreachable
+
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+    mon = ServerMonitor("http://x", settings=FAST, transport=api.transport(), clock=lambda: 1e9)
+    await mon.snapshot_once()
+    mon.stream_opened()
+    mon.snapshot_failed(mon.begin_snapshot(), Unreachable("http://x: timed out (ReadTimeout)"))
+    await mon.client.aclose()
+    row = mon.rows(1e9)[("http://x", "ses_1")]
+    assert mon.reachable and (row.state, row.settled) == ("busy", True)
+
+
 async def test_drift_counts_what_events_said_and_the_snapshot_contradicts():
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {}})
     mon = ServerMonitor("http://x", settings=FAST, transport=api.transport(), clock=lambda: 1e9)

@@ -211,11 +211,17 @@ class ServerMonitor:
     @property
     def reachable(self) -> bool:
         """Whether the rows are live: a snapshot is in, and either the last one succeeded or the
-        event stream is up (a failed snapshot then keeps the last one and its journal)."""
+        event stream is up and has missed nothing since a snapshot did (a failed snapshot then
+        keeps the last one and its journal)."""
         return self.store.snapshot is not None and self.link().reachable
 
     def link(self) -> Link:
-        up = self._error is None or (self._connected and not self._fatal)
+        # a stream back after a gap (a server restart, a network cut) does not vouch for what
+        # the last good snapshot showed: runs may have ended, or been cut off, unseen. Until a
+        # snapshot taken since succeeds, the rows are what an unreachable server's are
+        up = self._error is None or (
+            self._connected and not self._fatal and self._gap_since is None
+        )
         return Link(up, self._error, self._error_since)
 
     def rows(self, now: float) -> dict[tuple[str, str], SessionRow]:
