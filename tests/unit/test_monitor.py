@@ -229,6 +229,61 @@ async def test_a_stream_back_after_a_gap_does_not_vouch_for_the_old_snapshot():
     assert mon.reachable and row.state == "idle" and row.settled
 
 
+async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it():
+    """A snapshot sent while the server was restarting may hang until its read timeout (10 s
+    on 1.18.33). When the stream comes back after the gap, that snapshot cannot cover it: it is
+    given up (said as such) and asked again, so the rows are right at once, not 10 s later. One
+    begun after the stream came back is not given up; and status's own snapshots never are."""
+    from tui.core.client import OcwatchError
+
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+    hang = asyncio.Event()
+    hung: list[str] = []
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if hang.is_set() and req.url.path == "/session/status":
+            hung.append(req.url.path)
+            await asyncio.sleep(3600)  # the restarting server: no answer
+        return api.handle(req)
+
+    clock = [1e9]
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
+    )
+    await mon.snapshot_once()
+    mon.stream_opened()
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    hang.set()
+    flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await wait_until(lambda: hung)
+    clock[0] += 2
+    api.status = {"/p/a": {}}
+    hang.clear()
+    mon.stream_opened()  # the server is back
+    await asyncio.wait({flight}, timeout=2)  # (not wait_for: its timeout would cancel it)
+    assert flight.done() and flight.result() is False
+    assert "begun before the event stream came back" in (mon.error or "")
+    assert mon._want_snapshot.is_set()  # asked again
+    assert await mon.take_snapshot(supersedable=True) is True
+    assert mon.reachable and mon.rows(clock[0])[("http://x", "ses_1")].state == "idle"
+    # begun after the stream came back: kept
+    hang.set()
+    hung.clear()
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    mon.stream_opened()
+    late = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await wait_until(lambda: hung)
+    mon.stream_opened()
+    await asyncio.sleep(0.05)
+    assert not late.done()
+    late.cancel()
+    await asyncio.gather(late, return_exceptions=True)
+    assert late.cancelled()  # a cancel that is not a give-up goes through
+    await mon.client.aclose()
+
+
 async def test_a_failed_snapshot_with_a_stream_that_missed_nothing_keeps_the_rows_live():
     """The other side of the rule: a snapshot that fails while the stream has been up all along
     (no gap) leaves the rows live, from the last snapshot and the events since."""

@@ -14,10 +14,17 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from . import raw
-from .client import AuthFailed, BadResponse, Client, OcwatchError, describe_transport_error
+from .client import (
+    AuthFailed,
+    BadResponse,
+    Client,
+    OcwatchError,
+    Unreachable,
+    describe_transport_error,
+)
 from .derive import Link
 from .events import EventParser
 from .journal import Journal, merge_message, sessions_after, status_after
@@ -115,6 +122,10 @@ class ServerMonitor:
         self._snapshot_done = asyncio.Event()
         self._down_since: float | None = None  # rows last derived while unreachable, since
         self._gap_since: float | None = None  # the stream was lost then; no snapshot since
+        # the snapshot loop's snapshot in flight (what it began from, its task), and whether the
+        # stream's return cancelled it (see stream_opened)
+        self._in_flight: tuple[SnapshotStart, asyncio.Task[Any]] | None = None
+        self._superseded = False
         self._connected_at = 0.0
         self._stall_checked = False  # a snapshot was asked for the current silence
         # since when the event stream has carried every event (None: it is down): a resync
@@ -386,7 +397,7 @@ class ServerMonitor:
             self._want_snapshot.clear()
             self._urgent.clear()
             began = time.monotonic()
-            ok = await self.take_snapshot(progressive=self.progressive)
+            ok = await self.take_snapshot(progressive=self.progressive, supersedable=True)
             self._notify()
             if ok:
                 backoff = 0.5
@@ -420,12 +431,19 @@ class ServerMonitor:
         return begun
 
     async def take_snapshot(
-        self, begun: SnapshotStart | None = None, progressive: bool = False
+        self,
+        begun: SnapshotStart | None = None,
+        progressive: bool = False,
+        supersedable: bool = False,
     ) -> bool:
         """Fetch a snapshot and make it the current one (begun: by `begin_snapshot`, which a
         replay calls when the recording says it began). `progressive`: while no complete
-        snapshot is in, show it as it arrives (`_partial`)."""
+        snapshot is in, show it as it arrives (`_partial`). `supersedable` (the snapshot loop's):
+        the stream coming back after a gap gives up on it if it began before (stream_opened)."""
         begun = begun or self.begin_snapshot()
+        task = asyncio.current_task()
+        if supersedable and task is not None:
+            self._in_flight = (begun, task)
         partial = (
             self._partial
             if progressive and (self.store.snapshot is None or self.store.snapshot.loading)
@@ -454,6 +472,20 @@ class ServerMonitor:
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
+        except asyncio.CancelledError:
+            if not self._superseded or task is None:
+                raise
+            self._superseded = False
+            if task.uncancel() > 0:  # cancelled for good too (the monitor stopping)
+                raise
+            self.snapshot_failed(
+                begun,
+                Unreachable(
+                    f"{self.url}: no answer to a snapshot begun before the event stream came "
+                    "back (the server starting up?); asking again"
+                ),
+            )
+            return False
         except Exception as exc:  # never let a surprise kill the monitor
             log.exception("snapshot failed")
             self.snapshot_failed(
@@ -463,6 +495,8 @@ class ServerMonitor:
         finally:
             SNAPSHOT.reset(token)
             self._loading = None
+            if self._in_flight is not None and self._in_flight[0] is begun:
+                self._in_flight, self._superseded = None, False
         if self._tap is not None:
             self._tap.snapshot(self.url, self.clock(), begun.number, False)
         now = self.clock()
@@ -614,7 +648,16 @@ class ServerMonitor:
         self.parser.reset_sequences()
         if self._tap is not None:
             self._tap.stream(self.url, self._connected_at, True, None)
-        # no replay: whatever happened meanwhile is lost; read it now
+        # no replay: whatever happened meanwhile is lost; read it now. A snapshot still in
+        # flight that began before cannot cover the gap, and one sent while the server was
+        # starting may get no answer until it times out (seen on 1.18.33: 10 s after a
+        # restart): give it up and ask again
+        flight = self._in_flight
+        if flight is not None and self._gap_since is not None:
+            begun, task = flight
+            if begun.started < self._connected_at and not task.done():
+                self._superseded = True
+                task.cancel()
         self.request_snapshot(urgent=True)
         self._notify()
 
