@@ -281,6 +281,19 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it()
     late.cancel()
     await asyncio.gather(late, return_exceptions=True)
     assert late.cancelled()  # a cancel that is not a give-up goes through
+    # status's own snapshot (not the loop's), begun before the stream came back: kept
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    hung.clear()
+    plain = asyncio.create_task(mon.take_snapshot())
+    await wait_until(lambda: hung)
+    clock[0] += 1
+    mon.stream_opened()
+    await asyncio.sleep(0.05)
+    assert not plain.done()
+    plain.cancel()
+    await asyncio.gather(plain, return_exceptions=True)
+    assert plain.cancelled()
     await mon.client.aclose()
 
 

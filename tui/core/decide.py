@@ -521,7 +521,7 @@ def _busy(
                 None,
                 "confirming",
                 until,
-                True,
+                reads_claims=True,
             )
         held = since_done if held_since == done else ago(now, held_since)
         return Verdict(
@@ -538,7 +538,7 @@ def _busy(
             ended[0],
             None,
             min(until, tick(now, held_since)),
-            True,
+            reads_claims=True,
         )
     return Verdict(
         "busy",
@@ -611,7 +611,7 @@ def _not_running(
             None,
             "confirming",
             now,
-            True,
+            reads_claims=True,
         )
     return Verdict(
         "unknown",
@@ -668,7 +668,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
             None,
             "confirming",
             now,
-            True,
+            reads_claims=True,
         )
     return Verdict(
         "unknown",
@@ -683,7 +683,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
         None,
         None,
         min(until, tick(now, created)),
-        True,
+        reads_claims=True,
     )
 
 

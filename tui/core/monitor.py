@@ -473,8 +473,9 @@ class ServerMonitor:
             self.snapshot_failed(begun, exc)
             return False
         except asyncio.CancelledError:
-            if not self._superseded or task is None:
-                raise
+            flight = self._in_flight
+            if task is None or not self._superseded or flight is None or flight[0] is not begun:
+                raise  # not this snapshot given up by stream_opened
             self._superseded = False
             if task.uncancel() > 0:  # cancelled for good too (the monitor stopping)
                 raise
