@@ -367,7 +367,9 @@ def duration(seconds: float | None, unknown: str = "–") -> str:
     """Compact duration: `4s`, `2m05s`, `1h02m`, `3d04h`; `unknown` when there is none."""
     if seconds is None:
         return unknown
-    s = max(0, int(seconds))
+    s = int(seconds)
+    if s < 0:  # (not max(): it parses keywords, and derive calls this per session)
+        s = 0
     if s < 60:
         return f"{s}s"
     m, s = divmod(s, 60)
@@ -384,8 +386,12 @@ def ago(now: float, t: float, *, coarse: bool = False) -> str:
     """How long before `now` `t` was: `4s ago`, `2m05s ago`, `1h02m ago`, `3d04h ago` (its
     `duration`), or `coarse`, one unit: `12s ago`, `3m ago`, `2h ago`, `5d ago`. The one time
     text of the evidence (derive) and the table (format.age)."""
-    s = max(0, int(now - t))
-    if not coarse or s < 60:
+    s = int(now - t)
+    if s < 0:
+        s = 0
+    if s < 60:
+        return f"{s}s ago"
+    if not coarse:
         return duration(s) + " ago"
     if s < 3600:
         return f"{s // 60}m ago"
