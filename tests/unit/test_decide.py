@@ -10,16 +10,17 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import inspect
 import math
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from tests.builders import SERVER, T0, assistant, busy, session, snap, status_event, user
 from tests.unit.test_derive_properties import assert_memo_agrees, events, now_st, snapshots
 from tui.core import derive as derive_mod
-from tui.core.decide import Link, SessionInputs, as_previous, decide
+from tui.core.decide import Link, SessionInputs, Verdict, as_previous, decide, later, sooner
 from tui.core.derive import DeriveMemo, derive_server, inputs_of
 from tui.core.journal import Journal
 from tui.core.settings import Settings
@@ -415,3 +416,30 @@ def test_a_request_asked_again_under_its_id_with_other_options_is_the_new_one():
     rows = derive_server(newer, (), T0 + 1, S, previous=rows, memo=memo)
     assert rows[(SERVER, "ses_a")].pending[0].request is again
     assert rows == derive_server(newer, (), T0 + 1, S, previous=rows)
+
+
+def test_verdict_of_makes_the_verdict_its_fields_say():
+    """The rules build their Verdicts with Verdict.of (the NamedTuple's own __new__ costs ~3x
+    per session): the same record, field for field, defaults included. A field added to the
+    Verdict and not to `of`, or in another order, fails here."""
+    assert list(inspect.signature(Verdict.of).parameters) == list(Verdict.__annotations__)
+    given_all = ("busy", None, True, ("e",), False, 1.0, "completed", "confirming", 2.0, True)
+    assert Verdict.of(*given_all) == Verdict(*given_all)
+    assert type(Verdict.of(*given_all)) is Verdict
+    least = ("idle", "completed", False, (), True, None)
+    assert Verdict.of(*least) == Verdict(*least)
+    assert Verdict.of(*least, until=5.0, reads_claims=True) == Verdict(
+        *least, until=5.0, reads_claims=True
+    )
+
+
+@given(st.floats(allow_nan=True), st.floats(allow_nan=True))
+@example(math.nan, 1.0)
+@example(1.0, math.nan)
+@example(0.0, -0.0)
+@example(2.0, 2.0)
+def test_sooner_and_later_are_min_and_max(a, b):
+    """The hot path's two-argument min and max give the very object the builtins give (NaN and
+    ties included: the first argument on a tie, as the builtins)."""
+    assert sooner(a, b) is min(a, b)
+    assert later(a, b) is max(a, b)

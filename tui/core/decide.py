@@ -131,25 +131,25 @@ class Verdict(NamedTuple):
     #: the rules compared the server's last claim or quiet time (Decided.reads_claims)
     reads_claims: bool = False
 
-
-def verdict(
-    state: State,
-    reason: Reason | None,
-    stale: bool,
-    evidence: tuple[str, ...],
-    settled: bool,
-    since: float | None,
-    ended: Reason | None = None,
-    settling: Settling | None = None,
-    until: float = math.inf,
-    reads_claims: bool = False,
-) -> Verdict:
-    """A Verdict. What the rules return through: a call of the NamedTuple itself goes through
-    its Python-level `__new__` (~3x the cost, once per session in derive's hot loop)."""
-    return _new(
-        Verdict,
-        (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims),
-    )
+    @staticmethod
+    def of(
+        state: State,
+        reason: Reason | None,
+        stale: bool,
+        evidence: tuple[str, ...],
+        settled: bool,
+        since: float | None,
+        ended: Reason | None = None,
+        settling: Settling | None = None,
+        until: float = math.inf,
+        reads_claims: bool = False,
+    ) -> Verdict:
+        """A Verdict. What the rules return through: a call of the NamedTuple itself goes through
+        its Python-level `__new__` (~3x the cost, once per session in derive's hot loop)."""
+        return _new(
+            Verdict,
+            (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims),
+        )
 
 
 def ms(t: float | None) -> float | None:
@@ -366,7 +366,7 @@ def _verdict(
                 dated = None
                 if info is not None:
                     dated = ms(info.time.completed) or ms(info.time.created)
-                return verdict(
+                return Verdict.of(
                     REASON_STATE[reason],
                     reason,
                     False,
@@ -380,7 +380,9 @@ def _verdict(
     if msg is None or info is None:
         if i.stream_error is not None:
             return _idle_error(i.stream_error, i.status_at)
-        return verdict("idle", None, False, ("no messages yet",), True, ms(i.session.time.created))
+        return Verdict.of(
+            "idle", None, False, ("no messages yet",), True, ms(i.session.time.created)
+        )
     if info.role == "assistant":
         return _not_running(i, msg, info, now, grace)
     return _unanswered(i, info, now, grace)
@@ -420,7 +422,7 @@ def _input(
     ]
     if st is not None:
         ev.append(f"server reports {st.type} while waiting")
-    return verdict("input", None, False, tuple(ev), True, min(times) if times else None)
+    return Verdict.of("input", None, False, tuple(ev), True, min(times) if times else None)
 
 
 def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None) -> Verdict:
@@ -430,7 +432,7 @@ def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None)
     note = "last message not read yet (the first snapshot is loading)"
     if st is not None and st.type != "idle" or in_active:
         label = st.type if st is not None and st.type != "idle" else "running"
-        return verdict(
+        return Verdict.of(
             "busy",
             None,
             False,
@@ -440,7 +442,7 @@ def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None)
             None,
             "loading",
         )
-    return verdict(
+    return Verdict.of(
         "unknown", None, False, ("not in the status map", note), False, None, None, "loading"
     )
 
@@ -454,7 +456,7 @@ def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None)
     if info is not None and info.role == "assistant" and not info.time.completed:
         since = ms(info.time.created) or since
     if st.next:
-        return verdict(
+        return Verdict.of(
             "retry",
             None,
             False,
@@ -462,7 +464,7 @@ def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None)
             True,
             since,
         )
-    return verdict("retry", None, False, (attempt,), True, since)
+    return Verdict.of("retry", None, False, (attempt,), True, since)
 
 
 def _busy(
@@ -482,10 +484,10 @@ def _busy(
         else f"server reports {label}"
     )
     if msg is None or info is None:
-        return verdict("busy", None, False, (reported, "no message yet"), True, status_at)
+        return Verdict.of("busy", None, False, (reported, "no message yet"), True, status_at)
     began = run_start(info, now) or status_at
     if info.role != "assistant":
-        return verdict(
+        return Verdict.of(
             "busy", None, False, (reported, "last message is a prompt (run starting)"), True, began
         )
     tool = _open_tool(msg)
@@ -506,7 +508,7 @@ def _busy(
                 if at is not None and now - at <= grace:
                     # the user refused the tool: the run ends as soon as the server saves the
                     # step (1.18.33 still reads busy for ~100 ms). Not a new state yet
-                    return verdict(
+                    return Verdict.of(
                         "busy",
                         None,
                         False,
@@ -522,10 +524,10 @@ def _busy(
                     )
             ev.append(f"assistant message streaming since {clock_text(ms(times.created) or now)}")
             if not times.created:  # the evidence reads the clock itself
-                return verdict("busy", None, False, tuple(ev), True, began, until=now)
+                return Verdict.of("busy", None, False, tuple(ev), True, began, until=now)
         elif ended is None:
             ev.append(f"step finished with {info.finish!r}; next step pending")
-        return verdict("busy", None, False, tuple(ev), True, began)
+        return Verdict.of("busy", None, False, tuple(ev), True, began)
     assert done is not None
     held_since = later(done, status_at or 0.0)
     until = tick(now, done)
@@ -540,7 +542,7 @@ def _busy(
         if claim_at is None or claim_at < held_since + grace:
             # only what the server said before the run ended calls it busy (its idle event may
             # have been lost): not stale until the server says so again
-            return verdict(
+            return Verdict.of(
                 "busy",
                 None,
                 False,
@@ -556,7 +558,7 @@ def _busy(
                 reads_claims=True,
             )
         held = since_done if held_since == done else ago(now, held_since)
-        return verdict(
+        return Verdict.of(
             "busy",
             None,
             True,
@@ -572,7 +574,7 @@ def _busy(
             sooner(until, tick(now, held_since)),
             reads_claims=True,
         )
-    return verdict(
+    return Verdict.of(
         "busy",
         None,
         False,
@@ -595,7 +597,7 @@ def _not_running(
     done = completed / 1000.0 if completed else None
     ended = outcome(msg, info, done)
     if ended is not None:
-        return verdict("idle", ended[0], False, (ended[1],), True, done or i.status_at)
+        return Verdict.of("idle", ended[0], False, (ended[1],), True, done or i.status_at)
     stream_error = i.stream_error if i.stream_error is not None else i.carried_error
     if stream_error is not None:
         return _idle_error(stream_error, i.status_at or i.carried_at)
@@ -613,7 +615,7 @@ def _not_running(
     last_activity = max(filter(None, [done, ms(times.created)]), default=None)
     start = max(filter(None, [i.status_at or i.carried_at, last_activity]), default=now)
     if now - start <= grace:
-        return verdict(
+        return Verdict.of(
             "unknown",
             None,
             False,
@@ -629,7 +631,7 @@ def _not_running(
         # only what the server said before this run's last activity calls it not running (a
         # busy event may have been lost): ask it again before calling the run cut off
         # (depends on the snapshot's time: never reused across one)
-        return verdict(
+        return Verdict.of(
             "unknown",
             None,
             False,
@@ -645,7 +647,7 @@ def _not_running(
             now,
             reads_claims=True,
         )
-    return verdict(
+    return Verdict.of(
         "unknown",
         "interrupted",
         False,
@@ -670,7 +672,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
     # with no time sent, the evidence reads the clock itself: never reuse it
     until = math.inf if sent else now
     if now - start <= grace:
-        return verdict(
+        return Verdict.of(
             "unknown",
             None,
             False,
@@ -687,7 +689,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
     quiet_at = i.quiet_at
     if quiet_at is None or quiet_at < created:
         # the server's "not busy" predates the prompt: its busy may have been lost
-        return verdict(
+        return Verdict.of(
             "unknown",
             None,
             False,
@@ -702,7 +704,7 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
             now,
             reads_claims=True,
         )
-    return verdict(
+    return Verdict.of(
         "unknown",
         None,
         False,
@@ -722,10 +724,10 @@ def _unanswered(i: SessionInputs, info: MessageInfo, now: float, grace: float) -
 def _idle_error(err: MessageError, at: float | None) -> Verdict:
     """Idle after a session.error event: aborted for MessageAbortedError, else error."""
     if err.name == "MessageAbortedError":
-        return verdict(
+        return Verdict.of(
             "idle", "aborted", False, (f"session.error event: aborted ({err.name})",), True, at
         )
-    return verdict("idle", "error", False, (f"session.error event: {err.text}",), True, at)
+    return Verdict.of("idle", "error", False, (f"session.error event: {err.text}",), True, at)
 
 
 def run_start(info: MessageInfo, now: float) -> float | None:
