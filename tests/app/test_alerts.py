@@ -279,3 +279,18 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
             assert len(said) == 1 and "no answer within 2s" in said[0]
     finally:
         hole.close()
+
+
+async def test_a_pull_after_the_screens_are_gone_shows_nothing_and_raises_nothing() -> None:
+    """A pull can come while the app shuts down, after its screens are gone (a dirty pull or the
+    tick already queued: seen once against a real server, as ScreenStackError out of
+    looking_at): there is no one to show a change to, and nothing is raised."""
+    app, source = make_app(alerts=LOUD)
+    written = spy(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        shown = app.view
+    assert app.screen_stack == []
+    source.set(later(source.current(), 1, ses_busy={"state": "idle", "reason": "error"}))
+    app.pull()
+    assert app.view is shown and written == [] and not app.unread

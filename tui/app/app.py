@@ -417,6 +417,10 @@ class OcwatchApp(App[None]):
 
     def pull(self) -> None:
         """Read the source's current View and show it."""
+        if not self.screen_stack:
+            # the app is shutting down (its screens are gone; a queued pull or the tick can
+            # still come): there is no one to show a change to, or to alert
+            return
         self._dirty = False
         self._pulled_at = time.monotonic()
         now = self.clock()
