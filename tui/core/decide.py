@@ -77,27 +77,29 @@ class SessionInputs(NamedTuple):
     stream_error: MessageError | None
     carried_error: MessageError | None
     carried_at: float | None
-    #: when the stream last changed its status; when the server last said it runs (that event,
-    #: or the snapshot that listed it); when it last said it does not
+    #: when the stream last changed its status
     status_at: float | None
-    claim_at: float | None
-    quiet_at: float | None
     #: its last event's receive time
     touched: float | None
     #: its row in the caller's previous rows (read for the settled state an unsettled row keeps,
     #: and for the time in state when no server fact dates it)
     previous: SessionRow | None
     link: Link
+    #: when the server last said it runs (that event, or the snapshot that listed it); when it
+    #: last said it does not. Last: a resync moves them for every session, and most rows never
+    #: read them (Decided.reads_claims), so the memo compares the fields before them
+    claim_at: float | None
+    quiet_at: float | None
 
 
-#: where the session and the previous row sit among SessionInputs' fields (derive gathers them
-#: as a plain tuple)
+#: where the session, the previous row and the claim times sit among SessionInputs' fields
+#: (derive gathers them as a plain tuple)
 SESSION_AT: Final = 1
-CLAIM_AT: Final = 14  # claim_at, then quiet_at
-PREVIOUS_AT: Final = 17
+PREVIOUS_AT: Final = 15
+CLAIM_AT: Final = 17  # claim_at, then quiet_at: the last two
 assert list(SessionInputs.__annotations__)[SESSION_AT] == "session"
-assert list(SessionInputs.__annotations__)[CLAIM_AT : CLAIM_AT + 2] == ["claim_at", "quiet_at"]
 assert list(SessionInputs.__annotations__)[PREVIOUS_AT] == "previous"
+assert list(SessionInputs.__annotations__)[CLAIM_AT:] == ["claim_at", "quiet_at"]
 
 
 class Decided(NamedTuple):
@@ -218,11 +220,11 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         _carried_error,
         _carried_at,
         _status_at,
-        _claim_at,
-        _quiet_at,
         touched,
         held,
         link,
+        _claim_at,
+        _quiet_at,
     ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
     pending = tuple(pending_of(req) for req, _ in requests) if requests else ()

@@ -60,7 +60,10 @@ class _Memoed(NamedTuple):
     fields: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
     key, made once: a key made per call is one more object for the collector to visit)."""
 
-    inputs: SessionInputs
+    #: what the reuse check compares: the inputs the row was decided from, or for a row that
+    #: reads no claim time (Decided.reads_claims) their fields before the claim times, which a
+    #: resync moves for every session (kept cut once here, not twice at every check)
+    inputs: SessionInputs | tuple[object, ...]
     at: float
     valid_until: float
     row: SessionRow
@@ -174,11 +177,8 @@ def derive_server(
                 at <= now < valid_until
                 and (
                     then == fields  # the same inputs, still valid
-                    or (
-                        not reads_claims  # or the same but for times the row does not read
-                        and then[:CLAIM_AT] == fields[:CLAIM_AT]
-                        and then[CLAIM_AT + 2 :] == fields[CLAIM_AT + 2 :]
-                    )
+                    if reads_claims
+                    else then == fields[:CLAIM_AT]  # the same but for the claim times
                 )
             ):
                 rows[key] = row  # (the same server: it is one of the inputs)
@@ -194,7 +194,9 @@ def derive_server(
             # decide it too (decide.as_previous), so that call reuses it
             inputs = again
         rows[key] = row
-        cache[sid] = _Memoed(inputs, now, valid_until, row, key, reads_claims)
+        cache[sid] = _Memoed(
+            inputs if reads_claims else inputs[:CLAIM_AT], now, valid_until, row, key, reads_claims
+        )
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
@@ -271,10 +273,10 @@ _Fields = tuple[
     float | None,
     float | None,
     float | None,
-    float | None,
-    float | None,
     SessionRow | None,
     Link,
+    float | None,
+    float | None,
 ]
 
 
@@ -368,11 +370,11 @@ def _gather(
             carried.error if carried is not None else None,
             get_carried_at(sid) if get_carried_at is not None else None,
             status_at,
-            claim,
-            quiet,
             get_touched(sid) if get_touched is not None else None,
             get_prev((server, sid)) if get_prev is not None else None,
             link,
+            claim,
+            quiet,
         )
 
 
