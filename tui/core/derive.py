@@ -158,7 +158,7 @@ def derive_server(
         rows, looked_at = dict(prev), [(sid, merged.sessions[sid]) for sid in candidates]
     gathered = _gather(snapshot, facts, merged, prev, link, looked_at)
     server = snapshot.server
-    new = tuple.__new__  # SessionInputs without its Python-level __new__ (a hot loop)
+    new = tuple.__new__  # NamedTuples without their Python-level __new__ (a hot loop)
     if memo is None:
         for fields in gathered:
             row = decide(new(SessionInputs, fields), now, settings)[0]
@@ -194,9 +194,8 @@ def derive_server(
             # decide it too (decide.as_previous), so that call reuses it
             inputs = again
         rows[key] = row
-        cache[sid] = _Memoed(
-            inputs if reads_claims else inputs[:CLAIM_AT], now, valid_until, row, key, reads_claims
-        )
+        compared = inputs if reads_claims else inputs[:CLAIM_AT]  # (_Memoed.inputs)
+        cache[sid] = new(_Memoed, (compared, now, valid_until, row, key, reads_claims))
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
