@@ -227,7 +227,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         _quiet_at,
     ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
-    pending = tuple(pending_of(req) for req, _ in requests) if requests else ()
+    pending = tuple([pending_of(req) for req, _ in requests]) if requests else ()
     state, reason, stale, evidence, settled, since, ended, settling, until, claims = _verdict(
         inputs, st, pending, now, settings.grace
     )
@@ -418,9 +418,7 @@ def _input(
         for p in pending
     ]
     times = [
-        t
-        for t in (id_time(req.id, now) or asked_at for req, asked_at in i.requests)
-        if t is not None
+        t for req, asked_at in i.requests if (t := id_time(req.id, now) or asked_at) is not None
     ]
     if st is not None:
         ev.append(f"server reports {st.type} while waiting")
@@ -614,8 +612,11 @@ def _not_running(
     tool = _open_tool(msg)
     if tool is not None:
         what += f"; tool {tool.tool or '?'} left {tool.state.status}"  # type: ignore[union-attr]
-    last_activity = max(filter(None, [done, ms(times.created)]), default=None)
-    start = max(filter(None, [i.status_at or i.carried_at, last_activity]), default=now)
+    # the later of the times known (max over the set ones, without the builtin's keywords)
+    created = ms(times.created)
+    last_activity = (later(done, created) if created else done) if done else created or None
+    told = i.status_at or i.carried_at
+    start = later(told, last_activity) if told and last_activity else told or last_activity or now
     if now - start <= grace:
         return Verdict.of(
             "unknown",
