@@ -1,7 +1,8 @@
 """decide(), the pure decision, and the memo's one reuse condition around it.
 
 The memo (derive.DeriveMemo) reuses a row exactly when its SessionInputs equal those it was
-decided from and `at <= now < valid_until`. That is sound only if `valid_until` is honest: the
+decided from (but for the claim and quiet times, when the row reads neither) and
+`at <= now < valid_until`. That is sound only if `valid_until` is honest: the
 same inputs decide the same row at every moment before it. These properties hold decide() to
 that, and each part of the reuse condition to a case that fails without it.
 """
@@ -344,6 +345,32 @@ def test_a_changed_link_or_settings_decides_every_row_again(monkeypatch):
         link=Link(False, "connection refused", T0),
     )
     assert asked == ["ses_a"]
+
+
+def test_a_row_valid_for_ever_is_decided_again_when_the_link_goes_down(monkeypatch):
+    """A finished run's row holds for ever (valid_until inf) and reads no claim time: only the
+    link among its inputs tells the memo that the server went away. (A reuse check that left
+    the link out would keep showing it idle, completed, from an unreachable server.)"""
+    asked = _counting(monkeypatch)
+    done = assistant("msg_2", "ses_a", created=T0 - 9, completed=T0 - 8, finish="stop")
+    snapshot = snap([session("ses_a")], messages={"ses_a": done}, started_at=T0)
+    memo = DeriveMemo()
+    rows = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    rows = derive_server(snapshot, (), T0 + 2, S, previous=rows, memo=memo)
+    assert rows[(SERVER, "ses_a")].reason == "completed"
+    asked.clear()
+    down = derive_server(
+        snapshot,
+        (),
+        T0 + 3,
+        S,
+        previous=rows,
+        memo=memo,
+        link=Link(False, "connection refused", T0 + 2),
+    )
+    row = down[(SERVER, "ses_a")]
+    assert asked == ["ses_a"]
+    assert (row.state, row.settling) == ("unknown", "unreachable")
 
 
 def test_a_validity_of_inf_is_kept_out_of_the_memos_deadlines():

@@ -60,9 +60,10 @@ class _Memoed(NamedTuple):
     fields: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
     key, made once: a key made per call is one more object for the collector to visit)."""
 
-    #: what the reuse check compares: the inputs the row was decided from, or for a row that
-    #: reads no claim time (Decided.reads_claims) their fields before the claim times, which a
-    #: resync moves for every session (kept cut once here, not twice at every check)
+    #: what the reuse check compares: the inputs the row was filed under (those it was decided
+    #: from, with itself as the previous row: decide.as_previous), or for a row that reads no
+    #: claim time (Decided.reads_claims) their fields before the claim times, which a resync
+    #: moves for every session (cut once here, not at every check)
     inputs: SessionInputs | tuple[object, ...]
     at: float
     valid_until: float
@@ -291,8 +292,9 @@ def _gather(
     open requests are rolled up the tree once, and its lookups bound once, for the whole loop.
 
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
-    SessionInputs made of it): the memo compares it as it is, and only a session decided anew
-    needs the NamedTuple (making one, and dropping it, cost ~1.6 us a session)."""
+    SessionInputs made of it): the memo compares it as it is (or its fields before the claim
+    times, for a row that reads none), and only a session decided anew needs the NamedTuple
+    (making one, and dropping it, cost ~1.6 us a session)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}
