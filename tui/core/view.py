@@ -389,9 +389,7 @@ def ago(now: float, t: float, *, coarse: bool = False) -> str:
     s = int(now - t)
     if s < 0:
         s = 0
-    if s < 60:
-        return f"{s}s ago"
-    if not coarse:
+    if not coarse or s < 60:
         return duration(s) + " ago"
     if s < 3600:
         return f"{s // 60}m ago"
