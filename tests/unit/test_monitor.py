@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 
 import httpx
 import pytest
@@ -229,13 +230,16 @@ async def test_a_stream_back_after_a_gap_does_not_vouch_for_the_old_snapshot():
     assert mon.reachable and row.state == "idle" and row.settled
 
 
-async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it():
+async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(caplog):
     """A snapshot sent while the server was restarting may hang until its read timeout (10 s
     on 1.18.33). When the stream comes back after the gap, that snapshot cannot cover it: it is
     given up (said as such) and asked again, so the rows are right at once, not 10 s later. One
-    begun after the stream came back is not given up; and status's own snapshots never are."""
+    begun after the stream came back is not given up; and status's own snapshots never are.
+    Giving it up is no sign that the server is down (its stream is back): with no outage shown
+    before, the rows stay live meanwhile; a stream cut under load made them flicker unknown."""
     from tui.core.client import OcwatchError
 
+    caplog.set_level(logging.INFO, "ocwatch.monitor")
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
     hang = asyncio.Event()
     hung: list[str] = []
@@ -263,7 +267,10 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it()
     mon.stream_opened()  # the server is back
     await asyncio.wait({flight}, timeout=2)  # (not wait_for: its timeout would cancel it)
     assert flight.done() and flight.result() is False
-    assert "begun before the event stream came back" in (mon.error or "")
+    assert "begun before the event stream came back" in caplog.text
+    assert mon.error is None and mon.reachable
+    row = mon.rows(clock[0])[("http://x", "ses_1")]
+    assert (row.state, row.settled) == ("busy", True)  # the last snapshot's, not "unknown"
     assert mon._want_snapshot.is_set()  # asked again
     assert await mon.take_snapshot(supersedable=True) is True
     assert mon.reachable and mon.rows(clock[0])[("http://x", "ses_1")].state == "idle"
@@ -294,6 +301,47 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it()
     plain.cancel()
     await asyncio.gather(plain, return_exceptions=True)
     assert plain.cancelled()
+    await mon.client.aclose()
+
+
+async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
+    """The server went away (a snapshot failed), a snapshot sent meanwhile hangs, the stream
+    comes back: the hung snapshot is given up and the outage stays shown, now saying so, until
+    the snapshot asked again comes in (a stream back does not vouch for the old rows)."""
+    from tui.core.client import OcwatchError, Unreachable
+
+    hang = asyncio.Event()
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if hang.is_set() and req.url.path == "/session/status":
+            await asyncio.sleep(3600)
+        return api.handle(req)
+
+    clock = [1e9]
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
+    )
+    key = ("http://x", "ses_1")
+    await mon.snapshot_once()
+    mon.stream_opened()
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    mon.snapshot_failed(mon.begin_snapshot(), Unreachable("http://x: cannot connect"))
+    hang.set()
+    flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    clock[0] += 2
+    mon.stream_opened()
+    await asyncio.wait({flight}, timeout=2)
+    assert flight.done() and flight.result() is False
+    assert not mon.reachable and "begun before the event stream came back" in (mon.error or "")
+    row = mon.rows(clock[0])[key]
+    assert (row.state, row.settled, row.settling) == ("unknown", False, "unreachable")
+    hang.clear()
+    api.status = {"/p/a": {}}
+    assert await mon.take_snapshot(supersedable=True) is True
+    assert mon.reachable and mon.rows(clock[0])[key].state == "idle"
     await mon.client.aclose()
 
 

@@ -49,6 +49,12 @@ which a dashboard draws at once rather than at its next redraw slot."""
 HEALTHY_FOR = 30.0
 
 
+class GivenUp(Unreachable):
+    """A snapshot the monitor gave up itself: begun before the event stream came back after a
+    gap, it cannot cover the gap (and one sent to a restarting server may hang). No sign that
+    the server is down; the stream being back says it is up."""
+
+
 @dataclass(frozen=True, slots=True)
 class SnapshotStart:
     """Where a snapshot began: its number, the journal's position, the sessions the journal had
@@ -481,7 +487,7 @@ class ServerMonitor:
                 raise
             self.snapshot_failed(
                 begun,
-                Unreachable(
+                GivenUp(
                     f"{self.url}: no answer to a snapshot begun before the event stream came "
                     "back (the server starting up?); asking again"
                 ),
@@ -557,12 +563,18 @@ class ServerMonitor:
         self._notify()
 
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
-        """A snapshot could not be taken: the last one stays, the error is shown."""
+        """A snapshot could not be taken: the last one stays, the error is shown. One this
+        monitor gave up itself (GivenUp) shows no error that was not already there: the rows
+        stay live on the last snapshot and the journal, as while the stream was down, until the
+        snapshot asked again comes in (an outage already shown says why it is asked again)."""
         if self._tap is not None:
             self._tap.snapshot(
                 self.url, self.clock(), begun.number, False, exc.message, type(exc).__name__
             )
-        self._fail(exc)
+        if isinstance(exc, GivenUp) and self._error is None:
+            log.info(exc.message)
+        else:
+            self._fail(exc)
         self._snapshot_done.set()
 
     def _progress(self, done: int, total: int) -> None:

@@ -34,7 +34,7 @@ from ..core.client import (
 )
 from ..core.fleet import Fleet
 from ..core.gcpause import gc_relaxed
-from ..core.monitor import ServerMonitor, SnapshotStart
+from ..core.monitor import GivenUp, ServerMonitor, SnapshotStart
 from ..core.raw import RawFacts
 from ..core.settings import Settings
 from ..core.view import Changes, Transition, View
@@ -46,7 +46,7 @@ TICK = 1.0
 #: derived once after all of them, and so does a replay
 BATCH = 0.002
 _ERRORS: dict[str, type[OcwatchError]] = {
-    c.__name__: c for c in (AuthFailed, BadResponse, NotFound, Redirected, Unreachable)
+    c.__name__: c for c in (AuthFailed, BadResponse, GivenUp, NotFound, Redirected, Unreachable)
 }
 
 
