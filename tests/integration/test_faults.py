@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -35,30 +36,52 @@ def status_json(url: str, env: dict[str, str] | None = None) -> tuple[int, dict,
     return code, data, err
 
 
+# A child's ru_maxrss on Linux starts from the high-water mark of the memory it was started
+# from: exec records it, and a Popen child (vforked) shares this pytest process's. After a few
+# hundred tests that alone read 500 MB. So `status` is started from a small launcher, whose
+# fork is small, and the launcher reports the child's own peak.
+_LAUNCH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.execv(sys.argv[2], sys.argv[2:])
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as f:
+    f.write(str(usage.ru_maxrss))
+sys.exit(os.waitstatus_to_exitcode(status) % 256)
+"""
+
+
 def status_json_rss(url: str, env: dict[str, str] | None = None) -> tuple[int, dict, str, float]:
     """`ocwatch status --json` as a user runs it: (exit code, JSON, stderr, its own peak RSS in
-    MB, from wait4 on that one process, not the max over every child this test run reaped)."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    MB, from wait4 on that one process, started from a launcher of a few MB)."""
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as tmp,
+    ):
+        peak = Path(tmp) / "maxrss"
+        cmd = [sys.executable, "-m", "tui.cli.main", "status", "--json", "--server", url]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "tui.cli.main", "status", "--json", "--server", url],
+            [sys.executable, "-c", _LAUNCH, str(peak), *cmd],
             stdout=out,
             stderr=err,
             env=env or cli_env(),
+            start_new_session=True,  # (a timeout ends the launcher and `status` alike)
         )
-        deadline = time.monotonic() + 120
-        while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
-                break
-            assert time.monotonic() < deadline, "status did not end"
-            time.sleep(0.05)
-        proc.returncode = os.waitstatus_to_exitcode(status)  # reaped here, not by Popen
+        try:
+            proc.wait(120)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+            raise AssertionError("status did not end") from None
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
+        kb = int(peak.read_text())
     assert "Traceback" not in stderr, stderr
     data = json.loads(stdout) if stdout.strip() else {}
-    return proc.returncode, data, stderr, usage.ru_maxrss / 1024
+    return proc.returncode, data, stderr, kb / 1024
 
 
 def test_lost_status_events_give_no_false_state(oc: Driver, proxy: FaultProxy):
