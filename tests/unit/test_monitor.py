@@ -304,6 +304,43 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(c
     await mon.client.aclose()
 
 
+async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
+    """The stream lost and back while the very first snapshot hangs: it is given up, and those
+    waiting for the first snapshot (wait, report) wait on for the one asked again, rather than
+    find a server with neither rows nor an error."""
+    from tui.core.client import OcwatchError
+
+    hang = asyncio.Event()
+    hang.set()
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={})
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if hang.is_set() and req.url.path == "/session/status":
+            await asyncio.sleep(3600)
+        return api.handle(req)
+
+    clock = [1e9]
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
+    )
+    mon.stream_opened()
+    mon.stream_down(OcwatchError("event stream lost"))
+    flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    first = asyncio.create_task(mon.first_snapshot())
+    await asyncio.sleep(0.05)
+    clock[0] += 1
+    mon.stream_opened()
+    await asyncio.wait({flight}, timeout=2)
+    assert flight.done() and flight.result() is False
+    await asyncio.sleep(0.01)
+    assert not first.done() and mon.error is None
+    hang.clear()
+    assert await mon.take_snapshot(supersedable=True) is True
+    await asyncio.wait_for(first, 1)
+    assert mon.reachable and mon.rows(clock[0])[("http://x", "ses_1")].state == "idle"
+    await mon.client.aclose()
+
+
 async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     """The server went away (a snapshot failed), a snapshot sent meanwhile hangs, the stream
     comes back: the hung snapshot is given up and the outage stays shown, now saying so, until

@@ -573,8 +573,8 @@ class ServerMonitor:
             )
         if isinstance(exc, GivenUp) and self._error is None:
             log.info(exc.message)
-        else:
-            self._fail(exc)
+            return  # (nor is a first snapshot's attempt over: the one asked again ends it)
+        self._fail(exc)
         self._snapshot_done.set()
 
     def _progress(self, done: int, total: int) -> None:
