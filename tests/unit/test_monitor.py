@@ -382,6 +382,90 @@ async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     await mon.client.aclose()
 
 
+async def test_a_snapshot_given_up_after_a_refused_reconnect_shows_the_restart():
+    """A restart that no snapshot saw fail: the stream lost, a reconnect refused, a snapshot
+    sent as the server came up hangs, the stream back. The refused reconnect says the server
+    went away (a run may have been cut off): the give-up shows it unreachable, the rows unknown
+    until the snapshot asked again comes in, not the old snapshot's busy."""
+    from tui.core.client import OcwatchError, Unreachable
+
+    hang = asyncio.Event()
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if hang.is_set() and req.url.path == "/session/status":
+            await asyncio.sleep(3600)
+        return api.handle(req)
+
+    clock = [1e9]
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
+    )
+    key = ("http://x", "ses_1")
+    await mon.snapshot_once()
+    mon.stream_opened()
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    mon.stream_down(Unreachable("http://x: cannot connect (refused)"))  # a reconnect attempt
+    assert mon.reachable  # (no snapshot failed: the rows rest on the last one meanwhile)
+    hang.set()
+    flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    clock[0] += 2
+    mon.stream_opened()
+    await asyncio.wait({flight}, timeout=2)
+    assert flight.done() and flight.result() is False
+    assert not mon.reachable and "begun before the event stream came back" in (mon.error or "")
+    row = mon.rows(clock[0])[key]
+    assert (row.state, row.settled, row.settling) == ("unknown", False, "unreachable")
+    hang.clear()
+    api.status = {"/p/a": {}}  # the restart cut the run off
+    assert await mon.take_snapshot(supersedable=True) is True
+    assert mon.reachable and mon.rows(clock[0])[key].state == "idle"
+    # the next gap starts clean: a cut with no refused reconnect leaves the rows live
+    clock[0] += 1
+    mon.stream_down(OcwatchError("event stream lost"))
+    hang.set()
+    flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    clock[0] += 1
+    mon.stream_opened()
+    await asyncio.wait({flight}, timeout=2)
+    assert flight.result() is False and mon.reachable and mon.error is None
+    await mon.client.aclose()
+
+
+async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch):
+    """After a failed snapshot the loop waits (0.5 s, doubling to 15 s) before asking again;
+    the stream coming back means the server answers: it asks at once, so the rows an outage
+    made unknown are right again as soon as the server is."""
+    from tui.core import monitor as monitor_mod
+
+    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 60.0)  # backoff 30 s
+    down = asyncio.Event()
+    down.set()
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={})
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if down.is_set():
+            raise httpx.ConnectError("refused", request=req)
+        return api.handle(req)
+
+    mon = ServerMonitor("http://x", settings=FAST, transport=httpx.MockTransport(handler))
+    loop = asyncio.create_task(mon._snapshot_loop())
+    try:
+        mon.request_snapshot()
+        await wait_until(lambda: mon.error is not None)  # failed: backing off for 30 s
+        await asyncio.sleep(0.1)
+        down.clear()
+        mon.stream_opened()
+        await wait_until(lambda: mon.reachable, timeout=5)
+    finally:
+        loop.cancel()
+        await asyncio.gather(loop, return_exceptions=True)
+        await mon.client.aclose()
+
+
 async def test_a_failed_snapshot_with_a_stream_that_missed_nothing_keeps_the_rows_live():
     """The other side of the rule: a snapshot that fails while the stream has been up all along
     (no gap) leaves the rows live, from the last snapshot and the events since."""

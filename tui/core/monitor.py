@@ -128,6 +128,7 @@ class ServerMonitor:
         self._snapshot_done = asyncio.Event()
         self._down_since: float | None = None  # rows last derived while unreachable, since
         self._gap_since: float | None = None  # the stream was lost then; no snapshot since
+        self._gap_refused = False  # and a reconnect failed since: the server went away
         # the snapshot loop's snapshot in flight (what it began from, its task), and whether the
         # stream's return cancelled it (see stream_opened)
         self._in_flight: tuple[SnapshotStart, asyncio.Task[Any]] | None = None
@@ -234,8 +235,9 @@ class ServerMonitor:
 
     def link(self) -> Link:
         # a stream back after a gap (a server restart, a network cut) does not vouch for what
-        # the last good snapshot showed: runs may have ended, or been cut off, unseen. Until a
-        # snapshot taken since succeeds, the rows are what an unreachable server's are
+        # the last good snapshot showed: runs may have ended, or been cut off, unseen. Once a
+        # snapshot has failed, until one taken since succeeds, the rows are what an unreachable
+        # server's are
         up = self._error is None or (
             self._connected and not self._fatal and self._gap_since is None
         )
@@ -414,9 +416,13 @@ class ServerMonitor:
                     async with asyncio.timeout(min(self.settings.snapshot_min_gap, 4 * took)):
                         await self._urgent.wait()
             else:
-                await asyncio.sleep(backoff * random.uniform(0.8, 1.2))
-                backoff = min(backoff * 2, 15.0)
-                self.request_snapshot()  # until one succeeds: the rows rest on the last one
+                # until one succeeds: the rows rest on the last one. Backed off, but the stream
+                # coming back (urgent: the server answers again) asks at once
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(backoff * random.uniform(0.8, 1.2)):
+                        await self._urgent.wait()
+                backoff = 0.5 if self._urgent.is_set() else min(backoff * 2, 15.0)
+                self.request_snapshot()
 
     def begin_snapshot(self) -> SnapshotStart:
         """What a snapshot starts from: the journal's position and the sessions it touched."""
@@ -517,6 +523,7 @@ class ServerMonitor:
         self._fatal = False
         if self._connected and snap.started_at >= self._connected_at:
             self._gap_since = None  # this snapshot covers what the stream missed
+            self._gap_refused = False
         if before is not None:  # derive once from the new snapshot; the next View reuses it
             self.store.count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
@@ -564,14 +571,16 @@ class ServerMonitor:
 
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
         """A snapshot could not be taken: the last one stays, the error is shown. One this
-        monitor gave up itself (GivenUp) shows no error that was not already there: the rows
+        monitor gave up itself (GivenUp) is no sign that the server went away: unless an outage
+        is already shown or a reconnect failed during the gap (then the server restarted, and
+        the rows are an unreachable server's until a snapshot taken since comes in), the rows
         stay live on the last snapshot and the journal, as while the stream was down, until the
-        snapshot asked again comes in (an outage already shown says why it is asked again)."""
+        snapshot asked again comes in (a stream cut by the network, the server answering)."""
         if self._tap is not None:
             self._tap.snapshot(
                 self.url, self.clock(), begun.number, False, exc.message, type(exc).__name__
             )
-        if isinstance(exc, GivenUp) and self._error is None:
+        if isinstance(exc, GivenUp) and self._error is None and not self._gap_refused:
             log.info(exc.message)
             return  # (nor is a first snapshot's attempt over: the one asked again ends it)
         self._fail(exc)
@@ -681,6 +690,9 @@ class ServerMonitor:
         self._vouch_since = None
         if was and self._gap_since is None:
             self._gap_since = self.clock()
+            self._gap_refused = False
+        elif not was and self._gap_since is not None:
+            self._gap_refused = True  # a reconnect failed: not only the stream was lost
         self._connected = False
         self._stream_error = exc.message
         if was:
