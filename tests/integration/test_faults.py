@@ -39,16 +39,19 @@ def status_json(url: str, env: dict[str, str] | None = None) -> tuple[int, dict,
 # A child's ru_maxrss on Linux starts from the high-water mark of the memory it was started
 # from: exec records it, and a Popen child (vforked) shares this pytest process's. After a few
 # hundred tests that alone read 500 MB. So `status` is started from a small launcher, whose
-# fork is small, and the launcher reports the child's own peak.
+# fork is small, and the launcher reports the child's own exit code (negative: a signal) and
+# peak.
 _LAUNCH = """
 import os, sys
 pid = os.fork()
 if pid == 0:
-    os.execv(sys.argv[2], sys.argv[2:])
+    try:
+        os.execv(sys.argv[2], sys.argv[2:])
+    finally:
+        os._exit(127)
 _, status, usage = os.wait4(pid, 0)
 with open(sys.argv[1], "w") as f:
-    f.write(str(usage.ru_maxrss))
-sys.exit(os.waitstatus_to_exitcode(status) % 256)
+    f.write(f"{os.waitstatus_to_exitcode(status)} {usage.ru_maxrss}")
 """
 
 
@@ -71,17 +74,19 @@ def status_json_rss(url: str, env: dict[str, str] | None = None) -> tuple[int, d
         )
         try:
             proc.wait(120)
-        except subprocess.TimeoutExpired:
+        except BaseException as exc:  # a timeout, or pytest interrupted: end both
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-            raise AssertionError("status did not end") from None
+            if isinstance(exc, subprocess.TimeoutExpired):
+                raise AssertionError("status did not end") from None
+            raise
         out.seek(0)
         err.seek(0)
         stdout, stderr = out.read().decode(), err.read().decode()
-        kb = int(peak.read_text())
+        code, kb = map(int, peak.read_text().split())
     assert "Traceback" not in stderr, stderr
     data = json.loads(stdout) if stdout.strip() else {}
-    return proc.returncode, data, stderr, kb / 1024
+    return code, data, stderr, kb / 1024
 
 
 def test_lost_status_events_give_no_false_state(oc: Driver, proxy: FaultProxy):
