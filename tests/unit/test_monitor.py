@@ -466,6 +466,55 @@ async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch
         await mon.client.aclose()
 
 
+async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
+    """A stream cut again and again, faster than a snapshot takes (a bad proxy): the stream
+    back gives up the snapshot in flight once; the next runs its course, or no snapshot would
+    ever come in (and those waiting for the first one would wait for ever)."""
+    from tui.core.client import OcwatchError
+
+    slow = asyncio.Event()
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={})
+
+    async def handler(req: httpx.Request) -> httpx.Response:
+        if req.url.path == "/session/status":
+            await slow.wait()
+        return api.handle(req)
+
+    clock = [1e9]
+    mon = ServerMonitor(
+        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
+    )
+
+    def flap() -> None:
+        clock[0] += 1
+        mon.stream_down(OcwatchError("event stream lost"))
+        clock[0] += 1
+        mon.stream_opened()
+
+    mon.stream_opened()
+    first = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    flap()
+    await asyncio.wait({first}, timeout=2)
+    assert first.done() and first.result() is False  # given up
+    second = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    flap()
+    await asyncio.sleep(0.05)
+    assert not second.done()  # not given up in its turn
+    slow.set()
+    assert await asyncio.wait_for(second, 2) is True
+    await mon.first_snapshot()
+    # a snapshot that came in: the next stream back may give one up again
+    slow.clear()
+    third = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    flap()
+    await asyncio.wait({third}, timeout=2)
+    assert third.done() and third.result() is False
+    await mon.client.aclose()
+
+
 async def test_a_failed_snapshot_with_a_stream_that_missed_nothing_keeps_the_rows_live():
     """The other side of the rule: a snapshot that fails while the stream has been up all along
     (no gap) leaves the rows live, from the last snapshot and the events since."""

@@ -133,6 +133,7 @@ class ServerMonitor:
         # stream's return cancelled it (see stream_opened)
         self._in_flight: tuple[SnapshotStart, asyncio.Task[Any]] | None = None
         self._superseded = False
+        self._gave_up = False  # the last snapshot to end was given up (GivenUp)
         self._connected_at = 0.0
         self._stall_checked = False  # a snapshot was asked for the current silence
         # since when the event stream has carried every event (None: it is down): a resync
@@ -521,6 +522,7 @@ class ServerMonitor:
         self._error = None
         self._error_since = None
         self._fatal = False
+        self._gave_up = False
         if self._connected and snap.started_at >= self._connected_at:
             self._gap_since = None  # this snapshot covers what the stream missed
             self._gap_refused = False
@@ -580,7 +582,8 @@ class ServerMonitor:
             self._tap.snapshot(
                 self.url, self.clock(), begun.number, False, exc.message, type(exc).__name__
             )
-        if isinstance(exc, GivenUp) and self._error is None and not self._gap_refused:
+        self._gave_up = isinstance(exc, GivenUp)
+        if self._gave_up and self._error is None and not self._gap_refused:
             log.info(exc.message)
             return  # (nor is a first snapshot's attempt over: the one asked again ends it)
         self._fail(exc)
@@ -673,9 +676,10 @@ class ServerMonitor:
         # no replay: whatever happened meanwhile is lost; read it now. A snapshot still in
         # flight that began before cannot cover the gap, and one sent while the server was
         # starting may get no answer until it times out (seen on 1.18.33: 10 s after a
-        # restart): give it up and ask again
+        # restart): give it up and ask again. Once: the next runs its course, or a stream that
+        # flaps faster than a snapshot takes would starve every snapshot
         flight = self._in_flight
-        if flight is not None and self._gap_since is not None:
+        if flight is not None and self._gap_since is not None and not self._gave_up:
             begun, task = flight
             if begun.started < self._connected_at and not task.done():
                 self._superseded = True
