@@ -382,11 +382,11 @@ async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     await mon.client.aclose()
 
 
-async def test_a_snapshot_given_up_after_a_refused_reconnect_shows_the_restart():
+async def test_a_refused_reconnect_shows_the_restart_that_no_snapshot_saw_fail():
     """A restart that no snapshot saw fail: the stream lost, a reconnect refused, a snapshot
     sent as the server came up hangs, the stream back. The refused reconnect says the server
-    went away (a run may have been cut off): the give-up shows it unreachable, the rows unknown
-    until the snapshot asked again comes in, not the old snapshot's busy."""
+    went away (a run may have been cut off): from then on it is unreachable, through the
+    give-up, the rows unknown until the snapshot asked again comes in, not the old busy."""
     from tui.core.client import OcwatchError, Unreachable
 
     hang = asyncio.Event()
@@ -406,8 +406,11 @@ async def test_a_snapshot_given_up_after_a_refused_reconnect_shows_the_restart()
     mon.stream_opened()
     clock[0] += 1
     mon.stream_down(OcwatchError("event stream lost"))
+    assert mon.reachable  # (the stream lost: the rows rest on the last snapshot meanwhile)
     mon.stream_down(Unreachable("http://x: cannot connect (refused)"))  # a reconnect attempt
-    assert mon.reachable  # (no snapshot failed: the rows rest on the last one meanwhile)
+    assert not mon.reachable and mon.error == "http://x: cannot connect (refused)"
+    row = mon.rows(clock[0])[key]
+    assert (row.state, row.settled, row.settling) == ("unknown", False, "unreachable")
     hang.set()
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
     await asyncio.sleep(0.05)
@@ -438,10 +441,12 @@ async def test_a_snapshot_given_up_after_a_refused_reconnect_shows_the_restart()
 async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch):
     """After a failed snapshot the loop waits (0.5 s, doubling to 15 s) before asking again;
     the stream coming back means the server answers: it asks at once, so the rows an outage
-    made unknown are right again as soon as the server is."""
+    made unknown are right again as soon as the server is; and its backoff starts again from
+    0.5 s."""
     from tui.core import monitor as monitor_mod
 
-    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 60.0)  # backoff 30 s
+    # the backoff's jitter: a tenth of it (0.05 s doubling to 1.5 s)
+    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 0.1)
     down = asyncio.Event()
     down.set()
     api = FakeAPI(sessions=[wire_session("ses_1")], status={})
@@ -455,11 +460,14 @@ async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch
     loop = asyncio.create_task(mon._snapshot_loop())
     try:
         mon.request_snapshot()
-        await wait_until(lambda: mon.error is not None)  # failed: backing off for 30 s
+        await wait_until(lambda: mon._snapshot_no == 7)  # failed 6 times: waiting 1.5 s now
         await asyncio.sleep(0.1)
+        mon.stream_opened()  # asked at once (failing still): the backoff back to 0.5 s
+        await wait_until(lambda: mon._snapshot_no == 8, timeout=1.0)
+        await wait_until(lambda: mon._snapshot_no == 9, timeout=1.0)  # (0.05 s, not 1.5 s)
         down.clear()
         mon.stream_opened()
-        await wait_until(lambda: mon.reachable, timeout=5)
+        await wait_until(lambda: mon.reachable, timeout=0.5)
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
@@ -469,15 +477,20 @@ async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch
 async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
     """A stream cut again and again, faster than a snapshot takes (a bad proxy): the stream
     back gives up the snapshot in flight once; the next runs its course, or no snapshot would
-    ever come in (and those waiting for the first one would wait for ever)."""
-    from tui.core.client import OcwatchError
+    ever come in (and those waiting for the first one would wait for ever). One that ends, in
+    success or failure, lets the next be given up again; and a reconnect refused meanwhile
+    shows the outage at once, whether or not the snapshot in flight is given up."""
+    from tui.core.client import OcwatchError, Unreachable
 
     slow = asyncio.Event()
+    refuse = asyncio.Event()
     api = FakeAPI(sessions=[wire_session("ses_1")], status={})
 
     async def handler(req: httpx.Request) -> httpx.Response:
         if req.url.path == "/session/status":
             await slow.wait()
+            if refuse.is_set():
+                raise httpx.ConnectError("refused", request=req)
         return api.handle(req)
 
     clock = [1e9]
@@ -485,18 +498,23 @@ async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
         "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
     )
 
-    def flap() -> None:
+    def flap(refused: bool = False) -> None:
         clock[0] += 1
         mon.stream_down(OcwatchError("event stream lost"))
+        if refused:
+            mon.stream_down(Unreachable("http://x: cannot connect (refused)"))
         clock[0] += 1
         mon.stream_opened()
+
+    async def given_up(snapshot: asyncio.Task[bool]) -> bool:
+        await asyncio.wait({snapshot}, timeout=2)
+        return snapshot.done() and snapshot.result() is False
 
     mon.stream_opened()
     first = asyncio.create_task(mon.take_snapshot(supersedable=True))
     await asyncio.sleep(0.05)
     flap()
-    await asyncio.wait({first}, timeout=2)
-    assert first.done() and first.result() is False  # given up
+    assert await given_up(first)
     second = asyncio.create_task(mon.take_snapshot(supersedable=True))
     await asyncio.sleep(0.05)
     flap()
@@ -504,14 +522,30 @@ async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
     assert not second.done()  # not given up in its turn
     slow.set()
     assert await asyncio.wait_for(second, 2) is True
-    await mon.first_snapshot()
+    await asyncio.wait_for(mon.first_snapshot(), 1)
     # a snapshot that came in: the next stream back may give one up again
     slow.clear()
     third = asyncio.create_task(mon.take_snapshot(supersedable=True))
     await asyncio.sleep(0.05)
     flap()
-    await asyncio.wait({third}, timeout=2)
-    assert third.done() and third.result() is False
+    assert await given_up(third) and mon.reachable
+    # the next is not given up; the server restarts meanwhile: the refused reconnect says so
+    fourth = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    flap(refused=True)
+    await asyncio.sleep(0.05)
+    assert not fourth.done() and not mon.reachable
+    assert mon.rows(clock[0])[("http://x", "ses_1")].settling == "unreachable"
+    refuse.set()
+    slow.set()
+    assert await asyncio.wait_for(fourth, 2) is False  # failed: not given up
+    # a snapshot that failed: the next stream back may give one up again
+    slow.clear()
+    fifth = asyncio.create_task(mon.take_snapshot(supersedable=True))
+    await asyncio.sleep(0.05)
+    flap()
+    assert await given_up(fifth)
+    assert "begun before the event stream came back" in (mon.error or "")
     await mon.client.aclose()
 
 

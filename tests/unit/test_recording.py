@@ -19,7 +19,7 @@ import pytest
 from tests.fakes import FakeAPI, wire_session
 from tests.unit.test_transitions import Clock, frame, wire_msg
 from tui.cli.main import main
-from tui.core.client import OcwatchError
+from tui.core.client import OcwatchError, Unreachable
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 from tui.core.view import View
@@ -115,6 +115,44 @@ async def test_a_replay_rebuilds_the_views_of_the_live_run(tmp_path: Path) -> No
     final = {r["id"]: (r["state"], r["reason"]) for r in rows_json(got[-1])}
     assert final == {"ses_1": ("idle", "error"), "ses_2": ("input", None)}
     assert replay.ended == "stopped"
+
+
+async def test_a_refused_reconnect_replays_as_the_outage_it_was(tmp_path: Path) -> None:
+    """A reconnect that could not reach the server marks it unreachable (a restart may have
+    cut runs off): the stream record keeps the error's class, and a replay shows the same
+    outage (read as a plain stream error, it would show the rows live)."""
+    path = tmp_path / "refused.ndjson"
+    clock = Clock(T0)
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
+    fleet = Fleet([SERVER], settings=S, clock=clock, transport=httpx.MockTransport(api.handle))
+    mon = fleet.monitors[0]
+    recorder = Recorder(path, [(SERVER, SERVER)], S, version="test", clock=clock)
+    mon.tap = recorder
+    assert await mon.take_snapshot()
+    mon.stream_opened()
+    live = [fleet.current()]
+    clock.t = T0 + 1
+    mon.stream_down(OcwatchError(f"{SERVER}: event stream closed by the server"))
+    live.append(fleet.current())
+    clock.t = T0 + 2
+    mon.stream_down(Unreachable(f"{SERVER}: cannot connect (connection refused)"))
+    live.append(fleet.current())
+    mon.tap = None
+    recorder.close()
+    assert [r["state"] for v in live for r in rows_json(v)] == ["busy", "busy", "unknown"]
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [r.get("error") for r in records if r.get("k") == "stream"] == [
+        None,
+        "OcwatchError",
+        "Unreachable",
+    ]
+    replay = Replay(path)
+    got = []
+    for want in live:
+        await replay.advance(want.generated_at)
+        got.append(replay.view())
+    assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
+    assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
 
 
 async def test_the_same_file_gives_the_same_views_and_transitions(tmp_path: Path) -> None:

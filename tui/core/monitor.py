@@ -128,7 +128,6 @@ class ServerMonitor:
         self._snapshot_done = asyncio.Event()
         self._down_since: float | None = None  # rows last derived while unreachable, since
         self._gap_since: float | None = None  # the stream was lost then; no snapshot since
-        self._gap_refused = False  # and a reconnect failed since: the server went away
         # the snapshot loop's snapshot in flight (what it began from, its task), and whether the
         # stream's return cancelled it (see stream_opened)
         self._in_flight: tuple[SnapshotStart, asyncio.Task[Any]] | None = None
@@ -235,10 +234,11 @@ class ServerMonitor:
         return self.store.snapshot is not None and self.link().reachable
 
     def link(self) -> Link:
-        # a stream back after a gap (a server restart, a network cut) does not vouch for what
-        # the last good snapshot showed: runs may have ended, or been cut off, unseen. Once a
-        # snapshot has failed, until one taken since succeeds, the rows are what an unreachable
-        # server's are
+        # the rows are live until a snapshot or a reconnect fails (a stream lost alone does not
+        # make them wrong); then they are what an unreachable server's are until a snapshot
+        # succeeds. A stream back after the gap (a server restart, a network cut) does not
+        # vouch for what the last good snapshot showed: runs may have ended, or been cut off,
+        # unseen
         up = self._error is None or (
             self._connected and not self._fatal and self._gap_since is None
         )
@@ -525,7 +525,6 @@ class ServerMonitor:
         self._gave_up = False
         if self._connected and snap.started_at >= self._connected_at:
             self._gap_since = None  # this snapshot covers what the stream missed
-            self._gap_refused = False
         if before is not None:  # derive once from the new snapshot; the next View reuses it
             self.store.count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
@@ -574,16 +573,15 @@ class ServerMonitor:
     def snapshot_failed(self, begun: SnapshotStart, exc: OcwatchError) -> None:
         """A snapshot could not be taken: the last one stays, the error is shown. One this
         monitor gave up itself (GivenUp) is no sign that the server went away: unless an outage
-        is already shown or a reconnect failed during the gap (then the server restarted, and
-        the rows are an unreachable server's until a snapshot taken since comes in), the rows
-        stay live on the last snapshot and the journal, as while the stream was down, until the
-        snapshot asked again comes in (a stream cut by the network, the server answering)."""
+        is already shown (a snapshot or a reconnect failed: see stream_down), the rows stay live
+        on the last snapshot and the journal, as while the stream was down, until the snapshot
+        asked again comes in (a stream cut by the network, the server answering)."""
         if self._tap is not None:
             self._tap.snapshot(
                 self.url, self.clock(), begun.number, False, exc.message, type(exc).__name__
             )
         self._gave_up = isinstance(exc, GivenUp)
-        if self._gave_up and self._error is None and not self._gap_refused:
+        if self._gave_up and self._error is None:
             log.info(exc.message)
             return  # (nor is a first snapshot's attempt over: the one asked again ends it)
         self._fail(exc)
@@ -689,21 +687,23 @@ class ServerMonitor:
 
     def stream_down(self, exc: OcwatchError) -> None:
         if self._tap is not None:
-            self._tap.stream(self.url, self.clock(), False, exc.message)
+            self._tap.stream(self.url, self.clock(), False, exc.message, type(exc).__name__)
         was = self._connected
         self._vouch_since = None
         if was and self._gap_since is None:
             self._gap_since = self.clock()
-            self._gap_refused = False
-        elif not was and self._gap_since is not None:
-            self._gap_refused = True  # a reconnect failed: not only the stream was lost
+        elif not was and self._gap_since is not None and isinstance(exc, Unreachable):
+            # a reconnect could not reach the server: not only the stream was lost, the server
+            # went away (a restart may have cut runs off), as a failed snapshot would say. A
+            # snapshot sent meanwhile may hang rather than fail (a server starting up)
+            self._fail(exc)
         self._connected = False
         self._stream_error = exc.message
         if was:
             self._stream_drop = (self.clock(), exc.message)
             log.info("stream down: %s", exc.message)
-        # the stream being down does not make the snapshot wrong; a failing snapshot does.
-        # but an unreachable server is: probe it through a snapshot.
+        # the stream being down does not make the snapshot wrong; a server that cannot be
+        # reached (a failing snapshot, a refused reconnect) does: probe it through a snapshot.
         self.request_snapshot()
         self._notify()
 

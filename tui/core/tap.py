@@ -40,8 +40,11 @@ class Tap(Protocol):
     def frame(self, server: str, t: float, data: str) -> None:
         """One event of the stream: its `data`, as received."""
 
-    def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
-        """The event stream connected (`up`), or was lost (and why)."""
+    def stream(
+        self, server: str, t: float, up: bool, why: str | None, error: str | None = None
+    ) -> None:
+        """The event stream connected (`up`), or was lost (and why; `error`: the name of the
+        OcwatchError class that said so)."""
 
     def snapshot(
         self,

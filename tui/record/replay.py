@@ -216,7 +216,8 @@ class Replay:
             if data["up"]:
                 monitor.stream_opened()
             else:
-                monitor.stream_down(OcwatchError(str(data.get("why") or "stream lost")))
+                kind = _ERRORS.get(str(data.get("error")), OcwatchError)
+                monitor.stream_down(kind(str(data.get("why") or "stream lost")))
         elif rec.kind == "snap":
             key = (rec.server, data["n"])
             if data["begin"]:

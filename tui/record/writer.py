@@ -126,8 +126,13 @@ class Recorder:
         # the commonest record, written without a dict (the same line json.dumps would make)
         self._line(f'{{"t":{t!r},"s":{self.index[server]},"k":"frame","d":{_ENCODE(data)}}}\n')
 
-    def stream(self, server: str, t: float, up: bool, why: str | None) -> None:
-        self._write({"t": t, "s": self.index[server], "k": "stream", "up": up, "why": why})
+    def stream(
+        self, server: str, t: float, up: bool, why: str | None, error: str | None = None
+    ) -> None:
+        rec: dict[str, Any] = {"t": t, "s": self.index[server], "k": "stream", "up": up, "why": why}
+        if error is not None:
+            rec["error"] = error
+        self._write(rec)
 
     def snapshot(
         self,
