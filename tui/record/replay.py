@@ -50,6 +50,12 @@ _ERRORS: dict[str, type[OcwatchError]] = {
 }
 
 
+def _error(data: dict[str, Any], message: str) -> OcwatchError:
+    """The error a record says happened, of the class it names (`error`; unknown or none: a
+    plain OcwatchError)."""
+    return _ERRORS.get(str(data.get("error")), OcwatchError)(message)
+
+
 def settings_of(header: Header, path: Path | None = None) -> Settings:
     """The recorded settings (what derive decided with), known fields only, each of the type
     the default has (RecordingError otherwise)."""
@@ -216,8 +222,7 @@ class Replay:
             if data["up"]:
                 monitor.stream_opened()
             else:
-                kind = _ERRORS.get(str(data.get("error")), OcwatchError)
-                monitor.stream_down(kind(str(data.get("why") or "stream lost")))
+                monitor.stream_down(_error(data, str(data.get("why") or "stream lost")))
         elif rec.kind == "snap":
             key = (rec.server, data["n"])
             if data["begin"]:
@@ -229,8 +234,7 @@ class Replay:
                 return
             failed = data.get("failed")
             if isinstance(failed, str):
-                kind = _ERRORS.get(str(data.get("error")), OcwatchError)  # AuthFailed: fatal
-                monitor.snapshot_failed(begun, kind(failed))
+                monitor.snapshot_failed(begun, _error(data, failed))  # AuthFailed: fatal
                 return
             answers = self._clients[rec.server]
             answers.pending = {}
