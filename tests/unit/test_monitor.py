@@ -304,15 +304,13 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(c
     await mon.client.aclose()
 
 
-async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
-    """The stream lost and back while the very first snapshot hangs: it is given up, and those
-    waiting for the first snapshot (wait, report) wait on for the one asked again, rather than
-    find a server with neither rows nor an error."""
-    from tui.core.client import OcwatchError
-
+def hanging_monitor(
+    status: dict[str, dict[str, str]],
+) -> tuple[ServerMonitor, FakeAPI, asyncio.Event, list[float]]:
+    """A monitor of one session (`status`: its status map) whose status route gets no answer
+    while `hang` is set (a server starting up); its clock reads `clock[0]`."""
     hang = asyncio.Event()
-    hang.set()
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={})
+    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": status})
 
     async def handler(req: httpx.Request) -> httpx.Response:
         if hang.is_set() and req.url.path == "/session/status":
@@ -323,6 +321,17 @@ async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
     mon = ServerMonitor(
         "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
     )
+    return mon, api, hang, clock
+
+
+async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
+    """The stream lost and back while the very first snapshot hangs: it is given up, and those
+    waiting for the first snapshot (wait, report) wait on for the one asked again, rather than
+    find a server with neither rows nor an error."""
+    from tui.core.client import OcwatchError
+
+    mon, _api, hang, clock = hanging_monitor({})
+    hang.set()
     mon.stream_opened()
     mon.stream_down(OcwatchError("event stream lost"))
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
@@ -347,18 +356,7 @@ async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     the snapshot asked again comes in (a stream back does not vouch for the old rows)."""
     from tui.core.client import OcwatchError, Unreachable
 
-    hang = asyncio.Event()
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
-
-    async def handler(req: httpx.Request) -> httpx.Response:
-        if hang.is_set() and req.url.path == "/session/status":
-            await asyncio.sleep(3600)
-        return api.handle(req)
-
-    clock = [1e9]
-    mon = ServerMonitor(
-        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
-    )
+    mon, api, hang, clock = hanging_monitor({"ses_1": {"type": "busy"}})
     key = ("http://x", "ses_1")
     await mon.snapshot_once()
     mon.stream_opened()
@@ -389,18 +387,7 @@ async def test_a_refused_reconnect_shows_the_restart_that_no_snapshot_saw_fail()
     give-up, the rows unknown until the snapshot asked again comes in, not the old busy."""
     from tui.core.client import OcwatchError, Unreachable
 
-    hang = asyncio.Event()
-    api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": {"ses_1": {"type": "busy"}}})
-
-    async def handler(req: httpx.Request) -> httpx.Response:
-        if hang.is_set() and req.url.path == "/session/status":
-            await asyncio.sleep(3600)
-        return api.handle(req)
-
-    clock = [1e9]
-    mon = ServerMonitor(
-        "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
-    )
+    mon, api, hang, clock = hanging_monitor({"ses_1": {"type": "busy"}})
     key = ("http://x", "ses_1")
     await mon.snapshot_once()
     mon.stream_opened()
