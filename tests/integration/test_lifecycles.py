@@ -57,6 +57,8 @@ class Watcher:
         self.settled: dict[str, list[State]] = {}  # settled rows only
         self.emitted: dict[str, list[State | None]] = {}  # transitions' `to`
         self.since: dict[str, float | None] = {}
+        self.evidence: dict[str, set[str]] = {}  # every evidence line shown
+        self.asked: dict[str, list[int]] = {}  # per View showing it waiting: requests shown
         self.derives = 0
         self._server: ServerInfo | None = None
         self._lock = threading.Lock()
@@ -90,6 +92,9 @@ class Watcher:
                         if row.settled:
                             self.settled.setdefault(row.id, []).append(st)
                         self.since[row.id] = row.since
+                        self.evidence.setdefault(row.id, set()).update(row.evidence)
+                        if row.state == "input":
+                            self.asked.setdefault(row.id, []).append(len(row.pending))
                     for tr in fleet.last_changes.transitions if fleet.last_changes else ():
                         to = tr.after
                         self.emitted.setdefault(tr.key[1], []).append(
@@ -230,6 +235,9 @@ def check(
     assert got["shown"] == want, got
     assert got["settled"] == want, got
     assert got["emitted"] == want, got
+    with watcher._lock:
+        asked = watcher.asked.get(sid, [])
+    assert all(asked), f"a View showed {sid} waiting with nothing asked: {asked}"
     lines = proc.of(sid)
     assert lines[0]["from"] is None
     for a, b in zip(lines, lines[1:], strict=False):
@@ -272,17 +280,30 @@ def test_aborted(oc: Driver, scripted_model: ScriptedModel, followers):
     check(watcher, proc, sid, [IDLE, BUSY, ABORTED])
 
 
-@pytest.mark.parametrize(("reply", "end"), [("once", DONE), ("reject", ABORTED)])
-def test_permission(oc: Driver, followers, reply: str, end: State):
+@pytest.mark.parametrize(
+    ("reply", "message", "want"),
+    [
+        ("once", None, [IDLE, BUSY, INPUT, BUSY, DONE]),
+        ("reject", None, [IDLE, BUSY, INPUT, ABORTED]),
+        # the message goes to the model as feedback, and the run goes on to complete
+        ("reject", "use printf", [IDLE, BUSY, INPUT, BUSY, DONE]),
+    ],
+)
+def test_permission(
+    oc: Driver, followers, reply: str, message: str | None, want: list[State]
+) -> None:
     watcher, proc = followers
-    sid = fresh(oc, watcher, f"lifecycle permission {reply}")
-    oc.prompt(sid, "x", "permission", f"echo lifecycle-{reply}")
+    title = f"lifecycle permission {reply}" + (" with a message" if message else "")
+    sid = fresh(oc, watcher, title)
+    oc.prompt(sid, "x", "permission", f"echo lifecycle-{reply}-{bool(message)}")
     req = oc.wait_permission(sid)
     watcher.wait_last(sid, INPUT)
-    oc.reply_permission(req["id"], reply, directory=oc.dir_of(sid))
-    watcher.wait_last(sid, end)
-    want = [IDLE, BUSY, INPUT, BUSY, DONE] if reply == "once" else [IDLE, BUSY, INPUT, ABORTED]
+    oc.reply_permission(req["id"], reply, message=message, directory=oc.dir_of(sid))
+    watcher.wait_last(sid, want[-1])
     check(watcher, proc, sid, want)
+    if message:  # no View called the run ending
+        with watcher._lock:
+            assert not any("the run is ending" in e for e in watcher.evidence.get(sid, ())), sid
 
 
 @pytest.mark.parametrize("answer", ["answered", "dismissed"])

@@ -20,9 +20,10 @@ from tests.builders import (
     status_event,
     user,
 )
-from tui.core.derive import Link, derive_server
+from tui.core.derive import DeriveMemo, Link, derive_server
 from tui.core.models import Message, SessionStatus
 from tui.core.settings import Settings
+from tui.core.view import SessionRow
 
 S = Settings(grace=3.0)
 NOW = T0
@@ -333,6 +334,23 @@ def test_tool_error_that_is_not_a_refusal_does_not_end_the_run():
     assert not row(s).stale
 
 
+FEEDBACK = (
+    "The user rejected permission to use this specific tool call with the following feedback: "
+    "use rsync"
+)  # as 1.18.33 words a rejection with a message
+
+
+def test_a_rejection_with_a_message_does_not_end_the_run():
+    # the server hands the message to the model and a next step follows: no outcome, and a
+    # server that says busy is no stale claim, one that says idle with no next step is a cut
+    assert (row(snap([session("s1")], messages={"s1": refused(FEEDBACK)})).reason) == (
+        "interrupted"
+    )
+    r = row(snap([session("s1")], status={"s1": busy()}, messages={"s1": refused(FEEDBACK)}))
+    assert (r.state, r.stale, r.settled) == ("busy", False, True)
+    assert "next step pending" in r.evidence[-1]
+
+
 def test_busy_after_a_refusal_is_stale():
     s = snap(
         [session("s1")],
@@ -560,3 +578,56 @@ def test_a_refused_tool_is_the_run_ending_not_busy_again():
     r = row(s, previous={(SERVER, "s1"): waiting})
     assert (r.state, r.settled, r.settling) == ("input", False, "finishing")
     assert row(s, now=NOW + 5).settled  # past the grace period it is what the server says
+
+
+def refusing(text: str) -> tuple[Message, SessionRow]:
+    """A step still open whose tool the user just refused (its part errored with `text` a
+    second ago, the message not completed yet), and the row that waited for the permission."""
+    errored = refused(text, at=NOW - 1)
+    (tool,) = errored.parts
+    assert tool.state is not None
+    tool = replace(
+        tool, state=replace(tool.state, time={"start": (NOW - 3) * 1000, "end": (NOW - 1) * 1000})
+    )
+    step = replace(
+        errored,
+        info=replace(errored.info, time=replace(errored.info.time, completed=None)),
+        parts=(tool,),
+    )
+    waiting = row(
+        snap(
+            [session("s1")],
+            status={"s1": busy()},
+            permissions=[permission("per_1", "s1")],
+            messages={"s1": step},
+        )
+    )
+    assert waiting.state == "input" and waiting.pending
+    return step, waiting
+
+
+def test_a_rejection_with_a_message_is_the_run_going_on_at_once():
+    """Rejecting with a message: the step's tool errors with the feedback and the run goes on
+    (recorded on 1.18.33): busy, settled, from that moment; not a run ending, not held waiting
+    with nothing asked."""
+    step, waiting = refusing(FEEDBACK)
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": step})
+    r = row(s, previous={(SERVER, "s1"): waiting})
+    assert (r.state, r.settled, r.settling, r.pending) == ("busy", True, None, ())
+    assert not any("ending" in line for line in r.evidence), r.evidence
+
+
+def test_a_row_held_waiting_while_the_run_ends_says_what_it_waited_for():
+    """Rejected: the run is ending (unsettled) and the row stays waiting; an input row with
+    nothing asked would say nothing of what it is, so it keeps the request it waited for, the
+    same objects (a row decided again equal is the previous object)."""
+    step, waiting = refusing("The user rejected permission to use this specific tool call.")
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": step})
+    r = row(s, previous={(SERVER, "s1"): waiting})
+    assert (r.state, r.settled, r.settling) == ("input", False, "finishing")
+    assert r.pending is waiting.pending
+    first = derive_server(s, (), NOW, S, previous={(SERVER, "s1"): waiting}, memo=DeriveMemo())
+    # decided again (a memo of its own: no reuse), the same row: the previous object
+    again = derive_server(s, (), NOW + 0.5, S, previous=first, memo=DeriveMemo())
+    assert again[(SERVER, "s1")] is first[(SERVER, "s1")]
+    assert row(s, now=NOW + 5, previous={(SERVER, "s1"): r}).pending == ()  # settled: busy

@@ -38,6 +38,10 @@ SERVER_REASONS: dict[str, Reason] = {
 }
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
 _REFUSALS = ("rejected", "dismissed")
+#: ...but for a rejection with a message: the server hands it to the model as feedback and the
+#: run goes on with a next step (1.18.33: PermissionCorrectedError, "The user rejected permission
+#: to use this specific tool call with the following feedback: ...")
+_FEEDBACK = "with the following feedback"
 
 Request = PermissionRequest | QuestionRequest
 
@@ -246,6 +250,8 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
                     held.ended,
                     held.since,
                 )
+                if state == "input":  # a row waiting says what is asked: what it waited for
+                    pending = held.pending  # (answered since: else it would be settled input)
             else:
                 state, reason, stale, ended = "busy", None, False, None
     elif since is None:
@@ -750,18 +756,14 @@ def _open_tool(msg: Message) -> Part | None:
 
 
 def _refusal(msg: Message) -> Part | None:
-    """The message's tool call the user refused (a rejected permission, a dismissed question),
-    if any."""
+    """The message's tool call the user refused, ending the run (a rejected permission, a
+    dismissed question), if any. A rejection with a message is none: the run goes on."""
     for part in msg.parts:
         st = part.state
-        if (
-            part.type == "tool"
-            and st is not None
-            and st.status == "error"
-            and st.error
-            and any(w in st.error.lower() for w in _REFUSALS)
-        ):
-            return part
+        if part.type == "tool" and st is not None and st.status == "error" and st.error:
+            error = st.error.lower()
+            if any(w in error for w in _REFUSALS) and _FEEDBACK not in error:
+                return part
     return None
 
 

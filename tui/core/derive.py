@@ -188,7 +188,7 @@ def derive_server(
         row, valid_until, reads_claims = decide(inputs, now, settings)
         key = (server, sid)
         old = fields[PREVIOUS_AT]
-        if old is not None and old == row and _same_requests(old, inputs):
+        if old is not None and old == row and _same_requests(old, row, inputs):
             row = old  # the same row: the same object
         elif (again := as_previous(inputs, row)) is not None:
             # filed under the inputs of the next call, whose previous row is this one: they
@@ -223,10 +223,16 @@ def derive_server(
     return rows
 
 
-def _same_requests(row: SessionRow, inputs: SessionInputs) -> bool:
-    """Whether the row's open requests are the very requests of the inputs (Pending compares
-    by id and summary only: a request asked again under its id with other options is new)."""
-    return all(p.request is req for p, (req, _) in zip(row.pending, inputs.requests, strict=True))
+def _same_requests(old: SessionRow, row: SessionRow, inputs: SessionInputs) -> bool:
+    """Whether the old row's open requests are the very requests of the new one: those of the
+    inputs (Pending compares by id and summary only: a request asked again under its id with
+    other options is new), or the old row's own, held while the facts arrive (decide)."""
+    if old.pending is row.pending:
+        return True
+    requests = inputs.requests
+    return len(requests) == len(old.pending) and all(
+        p.request is req for p, (req, _) in zip(old.pending, requests, strict=True)
+    )
 
 
 def inputs_of(
