@@ -6,6 +6,7 @@ import asyncio
 from collections.abc import Callable
 
 import pytest
+from textual import events
 from textual.pilot import Pilot
 from textual.widgets import Button, Input, RadioSet, SelectionList, Static
 
@@ -193,6 +194,21 @@ async def test_permission_reject_with_a_message() -> None:
         await pilot.press(*"do not overwrite, use rsync", "enter")  # o/a/r/m here are text
         await settle(pilot, app)
         assert fake.calls == [("reply", A, "per_7Hq2", "reject", "do not overwrite, use rsync")]
+
+
+async def test_a_message_typed_in_one_burst_after_m_is_the_message() -> None:
+    """`m` and the message after it read at once (a paste, a fast typist over ssh): every key
+    after `m` lands in the field, none is an answer key (`o` would allow)."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        for c in "mno, use rsync":
+            app.post_message(events.Key("space" if c == " " else c, c))  # queued together
+        await pilot.pause()
+        box = screen.query_one("#permission-message", Input)
+        assert (app.screen, box.value, fake.calls) == (screen, "no, use rsync", [])
 
 
 async def test_typing_in_the_permission_dialog_never_allows() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rich.text import Text
+from textual import events
 from textual.widgets import Input, OptionList, Static
 
 from tui.app import OcwatchApp
@@ -71,6 +72,23 @@ async def test_text_filter() -> None:
         table(app).set_filters(text="ses_lost")
         await pilot.pause()
         assert shown(app) == ["ses_lost"]
+
+
+async def test_what_is_typed_after_slash_in_one_burst_is_filter_text() -> None:
+    """`/` and the text after it arrive in one read (a paste, a fast typist over ssh): every
+    key after `/` is filter text, never a key of the table (`r` `o` would answer a permission)."""
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        main = app.screen
+        for key, char in [("slash", "/"), *((c, c) for c in "schema")]:
+            app.post_message(events.Key(key, char))  # queued together, as the driver does
+        await pilot.pause()
+        box = main.query_one("#filter", Input)
+        assert (app.screen, app.focused, box.value) == (main, box, "schema")
+        assert shown(app) == ["ses_parent", "ses_child2"]
+        await pilot.press("slash")  # in the box, `/` is text (a folder: /p/blog)
+        assert box.value == "schema/"
 
 
 async def test_state_filter_keys() -> None:

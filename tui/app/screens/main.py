@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from textual import events
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
@@ -138,7 +139,9 @@ class MainScreen(ViewScreen):
             tooltip="The details pane beside the table (narrow: the detail view)",
             show=False,
         ),
-        Binding("slash", "filter", "Filter"),
+        # priority: run as the key is read, so that the keys read with it reach the box (a
+        # binding found by bubbling runs after the app has handed them to the table)
+        Binding("slash", "filter", "Filter", priority=True),
         Binding("escape", "clear_filters", "Clear filters", show=False),
         Binding("s", "cycle_sort", "Sort"),
         Binding("S", "reverse_sort", "Reverse sort", show=False),
@@ -306,10 +309,12 @@ class MainScreen(ViewScreen):
     # -- actions ------------------------------------------------------------------------------
 
     def action_filter(self) -> None:
-        """Show the filter input."""
+        """Show the filter input (in a text box, the filter's own, `/` is text)."""
+        if isinstance(self.focused, Input):
+            raise SkipAction()  # the key goes on to the box
         box = self.query_one("#filter", Input)
         box.display = True
-        box.focus()
+        self.set_focus(box)  # at once (Widget.focus waits for the keys already read)
 
     def action_clear_filters(self) -> None:
         """Clear the text filter (and the state filter when there is no text)."""

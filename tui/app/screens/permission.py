@@ -109,7 +109,8 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         Binding("o", "reply('once')", "Allow once"),
         Binding("a", "arm('always')", "Allow always… (then enter)"),
         Binding("r", "arm('reject')", "Reject… (then enter; the run stops)"),
-        Binding("m", "write_message", "Reject with a message (the run goes on)"),
+        # priority: run as the key is read, so that the keys read with it reach the field
+        Binding("m", "write_message", "Reject with a message (the run goes on)", priority=True),
         Binding("escape", "cancel", "Go back (or cancel)"),
     ]
 
@@ -212,7 +213,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         """Open the message field (a rejection with feedback: the run goes on)."""
         self._disarm()
         self._message_open(True)
-        self.message_box.focus()
+        self.set_focus(self.message_box)  # at once: the keys typed after `m` are the message
 
     def action_arm(self, reply: str) -> None:
         """Show what `always` or `reject` does and move the focus to Confirm: the answer goes
