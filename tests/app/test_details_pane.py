@@ -3,11 +3,17 @@ with a fake Peek: what is shown, and that only the selected session is read."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from textual.widgets import Static
 
+from tui.app.inspect import Look
 from tui.app.screens.detail import DetailScreen
+from tui.app.widgets.activity import activity_content
+from tui.core.activity import Activity
 from tui.core.client import Unreachable
 
+from . import views
 from .conftest import make_app
 from .fake_peek import FakePeek
 from .test_actions import BUSY, PERM, open_on, until
@@ -85,6 +91,20 @@ async def test_the_detail_view_shows_what_it_is_doing() -> None:
         await until(pilot, lambda: "Reply of ses_busy." in doing())
         assert "bash: npm test · 2m10s" in doing()
         assert peek.looks == ["ses_busy"]
+
+
+def test_a_running_session_shows_no_earlier_runs_reply_as_its_own() -> None:
+    """Prompted again: until the new run writes, its reply is "nothing written yet", not the
+    last run's; an idle session shows its last reply."""
+    busy = next(r for r in views.ROWS if r.id == "ses_busy")
+    idle = next(r for r in views.ROWS if r.state == "idle" and r.reason == "completed")
+    now = views.clock()
+    earlier = Activity("s", now, "All done.", now - 60, reply_before_prompt=True)
+    assert "nothing written yet" in activity_content(busy, Look(earlier), now).plain
+    assert "All done." not in activity_content(busy, Look(earlier), now).plain
+    assert "All done." in activity_content(idle, Look(earlier), now).plain
+    this_run = replace(earlier, reply_before_prompt=False)
+    assert "All done." in activity_content(busy, Look(this_run), now).plain
 
 
 async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:

@@ -89,6 +89,22 @@ def test_only_the_newest_assistant_message_has_tools_running_now() -> None:
     assert a.reply == "now writing" and a.messages == 3 and not a.more
 
 
+def test_a_reply_before_the_newest_prompt_is_an_earlier_runs() -> None:
+    replied = {"info": {"role": "assistant"}, "parts": [{"type": "text", "text": "All done."}]}
+    prompt = {"info": {"role": "user"}, "parts": [{"type": "text", "text": "Again"}]}
+    started = {"info": {"role": "assistant"}, "parts": []}  # the new run's step, no text yet
+    for messages, earlier in [
+        ([replied], False),
+        ([replied, prompt], True),
+        ([replied, prompt, started], True),
+        ([prompt, replied], False),
+        ([prompt], False),  # no reply at all
+    ]:
+        a = activity_from("s", messages, fetched_at=0)
+        assert a.reply_before_prompt is earlier, messages
+    assert activity_from("s", [replied, prompt], fetched_at=0).reply == "All done."
+
+
 def test_the_reply_is_its_last_lines_and_synthetic_text_is_not_a_reply() -> None:
     text = "\n".join(f"line {i}" for i in range(20))
     assert reply_end(text, lines=3) == "line 17\nline 18\nline 19"

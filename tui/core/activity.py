@@ -104,6 +104,8 @@ class Activity:
     cost: float = 0.0
     error: str | None = None
     """Why nothing could be read (the server's one-line error)."""
+    reply_before_prompt: bool = False
+    """The last reply came before the newest prompt: it is an earlier run's, not this one's."""
 
     @property
     def context_share(self) -> float | None:
@@ -252,6 +254,7 @@ def activity_from(
     """What the newest `messages` (`[{info, parts}]`, oldest first, as the server lists them)
     say the session is doing. Pure."""
     reply, reply_at = "", None
+    prompted = False  # a prompt came after the last reply
     written: Any = None  # the todo list of the newest todowrite call
     last_tool: ToolRun | None = None
     model = agent = None
@@ -263,6 +266,7 @@ def activity_from(
     for message in entries:
         info = _dict(message.get("info"))
         if info.get("role") != "assistant":
+            prompted = prompted or info.get("role") == "user"
             continue
         split = token_split(info.get("tokens"))
         tokens = tokens + split
@@ -295,6 +299,7 @@ def activity_from(
         if "".join(text).strip():
             reply = reply_end("\n".join(text))
             reply_at = _ms(_dict(info.get("time")).get("created"))
+            prompted = False
     # only the newest assistant message's open tools are running now
     newest = next(
         (m for m in reversed(entries) if _dict(m.get("info")).get("role") == "assistant"), {}
@@ -329,6 +334,7 @@ def activity_from(
         len(entries) >= limit,
         cost,
         error,
+        bool(reply) and prompted,
     )
 
 

@@ -91,11 +91,11 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
         line(_label("last tool"), *_tool(activity.last_tool, now, False, row.directory))
     if activity.todos:
         line(*_todos(activity))
-    if activity.reply:
+    if activity.reply and not (running and activity.reply_before_prompt):
         line(_label("reply"), (fmt.clock_time(activity.reply_at, now), MUTED))
         for text in activity.reply.splitlines():
             line("  ", fmt.literal(text))
-    elif running:
+    elif running:  # (the last reply, if any, is an earlier run's)
         line(_label("reply"), ("nothing written yet", MUTED))
     t = activity.tokens
     over = f" (last {activity.messages} messages)" if activity.more else ""
