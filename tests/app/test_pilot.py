@@ -533,6 +533,27 @@ async def test_the_filter_takes_a_regular_expression_and_plain_text() -> None:
         assert shown(app) == []
 
 
+async def test_the_filter_status_says_how_the_text_was_read() -> None:
+    """A text in no row is read as a regular expression, and the status says so (`q?` matches
+    every row: it is no mystery); a text that is neither says that, rather than an empty table
+    with no reason."""
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        status = app.main_screen.query_one("#filter-status", Static)
+        for text, said in [
+            ("schema", None),
+            ("q?", "as a regular expression"),
+            ("((", "not a regular expression"),
+        ]:
+            table(app).set_filters(text=text)
+            await pilot.pause()
+            line = str(status.render())
+            assert repr(text) in line
+            for other in ("as a regular expression", "not a regular expression"):
+                assert (other in line) == (other == said), (text, line)
+
+
 async def test_numbers_sort_highest_first_on_the_first_press() -> None:
     app, _ = make_app()
     async with app.run_test(size=(160, 40)) as pilot:

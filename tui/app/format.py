@@ -127,15 +127,21 @@ def matches_text(row: SessionRow, needle: str) -> bool:
 
 
 def text_matcher(needle: str, rows: Iterable[SessionRow]) -> Callable[[SessionRow], bool]:
-    """The filter box's test for `needle` over `rows`: the text itself when some row holds it
-    (so `[bold]` or `v2.4` mean what they say), else the text as a case-insensitive regular
-    expression over title, id and folder (`deploy|release`, `^fix`), when it is one."""
+    """The filter box's test for `needle` over `rows` (see text_match)."""
+    return text_match(needle, rows)[1]
+
+
+def text_match(needle: str, rows: Iterable[SessionRow]) -> tuple[str, Callable[[SessionRow], bool]]:
+    """How the filter box reads `needle` over `rows`, and its test: the text itself (`text`)
+    when some row holds it (so `[bold]` or `v2.4` mean what they say), else the text as a
+    case-insensitive regular expression over title, id and folder (`deploy|release`, `^fix`:
+    `regex`), when it is one (else `invalid`: nothing matches)."""
     if not needle or any(matches_text(r, needle) for r in rows):
-        return lambda row: matches_text(row, needle)
+        return "text", lambda row: matches_text(row, needle)
     pattern = _pattern(needle)
     if pattern is None:
-        return lambda _row: False
-    return lambda row: any(pattern.search(s) for s in (row.title, row.id, row.directory))
+        return "invalid", lambda _row: False
+    return "regex", lambda row: any(pattern.search(s) for s in (row.title, row.id, row.directory))
 
 
 @lru_cache(maxsize=32)

@@ -255,7 +255,9 @@ class MainScreen(ViewScreen):
         if self._counted_lines is None or self._counted_lines[0] is not lines:
             self._counted_lines = (lines, sum(1 for line in lines if not line.context))
         shown = self._counted_lines[1]
-        self.query_one(FilterStatus).show(table.state_filter, table.text_filter, shown, total)
+        self.query_one(FilterStatus).show(
+            table.state_filter, table.text_filter, shown, total, table.text_kind
+        )
         typing = isinstance(self.app.focused, Input)
         message = empty_message(
             view,

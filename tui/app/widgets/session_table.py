@@ -108,6 +108,7 @@ class SessionTable(RowTable):
         self.sort_reverse = False
         self.state_filter = "all"
         self.text_filter = ""
+        self.text_kind = "text"  # how the filter text was read (format.text_match)
         self.collapsed: set[Key] = set()
         self.lines: list[TreeLine] = []
         self._view: View | None = None
@@ -400,7 +401,7 @@ class SessionTable(RowTable):
         match = None
         if self.filtering:
             state = self.state_filter
-            text_match = fmt.text_matcher(self.text_filter, view.rows.values())
+            self.text_kind, text_match = fmt.text_match(self.text_filter, view.rows.values())
 
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and text_match(row)

@@ -126,7 +126,8 @@ class FilterStatus(LiveStatic):
     }
     """
 
-    def show(self, state: str, text: str, shown: int, total: int) -> None:
+    def show(self, state: str, text: str, shown: int, total: int, kind: str = "text") -> None:
+        """`kind`: how the text was read (format.text_match): said when not as text."""
         active = state != "all" or bool(text)
         self.display = active
         if not active:
@@ -140,6 +141,10 @@ class FilterStatus(LiveStatic):
                 ("text=", "$foreground-muted"),
                 (repr(fmt.literal(text)), "bold"),
             ]
+            if kind == "regex":
+                parts += [(" as a regular expression", "$foreground-muted")]
+            elif kind == "invalid":
+                parts += [(" (in no row, and not a regular expression)", "$state-error")]
         if text and state != "all":
             hint = "esc clears the text, 1 shows every state"
         elif text:
