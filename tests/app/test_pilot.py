@@ -294,6 +294,29 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         assert "ses_new" in shown(app) and "ses_abort" not in shown(app)
 
 
+async def test_a_row_of_a_server_that_cannot_be_read_says_unreachable_in_its_reason() -> None:
+    """`unknown` with an empty reason said nothing of why; the reason column says
+    `unreachable` (the last known state is in the evidence), and the row's reason comes back
+    with the server."""
+    app, source = make_app()
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        view = source.current()
+        key = next(k for k, r in view.rows.items() if r.reason == "completed")
+        cell = f"{key[0]}\x1f{key[1]}"
+        assert t.get_cell(cell, "reason").plain == "completed"
+        down = views.with_row(
+            view, key, state="unknown", reason=None, settled=False, settling="unreachable"
+        )
+        source.set(down)
+        await pilot.pause(0.3)
+        assert t.get_cell(cell, "reason").plain == "unreachable"
+        source.set(view)
+        await pilot.pause(0.3)
+        assert t.get_cell(cell, "reason").plain == "completed"
+
+
 async def test_home_and_end_go_to_the_first_and_last_row() -> None:
     app, source = make_app()
     async with app.run_test(size=(120, 30)) as pilot:

@@ -204,9 +204,14 @@ def _reason(row: SessionRow) -> tuple[str, int]:
         return row.pending[0].kind, len(row.pending)
     if row.state == "retry" and row.retry_attempt is not None:
         return "attempt", row.retry_attempt
-    if row.settling == "loading":
-        return "loading", 0
+    if row.settling in SAID_SETTLING:
+        return row.settling, 0
     return row.reason or "", 0
+
+
+SAID_SETTLING = frozenset({"loading", "unreachable"})
+"""Unsettled rows whose reason column says why (an `unknown` row then reads `unreachable`, not
+nothing: its last known state is in the evidence)."""
 
 
 def age(t: float | None, now: float) -> str:

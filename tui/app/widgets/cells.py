@@ -83,7 +83,7 @@ class CellRenderer:
                 row.stale,
                 row.retry_attempt,
                 tuple(p.kind for p in row.pending) if row.pending else (),
-                row.settling == "loading",
+                row.settling if row.settling in fmt.SAID_SETTLING else None,
                 ctx,
             ),
             row.stale,
