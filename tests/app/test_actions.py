@@ -81,6 +81,19 @@ async def test_abort_asks_first_and_no_is_the_default() -> None:
         assert "Abort: accepted by the server." in notes(app)
 
 
+async def test_abort_says_the_running_sub_agents_stop_with_the_run() -> None:
+    """The server stops a run's sub-agents with it: the dialog says so, counting the running
+    ones (ses_child1 busy, ses_child2 done); a run with none says nothing of them."""
+    app, _ = make_app(actions=FakeActions())
+    async with app.run_test(size=(120, 40)) as pilot:
+        for key, said in [((A, "ses_parent"), "running sub-agent (1) stops"), (BUSY, None)]:
+            await open_on(pilot, app, key, "a")
+            body = str(app.screen.query_one("#confirm-body", Static).render())
+            assert (said in body) if said else ("sub-agent" not in body), body
+            await pilot.press("escape")
+            await pilot.pause()
+
+
 async def test_abort_of_an_idle_session_says_why_not() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)

@@ -128,6 +128,19 @@ class Responder:
             return
         if self._ready() is None:
             return
+        rows = self.app.view.rows if self.app.view is not None else {}
+        running = [
+            child
+            for cid in row.children
+            if (child := rows.get((row.server, cid))) is not None
+            and (child.state in RUNNING or child.stale)
+        ]
+        also = (
+            f" Its running sub-agent{'s' if len(running) > 1 else ''} "
+            f"({len(running)}) stop{'' if len(running) > 1 else 's'} with it."
+            if running
+            else ""
+        )
         body = Content.assemble(
             "Abort the run of ",
             (literal(row.title) or row.id, "bold"),
@@ -135,7 +148,7 @@ class Responder:
             (literal(row.id) + "  " + literal(row.server), "$foreground-muted"),
             "\n\n",
             (
-                "The agent stops where it is; the session and its messages stay.",
+                "The agent stops where it is; the session and its messages stay." + also,
                 "$foreground-muted",
             ),
         )
