@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from rich.cells import cell_len
 from rich.text import Text
 from textual import events
 from textual.widgets import Input, OptionList, Static
@@ -474,6 +475,21 @@ async def test_help_lists_every_binding_and_palette_has_commands() -> None:
         assert "Sort by cost" in titles
         await pilot.press("t")
         assert app.theme != "ocwatch-dark"
+
+
+async def test_help_wraps_each_text_under_itself_on_a_small_terminal() -> None:
+    """At 80x24 a long description wraps; its next line starts under the description, not
+    under the key."""
+    app, _ = make_app()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("question_mark")
+        await pilot.pause(0.2)
+        text = app.screen.query_one("#help-text", Static)
+        lines = str(text.render()).splitlines()
+        at = next(i for i, line in enumerate(lines) if "The conversation:" in line)
+        column = lines[at].index("The conversation:")
+        assert lines[at + 1][:column].strip() == "" and lines[at + 1][column:].strip(), lines
+        assert all(cell_len(line) <= text.content_region.width for line in lines)
 
 
 async def test_quit() -> None:

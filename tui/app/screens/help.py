@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterable
 
+from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -61,20 +63,38 @@ def _key(key: str) -> str:
     }.get(key, key)
 
 
-def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]]) -> Content:
-    """The keys, group by group, then the legend."""
+def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]], columns: int = 0) -> Content:
+    """The keys, group by group, then the legend; a text longer than the `columns` left
+    beside its key is wrapped under itself (0: not wrapped)."""
     parts: list[str | tuple[str, str]] = []
     groups = list(groups)
     width = min(24, max((len(k) + 2 for _t, rows in groups for k, _d in rows), default=16))
     for title, rows in groups:
         parts += [(title, "bold $primary"), "\n"]
         for keys, description in rows:
-            parts += [(f"  {keys:<{width}}", "bold"), description, "\n"]
+            lead = f"  {keys:<{width}}"
+            parts += [(lead, "bold"), _hanging(description, columns, len(lead)), "\n"]
         parts.append("\n")
     parts += [("What the states mean", "bold $primary"), "\n"]
     for label, style, meaning in LEGEND:
-        parts += ["  ", (label, style), " " * (12 - len(label)), meaning, "\n"]
+        lead = " " * (12 - len(label))
+        parts += [
+            "  ",
+            (label, style),
+            lead,
+            _hanging(meaning, columns, 2 + len(label) + len(lead)),
+        ]
+        parts.append("\n")
     return Content.assemble(*parts).rstrip()
+
+
+def _hanging(text: str, columns: int, indent: int) -> str:
+    """`text` wrapped to the `columns - indent` cells beside its lead, the lines after the
+    first indented under the first (as it is, with no room to speak of or no need)."""
+    room = columns - indent
+    if columns <= 0 or room < 20 or cell_len(text) <= room:
+        return text
+    return ("\n" + " " * indent).join(textwrap.wrap(text, room, break_on_hyphens=False))
 
 
 class HelpScreen(ModalScreen[None]):
@@ -93,6 +113,16 @@ class HelpScreen(ModalScreen[None]):
             body.border_title = "ocwatch keys"
             body.border_subtitle = "esc closes"
             yield Static(help_content(self.groups), id="help-text")
+
+    def on_resize(self) -> None:
+        """Wrap the texts to the width there is, each under itself (the Static's own wrap
+        would start its next line under the key)."""
+        text = self.query_one("#help-text", Static)
+
+        def fit() -> None:
+            text.update(help_content(self.groups, text.content_region.width))
+
+        self.call_after_refresh(fit)
 
     def action_close(self) -> None:
         """Close the help screen."""
