@@ -15,8 +15,9 @@ from tui.core.client import Unreachable
 
 from . import views
 from .conftest import make_app
+from .fake_actions import FakeActions
 from .fake_peek import FakePeek
-from .test_actions import BUSY, PERM, open_on, until
+from .test_actions import BUSY, PERM, QUESTION, open_on, until
 
 
 def pane_text(app) -> str:  # type: ignore[no-untyped-def]
@@ -105,6 +106,23 @@ def test_a_running_session_shows_no_earlier_runs_reply_as_its_own() -> None:
     assert "All done." in activity_content(idle, Look(earlier), now).plain
     this_run = replace(earlier, reply_before_prompt=False)
     assert "All done." in activity_content(busy, Look(this_run), now).plain
+
+
+async def test_a_pane_that_no_longer_fits_goes_though_a_dialog_is_on_top() -> None:
+    """Shrunk with a dialog open, the screen behind it is drawn at the new size: a pane too
+    wide for it would leave its text at the edge. It goes at once, and comes back with the
+    width, the dialog closed."""
+    app, _ = make_app(peek=FakePeek(), actions=FakeActions())
+    async with app.run_test(size=(200, 50)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        pane = app.main_screen.pane
+        assert app.screen is not app.main_screen and pane.display
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert not pane.display
+        await pilot.press("escape")
+        await pilot.resize_terminal(200, 50)
+        await until(pilot, lambda: pane.display)
 
 
 async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:

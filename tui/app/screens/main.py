@@ -205,14 +205,15 @@ class MainScreen(ViewScreen):
     def show_pane(self) -> None:
         """The details pane: shown when it fits and is wanted, on the cursor's session."""
         app = self.dashboard
-        if not self.is_active:
-            return  # another screen is on top: nothing to read for a pane nobody sees
         pane = self.pane
-        want = (
-            app.show_pane
-            and self.size.width >= PANE_AT
-            and bool(app.view is not None and app.view.rows)
-        )
+        fits = self.size.width >= PANE_AT
+        if not self.is_active:
+            # another screen is on top: nothing to read for a pane nobody sees; but one that
+            # no longer fits goes (a dialog shows this screen behind it)
+            if pane.display and not fits:
+                pane.display = False
+            return
+        want = app.show_pane and fits and bool(app.view is not None and app.view.rows)
         if pane.display != want:
             pane.display = want
         if not want:
