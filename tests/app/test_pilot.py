@@ -473,6 +473,7 @@ async def test_help_lists_every_binding_and_palette_has_commands() -> None:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         assert "Show only stale sessions" in titles and "Theme: ocwatch-contrast" in titles
         assert "Sort by cost" in titles
+        assert "Keys" not in titles and "Help" in titles  # one help: the screen esc closes
         await pilot.press("t")
         assert app.theme != "ocwatch-dark"
 

@@ -215,7 +215,9 @@ class OcwatchApp(App[None]):
         return {variable: colors[fallback] for variable, fallback in fmt.THEME_FALLBACKS.items()}
 
     def get_system_commands(self, screen: Screen[Any]) -> Iterable[SystemCommand]:
-        yield from super().get_system_commands(screen)
+        # Textual's "Keys" panel is left out: squeezed beside the table, closed only from the
+        # palette again; "Help" (?) says every key, in a screen esc closes
+        yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         for state in fmt.STATE_FILTERS:
             title = "Show all states" if state == "all" else f"Show only {state} sessions"
             yield SystemCommand(
