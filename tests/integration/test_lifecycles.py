@@ -379,3 +379,31 @@ def test_two_monitors_started_apart_agree_on_time_in_state(
         scripted_model.release("lifecycle-since")
         with contextlib.suppress(Exception):
             oc.abort(asking)
+
+
+def test_watch_started_during_a_retry_prints_no_busy_between_attempts(
+    oc: Driver, scripted_model: ScriptedModel, oc_server: OpenCodeServer
+) -> None:
+    """A run retrying before `watch` starts: its first snapshot reads the retry, then the
+    server reads busy while each next attempt is under way. One retry, no busy between (found
+    by a review: retry -> busy -> retry at the first attempt after `watch` started)."""
+    sid = oc.run("unavailable", "watch-late", title="retry seen first by a snapshot")["id"]
+    oc.wait_status(sid, "retry")
+
+    def attempts() -> int:
+        return sum(
+            r.scenario[1] == "watch-late" for r in scripted_model.requests_for("unavailable")
+        )
+
+    proc = WatchProcess(oc_server.url)
+    try:
+        wait_until(lambda: proc.of(sid), 60, what="watch printing the retrying session")
+        seen = attempts()
+        wait_until(lambda: attempts() > seen, 60, what="an attempt while watch follows")
+        time.sleep(1.0)  # the attempt failed: retry again
+        lines = proc.of(sid)
+    finally:
+        oc.abort(sid)
+        code, err = proc.stop()
+    assert code == 0, err
+    assert [(x["from"], x["to"]["state"]) for x in lines] == [(None, "retry")], lines

@@ -310,6 +310,29 @@ async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
     assert state(mon)[0] == "busy"
 
 
+async def test_busy_between_two_retry_attempts_is_retry_when_only_a_snapshot_saw_the_retry():
+    """Found against 1.18.33: `watch` started while a run was retrying printed retry -> busy ->
+    retry at the next attempt. The snapshot read the retry, the stream then said busy (the
+    attempt under way), and only a retry the stream had seen was remembered. The snapshot's
+    retry is the last one known too, until output arrives."""
+    clock = Clock()
+    retrying = {"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000}
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        status={"/p/a": {"ses_1": retrying}},
+        messages={"ses_1": [wire_msg("ses_1", created=T0 - 5)]},
+    )
+    mon = monitor(api, clock)
+    assert await mon.take_snapshot()
+    assert state(mon)[0] == "retry"
+    clock.t += 2
+    mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}))
+    assert state(mon)[0] == "retry"
+    part = {"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "step-start"}
+    mon.on_data(frame("message.part.updated", {"sessionID": "ses_1", "part": part}))
+    assert state(mon)[0] == "busy"
+
+
 async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     from tui.core.client import OcwatchError
 

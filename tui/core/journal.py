@@ -68,12 +68,17 @@ class Journal:
             self.overflowed = True
         return seq
 
-    def cut(self, before: int) -> None:
+    def cut(self, before: int, retrying: Mapping[str, SessionStatus] | None = None) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them):
         the fold is made again of the entries left, with what a cut carries over, whenever it
-        held anything older than `before`."""
-        if self._folded_from < before:
+        held anything older than `before`. `retrying`: the sessions the snapshot read retrying,
+        each with its retry status, the last retry the fold knows of them (so that the busy the
+        server reads while the next attempt is under way is still the retry, as when the
+        stream saw the retry: Facts.retrying); the fold is then made again in any case."""
+        if self._folded_from < before or retrying:
             self.carry = self._carry_over(self._facts)
+            if retrying:
+                self.carry.retrying.update(retrying)
             while self._entries and self._entries[0].seq < before:
                 self._entries.popleft()
             self._facts = fold(self._entries, self.carry)
