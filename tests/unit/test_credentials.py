@@ -50,6 +50,20 @@ def test_a_server_entry_names_its_own_password():
     assert "b-secret" not in repr(opts) and "env-secret" not in repr(opts)
 
 
+def test_a_server_named_twice_is_one_server_with_the_first_servers_password():
+    """`--server A --server A/` (or `OCWATCH_SERVERS=A,A`): the second naming took index 1,
+    no password, and overwrote the first's, so the one server read 401 (found by a review)."""
+    for urls in (
+        ["http://127.0.0.1:4096", "http://127.0.0.1:4096"],
+        ["http://127.0.0.1:4096", "http://127.0.0.1:4096/"],
+        ["http://127.0.0.1:4096", "http://127.0.0.1:5000", "http://127.0.0.1:4096"],
+    ):
+        opts = resolve_options(Config(), urls=urls, auth=PW, env={})
+        assert opts.urls == list(dict.fromkeys(u.rstrip("/") for u in urls)), urls
+        assert opts.auths["http://127.0.0.1:4096"] == PW, urls
+        assert opts.auths.get("http://127.0.0.1:5000") is None
+
+
 def test_a_password_over_plain_http_beyond_loopback_is_warned_of():
     opts = resolve_options(Config(), urls=["http://buildbox:4096"], auth=PW, env={})
     assert any("plain http" in n for n in opts.notices)

@@ -345,6 +345,12 @@ def resolve_options(
             f"config password_file {config.password_file}",
             "; connecting without a password",
         )
+    # a server named twice (`--server A --server A/`) is one server: the first naming holds,
+    # and with it the first server's password (a later one, not the first, gets none)
+    once: dict[str, str] = {}
+    for url in chosen:
+        once.setdefault(_url_key(url), url)
+    chosen = list(once.values())
     auths: dict[str, Auth | None] = {}
     for i, url in enumerate(chosen):
         key = _url_key(url)
