@@ -287,6 +287,27 @@ async def test_a_cut_gzip_file_is_refused(tmp_path: Path) -> None:
     assert "cut short" in got.value.message or "ends early" in got.value.message
 
 
+def test_replay_refuses_a_corrupt_or_cut_line_before_it_takes_the_screen(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`ocwatch replay` read the header only: a corrupt line later stopped the dashboard's
+    source, restarted every second for ever behind the screen (found by a review). Every line
+    is read first; no app is made."""
+    import tui.app.run as run
+
+    monkeypatch.setattr(run, "create_app", lambda *a, **k: pytest.fail("the screen was taken"))
+    good = '{"t": 1, "s": 0, "k": "frame", "d": "x"}\n'
+    for text, said in [
+        (header() + good * 3 + "not json\n" + good, ":5: not a JSON object"),
+        (header() + good + good.rstrip("\n"), ":3: the last line is cut short"),
+    ]:
+        path = tmp_path / "bad.ndjson"
+        path.write_text(text)
+        assert main(["replay", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and said in err, err
+
+
 def test_the_cli_says_a_bad_file_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

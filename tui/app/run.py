@@ -213,7 +213,11 @@ def run_replay(
     from tui.record.format import parse_time, read
     from tui.record.replay import ReplaySource
 
-    header, _ = read(path)  # a bad file is said before the screen is taken
+    # a bad file is said before the screen is taken: the header, and every line (a corrupt or
+    # cut one would otherwise stop the replay, restarted again and again, behind the screen)
+    header, records = read(path)
+    for _ in records:
+        pass
     at = parse_time(start, header.created) if start is not None else None
     config, warnings = load_config()
     source = ReplaySource(path, speed=speed, start=at)
