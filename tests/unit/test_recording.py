@@ -578,6 +578,26 @@ def test_a_time_that_is_no_moment_of_a_recording_is_refused(bad: str) -> None:
         parse_time(bad, T0 if bad != "+" else None)
 
 
+def test_a_moment_before_the_recording_or_before_its_first_snapshot_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`--at +-5` or a date before the recording was accepted, and a moment before the first
+    snapshot said "unreachable" with no error, of a server that answered (found by a review):
+    the first is refused naming the start, the second says the server was not read yet."""
+    with pytest.raises(OcwatchError, match="before the recording starts"):
+        parse_time("+-5", T0)
+    with pytest.raises(OcwatchError, match="before the recording starts"):
+        parse_time(str(T0 - 1), T0)
+    assert parse_time("+0", T0) == T0
+    path = tmp_path / "early.ndjson"
+    path.write_text(header())  # the header alone: no snapshot was recorded
+    assert main(["status", "--replay", str(path), "--at", "+0"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"ocwatch: {SERVER}: not read yet\n", err
+    assert main(["status", "--replay", str(path), "--at", "+-1"]) == 2
+    assert "before the recording starts" in capsys.readouterr().err
+
+
 async def test_a_long_silence_in_a_recording_replays_at_once(tmp_path: Path) -> None:
     import time
 

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..core.client import OcwatchError
+from ..core.view import iso
 
 _DECODER = json.JSONDecoder()
 _DECODE = _DECODER.decode
@@ -239,4 +240,6 @@ def parse_time(value: str, start: float | None = None) -> float:
             raise bad from None
     if not math.isfinite(number) or not 0 <= number < 253_402_300_800:  # up to year 9999
         raise bad
+    if start is not None and number < start:  # nothing was recorded then: said, not guessed
+        raise OcwatchError(f"{value!r}: before the recording starts ({iso(start)})")
     return number
