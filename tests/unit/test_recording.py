@@ -227,6 +227,19 @@ async def test_max_size_stops_the_recording_cleanly(tmp_path: Path) -> None:
     assert view.servers
 
 
+async def test_max_size_is_a_bound_the_file_never_passes(tmp_path: Path) -> None:
+    """`--max-size 20K` stopped at 38 KB (found by a review): the size was looked at after a
+    record, and one snapshot answer is many KB. A record that would pass it is not written;
+    the file ends there, at most the size given, and what is in it replays."""
+    for size in (1500, 3000, 4096, 6000):
+        path = tmp_path / f"small-{size}.ndjson"
+        await record_a_run(path, max_size=size)
+        assert path.stat().st_size <= size, size
+        end = json.loads(path.read_text().splitlines()[-1])
+        assert end["k"] == "end" and "--max-size" in end["why"]
+        await replay_to(path)
+
+
 async def test_the_file_is_new_and_only_its_owner_reads_it(tmp_path: Path) -> None:
     path = tmp_path / "run.ndjson"
     await record_a_run(path)

@@ -25,6 +25,8 @@ from .format import Header
 
 #: Seconds between two flushes to disk (a crash loses at most this much)
 FLUSH_EVERY = 1.0
+#: What the `end` record a full file ends with takes (it says why: ~130 bytes), kept free
+_END_ROOM = 256
 #: One encoder for every line (json.dumps with arguments builds a new one each call)
 _ENCODE = json.JSONEncoder(ensure_ascii=False, separators=(",", ":")).encode
 
@@ -170,6 +172,13 @@ class Recorder:
         if self.closed:
             return
         raw = line.encode("utf-8")
+        if (
+            self.max_size is not None
+            and self._file is self._disk  # (compressed: what reaches the disk is known after)
+            and self._bytes + len(raw) + _END_ROOM > self.max_size
+        ):  # the record would pass it: the file ends before it, at most max_size bytes
+            self._full()
+            return
         try:
             self._file.write(raw)
             self._bytes += len(raw)
@@ -182,12 +191,15 @@ class Recorder:
             self._abandon(f"writing the recording failed ({exc.strerror or exc}); it stopped there")
             return
         if self.max_size is not None and self.size() >= self.max_size:
-            self.stopped = (
-                f"the recording reached --max-size ({self.max_size:,} bytes); it stopped there"
-            )
-            self.close(self.stopped)
-            if self.on_full is not None:
-                self.on_full(self.stopped)
+            self._full()
+
+    def _full(self) -> None:
+        self.stopped = (
+            f"the recording reached --max-size ({self.max_size or 0:,} bytes); it stopped there"
+        )
+        self.close(self.stopped)
+        if self.on_full is not None:
+            self.on_full(self.stopped)
 
     def _flush(self) -> None:
         """What is written reaches the disk (through gzip too: a sync flush), so a crash
