@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import unicodedata
 
 import pytest
 
@@ -87,6 +88,26 @@ def test_status_table_shows_tree_state_reason_and_literal_titles():
     lines = out.splitlines()
     assert lines[2].startswith("input") and "└ child" in lines[3]
     assert "permission bash: git push" in out
+
+
+def test_status_table_columns_line_up_with_wide_characters():
+    """A title of CJK or emoji was padded by characters, not columns: the row's FOLDER sat
+    off by its wide characters (found by a review). Columns count terminal cells; a long wide
+    title is clipped to its column's width in cells."""
+    titles = ["plain title", "修复登录页面的错误", "ship it 🚀🚀🚀", "長" * 60, "e\u0301clair"]
+    s = snap([session(f"s{i}", title=t, directory=f"/w/p{i}") for i, t in enumerate(titles)])
+    view = View(T0, (ServerInfo(SERVER, "1.0", True),), derive_server(s, (), T0, S))
+    lines = render_table(view, T0).splitlines()[1:]
+    starts = {
+        sum(
+            2 if unicodedata.east_asian_width(c) in "WF" else 0 if unicodedata.combining(c) else 1
+            for c in line[: line.index("w/p")]
+        )
+        for line in lines[1:]
+    }
+    assert len(starts) == 1, lines  # every FOLDER cell starts in the same column
+    wide = next(line for line in lines if "長" in line)
+    assert "長" * 19 + "…" in wide and "長" * 20 not in wide  # 40 columns
 
 
 def test_status_json_against_unreachable_server_is_clean(capsys):

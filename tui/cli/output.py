@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import time
+import unicodedata
 from collections.abc import Iterator
 
 from ..core.text import literal
@@ -99,10 +100,23 @@ def render_table(view: View, now: float | None = None) -> str:
                 _clip(detail, 60),
             )
         )
-    widths = [max(len(row[i]) for row in table) for i in range(len(header))]
+    widths = [max(_cells(row[i]) for row in table) for i in range(len(header))]
     for row in table:
-        lines.append("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+        lines.append(
+            "  ".join(c + " " * (w - _cells(c)) for c, w in zip(row, widths, strict=True)).rstrip()
+        )
     return "\n".join(lines)
+
+
+def _cells(text: str) -> int:
+    """The columns `text` takes in a terminal: wide (East Asian wide or full-width, most emoji)
+    characters two, combining marks none (text already through `literal`: no controls)."""
+    if text.isascii():
+        return len(text)
+    return sum(
+        0 if unicodedata.combining(c) else 2 if unicodedata.east_asian_width(c) in "WF" else 1
+        for c in text
+    )
 
 
 def _folder(path: str) -> str:
@@ -111,7 +125,17 @@ def _folder(path: str) -> str:
 
 
 def _clip(text: str, width: int) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """`text` in at most `width` columns, cut with an ellipsis."""
+    if _cells(text) <= width:
+        return text
+    out, used = [], 0
+    for c in text:
+        w = _cells(c)
+        if used + w > width - 1:
+            break
+        out.append(c)
+        used += w
+    return "".join(out) + "…"
 
 
 def stop_on_signals(stop: asyncio.Event) -> None:
