@@ -310,3 +310,24 @@ async def test_a_server_that_never_answers_holds_no_other_server() -> None:
     assert value(got, "ocwatch_server_up", server="good") == 1
     assert value(got, "ocwatch_server_up", server="http://stuck:4096") == 0
     assert value(got, "ocwatch_sessions", server="good", state="idle", reason="") == 1
+
+
+def test_the_log_says_a_server_lost_and_back_once_each_naming_it_once() -> None:
+    """`ocwatch metrics` on stderr: a server lost, then back, once each; its URL once (the
+    error named it already: it read `http://…:1: http://…:1: cannot connect`)."""
+    import io
+
+    from tui.cli.metrics import server_log
+
+    err = io.StringIO()
+    observe = server_log(err)
+    up = ServerInfo(url=A, reachable=True)
+    down = ServerInfo(url=A, reachable=False, error=f"{A}: cannot connect (refused)")
+    named = ServerInfo(url=A, name="prod", reachable=False, error=f"{A}: cannot connect")
+    for s in (up, down, down, up, named):
+        observe(View(NOW, (s,), {}), None)
+    assert err.getvalue().splitlines() == [
+        f"ocwatch metrics: {A}: cannot connect (refused)",
+        f"ocwatch metrics: {A}: reachable again",
+        f"ocwatch metrics: prod: {A}: cannot connect",
+    ]

@@ -36,9 +36,12 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
                 up[s.url] = True
                 continue
             if was is not False and not s.reachable:
+                why = s.error or "unreachable"
+                if why.startswith(f"{s.label}: "):  # the error names its URL already
+                    why = why[len(s.label) + 2 :]
                 print(
                     f"ocwatch metrics: {literal(s.label, escapes=True)}: "
-                    f"{literal(s.error or 'unreachable', escapes=True)}",
+                    f"{literal(why, escapes=True)}",
                     file=err,
                     flush=True,
                 )
