@@ -333,6 +333,32 @@ async def test_busy_between_two_retry_attempts_is_retry_when_only_a_snapshot_saw
     assert state(mon)[0] == "busy"
 
 
+async def test_a_retry_a_later_snapshot_reads_over_is_forgotten():
+    """With no events (the stream down, the resyncs working), a retry only snapshots saw must
+    end with the snapshot that reads the session idle: else a later run, busy with no output
+    yet, read as that old retry (found by a review of the fix above)."""
+    clock = Clock()
+    retrying = {"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000}
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        status={"/p/a": {"ses_1": retrying}},
+        messages={"ses_1": [wire_msg("ses_1", created=T0 - 5)]},
+    )
+    mon = monitor(api, clock)
+    assert await mon.take_snapshot()
+    assert state(mon)[0] == "retry"
+    clock.t += 60  # the retry went through, the run completed
+    api.status = {"/p/a": {}}
+    api.messages = {"ses_1": [wire_msg("ses_1", created=T0 - 5, completed=T0 + 10)]}
+    assert await mon.take_snapshot()
+    assert state(mon)[:2] == ("idle", "completed")
+    clock.t += 600  # a new run: busy, its assistant message not written yet
+    api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
+    api.messages = {"ses_1": [wire_msg("ses_1", created=clock.t - 0.5, mid="msg_3")]}
+    assert await mon.take_snapshot()
+    assert state(mon)[0] == "busy"
+
+
 async def test_a_lost_stream_is_one_drift_however_many_sessions_it_hid():
     from tui.core.client import OcwatchError
 

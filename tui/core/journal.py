@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
 
@@ -68,17 +68,32 @@ class Journal:
             self.overflowed = True
         return seq
 
-    def cut(self, before: int, retrying: Mapping[str, SessionStatus] | None = None) -> None:
+    def cut(self, before: int, status: Mapping[str, SessionStatus] | None = None) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them):
         the fold is made again of the entries left, with what a cut carries over, whenever it
-        held anything older than `before`. `retrying`: the sessions the snapshot read retrying,
-        each with its retry status, the last retry the fold knows of them (so that the busy the
-        server reads while the next attempt is under way is still the retry, as when the
-        stream saw the retry: Facts.retrying); the fold is then made again in any case."""
-        if self._folded_from < before or retrying:
-            self.carry = self._carry_over(self._facts)
-            if retrying:
-                self.carry.retrying.update(retrying)
+        held anything older than `before`.
+
+        `status`: that snapshot's status map, which says which retries are still on (read after
+        `before`, it is newer than the entries dropped): a session it reads retrying has that
+        retry as the last one the fold knows (so that the busy the server reads while the next
+        attempt is under way is still the retry, as when the stream saw the retry:
+        Facts.retrying); a retry remembered of a session it reads neither busy nor retrying is
+        over. The fold is made again whenever either changes what it holds."""
+        retrying = {sid: st for sid, st in (status or {}).items() if st.type == "retry"}
+        over = status is not None and any(
+            (st := status.get(sid)) is None or st.type not in ("busy", "retry")
+            for sid in {*self._facts.retrying, *self.carry.retrying}
+        )
+        if self._folded_from < before or retrying or over:
+            carry = self._carry_over(self._facts)
+            if status is not None:
+                kept = {
+                    sid: st
+                    for sid, st in carry.retrying.items()
+                    if (now := status.get(sid)) is not None and now.type == "busy"
+                }
+                carry = replace(carry, retrying={**kept, **retrying})
+            self.carry = carry
             while self._entries and self._entries[0].seq < before:
                 self._entries.popleft()
             self._facts = fold(self._entries, self.carry)

@@ -16,7 +16,6 @@ from .decide import clock_text
 from .derive import DeriveMemo, Link, derive_server
 from .gcpause import gc_paused
 from .journal import Journal
-from .models import SessionStatus
 from .settings import Settings
 from .snapshot import Snapshot
 from .view import SessionRow
@@ -92,7 +91,7 @@ class ServerStore:
     def show_partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading)."""
         self.snapshot = snap
-        self.journal.cut(snap.journal_seq, _retrying(snap))
+        self.journal.cut(snap.journal_seq, snap.status)
 
     def install(self, snap: Snapshot, seq: int, now: float) -> Rows | None:
         """Make `snap` the current snapshot, the journal cut at `seq` (where its fetch began).
@@ -114,7 +113,7 @@ class ServerStore:
                     memo=self._memo,
                 )
         self.snapshot = snap
-        self.journal.cut(seq, _retrying(snap))
+        self.journal.cut(seq, snap.status)
         if before is not None:
             self._rows = before
         return before
@@ -174,8 +173,3 @@ def _word(row: SessionRow) -> str:
         + (" (stale)" if row.stale else "")
         + (f" ({row.settling})" if row.settling else "")
     )
-
-
-def _retrying(snap: Snapshot) -> dict[str, SessionStatus]:
-    """The sessions `snap` read retrying, with their retry status (Journal.cut)."""
-    return {sid: st for sid, st in snap.status.items() if st.type == "retry"}
