@@ -310,12 +310,8 @@ async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():
     assert state(mon)[0] == "busy"
 
 
-async def test_busy_between_two_retry_attempts_is_retry_when_only_a_snapshot_saw_the_retry():
-    """Found against 1.18.33: `watch` started while a run was retrying printed retry -> busy ->
-    retry at the next attempt. The snapshot read the retry, the stream then said busy (the
-    attempt under way), and only a retry the stream had seen was remembered. The snapshot's
-    retry is the last one known too, until output arrives."""
-    clock = Clock()
+async def retrying_at_first_sight(clock: Clock) -> tuple[FakeAPI, ServerMonitor]:
+    """A monitor whose first snapshot reads ses_1 retrying (no event has said so)."""
     retrying = {"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000}
     api = FakeAPI(
         sessions=[wire_session("ses_1")],
@@ -325,6 +321,16 @@ async def test_busy_between_two_retry_attempts_is_retry_when_only_a_snapshot_saw
     mon = monitor(api, clock)
     assert await mon.take_snapshot()
     assert state(mon)[0] == "retry"
+    return api, mon
+
+
+async def test_busy_between_two_retry_attempts_is_retry_when_only_a_snapshot_saw_the_retry():
+    """Found against 1.18.33: `watch` started while a run was retrying printed retry -> busy ->
+    retry at the next attempt. The snapshot read the retry, the stream then said busy (the
+    attempt under way), and only a retry the stream had seen was remembered. The snapshot's
+    retry is the last one known too, until output arrives."""
+    clock = Clock()
+    api, mon = await retrying_at_first_sight(clock)
     clock.t += 2
     mon.on_data(frame("session.status", {"sessionID": "ses_1", "status": {"type": "busy"}}))
     assert state(mon)[0] == "retry"
@@ -338,15 +344,7 @@ async def test_a_retry_a_later_snapshot_reads_over_is_forgotten():
     end with the snapshot that reads the session idle: else a later run, busy with no output
     yet, read as that old retry (found by a review of the fix above)."""
     clock = Clock()
-    retrying = {"type": "retry", "attempt": 1, "message": "overloaded", "next": (T0 + 2) * 1000}
-    api = FakeAPI(
-        sessions=[wire_session("ses_1")],
-        status={"/p/a": {"ses_1": retrying}},
-        messages={"ses_1": [wire_msg("ses_1", created=T0 - 5)]},
-    )
-    mon = monitor(api, clock)
-    assert await mon.take_snapshot()
-    assert state(mon)[0] == "retry"
+    api, mon = await retrying_at_first_sight(clock)
     clock.t += 60  # the retry went through, the run completed
     api.status = {"/p/a": {}}
     api.messages = {"ses_1": [wire_msg("ses_1", created=T0 - 5, completed=T0 + 10)]}
