@@ -256,7 +256,7 @@ async def test_a_table_fed_only_what_changed_shows_what_a_fresh_one_shows() -> N
             t.show(view, at, unread=unread)
             match = None
             if t.filtering:
-                text_match = fmt.text_matcher(t.text_filter, view.rows.values())
+                _kind, text_match = fmt.text_match(t.text_filter, view.rows.values())
                 match = text_match
             fresh = layout(
                 view.rows,

@@ -126,11 +126,6 @@ def matches_text(row: SessionRow, needle: str) -> bool:
     return any(needle in s.casefold() for s in (row.title, row.id, row.directory))
 
 
-def text_matcher(needle: str, rows: Iterable[SessionRow]) -> Callable[[SessionRow], bool]:
-    """The filter box's test for `needle` over `rows` (see text_match)."""
-    return text_match(needle, rows)[1]
-
-
 def text_match(needle: str, rows: Iterable[SessionRow]) -> tuple[str, Callable[[SessionRow], bool]]:
     """How the filter box reads `needle` over `rows`, and its test: the text itself (`text`)
     when some row holds it (so `[bold]` or `v2.4` mean what they say), else the text as a

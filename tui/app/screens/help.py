@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Iterable
 
-from rich.cells import cell_len
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import VerticalScroll
@@ -89,10 +88,11 @@ def help_content(groups: Iterable[tuple[str, list[tuple[str, str]]]], columns: i
 
 
 def _hanging(text: str, columns: int, indent: int) -> str:
-    """`text` wrapped to the `columns - indent` cells beside its lead, the lines after the
-    first indented under the first (as it is, with no room to speak of or no need)."""
+    """`text` wrapped to the `columns - indent` beside its lead, the lines after the first
+    indented under the first (as it is, with no room to speak of or no need). By characters,
+    as textwrap counts: the help's texts are ours, one cell a character."""
     room = columns - indent
-    if columns <= 0 or room < 20 or cell_len(text) <= room:
+    if columns <= 0 or room < 20 or len(text) <= room:
         return text
     return ("\n" + " " * indent).join(textwrap.wrap(text, room, break_on_hyphens=False))
 
