@@ -462,26 +462,8 @@ class ServerMonitor:
             if progressive and (self.store.snapshot is None or self.store.snapshot.loading)
             else None
         )
-        seq = begun.seq
-        token = SNAPSHOT.set(begun.number)
         try:
-            facts = self.journal.facts
-            snap = await fetch_snapshot(
-                self.client,
-                self.cache,
-                clock=lambda: begun.started,
-                journal_seq=seq,
-                touched=begun.touched,
-                concurrency=self.settings.message_concurrency,
-                progress=self._progress,
-                vouch=lambda sid, msg: merge_message(msg, facts(), sid),
-                expected_status=self._expected_status,
-                vouched_since=lambda: self._vouch_since if self._connected else None,
-                vouch_max_age=self.settings.vouch_max_age,
-                partial=partial,
-                relist=begun.relist,
-                reverify=begun.reverify,
-            )
+            snap = await self.read_snapshot(begun, partial)
         except OcwatchError as exc:
             self.snapshot_failed(begun, exc)
             return False
@@ -501,21 +483,57 @@ class ServerMonitor:
             )
             return False
         except Exception as exc:  # never let a surprise kill the monitor
-            log.exception("snapshot failed")
-            self.snapshot_failed(
-                begun, BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})")
-            )
+            self.snapshot_crashed(begun, exc)
             return False
+        finally:
+            if self._in_flight is not None and self._in_flight[0] is begun:
+                self._in_flight, self._superseded = None, False
+        self.install_snapshot(begun, snap)
+        return True
+
+    async def read_snapshot(
+        self, begun: SnapshotStart, partial: Callable[[Snapshot], None] | None = None
+    ) -> Snapshot:
+        """What the snapshot `begun` reads (its requests tagged with its number, for a
+        recording). What it asks is decided as its answers come in, from the journal as it
+        is then: a replay runs this as the recorded answers arrive (tui.record.replay)."""
+        token = SNAPSHOT.set(begun.number)
+        try:
+            facts = self.journal.facts
+            return await fetch_snapshot(
+                self.client,
+                self.cache,
+                clock=lambda: begun.started,
+                journal_seq=begun.seq,
+                touched=begun.touched,
+                concurrency=self.settings.message_concurrency,
+                progress=self._progress,
+                vouch=lambda sid, msg: merge_message(msg, facts(), sid),
+                expected_status=self._expected_status,
+                vouched_since=lambda: self._vouch_since if self._connected else None,
+                vouch_max_age=self.settings.vouch_max_age,
+                partial=partial,
+                relist=begun.relist,
+                reverify=begun.reverify,
+            )
         finally:
             SNAPSHOT.reset(token)
             self._loading = None
-            if self._in_flight is not None and self._in_flight[0] is begun:
-                self._in_flight, self._superseded = None, False
+
+    def snapshot_crashed(self, begun: SnapshotStart, exc: BaseException) -> None:
+        """A snapshot failed with an error no check expected (a bug): logged, and failed."""
+        log.error("snapshot failed", exc_info=exc)
+        self.snapshot_failed(
+            begun, BadResponse(f"{self.url}: snapshot failed ({type(exc).__name__}: {exc})")
+        )
+
+    def install_snapshot(self, begun: SnapshotStart, snap: Snapshot) -> None:
+        """Make `snap`, read by `read_snapshot(begun)`, the current snapshot."""
         if self._tap is not None:
             self._tap.snapshot(self.url, self.clock(), begun.number, False)
         now = self.clock()
         outage = self._down_since or self._gap_since
-        before = self.store.install(snap, seq, now)
+        before = self.store.install(snap, begun.seq, now)
         self._reverify_credit = max(0.0, self._reverify_credit - snap.reverified)
         self.parser.prune(snap.sessions)
         self._snapshots_taken += 1
@@ -528,7 +546,6 @@ class ServerMonitor:
         if before is not None:  # derive once from the new snapshot; the next View reuses it
             self.store.count_drift(before, self.rows(now), outage)
         self._snapshot_done.set()
-        return True
 
     def _reverify(self, now: float) -> int:
         """How many old vouched messages this snapshot may ask again: reverify_per_minute,
