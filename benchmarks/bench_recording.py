@@ -10,9 +10,11 @@ most every 0.1 s, and every second). Measured (targets in brackets):
 - the process's CPU time over `seconds`, without and then with a recording (plain NDJSON, and
   gzip), as a share of the time: the extra a recording costs [< 5 % extra CPU at 2,000/s];
 - the file's size per hour of such a server (extrapolated from the run);
-- replaying that file at full speed: `watch --replay`'s way (a View after every read's batch,
-  and every recorded second) and `status --replay`'s way, in events per second
-  [>= 50,000/s].
+- replaying that file at full speed, in events per second [>= 50,000/s]: `watch --replay`'s
+  and `status --replay`'s way (Replay.follow: a View after every read's batch, and every
+  recorded second), and the dashboard player's (Replay.step: one record at a time, each
+  snapshot answer caught up with before the next record, as `ocwatch replay` plays at full
+  speed; no Views, which the dashboard pulls at its own pace).
 """
 
 from __future__ import annotations
@@ -65,8 +67,9 @@ async def run(args: argparse.Namespace, path: Path | None) -> tuple[float, int, 
 
 
 async def replay_speed(path: Path) -> tuple[float, float, float, int]:
-    """Events per second: watch's way, status's way, and status's way once the first
-    snapshot (one last message per session: 2,000 answers) is in."""
+    """Events per second: follow's way (watch and status), the player's (a record at a time),
+    and the player's once the first snapshot (one last message per session: 2,000 answers)
+    is in."""
     replay = Replay(path)
     started = time.perf_counter()
     await replay.follow(lambda _v, _c: None)
@@ -122,11 +125,11 @@ def main() -> None:
             f"{', '.join(f'{c:.1f}' for c in cpu[name])}) [target < +5]; "
             f"{sizes[name] / 2**20:.1f} MiB, {per_hour / 2**30:.2f} GiB per hour at this rate"
         )
-        watch_rate, status_rate, after, events = asyncio.run(replay_speed(path))
+        follow_rate, step_rate, after, events = asyncio.run(replay_speed(path))
         print(
-            f"  replaying it ({events:,} events): watch's way {watch_rate:,.0f} events/s; "
-            f"status's way {status_rate:,.0f} events/s, {after:,.0f} events/s once the "
-            "first snapshot is in [target >= 50,000]"
+            f"  replaying it ({events:,} events): watch's and status's way "
+            f"{follow_rate:,.0f} events/s; the player's {step_rate:,.0f} events/s, "
+            f"{after:,.0f} events/s once the first snapshot is in [target >= 50,000]"
         )
 
 

@@ -631,3 +631,63 @@ def test_recorded_settings_of_the_wrong_type_are_refused(tmp_path: Path) -> None
     path.write_text(header(settings={"grace": "three"}))
     with pytest.raises(RecordingError, match="the setting 'grace' is 'three'"):
         Replay(path)
+
+
+async def test_a_frame_that_came_while_a_snapshot_was_read_replays_where_it_came(
+    tmp_path: Path,
+) -> None:
+    """A snapshot decides which last messages to ask for once the maps are in, from the journal
+    as it is then (the stream vouches for a running session whose status did not move). A
+    status event that comes after that, while it still reads other messages, must not change
+    that decision in the replay: the replay reads the snapshot as the answers come in the file,
+    with the frames that came meanwhile applied in their place (applied all before it, the
+    replay asked for a message the live run never asked for, and refused the file)."""
+    path = tmp_path / "race.ndjson"
+    clock = Clock(T0)
+    api = FakeAPI(
+        sessions=[wire_session("ses_1"), wire_session("ses_2")],
+        status={"/p/a": {"ses_1": {"type": "busy"}}},
+        messages={
+            "ses_1": [wire_msg("ses_1", created=T0 - 5)],
+            "ses_2": [wire_msg("ses_2", created=T0 - 100, completed=T0 - 90)],
+        },
+    )
+    meanwhile: list[str] = []  # the session whose message request ses_1's end comes during
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path in meanwhile:
+            clock.t += 0.01
+            api.status = {"/p/a": {"ses_2": {"type": "busy"}}}
+            idle = {"sessionID": "ses_1", "status": {"type": "idle"}}
+            mon.on_data(frame("session.status", idle))
+        return api.handle(request)
+
+    transport = httpx.MockTransport(handle)
+    fleet = Fleet([SERVER], settings=S, clock=clock, transport=transport, names={SERVER: "prod"})
+    mon = fleet.monitors[0]
+
+    recorder = Recorder(path, [(SERVER, "prod")], S, version="test", clock=clock)
+    mon.tap = recorder
+    mon.stream_opened()
+    clock.t = T0 + 1
+    assert await mon.take_snapshot()
+    live = [fleet.current()]
+    clock.t = T0 + 2  # ses_2 starts with no event: its message is asked again, ses_1's not
+    api.status = {"/p/a": {"ses_1": {"type": "busy"}, "ses_2": {"type": "busy"}}}
+    meanwhile.append("/session/ses_2/message")
+    assert await mon.take_snapshot()
+    live.append(fleet.current())
+    assert mon.store.snapshot is not None and mon.store.snapshot.vouched == 1
+    clock.t = T0 + 4
+    live.append(fleet.current())
+    mon.tap = None
+    recorder.close()
+
+    replay = Replay(path)
+    got = []
+    for want in live:
+        await replay.advance(want.generated_at)
+        got.append(replay.view())
+    assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
+    assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
+    assert replay.fleet.monitors[0].store.snapshot.vouched == 1

@@ -37,6 +37,8 @@ from ..core.gcpause import gc_relaxed
 from ..core.monitor import GivenUp, ServerMonitor, SnapshotStart
 from ..core.raw import RawFacts
 from ..core.settings import Settings
+from ..core.snapshot import Snapshot
+from ..core.tap import SNAPSHOT
 from ..core.view import Changes, Transition, View
 from .format import Header, Record, RecordingError, read
 
@@ -45,6 +47,9 @@ TICK = 1.0
 #: Records closer together than this (recorded seconds) came in one read: a live consumer
 #: derived once after all of them, and so does a replay
 BATCH = 0.002
+#: Turns of the event loop with no request begun or answered after which a snapshot being
+#: replayed waits for an answer the file has not reached (Replay._settle)
+SETTLE_TURNS = 8
 _ERRORS: dict[str, type[OcwatchError]] = {
     c.__name__: c for c in (AuthFailed, BadResponse, GivenUp, NotFound, Redirected, Unreachable)
 }
@@ -78,16 +83,55 @@ def settings_of(header: Header, path: Path | None = None) -> Settings:
 
 class ReplayClient(Client):
     """A Client whose requests are answered with the responses recorded for the snapshot being
-    replayed: the same route methods and the same checks of every answer (`Client._check`), no
-    network (and none of httpx's request building: a replay is much faster than the run)."""
+    replayed, as they come in the file: the same route methods and the same checks of every
+    answer (`Client._check`), no network (and none of httpx's request building: a replay is
+    much faster than the run). A request whose answer the replay has not reached yet waits for
+    it, as the live one waited for the server."""
 
     def __init__(self, url: str) -> None:
         # every answer comes from the recording, none from a socket: an offline transport (no
         # connection pool, no TLS context to load: ~18 ms a client), and no quick reads
         super().__init__(url, transport=_OFFLINE)
         self.prefix = urlsplit(self.url).path
-        self.pending: dict[tuple[str, str, str], list[Record]] = {}
-        self.missing: list[str] = []
+        #: per snapshot number: the answers come but not asked for yet, and the requests asked
+        #: whose answers have not come yet
+        self.answers: dict[int, dict[_Key, list[Record]]] = {}
+        self.waiting: dict[int, dict[_Key, list[_Waiting]]] = {}
+        #: requests begun or answered so far, and the tasks whose request was answered that
+        #: have not waited for another since: a replay lets a snapshot run until none is left,
+        #: or nothing moves (Replay._settle)
+        self.moves = 0
+        self.owing: set[asyncio.Future[Any]] = set()
+
+    def answer(self, number: int, rec: Record) -> None:
+        """A recorded answer of snapshot `number`: to the request waiting for it, or kept for
+        the one that will ask."""
+        self.moves += 1
+        key = (rec.data["m"], rec.data["p"], rec.data["q"])
+        waiting = self.waiting.get(number, {}).get(key)
+        while waiting:
+            future, task = waiting.pop(0)
+            if not future.done():  # (a request cancelled meanwhile)
+                future.set_result(rec)
+                self.owing.add(task)
+                return
+        self.answers.setdefault(number, {}).setdefault(key, []).append(rec)
+
+    def asked(self, number: int) -> list[str]:
+        """The requests of snapshot `number` still waiting for an answer."""
+        return [
+            f"{m} {p}?{q}"
+            for (m, p, q), waiting in self.waiting.get(number, {}).items()
+            for f, _task in waiting
+            if not f.done()
+        ]
+
+    def forget(self, number: int) -> None:
+        """Snapshot `number` is over: what it kept goes."""
+        self.answers.pop(number, None)
+        for waiting in self.waiting.pop(number, {}).values():
+            for f, _task in waiting:
+                f.cancel()
 
     async def request_with_headers(
         self,
@@ -99,13 +143,22 @@ class ReplayClient(Client):
         expect_json: bool = True,
     ) -> tuple[Any, httpx.Headers]:
         self.requests += 1
-        full = self.prefix + path
-        query = _query(params) if params else ""
-        queue = self.pending.get((method, full, query))
-        if not queue:
-            self.missing.append(f"{method} {full}?{query}")
+        self.moves += 1
+        number = SNAPSHOT.get()
+        if number is None:  # (an action's: not recorded for replaying)
             raise Unreachable(f"{self.url} {method} {path}: not in the recording")
-        rec = queue.pop(0).data
+        key = (method, self.prefix + path, _query(params) if params else "")
+        queue = self.answers.get(number, {}).get(key)
+        if queue:
+            rec = queue.pop(0).data
+        else:
+            future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
+            task = asyncio.current_task()
+            assert task is not None
+            self.waiting.setdefault(number, {}).setdefault(key, []).append((future, task))
+            self.owing.discard(task)
+            rec = (await future).data
+            self.moves += 1
         if isinstance(rec.get("refused"), str):  # refused while read, live: refused again
             raise BadResponse(rec["refused"])
         content = base64.b64decode(rec["b64"]) if "b64" in rec else rec.get("b", "").encode()
@@ -115,6 +168,10 @@ class ReplayClient(Client):
         if 300 <= resp.status_code < 400:
             raise self.redirected(resp, method, path)
         return self._check(resp, content, method, path, expect_json), resp.headers
+
+
+_Key = tuple[str, str, str]  # a request: method, path, query
+_Waiting = tuple["asyncio.Future[Record]", "asyncio.Future[Any]"]  # its answer, and its task
 
 
 class _Offline(httpx.AsyncBaseTransport):
@@ -158,8 +215,10 @@ class Replay:
             for client, (_url, name) in zip(self._clients, self.header.servers, strict=True)
         ]
         self.fleet = Fleet.of(monitors, self.settings, self.clock)
-        self._begun: dict[tuple[int, int], SnapshotStart] = {}
-        self._groups: dict[tuple[int, int], list[Record]] = {}
+        #: the client whose answers the snapshots being read have not caught up with
+        self._owed: ReplayClient | None = None
+        #: the snapshots being read: (server, number) -> where it began, and the reading
+        self._taking: dict[tuple[int, int], tuple[SnapshotStart, asyncio.Future[Snapshot]]] = {}
         self.records = 0  # applied so far
         self.events = 0  # frames among them
         self.ended: str | None = None  # the `end` record's why, once reached
@@ -179,9 +238,25 @@ class Replay:
     async def step(self) -> Record | None:
         """Apply the next record (the clock moves to its time); None when there is none."""
         rec = self.peek()
+        if rec is not None and rec.kind == "frame" and self._owed is None:
+            self._step_frame(rec)  # (the commonest, with no coroutine)
+            return rec
+        rec = await self._step()
+        await self.catch_up()
+        return rec
+
+    async def _step(self) -> Record | None:
+        """`step()`, but a snapshot being read may not have caught up yet with the answers
+        applied (run on as far as they let it): it does before the next record of another
+        kind, and at the end of `advance` and `follow`. Answers in a row come to the same."""
+        rec = self.peek()
         if rec is None:
+            await self.catch_up()
+            await self.aclose()
             return None
         if rec.kind == "frame":
+            if self._owed is not None:
+                await self.catch_up()
             self._step_frame(rec)
             return rec
         self._next = None
@@ -204,20 +279,34 @@ class Replay:
         """Apply every record up to `until` (recorded time); the clock ends there."""
         n = 0
         while (rec := self.peek()) is not None and rec.t <= until:
-            await self.step()
+            await self._step()
             n += 1
+        await self.catch_up()
+        if rec is None:
+            await self.aclose()
         self.now = max(self.now, until)
         return n
 
     async def _apply(self, rec: Record) -> None:
         data = rec.data
+        client = self._clients[rec.server] if rec.server >= 0 else None
+        if self._owed is not None and (rec.kind != "http" or self._owed is not client):
+            await self.catch_up()
         if rec.kind == "end":
             self.ended = str(data.get("why") or "ended")
             return
+        assert client is not None
         monitor = self.fleet.monitors[rec.server]
         if rec.kind == "http":
-            if isinstance(data.get("n"), int):  # a snapshot's (an action's: not replayed)
-                self._groups.setdefault((rec.server, data["n"]), []).append(rec)
+            # a snapshot's answer (an action's is not replayed; nor is a snapshot the
+            # recording started in the middle of); by the number the replay gave it. The
+            # snapshot catches up with it before the next record of another kind (answers
+            # in a row come to the same: nothing else changed in between)
+            n = data.get("n")
+            taking = self._taking.get((rec.server, n)) if isinstance(n, int) else None
+            if taking is not None:
+                client.answer(taking[0].number, rec)
+                self._owed = client
         elif rec.kind == "stream":
             if data["up"]:
                 monitor.stream_opened()
@@ -226,27 +315,78 @@ class Replay:
         elif rec.kind == "snap":
             key = (rec.server, data["n"])
             if data["begin"]:
-                self._begun[key] = monitor.begin_snapshot()
+                # read as it was live: asking as the answers come in, with the frames that
+                # came meanwhile applied, up to the end record, where it is installed
+                begun = monitor.begin_snapshot()
+                reading = asyncio.ensure_future(monitor.read_snapshot(begun))
+                self._taking[key] = (begun, reading)
+                client.owing.add(reading)
+                self._owed = client  # (it runs to its first request before the next record)
                 return
-            begun = self._begun.pop(key, None)
-            responses = self._groups.pop(key, [])
-            if begun is None:  # the recording started while this snapshot was being taken
+            taking = self._taking.pop(key, None)
+            if taking is None:  # the recording started while this snapshot was being taken
                 return
+            begun, task = taking
+            await self._settle(client)
             failed = data.get("failed")
+            if not task.done():  # it waits for an answer the file does not have
+                asked = client.asked(begun.number)
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+                if not isinstance(failed, str):  # (live, it failed waiting for it)
+                    raise RecordingError(
+                        f"{self.path}:{rec.line}: the snapshot asked for what was not recorded "
+                        f"({asked[0] if asked else 'a request'}); was the file made by another "
+                        "ocwatch version?"
+                    )
+            client.forget(begun.number)
+            exc = None if task.cancelled() else task.exception()
             if isinstance(failed, str):
                 monitor.snapshot_failed(begun, _error(data, failed))  # AuthFailed: fatal
-                return
-            answers = self._clients[rec.server]
-            answers.pending = {}
-            for r in responses:
-                key3 = (r.data["m"], r.data["p"], r.data["q"])
-                answers.pending.setdefault(key3, []).append(r)
-            await monitor.take_snapshot(begun)
-            if answers.missing:
-                raise RecordingError(
-                    f"{self.path}:{rec.line}: the snapshot asked for what was not recorded "
-                    f"({answers.missing[0]}); was the file made by another ocwatch version?"
-                )
+            elif isinstance(exc, OcwatchError):
+                monitor.snapshot_failed(begun, exc)
+            elif exc is not None:
+                monitor.snapshot_crashed(begun, exc)
+            else:
+                monitor.install_snapshot(begun, task.result())
+
+    async def catch_up(self) -> None:
+        """The snapshots being read, run on with the answers applied since (`_settle`)."""
+        if self._owed is not None:
+            client, self._owed = self._owed, None
+            await self._settle(client)
+
+    async def _settle(self, client: ReplayClient) -> None:
+        """Let the snapshots being read run until each waits for an answer the file has not
+        reached yet (or is done): as live, where the program ran on until it waited again
+        before the next frame or answer came. Settled when every task whose request was
+        answered (or that began) waits for another answer and a turn of the loop passed with
+        nothing moving; else when nothing (no request begun or answered: `client.moves`) moved
+        for SETTLE_TURNS turns, more than the longest stretch a snapshot runs between two (a
+        round of gathers ending: 3 turns in the tests)."""
+        still = 0
+        taking = self._taking.values()
+        while still < SETTLE_TURNS and any(not t.done() for _b, t in taking):
+            moves = client.moves
+            await asyncio.sleep(0)
+            if client.moves != moves:
+                still = 0
+            elif not client.owing:
+                break
+            else:
+                still += 1
+        client.owing.clear()
+
+    async def aclose(self) -> None:
+        """Stop the snapshots still being read (a file that ends in one, a replay abandoned):
+        they never ended, live either."""
+        taking, self._taking = self._taking, {}
+        for _begun, task in taking.values():
+            task.cancel()
+        await asyncio.gather(*(task for _b, task in taking.values()), return_exceptions=True)
+        for server, n in taking:
+            self._clients[server].forget(n)
 
     # -- what consumers read ---------------------------------------------------------------------
     def view(self) -> View:
@@ -294,10 +434,13 @@ class Replay:
             if rec is not None and until is not None and rec.t > until:
                 rec = None
             if news is not None and (rec is None or rec.t >= news + spacing):
+                await self.catch_up()
                 observe(self.view(), self.last_changes)  # pulled soon after the news
                 last_pull, news = self.now, None
                 continue
             if rec is None:
+                if self.peek() is None:
+                    await self.aclose()
                 break
             if news is None and rec.t > last_pull + tick:  # quiet: the View as time passes
                 if last_pull + tick > quiet_since + window:  # ... until it cannot change
@@ -307,10 +450,10 @@ class Replay:
                 observe(self.view(), self.last_changes)
                 last_pull = self.now
                 continue
-            if rec.kind == "frame":  # (step()'s, without awaiting it)
+            if rec.kind == "frame" and self._owed is None:  # (_step()'s, without awaiting it)
                 self._step_frame(rec)
             else:
-                await self.step()
+                await self._step()
             quiet_since = self.now
             news = self.now if news is None else news
             applied += 1
@@ -321,6 +464,7 @@ class Replay:
             observe(self.view(), self.last_changes)
         if until is not None:
             await self.advance(until)
+        await self.catch_up()
         observe(self.view(), self.last_changes)
 
     @property
@@ -436,6 +580,7 @@ class ReplaySource:
         target, self._seek_to = self._seek_to, None
         assert target is not None
         if target < self.replay.now:
+            await self.replay.aclose()
             self.replay = Replay(self.path)
         await self.replay.follow(lambda _v, _c: None, until=target)
 
