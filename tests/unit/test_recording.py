@@ -100,16 +100,23 @@ async def record_a_run(
     return fleet, clock, views
 
 
-async def test_a_replay_rebuilds_the_views_of_the_live_run(tmp_path: Path) -> None:
-    path = tmp_path / "run.ndjson"
-    _fleet, _clock, live = await record_a_run(path)
-    replay = Replay(path)
+async def replayed_as_live(replay: Replay, live: list[View]) -> list[View]:
+    """`replay` pulled at the moments the live consumer pulled `live`, its Views asserted
+    equal to those (rows, and the last one's servers)."""
     got = []
-    for want in live:  # the replay pulled at the same moments as the live consumer
+    for want in live:
         await replay.advance(want.generated_at)
         got.append(replay.view())
     assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
     assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
+    return got
+
+
+async def test_a_replay_rebuilds_the_views_of_the_live_run(tmp_path: Path) -> None:
+    path = tmp_path / "run.ndjson"
+    _fleet, _clock, live = await record_a_run(path)
+    replay = Replay(path)
+    got = await replayed_as_live(replay, live)
     assert got[-1].servers[0].skipped_events == 1  # the garbled frame, counted again
     assert got[-1].servers[0].name == "prod"
     final = {r["id"]: (r["state"], r["reason"]) for r in rows_json(got[-1])}
@@ -146,13 +153,7 @@ async def test_a_refused_reconnect_replays_as_the_outage_it_was(tmp_path: Path) 
         "OcwatchError",
         "Unreachable",
     ]
-    replay = Replay(path)
-    got = []
-    for want in live:
-        await replay.advance(want.generated_at)
-        got.append(replay.view())
-    assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
-    assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
+    await replayed_as_live(Replay(path), live)
 
 
 async def test_the_same_file_gives_the_same_views_and_transitions(tmp_path: Path) -> None:
@@ -684,10 +685,5 @@ async def test_a_frame_that_came_while_a_snapshot_was_read_replays_where_it_came
     recorder.close()
 
     replay = Replay(path)
-    got = []
-    for want in live:
-        await replay.advance(want.generated_at)
-        got.append(replay.view())
-    assert [rows_json(v) for v in got] == [rows_json(v) for v in live]
-    assert [s.to_json() for s in got[-1].servers] == [s.to_json() for s in live[-1].servers]
+    await replayed_as_live(replay, live)
     assert replay.fleet.monitors[0].store.snapshot.vouched == 1
