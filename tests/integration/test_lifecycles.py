@@ -340,6 +340,19 @@ def test_retry_then_success(oc: Driver, scripted_model: ScriptedModel, followers
     check(watcher, proc, sid, [IDLE, BUSY, RETRY, BUSY, DONE])
 
 
+def test_retry_then_aborted(oc: Driver, followers):
+    """A run aborted while it waits to retry: 1.18.33 completes its assistant message with no
+    finish, no error and no output, and sends no session.error (found by a review: it read
+    `completed`, and `wait` exited 0)."""
+    watcher, proc = followers
+    sid = fresh(oc, watcher, "lifecycle retry aborted")
+    oc.prompt(sid, "x", "unavailable", "lifecycle-retry-abort")
+    watcher.wait_last(sid, RETRY, timeout=60)
+    oc.abort(sid)
+    watcher.wait_last(sid, ABORTED)
+    check(watcher, proc, sid, [IDLE, BUSY, RETRY, ABORTED])
+
+
 def test_parent_with_a_sub_agent(oc: Driver, followers):
     watcher, proc = followers
     sid = fresh(oc, watcher, "lifecycle parent")

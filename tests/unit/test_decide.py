@@ -263,7 +263,9 @@ def test_a_resync_decides_again_only_the_rows_that_read_its_time(monkeypatch):
     activity) do: they are decided again. Without Decided.reads_claims every row is."""
     asked = _counting(monkeypatch)
     done = {
-        f"ses_{i}": assistant("msg_2", f"ses_{i}", created=T0 - 60, completed=T0 - 50)
+        f"ses_{i}": assistant(
+            "msg_2", f"ses_{i}", created=T0 - 60, completed=T0 - 50, finish="stop"
+        )
         for i in range(3)
     }
     done["ses_2"] = assistant("msg_2", "ses_2", created=T0 - 60, tools=("running",))

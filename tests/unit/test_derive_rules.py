@@ -242,6 +242,23 @@ def test_idle_aborted():
     assert (r.state, r.reason) == ("idle", "aborted")
 
 
+def test_idle_aborted_when_the_message_closed_with_no_finish_and_no_error():
+    """1.18.33 closes the assistant message of a run aborted while it waits to retry with
+    neither a finish nor an error (and sends no session.error): no model answer completed it."""
+    m = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5)
+    r = row(snap([session("s1")], messages={"s1": m}))
+    assert (r.state, r.reason, r.settled) == ("idle", "aborted", True)
+    assert "no finish and no error" in r.evidence[0]
+    # a finish of its own, terminal, completes it
+    m = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5, finish="length")
+    assert row(snap([session("s1")], messages={"s1": m})).reason == "completed"
+    # and the server, still reading busy past the grace period, is stale with that ending
+    m = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5)
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": m}, started_at=NOW - 1)
+    r = row(s)
+    assert (r.state, r.stale, r.ended) == ("busy", True, "aborted")
+
+
 def test_idle_error_for_any_other_error():
     for name in ("APIError", "ProviderAuthError", "UnknownError", "ContextOverflowError"):
         r = row(snap([session("s1")], messages={"s1": completed(at=NOW - 5, error=name)}))
