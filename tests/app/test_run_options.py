@@ -135,3 +135,27 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
     assert main(["demo", "--read-only"]) == 0 and demo["read_only"] is True
     assert main(["demo", "--metrics", ":9464"]) == 0
     assert demo["metrics"] == ":9464"
+
+
+def test_logs_go_off_the_screen_while_the_dashboard_runs() -> None:
+    """A log record written to stderr while the dashboard holds the terminal is painted over
+    it (found by a review: a failed snapshot's traceback across the table). While it runs,
+    records go to Textual's log; afterwards to stderr again."""
+    import io
+    import logging
+
+    from tui.app.run import logs_off_the_screen
+
+    stderr = io.StringIO()
+    root = logging.getLogger()
+    kept = root.handlers[:]
+    root.handlers[:] = [logging.StreamHandler(stderr)]
+    try:
+        with logs_off_the_screen():
+            logging.getLogger("tui.core.monitor").error("snapshot failed")
+            assert root.handlers[0].__class__.__name__ == "TextualHandler"
+        assert stderr.getvalue() == ""
+        logging.getLogger("tui.core.monitor").error("after")
+        assert stderr.getvalue() == "after\n"
+    finally:
+        root.handlers[:] = kept

@@ -213,3 +213,19 @@ async def test_a_reply_whose_answer_timed_out_says_whether_it_was_applied(applie
         else:
             with pytest.raises(ActionError, match="per_1 is still open: the server did not"):
                 await reply_permission(client, "per_1", "once")
+
+
+def test_json_nested_too_deeply_is_bad_json_not_a_crash() -> None:
+    """The parser's RecursionError is no ValueError: every caller that says "unparseable" for
+    bad JSON would let it through as a traceback (found by a review: a snapshot answer of
+    100,000 `[`, and `report` on a frame nested 1,500 deep)."""
+    from tui.core import text
+
+    with pytest.raises(ValueError, match="nested too deeply"):
+        text.loads("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(ValueError, match="nested too deeply"):  # and with a lone surrogate
+        text.loads('["\\ud800",' + "[" * 100_000 + "]" * 100_000 + "]")
+    nested = text.loads("[" * 50 + "]" * 50)  # nesting as deep as real answers' parses
+    for _ in range(49):
+        (nested,) = nested
+    assert nested == []

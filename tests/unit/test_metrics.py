@@ -199,6 +199,19 @@ def test_no_session_id_or_title_is_a_label_unless_asked() -> None:
         assert value(got, "ocwatch_server_up", server="alpha") == 1
 
 
+def test_the_servers_version_is_a_plain_label() -> None:
+    """The version the server reports is its text: escape sequences (a clipboard write, a
+    screen clear), bidi overrides and 300 characters of it would reach whoever curls the
+    exporter in a terminal (found by a review)."""
+    version = "1.0\x1b]52;c;b3duZWQ=\x07\x1b[2J\u202e\x9b" + "x" * 300
+    metrics = Metrics(clock=lambda: NOW)
+    server = ServerInfo(url=A, name="alpha", reachable=True, connected=True, version=version)
+    Feeder(metrics, server).show(0)
+    (info,) = [dict(lbls) for (name, lbls) in scrape(metrics) if name == "ocwatch_server_info"]
+    assert info["version"].startswith("1.0") and len(info["version"]) <= 80
+    assert not any(c in info["version"] for c in "\x1b\x07\u202e\x9b")
+
+
 def test_an_unreachable_server_reads_down_and_keeps_its_counters() -> None:
     metrics = Metrics(clock=lambda: NOW)
     down = ServerInfo(url=A, reachable=False, error="connection refused", reconnects=2)

@@ -167,3 +167,39 @@ def test_redact_keeps_only_what_says_what_happened() -> None:
         "error",
         "permission",
     )
+
+
+async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path) -> None:
+    """Frames about the session nested too deeply for the JSON parser, or with NaN and
+    Infinity in them: the bundle is still written, and is strict JSON (found by a review: the
+    first crashed `report` with a RecursionError traceback, the second wrote `NaN`)."""
+    fake = api()
+    deep = '{"type":"x","properties":{"sessionID":"ses_1","v":' + "[" * 5000 + "]" * 5000 + "}}"
+    odd = (
+        '{"type":"session.updated","properties":{"sessionID":"ses_1",'
+        '"info":{"cost":NaN,"time":{"created":Infinity,"updated":-Infinity}}}}'
+    )
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path.endswith("/event"):
+            body = f"data: {deep}\n\ndata: {odd}\n\n"
+            return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
+        return fake.handle(request)
+
+    got = await capture(
+        "ses_1",
+        ["http://fake:4096"],
+        auth=None,
+        settings=Settings(),
+        auths=None,
+        names=None,
+        seconds=0.2,
+        recording=tmp_path / "c.ndjson",
+        redacted=False,
+        transport=httpx.MockTransport(handle),
+    )
+    frames = [e["frame"] for e in got["events"]]
+    assert deep in frames  # kept as the text it was
+    info = next(f for f in frames if isinstance(f, dict))["properties"]["info"]
+    assert info == {"cost": None, "time": {"created": None, "updated": None}}
+    json.dumps(got, allow_nan=False)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,25 @@ if TYPE_CHECKING:
     from tui.record.writer import FleetRecording
 
 Observer = Callable[[View, Changes | None], None]
+
+
+@contextlib.contextmanager
+def logs_off_the_screen() -> Iterator[None]:
+    """While the dashboard holds the terminal, log records go to Textual's log (`textual
+    console`), not to stderr: written there, they would be painted over the screen (a failed
+    snapshot's traceback across the table)."""
+    from textual.logging import TextualHandler
+
+    root = logging.getLogger()
+    kept = root.handlers[:]
+    handler = TextualHandler()
+    if kept:
+        handler.setFormatter(kept[0].formatter)
+    root.handlers[:] = [handler]
+    try:
+        yield
+    finally:
+        root.handlers[:] = kept
 
 
 @contextlib.contextmanager
@@ -138,7 +158,8 @@ def run_dashboard(
             launcher=launcher,
             peek=FleetPeek(fleet),
         )
-        app.run()
+        with logs_off_the_screen():
+            app.run()
     return app.return_code or 0
 
 
@@ -199,7 +220,8 @@ def run_demo(
                 "every state; select one waiting for input and press r to answer it, a to "
                 "abort a run, ? for every key."
             )
-            await app.run_async()
+            with logs_off_the_screen():
+                await app.run_async()
             return app.return_code or 0
 
     with metrics_served(metrics) as observers:
@@ -230,5 +252,6 @@ def run_replay(
         replay=source,
     )
     app.title = f"ocwatch replay: {path.name}"
-    app.run()
+    with logs_off_the_screen():
+        app.run()
     return app.return_code or 0

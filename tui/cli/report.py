@@ -11,7 +11,6 @@ length. `-o FILE.ndjson` (or `.ndjson.gz`) writes the capture as a recording ins
 from __future__ import annotations
 
 import asyncio
-import json
 import shutil
 import sys
 import tempfile
@@ -173,7 +172,7 @@ async def capture(
         streamed = '"message.part.delta"' in rec.data.get("d", "")[:300]  # tokens: noise
         if rec.kind == "frame" and not streamed and about(rec.data["d"], session_id):
             try:
-                data: Any = json.loads(rec.data["d"])
+                data: Any = text.loads(rec.data["d"])
             except ValueError:
                 data = rec.data["d"]
             events.append({"at": iso(rec.t), "frame": data})
@@ -181,7 +180,7 @@ async def capture(
             route = rec.data["p"]
             if route.endswith(("/session/status", "/permission", "/question")):
                 try:
-                    body = json.loads(rec.data["b"])
+                    body = text.loads(rec.data["b"])
                 except ValueError:
                     continue
                 if (

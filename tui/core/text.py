@@ -37,12 +37,17 @@ _SURROGATE_ESCAPE = re.compile(r"\\[uU][dD][89a-fA-F]")
 
 
 def loads(text: str | bytes) -> Any:
-    """Parse server JSON: non-finite numbers become None, lone surrogates U+FFFD."""
+    """Parse server JSON: non-finite numbers become None, lone surrogates U+FFFD. JSON nested
+    deeper than the parser's recursion allows raises ValueError, as any other bad JSON (the
+    parser's RecursionError is no ValueError: callers would let it through as a crash)."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8", errors="replace")
-    data = _DECODER.decode(text)
-    if _SURROGATE_ESCAPE.search(text):
-        data = _fix(data)
+    try:
+        data = _DECODER.decode(text)
+        if _SURROGATE_ESCAPE.search(text):
+            data = _fix(data)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
     return data
 
 
