@@ -59,6 +59,10 @@ class HostileServer:
         self.sessions: list[Any] = [session("ses_ok")]
         self.messages: dict[str, Any] = {}
         self.routes: dict[str, Answer] = {}
+        #: the event stream's answer instead of one that says `server.connected` and stays open
+        self.stream: Answer | None = None
+        #: each request's path (with its query) and headers (names in lower case), in order
+        self.seen: list[tuple[str, dict[str, str]]] = []
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -105,6 +109,20 @@ class HostileServer:
 
     def _serve(self, h: BaseHTTPRequestHandler) -> None:
         path = urlsplit(h.path).path
+        self.seen.append((h.path, {k.lower(): v for k, v in h.headers.items()}))
+        if path == "/global/event" and self.stream is not None:
+            ans = self.stream
+            h.send_response(ans.status)
+            for k, v in ans.headers.items():
+                h.send_header(k, v)
+            h.end_headers()
+            try:
+                h.wfile.write(ans.body)
+                h.wfile.flush()
+                time.sleep(3600)
+            except OSError:
+                pass
+            return
         if path == "/global/event":
             h.send_response(200)
             h.send_header("content-type", "text/event-stream")

@@ -10,6 +10,7 @@ import asyncio
 import json
 import subprocess
 import sys
+import zlib
 from collections.abc import Iterator
 
 import httpx
@@ -107,6 +108,24 @@ def test_a_gzip_bomb_is_refused_not_inflated(hostile: HostileServer):
     hostile.routes["/session/status"] = gzip_bomb(200 * 2**20)
     code, _data, err = status_json(hostile.url)
     assert code == 2 and "larger than 64 MiB (decompressed); refused" in err
+
+
+def test_a_compressed_event_stream_is_refused_not_inflated(hostile: HostileServer):
+    """The stream is asked for uncompressed; one that comes gzipped anyway (4.5 MB inflating
+    to 1 GiB of blank lines) is refused: `wait --timeout 3` ends in time (a review found it
+    held for a minute, Ctrl-C ignored, while the lines were read one by one)."""
+    deflate = zlib.compressobj(1, zlib.DEFLATED, 31)  # (31: a gzip member)
+    lines = b"\n" * 2**24
+    body = b"".join(deflate.compress(lines) for _ in range(64)) + deflate.flush()
+    hostile.stream = Answer(
+        200, body, {"content-type": "text/event-stream", "content-encoding": "gzip"}
+    )
+    hostile.routes["/session/status"] = json_answer({"ses_ok": {"type": "busy"}})
+    proc = ocwatch("wait", "ses_ok", "--timeout", "3", "--server", hostile.url, timeout=30)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 124, (proc.returncode, proc.stderr)
+    streams = [headers for path, headers in hostile.seen if path.startswith("/global/event")]
+    assert streams and all(h.get("accept-encoding") == "identity" for h in streams)
 
 
 async def test_a_trickling_server_cannot_hold_a_request_past_its_deadline(hostile: HostileServer):

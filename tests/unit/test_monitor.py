@@ -601,6 +601,33 @@ async def test_an_unterminated_event_line_is_cut_at_the_limit_not_kept():
     assert got == ['{"a": 1}', "two\nlines"]
 
 
+async def test_a_chunk_of_many_lines_lets_the_event_loop_run():
+    """A chunk of the stream holding a million blank lines (what a few KB of gzip inflate to)
+    is read line by line: the event loop runs meanwhile (a review found `wait --timeout 10`
+    and Ctrl-C held for a minute)."""
+    from tui.core.client import sse_data
+
+    async def body():
+        yield b"\n" * 1_000_000 + b"data: last\n\n"
+
+    ticks = 0
+
+    async def ticker():
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0)
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    before = ticks
+    got = [data async for data in sse_data(httpx.Response(200, content=body()), "http://x", 2**20)]
+    during = ticks - before
+    task.cancel()
+    assert got == ["last"]
+    assert during > 100, during
+
+
 async def test_a_stream_closed_at_once_backs_off_instead_of_storming(monkeypatch):
     import tui.core.monitor as monitor_mod
 

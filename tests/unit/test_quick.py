@@ -37,14 +37,6 @@ ROUTE = "/session/ses_ok/message"
 def server() -> Iterator[HostileServer]:
     s = HostileServer().start()
     s.messages["ses_ok"] = MSG
-    s.seen: list[tuple[str, dict[str, str]]] = []  # type: ignore[misc]
-    serve = s._serve
-
-    def spy(h):  # type: ignore[no-untyped-def]
-        s.seen.append((h.path, {k.lower(): v for k, v in h.headers.items()}))
-        serve(h)
-
-    s._serve = spy  # type: ignore[method-assign]
     yield s
     s.stop()
 

@@ -315,7 +315,12 @@ class Client:
         import httpx
 
         timeout = httpx.Timeout(self.timeout, read=read_timeout)
-        headers = {"accept": "text/event-stream", "cache-control": "no-store"}
+        # uncompressed: a few KB of gzip inflate to GB of blank lines, read in one go
+        headers = {
+            "accept": "text/event-stream",
+            "cache-control": "no-store",
+            "accept-encoding": "identity",
+        }
         async with self.http.stream(
             "GET", "/global/event", timeout=timeout, headers=headers
         ) as response:
@@ -328,6 +333,12 @@ class Client:
                 raise BadResponse(
                     f"{self.url}: /global/event answered {ctype or 'no content type'}, not an "
                     "event stream (is this an OpenCode server?)"
+                )
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            if encoding not in ("", "identity"):
+                raise BadResponse(
+                    f"{self.url}: the event stream came compressed ({encoding[:40]!r}) though "
+                    "asked for none; refused"
                 )
             yield sse_data(response, self.url, max_event)
 
@@ -624,7 +635,11 @@ async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncItera
     async for chunk in response.aiter_bytes():
         buf += chunk
         start = 0
+        lines = 0
         while (end := buf.find(b"\n", start)) >= 0:
+            lines += 1
+            if not lines & 4095:  # a chunk of many lines does not hold the event loop
+                await asyncio.sleep(0)
             line = bytes(buf[start:end])
             start = end + 1
             if line.endswith(b"\r"):
