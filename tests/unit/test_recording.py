@@ -355,6 +355,31 @@ def test_status_and_watch_replay_from_the_command_line(
     assert main(["status", "--at", "+1"]) == 2  # --at without --replay
 
 
+def test_watch_replay_of_a_server_never_read_exits_as_live_watch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A recording of a server that refused the password: live `watch` said why and exited 2,
+    `watch --replay` of what it recorded exited 0 (found by a review). Now it says why, on
+    stderr as live, and exits 2."""
+    path = tmp_path / "refused.ndjson"
+
+    async def record() -> None:
+        api = FakeAPI(sessions=[wire_session("ses_1")], password="right")
+        fleet = Fleet([SERVER], settings=S, transport=httpx.MockTransport(api.handle))
+        mon = fleet.monitors[0]
+        recorder = Recorder(path, [(SERVER, "")], S, version="test", clock=lambda: T0)
+        mon.tap = recorder
+        assert not await mon.take_snapshot()
+        recorder.close()
+        await mon.client.aclose()
+
+    asyncio.run(record())
+    assert main(["watch", "--json", "--replay", str(path)]) == 2
+    got = capsys.readouterr()
+    assert got.out == ""
+    assert got.err.count("\n") == 1 and "authentication failed (HTTP 401)" in got.err, got.err
+
+
 def test_times_and_sizes() -> None:
     assert parse_time("+30", T0) == T0 + 30
     assert parse_time("1800000000.5") == 1800000000.5
@@ -610,6 +635,30 @@ def test_a_moment_before_the_recording_or_before_its_first_snapshot_is_said_so(
     assert err == f"ocwatch: {SERVER}: not read yet\n", err
     assert main(["status", "--replay", str(path), "--at", "+-1"]) == 2
     assert "before the recording starts" in capsys.readouterr().err
+
+
+def test_a_moment_after_the_recording_ends_is_said_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`--at 2030-01-01` read every row as in its state for years, the stream `stalled` but
+    the server reachable, exit 0; `replay --from` past the end started there (found by a
+    review). Both are refused naming the end; the end itself is a moment of the recording."""
+    import tui.app.run as run
+
+    path = tmp_path / "short.ndjson"
+    rec = Recorder(path, [(SERVER, "")], S, version="t", clock=lambda: T0)
+    rec.stream(SERVER, T0, True, None)
+    rec.frame(SERVER, T0 + 10, '{"payload":{"type":"server.heartbeat"}}')
+    rec.close()
+    for at in ("+11", "2030-01-01T00:00:00Z"):
+        assert main(["status", "--replay", str(path), "--at", at]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "after the recording ends" in err, err
+    assert main(["status", "--replay", str(path), "--at", "+10"]) == 2  # (never read: 2)
+    assert "after the recording ends" not in capsys.readouterr().err
+    monkeypatch.setattr(run, "create_app", lambda *a, **k: pytest.fail("the screen was taken"))
+    assert main(["replay", str(path), "--from", "+11"]) == 2
+    assert "after the recording ends" in capsys.readouterr().err
 
 
 async def test_a_long_silence_in_a_recording_replays_at_once(tmp_path: Path) -> None:

@@ -238,9 +238,10 @@ def run_replay(
     # a bad file is said before the screen is taken: the header, and every line (a corrupt or
     # cut one would otherwise stop the replay, restarted again and again, behind the screen)
     header, records = read(path)
-    for _ in records:
-        pass
-    at = parse_time(start, header.created) if start is not None else None
+    end = header.created
+    for rec in records:
+        end = rec.t
+    at = parse_time(start, header.created, end) if start is not None else None
     config, warnings = load_config()
     source = ReplaySource(path, speed=speed, start=at)
     app = create_app(

@@ -16,7 +16,7 @@ from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import Changes, View
-from ..record.format import parse_time
+from ..record.format import after_the_end, parse_time
 from .output import stop_on_signals
 
 
@@ -95,23 +95,34 @@ def run_status_replay(path: Path, at: str | None, form: str) -> int:
     replay = Replay(path)
     moment = parse_time(at, replay.header.created) if at is not None else None
     asyncio.run(replay.follow(lambda _v, _c: None, until=moment))
+    if at is not None and moment is not None and moment > replay.last_at and replay.peek() is None:
+        raise after_the_end(at.strip(), replay.last_at)
     return print_view(replay.view(), form)
 
 
 def run_watch_replay(
-    path: Path, sessions: Collection[str], as_json: bool, out: TextIO | None = None
+    path: Path,
+    sessions: Collection[str],
+    as_json: bool,
+    out: TextIO | None = None,
+    err: TextIO | None = None,
 ) -> int:
     """`watch --replay FILE`: the transitions as they were, at their recorded times."""
     from ..record.replay import Replay
     from .output import pipe_safe
-    from .watch import transition_json, transition_text
+    from .wait import EXIT_USAGE
+    from .watch import say_links, transition_json, transition_text
 
     out = out or sys.stdout
+    err = err or sys.stderr
     replay = Replay(path)
     wanted = set(sessions)
     with_server = len(replay.header.servers) > 1
+    down: set[str] = set()
 
-    def observe(_view: View, changes: Changes | None) -> None:
+    def observe(view: View, changes: Changes | None) -> None:
+        # as live `watch` says them, once a server's first read ended (before: not read yet)
+        say_links([s for s in view.servers if s.first_snapshot or s.error], down, err)
         for tr in changes.transitions if changes is not None else ():
             if wanted and tr.key[1] not in wanted:
                 continue
@@ -123,4 +134,6 @@ def run_watch_replay(
     with pipe_safe():
         asyncio.run(replay.follow(observe))
         out.flush()
+    if not any(s.first_snapshot for s in replay.fleet.servers()):
+        return EXIT_USAGE  # as live `watch` when no server could be read (said above)
     return 0

@@ -11,14 +11,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
-from ..core.view import SessionRow, Transition, iso
+from ..core.view import ServerInfo, SessionRow, Transition, iso
 from .output import state_word, stop_on_signals
 from .wait import EXIT_USAGE, first_looks
 
@@ -108,18 +108,7 @@ async def watch(
         while not stop.is_set():
             changed.clear()
             view = fleet.current()
-            for info in view.servers:
-                if not info.reachable and info.url not in down:
-                    down.add(info.url)
-                    why = info.error or info.url + ": unreachable"
-                    print(f"ocwatch watch: {literal(why, escapes=True)}", file=err, flush=True)
-                elif info.reachable and info.url in down:
-                    down.discard(info.url)
-                    print(
-                        f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
-                        file=err,
-                        flush=True,
-                    )
+            say_links(view.servers, down, err)
             changes = fleet.last_changes
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:
@@ -142,6 +131,23 @@ async def watch(
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+def say_links(servers: Iterable[ServerInfo], down: set[str], err: TextIO) -> None:
+    """Say on `err` each server that became unreachable (why) or reachable again since the
+    last call (`down`: those said unreachable, kept up to date)."""
+    for info in servers:
+        if not info.reachable and info.url not in down:
+            down.add(info.url)
+            why = info.error or info.url + ": unreachable"
+            print(f"ocwatch watch: {literal(why, escapes=True)}", file=err, flush=True)
+        elif info.reachable and info.url in down:
+            down.discard(info.url)
+            print(
+                f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
+                file=err,
+                flush=True,
+            )
 
 
 async def _first(*aws: Any) -> None:

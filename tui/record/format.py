@@ -212,9 +212,10 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
     return Record(number, float(t), int(server), kind, data)
 
 
-def parse_time(value: str, start: float | None = None) -> float:
+def parse_time(value: str, start: float | None = None, end: float | None = None) -> float:
     """A moment of a recording: ISO 8601 (`2026-12-01T16:40:00Z`), epoch seconds, or `+SECONDS`
-    after its start (`start`). OcwatchError when it is none of these."""
+    after its start (`start`). OcwatchError when it is none of these, or outside the recording
+    (before `start`, after `end`: its last record)."""
     value = value.strip()
     bad = OcwatchError(
         f"{value!r}: expected a time such as 2026-12-01T16:40:00Z, epoch "
@@ -242,4 +243,11 @@ def parse_time(value: str, start: float | None = None) -> float:
         raise bad
     if start is not None and number < start:  # nothing was recorded then: said, not guessed
         raise OcwatchError(f"{value!r}: before the recording starts ({iso(start)})")
+    if end is not None and number > end:
+        raise after_the_end(value, end)
     return number
+
+
+def after_the_end(value: str, end: float) -> OcwatchError:
+    """A moment past a recording's last record: what it says of the time after is a guess."""
+    return OcwatchError(f"{value!r}: after the recording ends ({iso(end)})")

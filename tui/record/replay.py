@@ -221,6 +221,7 @@ class Replay:
         self._taking: dict[tuple[int, int], tuple[SnapshotStart, asyncio.Future[Snapshot]]] = {}
         self.records = 0  # applied so far
         self.events = 0  # frames among them
+        self.last_at = self.header.created  # the latest time of the records applied
         self.ended: str | None = None  # the `end` record's why, once reached
         self._next: Record | None = None
         self._exhausted = False
@@ -263,6 +264,7 @@ class Replay:
         self.now = max(self.now, rec.t)
         await self._apply(rec)
         self.records += 1
+        self.last_at = max(self.last_at, rec.t)
         return rec
 
     def _step_frame(self, rec: Record) -> None:
@@ -274,6 +276,7 @@ class Replay:
         self.events += 1
         self.fleet.monitors[rec.server].on_data(rec.data["d"])
         self.records += 1
+        self.last_at = max(self.last_at, rec.t)
 
     async def advance(self, until: float) -> int:
         """Apply every record up to `until` (recorded time); the clock ends there."""
