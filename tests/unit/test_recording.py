@@ -515,6 +515,49 @@ async def test_a_replay_at_100x_of_100k_events_finishes_and_ends_as_replayed(
     assert "ended" in source.status()
 
 
+@pytest.mark.parametrize("speed", [10.0, 1000.0])
+async def test_the_players_timeline_is_the_same_at_any_speed(tmp_path: Path, speed: float) -> None:
+    """The dashboard's player pulled the View when the screen asked (at most every 50 ms):
+    at 10x a busy step of under a second was not in the timeline (found by a review). It pulls
+    at the recorded batches as `watch --replay` does, whatever the speed and the screen's
+    pace; the screen gets every transition since it last asked."""
+    from tui.record.replay import ReplaySource
+
+    path = tmp_path / "run.ndjson"
+    await record_a_run(path)
+    want, _view = await replay_to(path)
+    source = ReplaySource(path, speed=speed)
+    screen: list[tuple[str, str | None]] = []  # what the screen was handed, in order
+    asked = asyncio.Event()
+
+    async def draw() -> None:  # the app's pace: a pull at most every 50 ms after a notify
+        while True:
+            await asyncio.sleep(0.05)
+            await asked.wait()
+            asked.clear()
+            source.current()
+            changes = source.last_changes
+            source.last_changes = None
+            for tr in changes.transitions if changes is not None else ():
+                if tr.key == (SERVER, "ses_1") and tr.after is not None:
+                    screen.append((tr.after.state, tr.after.reason))
+
+    drawer = asyncio.create_task(draw())
+    runner = asyncio.create_task(source.run(asked.set))
+    for _ in range(3000):
+        await asyncio.sleep(0.01)
+        if source.finished:
+            break
+    await asyncio.sleep(0.2)
+    runner.cancel()
+    drawer.cancel()
+    key = (SERVER, "ses_1")
+    states = [(tr.after.state, tr.after.reason) for tr in want.history(key) if tr.after]
+    assert states == [("idle", "completed"), ("busy", None), ("idle", "error")]
+    assert [(tr.after.state, tr.after.reason) for tr in source.history(key) if tr.after] == states
+    assert screen == states
+
+
 async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:
     from tui.record.replay import ReplaySource
 

@@ -486,11 +486,24 @@ async def replay_to(path: Path, at: float | None = None) -> tuple[Replay, View]:
     return replay, replay.view()
 
 
+def merged(first: Changes, then: Changes) -> Changes:
+    """The changes of two pulls in a row, as one: the transitions and asks of both, in order,
+    and the settled rows of the second."""
+    return Changes([*first.transitions, *then.transitions], then.settled, [*first.asks, *then.asks])
+
+
 class ReplaySource:
     """A ViewSource (tui.core.source) driven by a recording on its recorded clock: the
     dashboard's `ocwatch replay`. It plays at `speed` times the recorded pace and can pause,
     step one record, change speed and seek (backwards by replaying from the start, which is
-    exact and fast)."""
+    exact and fast).
+
+    It pulls the View itself, as a live consumer pulled it: after each batch of records that
+    came in one read (`follow`'s batches) and as recorded time passes, never between two
+    records of a batch; `current()` hands the dashboard the last pull, with the transitions
+    of every pull since it last asked. So the timeline, the unread marks and the alerts are
+    the same at any speed and however often the screen is drawn (they were pulled at the
+    screen's pace: at 10x a busy step of under a second could go unseen)."""
 
     SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 1000.0)
 
@@ -506,6 +519,8 @@ class ReplaySource:
         self._notify: Callable[[], None] = lambda: None
         self._seek_to: float | None = None
         self._steps = 0
+        self._view: View | None = None  # the last pull
+        self._unread: Changes | None = None  # the changes of the pulls current() has not handed on
 
     # -- ViewSource -----------------------------------------------------------------------------
     def clock(self) -> float:
@@ -513,9 +528,22 @@ class ReplaySource:
         return self.replay.now
 
     def current(self, now: float | None = None) -> View:
-        view = self.replay.view()
-        self.last_changes = self.replay.last_changes
-        return view
+        """The View of the last pull (`now` is not read: the recorded clock is the time), and
+        as `last_changes` the transitions of every pull since the last call."""
+        if self._view is None:
+            self._pull()
+        assert self._view is not None
+        if self._unread is not None:
+            self.last_changes, self._unread = self._unread, None
+        return self._view
+
+    def _pull(self) -> None:
+        """Pull the View at the recorded clock (transitions and timelines move on)."""
+        self._view = self.replay.view()
+        got = self.replay.last_changes
+        if got is not None:
+            was = self._unread
+            self._unread = got if was is None else merged(was, got)
 
     def history(self, key: tuple[str, str]) -> list[Transition]:
         return self.replay.history(key)
@@ -528,19 +556,31 @@ class ReplaySource:
         self._notify = notify
         if self.start_at is not None:
             await self.replay.follow(lambda _v, _c: None, until=self.start_at)
+        self._pull()
         notify()
         loop = asyncio.get_running_loop()
+        news: float | None = None  # when the first record not yet pulled was applied
         while True:
             if self._seek_to is not None:
                 await self._seek()
+                news = None
+                self._pull()
                 notify()
             rec = self.replay.peek()
+            if news is not None and (rec is None or rec.t >= news + BATCH):
+                await self.replay.catch_up()  # the batch is in: pulled, as follow() pulls it
+                news = None
+                self._pull()
+                notify()
+                continue
             if self.paused or rec is None:  # wait for a key (or a seek)
                 self._wake.clear()
                 if self._steps:
                     self._steps -= 1
-                    if rec is not None:
+                    if rec is not None:  # a record at a time: each one pulled
                         await self.replay.step()
+                        news = None
+                        self._pull()
                         notify()
                     continue
                 await self._wake.wait()
@@ -552,10 +592,13 @@ class ReplaySource:
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
                 self.replay.now = min(rec.t, self.replay.now + (loop.time() - began) * self.speed)
+                if news is None:  # (grace periods end as time passes; a batch is not cut)
+                    self._pull()
                 notify()
                 continue
             await self.replay.step()
-            notify()
+            if news is None:
+                news = self.replay.now
 
     # -- controls -------------------------------------------------------------------------------
     def toggle_pause(self) -> None:
@@ -585,6 +628,7 @@ class ReplaySource:
         if target < self.replay.now:
             await self.replay.aclose()
             self.replay = Replay(self.path)
+            self._unread = None  # (another run of the file: what it changed is not to come)
         await self.replay.follow(lambda _v, _c: None, until=target)
 
     @property
