@@ -323,6 +323,8 @@ class OcwatchApp(App[None]):
             self.notify(warning, title="Themes", severity="warning", timeout=15, markup=False)
         for notice in self.notices:
             self.notify(notice, title="Config", severity="warning", timeout=15, markup=False)
+        for note in self.replay.notes if self.replay is not None else ():
+            self.notify(note, title="Recording", severity="warning", timeout=30, markup=False)
         self.pull()
         self.set_interval(TICK_CHECK, self._tick)
         self._run_source()

@@ -232,18 +232,21 @@ def run_replay(
     path: Path, *, speed: float = 1.0, start: str | None = None, theme: str | None = None
 ) -> int:
     """`ocwatch replay FILE`: the dashboard driven by a recording, no server, actions off."""
-    from tui.record.format import parse_time, read
+    from tui.record.format import parse_time, read, unended
     from tui.record.replay import ReplaySource
 
     # a bad file is said before the screen is taken: the header, and every line (a corrupt or
     # cut one would otherwise stop the replay, restarted again and again, behind the screen)
-    header, records = read(path)
-    end = header.created
+    cut: list[str] = []
+    header, records = read(path, cut)
+    end, last = header.created, None
     for rec in records:
-        end = rec.t
+        end, last = rec.t, rec
     at = parse_time(start, header.created, end) if start is not None else None
     config, warnings = load_config()
-    source = ReplaySource(path, speed=speed, start=at)
+    if not cut and (last is None or last.kind != "end"):
+        cut.append(unended(path))
+    source = ReplaySource(path, speed=speed, start=at, notes=cut)
     app = create_app(
         source,
         theme=theme or config.theme,

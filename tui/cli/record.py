@@ -97,7 +97,14 @@ def run_status_replay(path: Path, at: str | None, form: str) -> int:
     asyncio.run(replay.follow(lambda _v, _c: None, until=moment))
     if at is not None and moment is not None and moment > replay.last_at and replay.peek() is None:
         raise after_the_end(at.strip(), replay.last_at)
+    say_notes(replay.notes(), sys.stderr)
     return print_view(replay.view(), form)
+
+
+def say_notes(notes: Sequence[str], err: TextIO) -> None:
+    """A replay's notes on its file (Replay.notes), a line each on `err`."""
+    for note in notes:
+        print(f"ocwatch: warning: {literal(note, escapes=True)}", file=err)
 
 
 def run_watch_replay(
@@ -134,6 +141,7 @@ def run_watch_replay(
     with pipe_safe():
         asyncio.run(replay.follow(observe))
         out.flush()
+    say_notes(replay.notes(), err)
     if not any(s.first_snapshot for s in replay.fleet.servers()):
         return EXIT_USAGE  # as live `watch` when no server could be read (said above)
     return 0

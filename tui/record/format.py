@@ -86,16 +86,22 @@ _FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
 }
 
 
-def read(path: Path) -> tuple[Header, Iterator[Record]]:
+def read(path: Path, cut: list[str] | None = None) -> tuple[Header, Iterator[Record]]:
     """The header, and the records one by one (each checked as it is read). Raises
-    RecordingError naming the file and the line."""
+    RecordingError naming the file and the line.
+
+    A file cut short at its end (the recorder killed: its last line cut, a compressed file
+    that ends early) raises too, unless `cut` is given: then the records end with the last
+    whole line, and `cut` gets a line saying where the file ends and what was read of it (what
+    the recorder wrote before it was killed replays as it would have: a recording is read in
+    order, so what came after the cut can change nothing before it)."""
     try:
         handle = open_text(path, "rt")
         first = handle.readline()
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise RecordingError(f"{path}: cannot read it ({_why(exc)})") from None
     header = _header(path, first)
-    return header, _records(path, handle, len(header.servers))
+    return header, _records(path, handle, len(header.servers), cut)
 
 
 def _why(exc: BaseException) -> str:
@@ -139,24 +145,49 @@ def _header(path: Path, first: str) -> Header:
     )
 
 
-def _records(path: Path, handle: IO[str], servers: int) -> Iterator[Record]:
+def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -> Iterator[Record]:
     number = 1
     lines = iter(handle)
     with handle:
         while True:
             try:
                 line = next(lines, "")
-            except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+            except EOFError as exc:  # (gzip: the compressed stream stops short)
+                if cut is None:
+                    raise RecordingError(
+                        f"{path}:{number + 1}: cannot read it ({_why(exc)})"
+                    ) from None
+                cut.append(_cut_note(path, number + 1, "the compressed file ends early", number))
+                return
+            except (OSError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
                 raise RecordingError(f"{path}:{number + 1}: cannot read it ({_why(exc)})") from None
             if not line:
                 return
             number += 1
             if line[-1] != "\n":
-                raise RecordingError(
-                    f"{path}:{number}: the last line is cut short (the "
-                    "recording did not end cleanly)"
-                )
+                why = "the last line is cut short"
+                if cut is None:
+                    raise RecordingError(
+                        f"{path}:{number}: {why} (the recording did not end cleanly)"
+                    )
+                cut.append(_cut_note(path, number, why, number - 1))
+                return
             yield _record(path, number, line, servers)
+
+
+def unended(path: Path) -> str:
+    """What a reader says of a file that ends, whole, without its `end` record."""
+    return (
+        f"{path}: no end record (the recorder did not end cleanly): what came after its last "
+        "record is not in the file"
+    )
+
+
+def _cut_note(path: Path, number: int, why: str, whole: int) -> str:
+    return (
+        f"{path}:{number}: {why} (the recorder did not end cleanly): replayed up to line "
+        f"{whole}, what came after is not in the file"
+    )
 
 
 def _a(kind: object) -> str:

@@ -16,7 +16,7 @@ import contextlib
 import dataclasses
 import functools
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -40,7 +40,7 @@ from ..core.settings import Settings
 from ..core.snapshot import Snapshot
 from ..core.tap import SNAPSHOT
 from ..core.view import Changes, Transition, View
-from .format import Header, Record, RecordingError, read
+from .format import Header, Record, RecordingError, read, unended
 
 #: How often a replay derives a View without news, in recorded time (as the dashboard pulls)
 TICK = 1.0
@@ -203,7 +203,9 @@ class Replay:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.header, self._records = read(path)
+        #: where the file is cut short, once read there (read() cut)
+        self.cut: list[str] = []
+        self.header, self._records = read(path, self.cut)
         self.settings = settings_of(self.header, path)
         self.now = self.header.created
         self.start = self.header.created
@@ -228,6 +230,13 @@ class Replay:
 
     def clock(self) -> float:
         return self.now
+
+    def notes(self) -> list[str]:
+        """What a reader should know of the file read so far: where it is cut short, or, read
+        to its end, that it has no end record."""
+        if self.cut or self.ended is not None or self.peek() is not None:
+            return list(self.cut)
+        return [unended(self.path)]
 
     def peek(self) -> Record | None:
         """The next record, not applied yet (None: the file is done)."""
@@ -507,8 +516,17 @@ class ReplaySource:
 
     SPEEDS = (0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 100.0, 1000.0)
 
-    def __init__(self, path: Path, *, speed: float = 1.0, start: float | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        speed: float = 1.0,
+        start: float | None = None,
+        notes: Sequence[str] = (),
+    ) -> None:
         self.path = path
+        #: what the screen should say of the file (where it is cut short, Replay.notes)
+        self.notes = list(notes)
         self.replay = Replay(path)
         self.speed = speed
         self.paused = False
