@@ -203,3 +203,25 @@ async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path) -> None:
     info = next(f for f in frames if isinstance(f, dict))["properties"]["info"]
     assert info == {"cost": None, "time": {"created": None, "updated": None}}
     json.dumps(got, allow_nan=False)
+
+
+async def test_redact_keeps_ocwatchs_own_words(tmp_path: Path) -> None:
+    """--redact replaced the evidence whole, and the fact sources: a redacted bundle no longer
+    said why the state was decided (found by a review). The evidence is decided again from
+    redacted inputs: the rules' words stay, what was said in them is replaced by its length."""
+    plain = await bundle(tmp_path, redacted=False)
+    (tmp_path / "r").mkdir()
+    got = await bundle(tmp_path / "r", redacted=True)
+    evidence = got["session"]["evidence"]
+    assert plain["session"]["evidence"][0] == f"permission bash: {SECRET}"
+    assert evidence[0] == f"permission bash: [redacted: {len(SECRET)} chars]"
+    assert evidence[1:] == plain["session"]["evidence"][1:]  # no text of the user's in those
+
+    def sources(b: dict) -> list[tuple[str, str]]:
+        return [(f["fact"], f["source"]) for f in b["fact_sources"]]
+
+    assert sources(got) == sources(plain) and sources(got)
+    assert SECRET not in json.dumps(got)
+    assert redact({"info": {"mode": "build", "agent": "build"}}) == {
+        "info": {"mode": "build", "agent": "build"}
+    }

@@ -16,19 +16,27 @@ import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import httpx
 
 from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
+from ..core.decide import decide
+from ..core.derive import inputs_of
 from ..core.fleet import Fleet
+from ..core.models import Wire
 from ..core.raw import about
 from ..core.settings import Auth, Settings
 from ..core.text import literal
-from ..core.view import iso
+from ..core.view import SessionRow, View, iso
 from .watch import transition_json
+
+if TYPE_CHECKING:
+    from ..core.monitor import ServerMonitor
+
+_W = TypeVar("_W", bound=Wire)
 
 FORMAT = "ocwatch-report"
 VERSION = 1
@@ -52,6 +60,7 @@ _KEPT_KEYS = frozenset(
         "providerID",
         "modelID",
         "agent",
+        "mode",
         "kind",
         "state",
         "reason",
@@ -88,7 +97,7 @@ def redact(value: Any, key: str | None = None) -> Any:
     types, states, times and numbers stay: they are what a bug is about)."""
     if isinstance(value, dict):
         return {k: redact(v, k) for k, v in value.items()}
-    if isinstance(value, list):
+    if isinstance(value, list | tuple):  # (a model's dump has tuples)
         return [redact(v, key) for v in value]
     if isinstance(value, str) and key not in _KEPT_KEYS:
         return f"[redacted: {len(value)} chars]"
@@ -202,6 +211,12 @@ async def capture(
         {"fact": fact, "source": source, "at": iso(at) if at is not None else None}
         for fact, source, at in (raw.sources if raw is not None else ())
     ]
+    evidence: dict[str, list[str]] = {}
+    if redacted:
+        monitor = fleet.monitor(row.server)
+        assert monitor is not None
+        wanted = [row, *(r for r in view.rows.values() if r.parent_id == session_id)]
+        evidence = redacted_evidence(monitor, view, wanted, settings)
     bundle: dict[str, Any] = {
         "format": FORMAT,
         "version": VERSION,
@@ -232,12 +247,16 @@ async def capture(
         "drift_examples": list(server.drift_examples),
         "redacted": redacted,
     }
-    return redact_bundle(bundle) if redacted else bundle
+    return redact_bundle(bundle, evidence) if redacted else bundle
 
 
-def redact_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
+def redact_bundle(
+    bundle: dict[str, Any], evidence: Mapping[str, list[str]] | None = None
+) -> dict[str, Any]:
     """The bundle with every text redacted (see `redact`): messages, events, server entries,
-    and the rows' titles, evidence, errors and what is asked."""
+    and the rows' titles, evidence, errors and what is asked. `evidence`: for the rows it has
+    (by id), evidence decided from redacted inputs (redacted_evidence), kept: ocwatch's own
+    words, with what was said in them redacted. The fact sources are ocwatch's words and ids."""
     kept = {
         "format",
         "version",
@@ -246,8 +265,56 @@ def redact_bundle(bundle: dict[str, Any]) -> dict[str, Any]:
         "server",
         "captured_for_seconds",
         "redacted",
+        "fact_sources",
     }
-    return {k: v if k in kept else redact(v) for k, v in bundle.items()}
+    out = {k: v if k in kept else redact(v) for k, v in bundle.items()}
+    for row in [out["session"], *out["children"]]:
+        if row["id"] in (evidence or {}):
+            row["evidence"] = list((evidence or {})[row["id"]])
+    return out
+
+
+def _bare(model: _W) -> _W:
+    """The wire model with every text `redact` redacts redacted."""
+    return type(model).parse(redact(model.to_wire()))
+
+
+def _redacted(model: _W | None) -> _W | None:
+    return None if model is None else _bare(model)
+
+
+def redacted_evidence(
+    monitor: ServerMonitor, view: View, rows: list[SessionRow], settings: Settings
+) -> dict[str, list[str]]:
+    """The evidence of `rows` decided again from their inputs with every text redacted (the
+    session, its status, last message, open requests and errors as `redact` leaves them): the
+    rules' own words, and in them what was said replaced by its length. A row the redacted
+    inputs decide otherwise (a rule read a text: a refused tool's error) is left out: its
+    evidence is redacted whole."""
+    snapshot = monitor.snapshot
+    if snapshot is None:
+        return {}
+    inputs = inputs_of(snapshot, monitor.journal.facts(), dict(view.rows), monitor.link())
+    out: dict[str, list[str]] = {}
+    for row in rows:
+        got = inputs.get(row.id)
+        if got is None:
+            continue
+        bare = got._replace(
+            session=_bare(got.session),
+            status=_redacted(got.status),
+            last_retry=_redacted(got.last_retry),
+            message=_redacted(got.message),
+            requests=tuple((_bare(req), at) for req, at in got.requests),
+            stream_error=_redacted(got.stream_error),
+            carried_error=_redacted(got.carried_error),
+            previous=None,  # (what it shows of a held state is not evidence; not needed)
+        )
+        again = decide(bare, view.generated_at, settings).row
+        same = (again.state, again.reason, again.stale, again.settled)
+        if same == (row.state, row.reason, row.stale, row.settled):
+            out[row.id] = list(again.evidence)
+    return out
 
 
 def run_report(
