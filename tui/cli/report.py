@@ -23,7 +23,7 @@ import httpx
 from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
-from ..core.decide import decide
+from ..core.decide import SessionInputs, decide
 from ..core.derive import inputs_of
 from ..core.fleet import Fleet
 from ..core.models import Wire
@@ -279,8 +279,14 @@ def _bare(model: _W) -> _W:
     return type(model).parse(redact(model.to_wire()))
 
 
-def _redacted(model: _W | None) -> _W | None:
-    return None if model is None else _bare(model)
+def _bare_any(value: Any) -> Any:
+    """`value` with every wire model in it (inside plain tuples too: the open requests)
+    redacted; anything else as it is (ids, times, the link, the previous row)."""
+    if isinstance(value, Wire):
+        return _bare(value)
+    if type(value) is tuple:
+        return tuple(_bare_any(v) for v in value)
+    return value
 
 
 def redacted_evidence(
@@ -300,16 +306,7 @@ def redacted_evidence(
         got = inputs.get(row.id)
         if got is None:
             continue
-        bare = got._replace(
-            session=_bare(got.session),
-            status=_redacted(got.status),
-            last_retry=_redacted(got.last_retry),
-            message=_redacted(got.message),
-            requests=tuple((_bare(req), at) for req, at in got.requests),
-            stream_error=_redacted(got.stream_error),
-            carried_error=_redacted(got.carried_error),
-            previous=None,  # (what it shows of a held state is not evidence; not needed)
-        )
+        bare = SessionInputs(*(_bare_any(v) for v in got))
         again = decide(bare, view.generated_at, settings).row
         same = (again.state, again.reason, again.stale, again.settled)
         if same == (row.state, row.reason, row.stale, row.settled):
