@@ -419,6 +419,31 @@ def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
     assert "ses_0" not in j.facts().status and "ses_1" in j.facts().status
 
 
+def test_the_journal_holds_a_bounded_number_of_bytes():
+    """A hostile stream's events of 15 MiB each (under the 16 MiB frame limit) grew memory
+    by 25 MB/s while snapshots failed: 5000 entries could hold 80 GB (found by a review). Past
+    `max_bytes` the oldest entries go (down to half of it) and the journal overflows, as past
+    `limit`: the caller takes a snapshot, and the fold keeps what they said."""
+    j = Journal(limit=5000, max_bytes=64 * 2**20)
+    for i in range(20):
+        j.add(
+            Event(
+                "session.status",
+                {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
+                None,
+                T0 + i,
+            ),
+            15 * 2**20,
+        )
+        assert sum(15 * 2**20 for _ in j.entries()) <= 64 * 2**20
+    assert j.overflowed and len(j.entries()) < 5 and "ses_0" in j.facts().status
+    j.cut(j.seq)  # a snapshot covers them all: the byte count goes with them
+    assert j.entries() == ()
+    busy = Event("session.status", {"sessionID": "x", "status": {"type": "busy"}}, None, T0)
+    j.add(busy, 60 * 2**20)  # (under the bound once what the cut dropped is no longer counted)
+    assert not j.overflowed and len(j.entries()) == 1
+
+
 def test_a_memo_sees_a_session_the_active_list_named_go_idle():
     """Listed by /api/session/active in the snapshot, then an idle event: the memo's merged
     maps drop it from the active list as a plain derive does."""

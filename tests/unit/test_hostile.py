@@ -248,3 +248,26 @@ def test_json_nested_too_deeply_is_bad_json_not_a_crash() -> None:
     for _ in range(49):
         (nested,) = nested
     assert nested == []
+
+
+async def test_a_listing_that_pages_on_for_ever_is_refused(monkeypatch: pytest.MonkeyPatch):
+    """A server answering every page of the session list with new sessions and a new cursor
+    was read until memory ran out (5 GB in 40 s, found by a review): the whole listing is
+    bounded (MAX_LISTING, made small here), and refused past it, naming the route."""
+    import tui.core.client as client_mod
+
+    monkeypatch.setattr(client_mod, "MAX_LISTING", 2**20)
+    pages = 0
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        nonlocal pages
+        if request.url.path != "/experimental/session":
+            return httpx.Response(404)
+        pages += 1
+        items = [session(f"ses_{pages}_{i}", title="t" * 1000) for i in range(100)]
+        return httpx.Response(200, json=items, headers={"x-next-cursor": str(pages)})
+
+    async with Client("http://fake:4096", transport=httpx.MockTransport(handle)) as client:
+        with pytest.raises(BadResponse, match="passed 1 MiB over .* page.*page on for ever"):
+            await client.all_sessions()
+    assert 8 <= pages <= 12  # (about 110 KB a page)

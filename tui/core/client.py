@@ -29,6 +29,10 @@ if TYPE_CHECKING:
 #: The largest answer read, decompressed (a snapshot's biggest is a page of 1,000 sessions or one
 #: last message with its tool output: a few MB)
 MAX_BODY = 64 * 2**20
+#: The bytes a whole session listing (every page of it) may take: a server that pages on for
+#: ever (a new cursor with every page) would otherwise be read until memory runs out. 10,000
+#: real sessions list in about 10 MB.
+MAX_LISTING = 256 * 2**20
 
 
 def no_tls() -> ssl.SSLContext:
@@ -63,6 +67,10 @@ class BadResponse(OcwatchError):
 
 class Redirected(BadResponse):
     """3xx: something between ocwatch and the server (a proxy, a login page) sent it away."""
+
+
+class Endless(BadResponse):
+    """A session listing past MAX_LISTING: said as it is, not read again another way."""
 
 
 class NotFound(OcwatchError):
@@ -156,6 +164,7 @@ class Client:
         self.max_body = max_body
         self._user = auth.username if auth else None
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
+        self._received = 0  # the bytes of the answers read through httpx (bytes_received)
         self.tap: Tap | None = None  # a recording: told every answer (tui.core.tap)
         self.clock = time.time  # the receive times a tap is given
         # with credentials, proxies from the environment are not trusted (a Basic header would
@@ -302,7 +311,21 @@ class Client:
                     f"{where}: answer larger than {self.max_body // 2**20} MiB "
                     "(decompressed); refused"
                 )
+        self._received += len(out)
         return bytes(out)
+
+    @property
+    def bytes_received(self) -> int:
+        """The bytes of the answers' bodies read so far (decompressed), both ways."""
+        return self._received + (self._quick.received if self._quick is not None else 0)
+
+    def _listing_budget(self, started: int, route: str, pages: int) -> None:
+        """Refuse a session listing past MAX_LISTING bytes since `started` (bytes_received)."""
+        if self.bytes_received - started > MAX_LISTING:
+            raise Endless(
+                f"{self.url} GET {route}: the session list passed {MAX_LISTING // 2**20} MiB "
+                f"over {pages} page(s); refused (does the server page on for ever?)"
+            )
 
     @contextlib.asynccontextmanager
     async def events(
@@ -441,16 +464,18 @@ class Client:
         """
         try:
             return await self._experimental_sessions(page, max_pages)
-        except Redirected:
-            raise  # not an older server: something in the way, said as it is
+        except (Redirected, Endless):
+            raise  # not an older server: something in the way, or a hostile one: said as it is
         except (NotFound, BadResponse):
             pass
+        started = self.bytes_received
         seen: dict[str, dict[str, Any]] = {}
         for item in await self.sessions():
             seen[str(item.get("id"))] = item
-        for wt in await self.worktrees():
+        for n, wt in enumerate(await self.worktrees(), 2):
             for item in await self.sessions(wt, project=True):
                 seen[str(item.get("id"))] = item
+            self._listing_budget(started, "/session", n)
         return list(seen.values())
 
     async def worktrees(self) -> list[str]:
@@ -473,11 +498,13 @@ class Client:
     async def _experimental_sessions(self, page: int, max_pages: int) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
-        for _ in range(max_pages):
+        started = self.bytes_received
+        for n in range(1, max_pages + 1):
             params: dict[str, Any] = {"limit": page}
             if cursor:
                 params["cursor"] = cursor
             data, headers = await self.get("/experimental/session", params)
+            self._listing_budget(started, "/experimental/session", n)
             items = _list(data, self.url, "/experimental/session")
             for item in items:
                 out.setdefault(str(item.get("id")), item)

@@ -39,9 +39,14 @@ class Journal:
     a high rate does not fold thousands of events each time; a cut folds the rest again.
     """
 
-    def __init__(self, limit: int = 5000, carry_for: float = 30.0) -> None:
+    def __init__(
+        self, limit: int = 5000, carry_for: float = 30.0, max_bytes: int = 64 * 2**20
+    ) -> None:
         self._entries: deque[Entry] = deque()
+        self._sizes: deque[int] = deque()  # each entry's size as received (its frame's length)
+        self._bytes = 0
         self._limit = limit
+        self._max_bytes = max_bytes
         self._carry_for = carry_for
         self.carry = Carry()
         self._facts = Facts()
@@ -49,24 +54,33 @@ class Journal:
         self.seq = 0  # sequence number the next entry gets
         self.overflowed = False
 
-    def add(self, event: Event) -> int:
-        """Append an event; returns its sequence number. Overflow drops the oldest entries and
-        sets `overflowed` (the caller must then take a snapshot). What they said stays in the
-        fold (they are facts observed after the snapshot; refolding thousands of entries at
-        every overflow was most of a busy stream's cost) until a cut that covers them."""
+    def add(self, event: Event, size: int = 0) -> int:
+        """Append an event (`size`: its frame's length, what it holds); returns its sequence
+        number. Overflow, past `limit` entries or `max_bytes` of them, drops the oldest entries
+        and sets `overflowed` (the caller must then take a snapshot). What they said stays in
+        the fold (they are facts observed after the snapshot; refolding thousands of entries
+        at every overflow was most of a busy stream's cost) until a cut that covers them."""
         seq = self.seq
         self.seq += 1
         entry = Entry(seq, event)
         self._entries.append(entry)
+        self._sizes.append(size)
+        self._bytes += size
         _fold_one(self._facts, entry)
-        if len(self._entries) > self._limit:
-            # drop the oldest tenth at once until a snapshot (which the caller must now take)
-            # covers them
+        if len(self._entries) > self._limit or self._bytes > self._max_bytes:
+            # drop the oldest tenth at once (by count, and as much as the byte bound asks)
+            # until a snapshot (which the caller must now take) covers them
             for _ in range(max(1, self._limit // 10)):
                 if len(self._entries) > 1:
-                    self._entries.popleft()
+                    self._drop_oldest()
+            while self._bytes > self._max_bytes // 2 and len(self._entries) > 1:
+                self._drop_oldest()
             self.overflowed = True
         return seq
+
+    def _drop_oldest(self) -> None:
+        self._entries.popleft()
+        self._bytes -= self._sizes.popleft()
 
     def cut(self, before: int, status: Mapping[str, SessionStatus] | None = None) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them):
@@ -95,7 +109,7 @@ class Journal:
                 carry = replace(carry, retrying={**kept, **retrying})
             self.carry = carry
             while self._entries and self._entries[0].seq < before:
-                self._entries.popleft()
+                self._drop_oldest()
             self._facts = fold(self._entries, self.carry)
             self._folded_from = self._entries[0].seq if self._entries else self.seq
         self.overflowed = False

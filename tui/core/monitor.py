@@ -746,7 +746,7 @@ class ServerMonitor:
         self._recent.append((now, data[: raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
         facts = self.journal.facts()
         malformed = facts.malformed
-        self.journal.add(ev)
+        self.journal.add(ev, len(data))
         if (
             ev.type == "message.removed"
             or facts.malformed != malformed

@@ -256,6 +256,7 @@ class QuickGet:
         self._keep = keep
         self._closed = False
         self._patrol: asyncio.TimerHandle | None = None
+        self.received = 0  # the bytes of the answers' bodies read so far
 
     @staticmethod
     def usable(url: str, trust_env: bool) -> bool:
@@ -309,6 +310,7 @@ class QuickGet:
                 self._drop(conn)
         if body is None:
             return None
+        self.received += len(body)
         try:
             return text.loads(body)
         except ValueError:
