@@ -90,10 +90,14 @@ async def test_from_the_detail_view_and_a_server_error_is_said() -> None:
 
 
 async def test_without_a_live_server_it_says_where_messages_come_from() -> None:
+    """A replay has no server to read the conversation from: said, and the title does not
+    promise "reading the rest …" for ever (found by a review)."""
     app, _ = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await open_on(pilot, app, BUSY, "m")
         await until(pilot, lambda: "read from a live server" in body(app))
+        title = str(app.screen.query_one("#conversation-title", Static).render())
+        assert "not read: no live server" in title and "reading the rest" not in title, title
 
 
 async def test_markup_and_escapes_in_messages_are_shown_literally() -> None:

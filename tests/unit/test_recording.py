@@ -387,6 +387,10 @@ def test_status_and_watch_replay_from_the_command_line(
     ]
     assert ses_1 == [(None, "idle"), ("idle", "busy"), ("busy", "idle")]
     assert main(["status", "--at", "+1"]) == 2  # --at without --replay
+    capsys.readouterr()
+    for command in ("status", "watch"):  # the recording names its servers: not silently ignored
+        assert main([command, "--replay", str(path), "--server", "http://x:1"]) == 2
+        assert "--server does not go with --replay" in capsys.readouterr().err
 
 
 def test_watch_replay_of_a_server_never_read_exits_as_live_watch(

@@ -478,6 +478,12 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             print("ocwatch: --json and --format tmux/table: choose one", file=sys.stderr)
             return EXIT_USAGE
         args.format = "json" if args.json else (args.format or "table")
+    if cmd in ("status", "watch") and args.replay is not None and _flag_urls(args):
+        print(
+            "ocwatch: --server does not go with --replay FILE (the recording names its servers)",
+            file=sys.stderr,
+        )
+        return EXIT_USAGE
     if cmd == "status" and args.replay is not None:
         from .record import run_status_replay
 

@@ -130,6 +130,7 @@ class ConversationScreen(ViewScreen):
         self.row = row
         self.items: list[Entry] = []
         self.loaded_all = False
+        self.unavailable = False  # no live server to read it from (a replay)
         self.error: str | None = None
         self._read_for: float | None = None  # the row's `updated` the last read was for
         self._read_at = 0.0
@@ -164,7 +165,13 @@ class ConversationScreen(ViewScreen):
         peek = self.dashboard.inspector.peek
         row = self.row
         if peek is None or row is None:
-            self.error = "The conversation is read from a live server."
+            # (a replay: no server to ask, now or later; the recording holds each session's
+            # last message only, in the details' Raw section)
+            self.unavailable = True
+            self.error = (
+                "The conversation is read from a live server; a recording holds each "
+                "session's last message only (enter: the details, Raw)."
+            )
             return None
         try:
             raw = await peek.messages(row.server, row.id, row.directory, limit)
@@ -235,9 +242,12 @@ class ConversationScreen(ViewScreen):
     def _title(self) -> None:
         row = self.row
         name = fmt.literal((row.title or row.id) if row is not None else self.key[1])
-        count = f"{len(self.items)} messages" + (
-            "" if self.loaded_all else " (the newest; reading the rest …)"
-        )
+        if self.unavailable:
+            count = "not read: no live server"
+        else:
+            count = f"{len(self.items)} messages" + (
+                "" if self.loaded_all else " (the newest; reading the rest …)"
+            )
         parts: list[Part] = [("Conversation  ", "bold"), (name, "bold")]
         if row is not None:
             parts += ["  ", (fmt.state_label(row), f"${fmt.state_variable(row)}")]
@@ -253,7 +263,12 @@ class ConversationScreen(ViewScreen):
         if not self.is_mounted:
             return
         self._title()
-        if self.error and not self._reading and time.monotonic() - self._read_at >= RETRY_AFTER:
+        if (
+            self.error
+            and not self.unavailable
+            and not self._reading
+            and time.monotonic() - self._read_at >= RETRY_AFTER
+        ):
             self._reading = True  # a failed read is tried again (the first, or the rest)
             work = self._load() if not self.loaded_all else self._follow()
             self.run_worker(work, group="conversation", exclusive=True, exit_on_error=False)
