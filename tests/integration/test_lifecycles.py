@@ -353,6 +353,19 @@ def test_retry_then_aborted(oc: Driver, followers):
     check(watcher, proc, sid, [IDLE, BUSY, RETRY, ABORTED])
 
 
+def test_a_shell_command_reads_completed(oc: Driver, followers):
+    """A shell command the user runs (`!cmd`, POST /session/{id}/shell) leaves an assistant
+    message with no finish, but its completed tool part: completed, not aborted (found by a
+    review of the rule above)."""
+    watcher, proc = followers
+    sid = fresh(oc, watcher, "lifecycle shell")
+    oc.post(
+        f"/session/{sid}/shell", {"agent": "build", "command": "echo hi"}, directory=oc.dir_of(sid)
+    )
+    watcher.wait_last(sid, DONE)
+    assert watcher.lifecycle(sid)["settled"][-1] == DONE
+
+
 def test_parent_with_a_sub_agent(oc: Driver, followers):
     watcher, proc = followers
     sid = fresh(oc, watcher, "lifecycle parent")

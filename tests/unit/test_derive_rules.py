@@ -242,13 +242,19 @@ def test_idle_aborted():
     assert (r.state, r.reason) == ("idle", "aborted")
 
 
-def test_idle_aborted_when_the_message_closed_with_no_finish_and_no_error():
+def test_idle_aborted_when_the_message_closed_with_no_finish_no_error_and_no_output():
     """1.18.33 closes the assistant message of a run aborted while it waits to retry with
-    neither a finish nor an error (and sends no session.error): no model answer completed it."""
+    neither a finish nor an error nor any part (and sends no session.error): no model answer
+    completed it. A shell command the user ran (`!cmd`) has no finish either, but its tool
+    part: completed (found by a review of the first version of this rule)."""
     m = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5)
     r = row(snap([session("s1")], messages={"s1": m}))
     assert (r.state, r.reason, r.settled) == ("idle", "aborted", True)
-    assert "no finish and no error" in r.evidence[0]
+    assert "no finish, no error and no output" in r.evidence[0]
+    shell = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5, tools=("completed",))
+    r = row(snap([session("s1")], messages={"s1": shell}))
+    assert (r.state, r.reason) == ("idle", "completed")
+    assert r.evidence[0].endswith("(finish: none)")
     # a finish of its own, terminal, completes it
     m = assistant("m2", "s1", created=NOW - 9, completed=NOW - 5, finish="length")
     assert row(snap([session("s1")], messages={"s1": m})).reason == "completed"

@@ -783,17 +783,18 @@ def outcome(msg: Message, info: MessageInfo, done: float | None) -> tuple[Reason
     if done is None:
         return None
     finish = info.finish
-    if not finish:
-        # closed with neither a finish nor an error: the server stopped the run before the model
-        # ended a step (1.18.33: a run aborted while it waits to retry). No model answer
-        # completed it
+    if not finish and not msg.parts:
+        # closed with neither a finish, nor an error, nor any output: the server stopped the
+        # run before the model answered (1.18.33: a run aborted while it waits to retry). (A
+        # shell command the user ran, `!cmd`, also has no finish, and its tool part)
         return "aborted", (
-            f"last assistant message closed at {clock_text(done)} with no finish and no error "
-            "(the run was stopped before the model answered, e.g. aborted between retries)"
+            f"last assistant message closed at {clock_text(done)} with no finish, no error and "
+            "no output (the run was stopped before the model answered, e.g. aborted between "
+            "retries)"
         )
     if finish not in NON_TERMINAL_FINISH:
         return "completed", (
-            f"last assistant message completed at {clock_text(done)} (finish: {finish})"
+            f"last assistant message completed at {clock_text(done)} (finish: {finish or 'none'})"
         )
     part = _refusal(msg)
     if part is not None and part.state is not None:
