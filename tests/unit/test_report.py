@@ -11,6 +11,7 @@ import pytest
 from tests.fakes import FakeAPI, wire_session
 from tui.cli.main import main
 from tui.cli.report import capture, redact
+from tui.core import text
 from tui.core.client import OcwatchError
 from tui.core.settings import Settings
 
@@ -169,12 +170,15 @@ def test_redact_keeps_only_what_says_what_happened() -> None:
     )
 
 
-async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path) -> None:
-    """Frames about the session nested too deeply for the JSON parser, or with NaN and
-    Infinity in them: the bundle is still written, and is strict JSON (found by a review: the
-    first crashed `report` with a RecursionError traceback, the second wrote `NaN`)."""
+@pytest.mark.parametrize("redacted", [False, True])
+async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path, redacted: bool) -> None:
+    """Frames about the session nested too deeply for the JSON parser, or as deep as it
+    allows, or with NaN and Infinity in them: the bundle is still written, and is strict JSON
+    (found by reviews: the first crashed `report` with a RecursionError traceback, the second
+    did with --redact, the third wrote `NaN`)."""
     fake = api()
     deep = '{"type":"x","properties":{"sessionID":"ses_1","v":' + "[" * 5000 + "]" * 5000 + "}}"
+    nested = '{"type":"y","properties":{"sessionID":"ses_1","v":' + "[" * 600 + "]" * 600 + "}}"
     odd = (
         '{"type":"session.updated","properties":{"sessionID":"ses_1",'
         '"info":{"cost":NaN,"time":{"created":Infinity,"updated":-Infinity}}}}'
@@ -182,7 +186,7 @@ async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path) -> None:
 
     def handle(request: httpx.Request) -> httpx.Response:
         if request.url.path.endswith("/event"):
-            body = f"data: {deep}\n\ndata: {odd}\n\n"
+            body = f"data: {deep}\n\ndata: {nested}\n\ndata: {odd}\n\n"
             return httpx.Response(200, text=body, headers={"content-type": "text/event-stream"})
         return fake.handle(request)
 
@@ -195,14 +199,18 @@ async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path) -> None:
         names=None,
         seconds=0.2,
         recording=tmp_path / "c.ndjson",
-        redacted=False,
+        redacted=redacted,
         transport=httpx.MockTransport(handle),
     )
     frames = [e["frame"] for e in got["events"]]
-    assert deep in frames  # kept as the text it was
-    info = next(f for f in frames if isinstance(f, dict))["properties"]["info"]
-    assert info == {"cost": None, "time": {"created": None, "updated": None}}
-    json.dumps(got, allow_nan=False)
+    if redacted:
+        assert f"[redacted: {len(deep)} chars]" in frames  # the text it was, redacted
+    else:
+        assert deep in frames  # kept as the text it was
+    info = next(f for f in frames if isinstance(f, dict) and f["type"] != "y")
+    assert info["properties"]["info"] == {"cost": None, "time": {"created": None, "updated": None}}
+    text.dumps(got)  # (what run_report writes: it nests as deep as the frame)
+    assert "NaN" not in text.dumps(got) and "Infinity" not in text.dumps(got)
 
 
 async def test_redact_keeps_ocwatchs_own_words(tmp_path: Path) -> None:
@@ -222,6 +230,13 @@ async def test_redact_keeps_ocwatchs_own_words(tmp_path: Path) -> None:
 
     assert sources(got) == sources(plain) and sources(got)
     assert SECRET not in json.dumps(got)
-    assert redact({"info": {"mode": "build", "agent": "build"}}) == {
-        "info": {"mode": "build", "agent": "build"}
-    }
+
+
+def test_the_link_error_in_redacted_inputs_is_redacted() -> None:
+    """An unreachable server's row says why, and the why may quote the server (a storage path
+    with a user name in it): redacted with the rest (found by a review)."""
+    from tui.cli.report import _bare_any
+    from tui.core.decide import Link
+
+    why = "HTTP 500 ENOENT /home/alice/.local/x"
+    assert _bare_any(Link(False, why, 5.0)) == Link(False, f"[redacted: {len(why)} chars]", 5.0)

@@ -23,7 +23,7 @@ import httpx
 from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
-from ..core.decide import SessionInputs, decide
+from ..core.decide import Link, SessionInputs, decide
 from ..core.derive import inputs_of
 from ..core.fleet import Fleet
 from ..core.models import Wire
@@ -60,7 +60,6 @@ _KEPT_KEYS = frozenset(
         "providerID",
         "modelID",
         "agent",
-        "mode",
         "kind",
         "state",
         "reason",
@@ -94,14 +93,26 @@ _KEPT_KEYS = frozenset(
 
 def redact(value: Any, key: str | None = None) -> Any:
     """`value` with every string not under a kept key replaced by `[redacted: N chars]` (ids,
-    types, states, times and numbers stay: they are what a bug is about)."""
-    if isinstance(value, dict):
-        return {k: redact(v, k) for k, v in value.items()}
-    if isinstance(value, list | tuple):  # (a model's dump has tuples)
-        return [redact(v, key) for v in value]
-    if isinstance(value, str) and key not in _KEPT_KEYS:
-        return f"[redacted: {len(value)} chars]"
-    return value
+    types, states, times and numbers stay: they are what a bug is about). Walked with a stack
+    of its own, not by recursion: a server's JSON may be nested as deep as the parser allows,
+    deeper than Python's recursion (a model's dump has tuples: made lists)."""
+    root: list[Any] = [None]
+    stack: list[tuple[Any, str | None, Any, Any]] = [(value, key, root, 0)]
+    while stack:
+        item, under, holder, slot = stack.pop()
+        if isinstance(item, dict):
+            copy: dict[Any, Any] = dict.fromkeys(item)  # (in its order; filled below)
+            holder[slot] = copy
+            stack.extend((v, k, copy, k) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            seq: list[Any] = [None] * len(item)
+            holder[slot] = seq
+            stack.extend((v, under, seq, i) for i, v in enumerate(item))
+        elif isinstance(item, str) and under not in _KEPT_KEYS:
+            holder[slot] = f"[redacted: {len(item)} chars]"
+        else:
+            holder[slot] = item
+    return root[0]
 
 
 async def capture(
@@ -281,9 +292,11 @@ def _bare(model: _W) -> _W:
 
 def _bare_any(value: Any) -> Any:
     """`value` with every wire model in it (inside plain tuples too: the open requests)
-    redacted; anything else as it is (ids, times, the link, the previous row)."""
+    redacted, and the link's error; anything else as it is (ids, times, the previous row)."""
     if isinstance(value, Wire):
         return _bare(value)
+    if isinstance(value, Link):  # its error may quote the server (a path, a message)
+        return Link(value.reachable, redact(value.error), value.since)
     if type(value) is tuple:
         return tuple(_bare_any(v) for v in value)
     return value
@@ -306,7 +319,10 @@ def redacted_evidence(
         got = inputs.get(row.id)
         if got is None:
             continue
-        bare = SessionInputs(*(_bare_any(v) for v in got))
+        try:
+            bare = SessionInputs(*(_bare_any(v) for v in got))
+        except (ValueError, RecursionError):  # not made again from its redacted dump
+            continue
         again = decide(bare, view.generated_at, settings).row
         same = (again.state, again.reason, again.stale, again.settled)
         if same == (row.state, row.reason, row.stale, row.settled):
