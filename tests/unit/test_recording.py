@@ -306,11 +306,14 @@ def test_a_file_cut_at_its_end_replays_what_it_has_and_says_where_it_ends(
     cut_gz.write_bytes(good.read_bytes()[: good.stat().st_size * 2 // 3])
     cut_line = tmp_path / "cut.ndjson"
     cut_line.write_text("".join(whole[:-2]) + whole[-2][:10])  # (the last: the end record)
+    cut_char = tmp_path / "cut-char.ndjson"  # cut inside a character of two bytes and more
+    cut_char.write_bytes("".join(whole[:-2]).encode() + '{"t": 1, "d": "✓'.encode()[:-1])
     unended = tmp_path / "unended.ndjson"
     unended.write_text("".join(whole[:-1]))
     for path, said in [
         (cut_gz, "the compressed file ends early"),
         (cut_line, f":{len(whole) - 1}: the last line is cut short"),
+        (cut_char, f":{len(whole) - 1}: the last line is cut short"),
         (unended, "no end record"),
     ]:
         replay, _view = asyncio.run(replay_to(path))
@@ -322,7 +325,7 @@ def test_a_file_cut_at_its_end_replays_what_it_has_and_says_where_it_ends(
             err = capsys.readouterr().err
             assert err == f"ocwatch: warning: {note}\n", err
         with (
-            pytest.raises(RecordingError, match="cut short|ends early")
+            pytest.raises(RecordingError, match="cut short|ends early|not UTF-8")
             if path != unended
             else (contextlib.nullcontext())
         ):
@@ -330,9 +333,11 @@ def test_a_file_cut_at_its_end_replays_what_it_has_and_says_where_it_ends(
                 pass
     replay, _view = asyncio.run(replay_to(good))
     assert replay.notes() == []
-    # the lines before a gzip cut replay as the whole file's lines did
-    short, _view = asyncio.run(replay_to(cut_line))
+    # the lines before a cut replay as the whole file's lines did
+    short, view = asyncio.run(replay_to(cut_line))
     assert short.records == len(whole) - 3
+    _replay, then = asyncio.run(replay_to(good, short.last_at))
+    assert rows_json(view) == rows_json(then) and rows_json(view)
 
 
 def test_replay_refuses_a_corrupt_or_cut_line_before_it_takes_the_screen(
@@ -416,6 +421,10 @@ def test_watch_replay_of_a_server_never_read_exits_as_live_watch(
     got = capsys.readouterr()
     assert got.out == ""
     assert got.err.count("\n") == 1 and "authentication failed (HTTP 401)" in got.err, got.err
+    early = tmp_path / "early.ndjson"  # no snapshot recorded, nor any error: not read yet
+    early.write_text(header() + json.dumps({"t": T0, "k": "end", "why": "stopped"}) + "\n")
+    assert main(["watch", "--json", "--replay", str(early)]) == 2
+    assert capsys.readouterr().err == f"ocwatch watch: {SERVER}: not read yet\n"
 
 
 def test_times_and_sizes() -> None:
@@ -594,6 +603,45 @@ async def test_the_players_timeline_is_the_same_at_any_speed(tmp_path: Path, spe
     assert states == [("idle", "completed"), ("busy", None), ("idle", "error")]
     assert [(tr.after.state, tr.after.reason) for tr in source.history(key) if tr.after] == states
     assert screen == states
+
+
+async def test_the_players_timeline_times_what_time_changed_as_watch_replay_does(
+    tmp_path: Path,
+) -> None:
+    """A change that only time makes (a prompt's grace period ending) was stamped at the
+    player's next pull: at 1000x, the next record's time, seconds later (found by a review).
+    The player pulls as follow() does while nothing comes: a recorded second after the last
+    pull, while time can still change the View."""
+    from tui.record.replay import ReplaySource
+
+    path = tmp_path / "quiet.ndjson"
+    clock = Clock(T0)
+    api = FakeAPI(
+        sessions=[wire_session("ses_1")],
+        messages={"ses_1": [wire_msg("ses_1", created=T0 - 1, role="user")]},
+    )
+    fleet = Fleet([SERVER], settings=S, clock=clock, transport=httpx.MockTransport(api.handle))
+    mon = fleet.monitors[0]
+    recorder = Recorder(path, [(SERVER, "")], S, version="test", clock=clock)
+    mon.tap = recorder
+    assert await mon.take_snapshot()  # a prompt with no reply, the server not busy: starting
+    mon.stream_opened()
+    clock.t = T0 + 20
+    mon.on_data(frame("server.heartbeat", {}))
+    recorder.close()
+    await mon.client.aclose()
+    want, _view = await replay_to(path)
+    source = ReplaySource(path, speed=1000)
+    runner = asyncio.create_task(source.run(lambda: None))
+    for _ in range(500):
+        await asyncio.sleep(0.01)
+        if source.finished:
+            break
+    runner.cancel()
+    key = (SERVER, "ses_1")
+    times = [(tr.after.state, tr.at) for tr in want.history(key) if tr.after]
+    assert times[0][0] == "unknown" and T0 + 2 < times[0][1] < T0 + 5, times
+    assert [(tr.after.state, tr.at) for tr in source.history(key) if tr.after] == times
 
 
 async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:

@@ -241,7 +241,7 @@ def run_replay(
     header, records = read(path, cut)
     end, last = header.created, None
     for rec in records:
-        end, last = rec.t, rec
+        end, last = max(end, rec.t), rec
     at = parse_time(start, header.created, end) if start is not None else None
     config, warnings = load_config()
     if not cut and (last is None or last.kind != "end"):

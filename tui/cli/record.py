@@ -142,6 +142,10 @@ def run_watch_replay(
         asyncio.run(replay.follow(observe))
         out.flush()
     say_notes(replay.notes(), err)
-    if not any(s.first_snapshot for s in replay.fleet.servers()):
-        return EXIT_USAGE  # as live `watch` when no server could be read (said above)
+    servers = replay.fleet.servers()
+    if not any(s.first_snapshot for s in servers):  # as live `watch`: exit 2, said why
+        for s in servers:
+            if s.error is None:  # (one that failed was said above)
+                print(f"ocwatch watch: {literal(s.url, escapes=True)}: not read yet", file=err)
+        return EXIT_USAGE
     return 0

@@ -159,7 +159,14 @@ def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -
                     ) from None
                 cut.append(_cut_note(path, number + 1, "the compressed file ends early", number))
                 return
-            except (OSError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+            except UnicodeDecodeError as exc:  # cut inside a character of its last line
+                if cut is None or exc.reason != "unexpected end of data":
+                    raise RecordingError(
+                        f"{path}:{number + 1}: cannot read it ({_why(exc)})"
+                    ) from None
+                cut.append(_cut_note(path, number + 1, "the last line is cut short", number))
+                return
+            except (OSError, zlib.error, gzip.BadGzipFile) as exc:
                 raise RecordingError(f"{path}:{number + 1}: cannot read it ({_why(exc)})") from None
             if not line:
                 return

@@ -538,6 +538,7 @@ class ReplaySource:
         self._seek_to: float | None = None
         self._steps = 0
         self._view: View | None = None  # the last pull
+        self._pulled_at = -math.inf  # (its recorded time)
         self._unread: Changes | None = None  # the changes of the pulls current() has not handed on
 
     # -- ViewSource -----------------------------------------------------------------------------
@@ -557,6 +558,7 @@ class ReplaySource:
 
     def _pull(self) -> None:
         """Pull the View at the recorded clock (transitions and timelines move on)."""
+        self._pulled_at = self.replay.now
         self._view = self.replay.view()
         got = self.replay.last_changes
         if got is not None:
@@ -609,9 +611,16 @@ class ReplaySource:
                 self._wake.clear()
                 with contextlib.suppress(TimeoutError):
                     await asyncio.wait_for(self._wake.wait(), wait)
-                self.replay.now = min(rec.t, self.replay.now + (loop.time() - began) * self.speed)
-                if news is None:  # (grace periods end as time passes; a batch is not cut)
-                    self._pull()
+                target = min(rec.t, self.replay.now + (loop.time() - began) * self.speed)
+                if news is None:  # (a batch is not cut)
+                    # grace periods end as time passes: pulled as follow() pulls while nothing
+                    # comes, a recorded TICK after the last pull, for as long as time can still
+                    # change the View (its `window` after the last record)
+                    quiet_until = self.replay.last_at + self.replay.window
+                    while (at := self._pulled_at + TICK) < rec.t and at <= min(target, quiet_until):
+                        self.replay.now = at
+                        self._pull()
+                self.replay.now = target
                 notify()
                 continue
             await self.replay.step()
