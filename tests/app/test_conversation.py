@@ -98,6 +98,7 @@ async def test_without_a_live_server_it_says_where_messages_come_from() -> None:
         await until(pilot, lambda: "read from a live server" in body(app))
         title = str(app.screen.query_one("#conversation-title", Static).render())
         assert "not read: no live server" in title and "reading the rest" not in title, title
+        assert "No message yet" not in body(app)  # (none read is not none sent)
 
 
 async def test_markup_and_escapes_in_messages_are_shown_literally() -> None:

@@ -225,7 +225,7 @@ class ConversationScreen(ViewScreen):
         directory = self.row.directory if self.row is not None else ""
         self._painted_tick = int(now)
         blocks = conversation_blocks(self.items, now, directory)
-        if not blocks:
+        if not blocks and not self.unavailable:  # (none read is not none sent)
             blocks = [("empty", Content.styled("No message yet.", MUTED))]
         if self.error:
             blocks.append(
