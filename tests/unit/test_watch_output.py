@@ -78,3 +78,33 @@ def test_worst_code_order():
     assert worst([0, 124, 1]) == 124
     assert worst([124, 2]) == 2
     assert worst([0, 0]) == 0
+
+
+def test_a_readable_server_without_its_event_stream_is_said_once_and_its_return() -> None:
+    """`watch` against a server whose event stream answered 429 said nothing while its lines
+    came only at each resync (found by a review). After STREAM_QUIET s without a stream it
+    says so, with why, once; and when it is back. A reconnect within it says nothing."""
+    import io
+
+    from tui.cli.watch import STREAM_QUIET, LinkNotes
+    from tui.core.view import ServerInfo
+
+    err = io.StringIO()
+    notes = LinkNotes(err)
+
+    def look(at: float, **info: object) -> None:
+        notes.say([ServerInfo(url=SERVER, reachable=True, resync_every=30.0, **info)], at)
+
+    look(T0, stream="connected")
+    look(T0 + 1, stream="lost", stream_error="dropped")  # a reconnect, quickly done
+    look(T0 + 2, stream="connected")
+    assert err.getvalue() == ""
+    why = "event stream answered HTTP 429"
+    for t in range(3, 3 + int(STREAM_QUIET) + 5):
+        look(T0 + t, stream="lost", stream_error=f"{SERVER}: {why}")
+    look(T0 + 40, stream="connected")
+    assert err.getvalue().splitlines() == [
+        f"ocwatch watch: {SERVER}: no event stream for {STREAM_QUIET:.0f}s ({why}); changes "
+        "show at each resync (every 30s) meanwhile",
+        f"ocwatch watch: {SERVER}: event stream back",
+    ]

@@ -118,18 +118,19 @@ def run_watch_replay(
     from ..record.replay import Replay
     from .output import pipe_safe
     from .wait import EXIT_USAGE
-    from .watch import say_links, transition_json, transition_text
+    from .watch import LinkNotes, transition_json, transition_text
 
     out = out or sys.stdout
     err = err or sys.stderr
     replay = Replay(path)
     wanted = set(sessions)
     with_server = len(replay.header.servers) > 1
-    down: set[str] = set()
+    notes = LinkNotes(err)
 
     def observe(view: View, changes: Changes | None) -> None:
         # as live `watch` says them, once a server's first read ended (before: not read yet)
-        say_links([s for s in view.servers if s.first_snapshot or s.error], down, err)
+        read = [s for s in view.servers if s.first_snapshot or s.error]
+        notes.say(read, view.generated_at)
         for tr in changes.transitions if changes is not None else ():
             if wanted and tr.key[1] not in wanted:
                 continue

@@ -103,12 +103,12 @@ async def watch(
                 why = s.error or s.url + ": unreachable"
                 print(f"ocwatch watch: {literal(why, escapes=True)}", file=err)
             return EXIT_USAGE
-        down: set[str] = set()
+        notes = LinkNotes(err)
         with_server = len(fleet.monitors) > 1
         while not stop.is_set():
             changed.clear()
             view = fleet.current()
-            say_links(view.servers, down, err)
+            notes.say(view.servers, view.generated_at)
             changes = fleet.last_changes
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:
@@ -133,21 +133,51 @@ async def watch(
             await task
 
 
-def say_links(servers: Iterable[ServerInfo], down: set[str], err: TextIO) -> None:
-    """Say on `err` each server that became unreachable (why) or reachable again since the
-    last call (`down`: those said unreachable, kept up to date)."""
-    for info in servers:
-        if not info.reachable and info.url not in down:
-            down.add(info.url)
-            why = info.error or info.url + ": unreachable"
-            print(f"ocwatch watch: {literal(why, escapes=True)}", file=err, flush=True)
-        elif info.reachable and info.url in down:
-            down.discard(info.url)
-            print(
-                f"ocwatch watch: {literal(info.url, escapes=True)}: reachable again",
-                file=err,
-                flush=True,
-            )
+#: How long a readable server's event stream may be down before `watch` says so (a reconnect
+#: takes a moment; a server restarting, a few seconds)
+STREAM_QUIET = 10.0
+
+
+class LinkNotes:
+    """What `watch` says on stderr of its servers' links (live and replayed alike): a server
+    that became unreachable (why) or reachable again, and a readable server whose event
+    stream has been down for STREAM_QUIET s (why; changes then show at each resync) or is back.
+    """
+
+    def __init__(self, err: TextIO) -> None:
+        self.err = err
+        self.down: set[str] = set()  # said unreachable
+        self.streamless: dict[str, float] = {}  # readable, no stream: since when (View time)
+        self.said_streamless: set[str] = set()
+
+    def say(self, servers: Iterable[ServerInfo], now: float) -> None:
+        for info in servers:
+            url = info.url
+            if not info.reachable and url not in self.down:
+                self.down.add(url)
+                self._line(info.error or url + ": unreachable")
+            elif info.reachable and url in self.down:
+                self.down.discard(url)
+                self._line(f"{url}: reachable again")
+            if info.reachable and info.stream in ("none", "lost"):
+                since = self.streamless.setdefault(url, now)
+                if url not in self.said_streamless and now - since >= STREAM_QUIET:
+                    self.said_streamless.add(url)
+                    said = (info.stream_error or "").removeprefix(f"{url}: ")  # (named once)
+                    why = f" ({said})" if said else ""
+                    every = f" (every {info.resync_every:g}s)" if info.resync_every else ""
+                    self._line(
+                        f"{url}: no event stream for {now - since:.0f}s{why}; changes show at "
+                        f"each resync{every} meanwhile"
+                    )
+            else:
+                self.streamless.pop(url, None)
+                if url in self.said_streamless and info.stream in ("connected", "stalled"):
+                    self.said_streamless.discard(url)
+                    self._line(f"{url}: event stream back")
+
+    def _line(self, what: str) -> None:
+        print(f"ocwatch watch: {literal(what, escapes=True)}", file=self.err, flush=True)
 
 
 async def _first(*aws: Any) -> None:

@@ -308,6 +308,7 @@ class ServerMonitor:
             reconnects=max(0, self._stream_connects - 1),
             snapshots=self._snapshots_taken,
             stream_drop=self._stream_drop,
+            stream_error=self._stream_error,
             requests=self.client.requests,
             requests_per_minute=self._request_rate(),
             vouched=self.vouches(),

@@ -168,6 +168,7 @@ class ServerInfo:
     reconnects: int = 0  # event streams opened after the first
     snapshots: int = 0  # snapshots taken (successfully) since the monitor started
     stream_drop: tuple[float, str] | None = None  # the last connected stream's end: when, why
+    stream_error: str | None = None  # why the stream could not be opened last (None: it was)
     requests: int = 0  # HTTP requests sent to the server since the monitor started
     requests_per_minute: float | None = None  # over the last minute (None: not a minute yet)
     vouched: bool = False  # the stream carried every event since the snapshot (light touch)
