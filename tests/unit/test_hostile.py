@@ -7,6 +7,7 @@ failed on the code before it (a crash, a hang, or "no sessions" with exit 0).
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import subprocess
 import sys
@@ -271,3 +272,22 @@ async def test_a_listing_that_pages_on_for_ever_is_refused(monkeypatch: pytest.M
         with pytest.raises(BadResponse, match="passed 1 MiB over .* page.*page on for ever"):
             await client.all_sessions()
     assert 8 <= pages <= 12  # (about 110 KB a page)
+
+
+def test_an_answer_that_parses_far_larger_than_its_bytes_is_refused(hostile: HostileServer):
+    """61 KB of gzip inflating to 63 MB of `{},` (under the 64 MiB answer limit) parsed into
+    1.7 GB (found by a review): an answer of more than MAX_CONTAINERS objects and lists (or
+    MAX_COMMAS values) is refused before it is parsed, naming the route."""
+    from tui.core import text
+
+    many = b"[" + b"{}," * 2_500_000 + b"{}]"
+    with pytest.raises(text.TooMany):
+        text.loads(many)
+    assert len(text.loads(b"[" + b"{}," * 100_000 + b"{}]")) == 100_001
+    hostile.routes["/session/status"] = Answer(
+        200,
+        gzip.compress(many),
+        {"content-type": "application/json", "content-encoding": "gzip"},
+    )
+    code, _data, err = status_json(hostile.url)
+    assert code == 2 and "/session/status" in err and "more than 2,000,000 objects" in err, err

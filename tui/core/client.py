@@ -409,6 +409,8 @@ class Client:
             )
         try:
             return text.loads(body)
+        except text.TooMany as exc:
+            raise BadResponse(f"{where}: {exc}") from None
         except ValueError:
             raise BadResponse(f"{where}: expected JSON but got unparseable text") from None
 
