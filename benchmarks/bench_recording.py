@@ -12,9 +12,10 @@ most every 0.1 s, and every second). Measured (targets in brackets):
 - the file's size per hour of such a server (extrapolated from the run);
 - replaying that file at full speed, in events per second [>= 50,000/s]: `watch --replay`'s
   and `status --replay`'s way (Replay.follow: a View after every read's batch, and every
-  recorded second), and the dashboard player's (Replay.step: one record at a time, each
-  snapshot answer caught up with before the next record, as `ocwatch replay` plays at full
-  speed; no Views, which the dashboard pulls at its own pace).
+  recorded second); a record at a time (Replay.step, each snapshot answer caught up with
+  before the next record; no Views); and the dashboard player (`ocwatch replay` at its
+  fastest, 1000x: ReplaySource, which steps so and derives a View where follow does, its
+  screen pulling every 50 ms).
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from benchmarks.bench_dashboard import URL, StreamAPI  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
 from tui.export.serve import follow  # noqa: E402
-from tui.record.replay import Replay  # noqa: E402
+from tui.record.replay import Replay, ReplaySource  # noqa: E402
 from tui.record.writer import Recorder  # noqa: E402
 
 
@@ -66,10 +67,22 @@ async def run(args: argparse.Namespace, path: Path | None) -> tuple[float, int, 
     return cpu, events, size
 
 
+async def player_speed(path: Path) -> float:
+    """Events per second of the dashboard player at 1000x, its screen pulling every 50 ms."""
+    source = ReplaySource(path, speed=1000.0)
+    started = time.perf_counter()
+    task = asyncio.create_task(source.run(lambda: None))
+    while not source.finished:
+        await asyncio.sleep(0.05)
+        source.current()
+    ended = time.perf_counter()
+    task.cancel()
+    return source.replay.events / (ended - started)
+
+
 async def replay_speed(path: Path) -> tuple[float, float, float, int]:
-    """Events per second: follow's way (watch and status), the player's (a record at a time),
-    and the player's once the first snapshot (one last message per session: 2,000 answers)
-    is in."""
+    """Events per second: follow's way (watch and status), a record at a time (Replay.step),
+    and that once the first snapshot (one last message per session: 2,000 answers) is in."""
     replay = Replay(path)
     started = time.perf_counter()
     await replay.follow(lambda _v, _c: None)
@@ -126,10 +139,12 @@ def main() -> None:
             f"{sizes[name] / 2**20:.1f} MiB, {per_hour / 2**30:.2f} GiB per hour at this rate"
         )
         follow_rate, step_rate, after, events = asyncio.run(replay_speed(path))
+        player = asyncio.run(player_speed(path))
         print(
             f"  replaying it ({events:,} events): watch's and status's way "
-            f"{follow_rate:,.0f} events/s; the player's {step_rate:,.0f} events/s, "
-            f"{after:,.0f} events/s once the first snapshot is in [target >= 50,000]"
+            f"{follow_rate:,.0f} events/s; a record at a time {step_rate:,.0f} events/s, "
+            f"{after:,.0f} events/s once the first snapshot is in; the dashboard player at "
+            f"1000x {player:,.0f} events/s [target >= 50,000]"
         )
 
 
