@@ -9,7 +9,17 @@ import json
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.builders import SERVER, T0, assistant, busy, retry, session, snap, user
+from tests.builders import (
+    SERVER,
+    T0,
+    assistant,
+    busy,
+    retry,
+    session,
+    snap,
+    status_event,
+    user,
+)
 from tests.fakes import FakeAPI, wire_session
 from tui.core.derive import DeriveMemo, derive_server
 from tui.core.events import Event
@@ -406,14 +416,7 @@ def test_what_an_overflow_dropped_is_gone_after_a_cut_past_it():
     until a cut covers it; then nothing of it remains."""
     j = Journal(limit=6)
     for i in range(7):  # the seventh overflows: the first entry is dropped, its fact kept
-        j.add(
-            Event(
-                "session.status",
-                {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
-                None,
-                T0 + i,
-            )
-        )
+        j.add(status_event(f"ses_{i}", "busy", T0 + i))
     assert j.overflowed and j.entries()[0].seq == 1 and "ses_0" in j.facts().status
     j.cut(1)
     assert "ses_0" not in j.facts().status and "ses_1" in j.facts().status
@@ -426,21 +429,13 @@ def test_the_journal_holds_a_bounded_number_of_bytes():
     `limit`: the caller takes a snapshot, and the fold keeps what they said."""
     j = Journal(limit=5000, max_bytes=64 * 2**20)
     for i in range(20):
-        j.add(
-            Event(
-                "session.status",
-                {"sessionID": f"ses_{i}", "status": {"type": "busy"}},
-                None,
-                T0 + i,
-            ),
-            15 * 2**20,
-        )
+        j.add(status_event(f"ses_{i}", "busy", T0 + i), 15 * 2**20)
         assert sum(15 * 2**20 for _ in j.entries()) <= 64 * 2**20
     assert j.overflowed and len(j.entries()) < 5 and "ses_0" in j.facts().status
     j.cut(j.seq)  # a snapshot covers them all: the byte count goes with them
     assert j.entries() == ()
-    busy = Event("session.status", {"sessionID": "x", "status": {"type": "busy"}}, None, T0)
-    j.add(busy, 60 * 2**20)  # (under the bound once what the cut dropped is no longer counted)
+    # (under the bound once what the cut dropped is no longer counted)
+    j.add(status_event("x", "busy", T0), 60 * 2**20)
     assert not j.overflowed and len(j.entries()) == 1
 
 

@@ -147,6 +147,6 @@ def run_watch_replay(
     if not any(s.first_snapshot for s in servers):  # as live `watch`: exit 2, said why
         for s in servers:
             if s.error is None:  # (one that failed was said above)
-                print(f"ocwatch watch: {literal(s.url, escapes=True)}: not read yet", file=err)
+                notes.line(f"{s.url}: not read yet")
         return EXIT_USAGE
     return 0

@@ -98,12 +98,11 @@ async def watch(
     try:
         await first_looks(fleet, task, settings.request_timeout * 2)
         servers = fleet.servers()
+        notes = LinkNotes(err)
         if not any(s.first_snapshot for s in servers):
             for s in servers:
-                why = s.error or s.url + ": unreachable"
-                print(f"ocwatch watch: {literal(why, escapes=True)}", file=err)
+                notes.line(s.error or s.url + ": unreachable")
             return EXIT_USAGE
-        notes = LinkNotes(err)
         with_server = len(fleet.monitors) > 1
         while not stop.is_set():
             changed.clear()
@@ -155,10 +154,10 @@ class LinkNotes:
             url = info.url
             if not info.reachable and url not in self.down:
                 self.down.add(url)
-                self._line(info.error or url + ": unreachable")
+                self.line(info.error or url + ": unreachable")
             elif info.reachable and url in self.down:
                 self.down.discard(url)
-                self._line(f"{url}: reachable again")
+                self.line(f"{url}: reachable again")
             if info.reachable and info.stream in ("none", "lost"):
                 since = self.streamless.setdefault(url, now)
                 if url not in self.said_streamless and now - since >= STREAM_QUIET:
@@ -166,7 +165,7 @@ class LinkNotes:
                     said = (info.stream_error or "").removeprefix(f"{url}: ")  # (named once)
                     why = f" ({said})" if said else ""
                     every = f" (every {info.resync_every:g}s)" if info.resync_every else ""
-                    self._line(
+                    self.line(
                         f"{url}: no event stream for {now - since:.0f}s{why}; changes show at "
                         f"each resync{every} meanwhile"
                     )
@@ -174,9 +173,10 @@ class LinkNotes:
                 self.streamless.pop(url, None)
                 if url in self.said_streamless and info.stream in ("connected", "stalled"):
                     self.said_streamless.discard(url)
-                    self._line(f"{url}: event stream back")
+                    self.line(f"{url}: event stream back")
 
-    def _line(self, what: str) -> None:
+    def line(self, what: str) -> None:
+        """One line on stderr, as `watch` says things there."""
         print(f"ocwatch watch: {literal(what, escapes=True)}", file=self.err, flush=True)
 
 
