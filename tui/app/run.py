@@ -232,7 +232,7 @@ def run_replay(
     path: Path, *, speed: float = 1.0, start: str | None = None, theme: str | None = None
 ) -> int:
     """`ocwatch replay FILE`: the dashboard driven by a recording, no server, actions off."""
-    from tui.record.format import parse_time, read, unended
+    from tui.record.format import notes_of, parse_time, read
     from tui.record.replay import ReplaySource
 
     # a bad file is said before the screen is taken: the header, and every line (a corrupt or
@@ -244,9 +244,8 @@ def run_replay(
         end, last = max(end, rec.t), rec
     at = parse_time(start, header.created, end) if start is not None else None
     config, warnings = load_config()
-    if not cut and (last is None or last.kind != "end"):
-        cut.append(unended(path))
-    source = ReplaySource(path, speed=speed, start=at, notes=cut)
+    notes = notes_of(path, cut, last is not None and last.kind == "end")
+    source = ReplaySource(path, speed=speed, start=at, notes=notes)
     app = create_app(
         source,
         theme=theme or config.theme,

@@ -152,22 +152,14 @@ def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -
         while True:
             try:
                 line = next(lines, "")
-            except EOFError as exc:  # (gzip: the compressed stream stops short)
-                if cut is None:
+            except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
+                ends = _stops_short(exc)
+                if cut is None or ends is None:
                     raise RecordingError(
                         f"{path}:{number + 1}: cannot read it ({_why(exc)})"
                     ) from None
-                cut.append(_cut_note(path, number + 1, "the compressed file ends early", number))
+                cut.append(_cut_note(path, number + 1, ends, number))
                 return
-            except UnicodeDecodeError as exc:  # cut inside a character of its last line
-                if cut is None or exc.reason != "unexpected end of data":
-                    raise RecordingError(
-                        f"{path}:{number + 1}: cannot read it ({_why(exc)})"
-                    ) from None
-                cut.append(_cut_note(path, number + 1, "the last line is cut short", number))
-                return
-            except (OSError, zlib.error, gzip.BadGzipFile) as exc:
-                raise RecordingError(f"{path}:{number + 1}: cannot read it ({_why(exc)})") from None
             if not line:
                 return
             number += 1
@@ -182,12 +174,25 @@ def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -
             yield _record(path, number, line, servers)
 
 
-def unended(path: Path) -> str:
-    """What a reader says of a file that ends, whole, without its `end` record."""
-    return (
+def _stops_short(exc: BaseException) -> str | None:
+    """How a read error says the file stops short at its end (a killed recorder), or None: it
+    is another error (a corrupt file)."""
+    if isinstance(exc, EOFError):  # (gzip: the compressed stream stops short)
+        return "the compressed file ends early"
+    if isinstance(exc, UnicodeDecodeError) and exc.reason == "unexpected end of data":
+        return "the last line is cut short"  # (inside a character)
+    return None
+
+
+def notes_of(path: Path, cut: list[str], ended: bool) -> list[str]:
+    """What a reader says of a file read to its end: where it is cut short (read() cut), else
+    whether it lacks its `end` record (`ended`: it has one)."""
+    if cut or ended:
+        return list(cut)
+    return [
         f"{path}: no end record (the recorder did not end cleanly): what came after its last "
         "record is not in the file"
-    )
+    ]
 
 
 def _cut_note(path: Path, number: int, why: str, whole: int) -> str:

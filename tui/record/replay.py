@@ -40,7 +40,7 @@ from ..core.settings import Settings
 from ..core.snapshot import Snapshot
 from ..core.tap import SNAPSHOT
 from ..core.view import Changes, Transition, View
-from .format import Header, Record, RecordingError, read, unended
+from .format import Header, Record, RecordingError, notes_of, read
 
 #: How often a replay derives a View without news, in recorded time (as the dashboard pulls)
 TICK = 1.0
@@ -234,9 +234,9 @@ class Replay:
     def notes(self) -> list[str]:
         """What a reader should know of the file read so far: where it is cut short, or, read
         to its end, that it has no end record."""
-        if self.cut or self.ended is not None or self.peek() is not None:
+        if self.peek() is not None:
             return list(self.cut)
-        return [unended(self.path)]
+        return notes_of(self.path, self.cut, self.ended is not None)
 
     def peek(self) -> Record | None:
         """The next record, not applied yet (None: the file is done)."""
