@@ -59,6 +59,25 @@ def find_opencode_bin() -> str | None:
     return shutil.which("opencode")
 
 
+V2_VERSION = "2.0.15"
+#: where the README's test command installs the pinned V2 server (its platform package)
+V2_LOCAL = (
+    REPO_ROOT / ".opencode2" / "node_modules" / "@opencode" / "cli-linux-x64-baseline" / "bin"
+    / "opencode"
+)
+
+
+def find_opencode2_bin() -> str | None:
+    """`$OPENCODE2_BIN`, else the pinned V2 install of the README's test command
+    (`.opencode2/...`); None when none is found."""
+    env = os.environ.get("OPENCODE2_BIN")
+    if env:
+        return env if os.access(env, os.X_OK) else None
+    if V2_LOCAL.exists() and os.access(V2_LOCAL, os.X_OK):
+        return str(V2_LOCAL)
+    return None
+
+
 def opencode_config(model_url: str, **extra: Any) -> dict[str, Any]:
     """The opencode.json pointing every model use at the scripted model."""
     cfg: dict[str, Any] = {
@@ -118,7 +137,13 @@ class OpenCodeServer:
         password: str | None = None,
         username: str | None = None,
         config_extra: dict[str, Any] | None = None,
+        v2: bool = False,
     ) -> None:
+        """`v2`: the binary is a V2 server (2.x): it always wants a password (one is made up
+        when none is given) and answers `/api/info`, not `/global/health`."""
+        self.v2 = v2
+        if v2 and password is None:
+            password = "v2-" + os.urandom(8).hex()
         self.bin = bin_path
         self.root = Path(root)
         self.model_url = model_url
@@ -222,9 +247,14 @@ class OpenCodeServer:
         with httpx.Client(auth=self.auth, timeout=5) as c:
             while time.monotonic() < deadline:
                 try:
-                    r = c.get(f"{self.url}/global/health")
-                    if r.status_code == 200 and r.json().get("healthy"):
-                        return
+                    if self.v2:
+                        r = c.get(f"{self.url}/api/info")
+                        if r.status_code == 200 and r.json().get("version"):
+                            return
+                    else:
+                        r = c.get(f"{self.url}/global/health")
+                        if r.status_code == 200 and r.json().get("healthy"):
+                            return
                     last = f"{r.status_code} {r.text[:200]}"
                 except (httpx.HTTPError, ValueError) as exc:
                     last = exc

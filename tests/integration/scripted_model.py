@@ -17,9 +17,10 @@ Built-in scenarios (ARG in brackets):
     fail            HTTP 400, a non-retryable failure
     unavailable     HTTP 503 on every request (the server keeps retrying -> status `retry`)
     flaky[:N]       HTTP 503 for the first N (default 1) requests of that prompt, then text + stop
-    permission[:CMD] a `bash` tool call (with `permission.bash = "ask"` a permission opens)
+    permission[:CMD] a `bash` tool call (`shell` on V2; with `permission.bash = "ask"` a
+                    permission opens)
     question        a `question` tool call (a question request opens)
-    task[:CHILD]    a `task` tool call; the child's prompt is `[[scenario:CHILD]]` (default `text`);
+    task[:CHILD]    a `task` tool call (`subagent` on V2); the child's prompt is `[[scenario:CHILD]]` (default `text`);
                     CHILD may itself carry an arg with `/` e.g. `task:hang/k1` -> child `hang:k1`
     hang[:KEY]      a stream that never ends until `release(KEY)` (or the client goes away)
     stall[:KEY]     no response at all (not even headers) until `release(KEY)`, then text + stop
@@ -173,6 +174,11 @@ def tool_reply(name: str, args: dict[str, Any], text: str | None = None) -> Repl
 Behaviour = Callable[[ChatRequest], Reply]
 
 
+def shell_tool(req: ChatRequest) -> str:
+    """The shell tool's name as the server offers it: `shell` on V2 (2.x), `bash` on V1."""
+    return "shell" if "shell" in req.tool_names and "bash" not in req.tool_names else "bash"
+
+
 # ---------------------------------------------------------------------------------------------
 # The server
 
@@ -301,7 +307,7 @@ class ScriptedModel:
         self.on(
             "permission",
             lambda r: tool_reply(
-                "bash",
+                shell_tool(r),
                 {"command": arg_of(r) or "echo scripted", "description": "Run a scripted command"},
                 text="I will run a command.",
             ),
@@ -328,6 +334,16 @@ class ScriptedModel:
         def task(r: ChatRequest) -> Reply:
             child = arg_of(r) or "text"
             child_name, _, child_arg = child.partition("/")
+            if "subagent" in r.tool_names:  # V2 (2.x): `subagent {description, prompt, agent}`
+                return tool_reply(
+                    "subagent",
+                    {
+                        "description": "Scripted sub-task",
+                        "prompt": f"Sub-agent work {marker(child_name, child_arg or None)}",
+                        "agent": "general",
+                    },
+                    text="Delegating to a sub-agent.",
+                )
             return tool_reply(
                 "task",
                 {

@@ -73,6 +73,16 @@ class Endless(BadResponse):
     """A session listing past MAX_LISTING: said as it is, not read again another way."""
 
 
+class WrongProtocol(BadResponse):
+    """A route of one protocol answered as a server of another does (V2 answers every V1 route
+    with its web UI's HTML; V1 every unknown one): probe the other."""
+
+
+class Neither(BadResponse):
+    """The server answers, but speaks neither OpenCode protocol: said in one line, never
+    "unreachable"."""
+
+
 class NotFound(OcwatchError):
     """404 with the server's error tag (e.g. PermissionNotFoundError)."""
 
@@ -329,10 +339,16 @@ class Client:
 
     @contextlib.asynccontextmanager
     async def events(
-        self, *, read_timeout: float, max_event: int
+        self,
+        *,
+        read_timeout: float,
+        max_event: int,
+        path: str = "/global/event",
+        comments: bool = False,
     ) -> AsyncIterator[AsyncIterator[str]]:
-        """The watch: the server's event stream (`GET /global/event`), opened and checked, as
-        the `data` of each event. Raises AuthFailed on a 401, BadResponse when the answer is
+        """The watch: the server's event stream (`path`: V1's `/global/event`, V2's
+        `/api/event`), opened and checked, as the `data` of each event (`comments`: an SSE
+        comment, V2's heartbeat, comes as an empty string). Raises AuthFailed on a 401, BadResponse when the answer is
         an error or not an event stream (is it an OpenCode server?); a read waits at most
         `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError)."""
         import httpx
@@ -344,9 +360,7 @@ class Client:
             "cache-control": "no-store",
             "accept-encoding": "identity",
         }
-        async with self.http.stream(
-            "GET", "/global/event", timeout=timeout, headers=headers
-        ) as response:
+        async with self.http.stream("GET", path, timeout=timeout, headers=headers) as response:
             if response.status_code == 401:
                 raise self.auth_failed()
             if response.status_code >= 400:
@@ -354,7 +368,7 @@ class Client:
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 raise BadResponse(
-                    f"{self.url}: /global/event answered {ctype or 'no content type'}, not an "
+                    f"{self.url}: {path} answered {ctype or 'no content type'}, not an "
                     "event stream (is this an OpenCode server?)"
                 )
             encoding = response.headers.get("content-encoding", "").strip().lower()
@@ -363,7 +377,7 @@ class Client:
                     f"{self.url}: the event stream came compressed ({encoding[:40]!r}) though "
                     "asked for none; refused"
                 )
-            yield sse_data(response, self.url, max_event)
+            yield sse_data(response, self.url, max_event, comments)
 
     def auth_failed(self) -> AuthFailed:
         """What a 401 from this server means, for any route (the event stream's too)."""
@@ -437,10 +451,74 @@ class Client:
         return data
 
     async def health(self) -> dict[str, Any]:
-        data = await self._get("/global/health")
+        """`GET /global/health` (V1). WrongProtocol: it answered HTML, as a V2 server does."""
+        try:
+            data = await self._get("/global/health")
+        except BadResponse as exc:
+            if "got HTML" in exc.message and not isinstance(exc, Redirected):
+                raise WrongProtocol(exc.message) from None
+            raise
         if not isinstance(data, dict):
             raise BadResponse(f"{self.url}: /global/health did not answer an object")
         return data
+
+    # -- V2 routes (OpenCode 2.x, under /api) ---------------------------------------------------
+    async def info(self) -> dict[str, Any]:
+        """`GET /api/info` (V2): `{version, pid, ...}`. WrongProtocol: HTML, as V1 answers."""
+        try:
+            data = await self._get("/api/info")
+        except BadResponse as exc:
+            if "got HTML" in exc.message and not isinstance(exc, Redirected):
+                raise WrongProtocol(exc.message) from None
+            raise
+        if not isinstance(data, dict) or not isinstance(data.get("version"), str):
+            raise BadResponse(f"{self.url}: /api/info did not answer an object with a version")
+        return data
+
+    async def v2_sessions(self, page: int = 500, max_pages: int = 1000) -> list[dict[str, Any]]:
+        """Every session (`GET /api/session`, all folders), paged by its cursor, oldest change
+        first (a session changed while the pages are read moves to the end: read again, never
+        skipped). Refused past MAX_LISTING bytes (Endless)."""
+        out: dict[str, dict[str, Any]] = {}
+        cursor: str | None = None
+        started = self.bytes_received
+        for n in range(1, max_pages + 1):
+            params: dict[str, Any] = {"limit": page, "order": "asc"}
+            if cursor:
+                params["cursor"] = cursor
+            answer = await self._get("/api/session", params)
+            self._listing_budget(started, "/api/session", n)
+            items = _list(_v2_data(answer, self.url, "/api/session"), self.url, "/api/session")
+            for item in items:
+                out[str(item.get("id"))] = item  # (a later page's copy is the newer)
+            cur = answer.get("cursor")
+            nxt = cur.get("next") if isinstance(cur, dict) else None
+            if not isinstance(nxt, str) or not nxt or len(items) < page or nxt == cursor:
+                break
+            cursor = nxt
+        return list(out.values())
+
+    async def v2_active(self) -> set[str]:
+        """The sessions `GET /api/session/active` lists as running (server-wide)."""
+        data = _v2_data(
+            await self._get("/api/session/active"), self.url, "/api/session/active"
+        )
+        if not isinstance(data, dict):
+            raise BadResponse(f"{self.url}: /api/session/active did not answer an object")
+        return {str(k) for k in data}
+
+    async def v2_pending(self, route: str, directory: str | None) -> list[dict[str, Any]]:
+        """The open requests of one folder: `route` is `/api/permission/request` or
+        `/api/form` (each answers for one folder: the server's own without one)."""
+        params = {"location[directory]": directory} if directory else None
+        return _list(_v2_data(await self._get(route, params), self.url, route), self.url, route)
+
+    async def v2_messages(self, session_id: str, limit: int) -> list[dict[str, Any]]:
+        """The session's newest `limit` transcript entries, newest first."""
+        sid = session_id if _PLAIN_SEGMENT.fullmatch(session_id) else quote(session_id, safe="")
+        path = f"/api/session/{sid}/message"
+        data = await self._get(path, {"order": "desc", "limit": limit})
+        return _list(_v2_data(data, self.url, path), self.url, path)
 
     async def sessions(
         self,
@@ -634,6 +712,13 @@ def _header_text(value: bytes) -> str:
         return value.decode("latin-1")
 
 
+def _v2_data(data: Any, url: str, path: str) -> Any:
+    """A V2 answer's `data` (V2 wraps every answer: `{data, cursor?}`)."""
+    if not isinstance(data, dict) or "data" not in data:
+        raise BadResponse(f"{url}: {path} did not answer a V2 object (`data` missing)")
+    return data["data"]
+
+
 def _list(data: Any, url: str, path: str) -> list[dict[str, Any]]:
     if not isinstance(data, list):
         raise BadResponse(f"{url}: {path} did not answer a list")
@@ -654,9 +739,11 @@ def _error_fields(content: bytes) -> tuple[str | None, str | None]:
     return (str(tag) if tag else None, str(msg)[:200] if msg else None)
 
 
-async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncIterator[str]:
-    """The `data` of each Server-Sent Event of `response` (other fields and comments are
-    skipped). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
+async def sse_data(
+    response: httpx.Response, url: str, limit: int, comments: bool = False
+) -> AsyncIterator[str]:
+    """The `data` of each Server-Sent Event of `response` (other fields are skipped, and
+    comments too unless `comments`: then each comes as an empty string, a sign of life). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
     instead of growing without bound (its bytes are dropped)."""
     buf = bytearray()
     data: list[bytes] = []
@@ -684,6 +771,8 @@ async def sse_data(response: httpx.Response, url: str, limit: int) -> AsyncItera
                 if size > limit:
                     break
                 data.append(value)
+            elif comments and line[:1] == b":":
+                yield ""
         del buf[:start]
         if size > limit or len(buf) > limit:
             raise OcwatchError(

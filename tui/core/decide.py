@@ -374,11 +374,12 @@ def _verdict(
                 dated = None
                 if info is not None:
                     dated = ms(info.time.completed) or ms(info.time.created)
+                said = f"server reports idle, reason {st.reason}"
                 return Verdict.of(
                     REASON_STATE[reason],
                     reason,
                     False,
-                    (f"server reports idle, reason {st.reason}",),
+                    (said,) if not st.message else (said, st.message),
                     True,
                     dated or i.status_at,
                 )

@@ -21,14 +21,18 @@ from .client import (
     AuthFailed,
     BadResponse,
     Client,
+    Neither,
+    NotFound,
     OcwatchError,
     Unreachable,
+    WrongProtocol,
     describe_transport_error,
 )
 from .derive import Link
 from .events import EventParser
 from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
+from .protocols import V1, V2, Protocol
 from .settings import Auth, Settings
 from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
 from .store import ServerStore
@@ -110,7 +114,11 @@ class ServerMonitor:
         self._snapshot_no = 0
         self.store = ServerStore(self.settings)
         """The snapshot, the journal and the rows derived from them (written here only)."""
-        self.parser = EventParser()
+        self.parser: Any = EventParser()  # (the protocol's: V2EventParser once probed V2)
+        self.protocol: Protocol | None = None
+        """The protocol the server speaks (None: not probed yet; read as V1 meanwhile)."""
+        self._probed = asyncio.Event()  # the first probe ended (known, or the server down)
+        self._stream_path = V1.event_path  # the route of the stream open now (or last)
         self.cache = MessageCache()
         # (last messages fetched, to fetch) while a snapshot is being taken
         self._loading: tuple[int, int] | None = None
@@ -144,6 +152,7 @@ class ServerMonitor:
         self._recent: deque[tuple[float, str]] = deque(maxlen=raw.KEPT)
         """The last frames used (receive time, data as received): the detail view's raw
         events (tui.core.raw)."""
+        self._stream_task: _CancelScope | None = None
         self._notify: Notify = lambda: None
         self._notify_urgent: Notify = self._notify
 
@@ -291,6 +300,7 @@ class ServerMonitor:
             url=self.url,
             name=self.name,
             version=snap.version if snap else None,
+            protocol=self.protocol.name if self.protocol is not None else None,
             reachable=self.reachable,
             error=self._error,
             error_since=self._error_since,
@@ -322,8 +332,24 @@ class ServerMonitor:
         `none` before the first connection."""
         if self._connected:
             quiet = now - max(self._last_event_at or 0.0, self._connected_at)
-            return "stalled" if quiet > self.settings.stall_after else "connected"
+            return "stalled" if quiet > self.stall_after else "connected"
         return "lost" if self._connected_at else "none"
+
+    @property
+    def _beat(self) -> float:
+        """How much longer than V1's this server's heartbeat period is (V2: 15 s, not 10)."""
+        proto = self.protocol or V1
+        return proto.heartbeat / V1.heartbeat
+
+    @property
+    def stall_after(self) -> float:
+        """Seconds of silence before the stream reads stalled, fitted to the protocol."""
+        return self.settings.stall_after * self._beat
+
+    @property
+    def heartbeat_timeout(self) -> float:
+        """Seconds of silence before the stream is dropped, fitted to the protocol."""
+        return self.settings.heartbeat_timeout * self._beat
 
     # -- running ---------------------------------------------------------------------------------
     def request_snapshot(self, urgent: bool = False) -> None:
@@ -501,9 +527,7 @@ class ServerMonitor:
         token = SNAPSHOT.set(begun.number)
         try:
             facts = self.journal.facts
-            return await fetch_snapshot(
-                self.client,
-                self.cache,
+            kw: dict[str, Any] = dict(
                 clock=lambda: begun.started,
                 journal_seq=begun.seq,
                 touched=begun.touched,
@@ -517,9 +541,58 @@ class ServerMonitor:
                 relist=begun.relist,
                 reverify=begun.reverify,
             )
+            return await self._read_probed(kw)
         finally:
             SNAPSHOT.reset(token)
             self._loading = None
+
+    async def _read_probed(self, kw: dict[str, Any]) -> Snapshot:
+        """A snapshot read by the server's protocol, probed by the snapshot's first request
+        (V1's `/global/health`, V2's `/api/info`): the one that answers as the other protocol
+        (WrongProtocol) has the other probed, and the snapshot read by it."""
+        proto = self.protocol or V1
+        try:
+            snap = await proto.fetch(self.client, self.cache, **kw)
+        except WrongProtocol as first:
+            other = V2 if proto is V1 else V1
+            kw = {**kw, "relist": None}
+            try:
+                if other is V2:
+                    info = await self.client.info()
+                    self._use(V2)
+                    snap = await V2.fetch(self.client, self.cache, info=info, **kw)
+                else:
+                    self._use(V1)
+                    snap = await V1.fetch(self.client, self.cache, **kw)
+            except (WrongProtocol, NotFound) as exc:
+                self._probed.set()
+                raise Neither(
+                    f"{self.url}: answers, but speaks neither OpenCode protocol "
+                    f"({_route(first)} and {_route(exc)} answer as no OpenCode server does; "
+                    "is this an OpenCode server?)"
+                ) from None
+        except OcwatchError:
+            self._probed.set()
+            raise
+        if self.protocol is None:
+            self._use(proto)
+        return snap
+
+    def _use(self, proto: Protocol) -> None:
+        """Read the server by `proto` from now on (a server of another protocol, or a first
+        probe): its own parser and cache, and its event stream (a stream open on the other
+        protocol's route is closed: the stream loop opens the right one)."""
+        changed = self.protocol is not None and self.protocol is not proto
+        if self.protocol is not proto:
+            if changed or proto is not V1:
+                self.parser = proto.parser()
+                self.cache = MessageCache()
+            self.protocol = proto
+            log.info("%s speaks OpenCode %s", self.url, proto.name.upper())
+            stream = self._stream_task
+            if stream is not None and self._stream_path != proto.event_path:
+                stream.cancel()
+        self._probed.set()
 
     def snapshot_crashed(self, begun: SnapshotStart, exc: BaseException) -> None:
         """A snapshot failed with an error no check expected (a bug): logged, and failed."""
@@ -580,6 +653,7 @@ class ServerMonitor:
             snap.folders,
             snap.version,
             snap.listed_at,
+            snap.instance,
         )
 
     def _partial(self, snap: Snapshot) -> None:
@@ -630,12 +704,21 @@ class ServerMonitor:
         loop = asyncio.get_running_loop()
         while True:
             began = loop.time()
+            proto = self.protocol or V1
+            self._stream_path = proto.event_path
             try:
-                async with self.client.events(
-                    read_timeout=self.settings.heartbeat_timeout, max_event=self.settings.max_event
-                ) as frames:
+                async with contextlib.AsyncExitStack() as stack:
+                    self._stream_task = stack.enter_context(_CancelScope())
+                    frames = await stack.enter_async_context(
+                        self.client.events(
+                            read_timeout=self.heartbeat_timeout,
+                            max_event=self.settings.max_event,
+                            path=proto.event_path,
+                            comments=proto.comments,
+                        )
+                    )
                     self.stream_opened()
-                    silence = self.settings.heartbeat_timeout
+                    silence = self.heartbeat_timeout
                     # moved on by an event only once it would come sooner than `silence` after
                     # it, then by `slack`: a timer rescheduled per event cost a heap push and a
                     # cancelled handle each, a tenth of the stream's cost at 10,000 events/s
@@ -649,15 +732,35 @@ class ServerMonitor:
                             self.on_data(data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:
-                raise
+                if not _CancelScope.switched():
+                    raise
+                # the probe found the server speaks another protocol: open its stream
+                if self._connected:
+                    self.stream_down(
+                        OcwatchError(f"{self.url}: the server speaks another protocol")
+                    )
+                continue
             except TimeoutError:
                 self.stream_down(
                     OcwatchError(
-                        f"{self.url}: event stream silent for {self.settings.heartbeat_timeout:g}s "
+                        f"{self.url}: event stream silent for {self.heartbeat_timeout:g}s "
                         "(missed heartbeats); reconnecting"
                     )
                 )
             except OcwatchError as exc:
+                if (
+                    isinstance(exc, BadResponse)
+                    and not self._connected
+                    and proto is not (self.protocol or V1)
+                    or (self.protocol is None and isinstance(exc, BadResponse))
+                ):
+                    # the first route tried was the other protocol's (the probe had not
+                    # answered yet): wait for it, then open the right one
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(self.settings.request_timeout):
+                            await self._probed.wait()
+                    if (self.protocol or V1) is not proto:
+                        continue
                 self.stream_down(exc)
             except httpx.HTTPError as exc:
                 self.stream_down(
@@ -762,3 +865,40 @@ class ServerMonitor:
             self._notify_urgent()
         else:
             self._notify()
+
+
+def _route(exc: OcwatchError) -> str:
+    """The route an error is about, as its message names it (`URL METHOD /path: ...`)."""
+    head = exc.message.split(": ", 1)[0]
+    parts = head.split()
+    return parts[-1] if parts and parts[-1].startswith("/") else head
+
+
+class _CancelScope:
+    """The stream being read now, cancellable by a protocol switch: `cancel()` cancels the
+    task that entered it, which then knows (`switched()`) that the switch cancelled it."""
+
+    _switched: set[asyncio.Task[Any]] = set()
+
+    def __enter__(self) -> _CancelScope:
+        self.task = asyncio.current_task()
+        self.live = True
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.live = False
+
+    def cancel(self) -> None:
+        if self.live and self.task is not None and not self.task.done():
+            _CancelScope._switched.add(self.task)
+            self.task.cancel()
+
+    @staticmethod
+    def switched() -> bool:
+        """Whether the current task's cancellation was a switch (it is then taken back)."""
+        task = asyncio.current_task()
+        if task is None or task not in _CancelScope._switched:
+            return False
+        _CancelScope._switched.discard(task)
+        task.uncancel()
+        return True

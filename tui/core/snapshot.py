@@ -54,6 +54,8 @@ class Snapshot:
     folders: tuple[str | None, ...] = ()  # the project folders the maps were asked for
     listed_at: float = 0.0  # when the session list was read (a listless resync keeps its time)
     reverified: int = 0  # vouched messages asked again only for being old (`reverify`)
+    protocol: str = "v1"  # the protocol the server was read by (tui.core.protocols)
+    instance: str | None = None  # which server process answered (V2: its pid), when it says
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,6 +68,7 @@ class Relist:
     folders: tuple[str | None, ...]
     version: str | None
     listed_at: float
+    instance: str | None = None
 
 
 @dataclass
@@ -78,6 +81,9 @@ class MessageCache:
     # session id -> (a digest of the listed item, its Session): the digest, not the item (10,000
     # listed items kept whole hold ~14 MB)
     sessions: dict[str, tuple[bytes, Session]] = field(default_factory=dict)
+    # V2: session id -> what its transcript's tail said besides its last turn (tui.core.
+    # protocols.v2.snapshot: the run's idle marker, the retry it waits on)
+    tails: dict[str, Any] = field(default_factory=dict)
 
     def fresh(self, s: Session, now: float, settle: float = 600.0) -> bool:
         """Whether the cached last message can be reused without asking again.
@@ -134,6 +140,8 @@ class MessageCache:
             del self.entries[sid]
         for sid in [k for k in self.sessions if k not in keep]:
             del self.sessions[sid]
+        for sid in [k for k in self.tails if k not in keep]:
+            del self.tails[sid]
 
     def sessions_from(self, raw: list[dict[str, Any]]) -> tuple[list[Session], list[str]]:
         """Validate listed sessions, reusing the Session of an item equal to last time's (a

@@ -151,6 +151,7 @@ class ServerInfo:
     url: str
     version: str | None = None
     reachable: bool = False
+    protocol: str | None = None  # "v1" | "v2" once probed (tui.core.protocols)
     name: str = ""  # what the config calls it (metric labels, alerts); "" : its URL
     error: str | None = None
     error_since: float | None = None  # when the current error began
@@ -184,6 +185,7 @@ class ServerInfo:
         return {
             "url": self.url,
             "name": self.label,
+            "protocol": self.protocol,
             "version": self.version,
             "reachable": self.reachable,
             "error": self.error,

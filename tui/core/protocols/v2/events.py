@@ -1,0 +1,350 @@
+"""Frames of V2's `GET /api/event` as the shared journal's events.
+
+A V2 frame is `{id, created, type, data, durable?: {aggregateID, seq}, location?: {directory}}`.
+V2 has no `session.status`, `session.idle`, `message.*` or `question.*`: a run is told by
+`session.execution.*`, its steps by `session.step.*` and `session.tool.*`, its asks by
+`permission.*` and `form.*`. Each frame that bears on a session's state becomes the one V1 event
+that says the same fact (the journal, derive and every consumer are shared); the rest is noise,
+skipped without parsing where its type says so. Durable events count a per-aggregate `seq` from 0:
+a jump means events were missed (no replay), and the caller must take a snapshot.
+
+2.0.15 ends a run the user ended by rejecting a permission or dismissing a form with
+`execution.interrupted {reason: "shutdown"}`, as it ends runs when the server goes down: the reject
+or dismiss just before, on this same connection (the same server process), tells the two apart.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+from collections.abc import Container
+from dataclasses import dataclass, field
+from typing import Any
+
+from ... import text
+from ...events import Event, Parsed
+from . import wire
+
+log = logging.getLogger("ocwatch.events.v2")
+
+#: Seconds after a reject or a dismiss within which a `shutdown` interruption is the user's
+REFUSAL_WINDOW = 30.0
+#: Entries each of the parser's own maps holds at most (ids it must remember between frames)
+MAX_KEPT = 10_000
+
+#: Types known and skipped: catalog updates, streamed text, the inbox, usage, views
+NOISE = frozenset(
+    {
+        "session.text.delta",
+        "session.reasoning.delta",
+        "session.tool.input.delta",
+        "session.tool.progress",
+        "session.text.ended",
+        "session.reasoning.ended",
+        "session.tool.input.ended",
+        "session.instructions.updated",
+        "session.inbox.delivered",
+        "session.usage.updated",
+        "session.viewed",
+        "worktree.resolved",
+    }
+)
+#: The first output of an attempt: after a retry, the run is busy again
+OUTPUT = frozenset(
+    {"session.text.started", "session.reasoning.started", "session.step.streamed"}
+)
+_NOISE_SUFFIX = (".updated", ".delta")
+_QUICK = ('"session.text.delta"', '"session.reasoning.delta"', '"session.tool.input.delta"')
+
+
+def _noise(etype: str) -> bool:
+    return etype in NOISE or (
+        etype.endswith(_NOISE_SUFFIX) and not etype.startswith(("session.", "permission.", "form."))
+    )
+
+
+@dataclass
+class V2EventParser:
+    """Stateful parser for one V2 connection (the EventParser interface): counts skips and
+    unknown types, watches each aggregate's `durable.seq`, and remembers what later frames do
+    not repeat (a form's session, a tool's name, a step's start, a refusal)."""
+
+    skipped: int = 0
+    unknown: int = 0
+    sync_dropped: int = 0
+    unknown_types: Counter[str] = field(default_factory=Counter)
+    _seq: dict[str, int] = field(default_factory=dict)
+    _forms: dict[str, str] = field(default_factory=dict)  # form id -> session id
+    _tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
+    _started: dict[str, Any] = field(default_factory=dict)  # assistant message id -> created
+    _retrying: set[str] = field(default_factory=set)  # sessions between two attempts
+    _refused: dict[str, tuple[float, str]] = field(default_factory=dict)  # sid -> (when, what)
+
+    def prune(self, live: Container[str]) -> None:
+        """Forget the sequences of aggregates that are no sessions any more."""
+        for agg in [a for a in self._seq if a.startswith("ses_") and a not in live]:
+            del self._seq[agg]
+        for sid in [s for s in self._refused if s not in live]:
+            del self._refused[sid]
+        self._retrying.intersection_update({s for s in self._retrying if s in live})
+
+    def reset_sequences(self) -> None:
+        """Forget sequences (on reconnect: the fresh snapshot covers the gap)."""
+        self._seq.clear()
+
+    def parse(self, data: str, received: float) -> Parsed:
+        """Parse one SSE `data` payload. Never raises."""
+        if not data or data.isspace():
+            return Parsed()
+        at = data.find('"type":')
+        if at >= 0 and data.startswith(_QUICK, at + 7):
+            return Parsed()
+        try:
+            frame = text.loads(data)
+        except (ValueError, RecursionError):
+            self.skipped += 1
+            log.warning("skipped a malformed event frame (%d bytes)", len(data))
+            return Parsed()
+        if not isinstance(frame, dict):
+            return self._skip("a frame that is not an object")
+        etype = frame.get("type")
+        if not isinstance(etype, str):
+            return self._skip("an event without a type")
+        props = frame.get("data")
+        if props is None:
+            props = {}
+        if not isinstance(props, dict):
+            return self._skip(f"a {etype} event whose data is not an object")
+        gap = self._check_seq(frame.get("durable"))
+        sid = props.get("sessionID")
+        if sid is not None and not isinstance(sid, str):
+            return self._skip(f"a {etype} event whose sessionID is not a string")
+        loc = frame.get("location")
+        directory = wire.directory_of(frame) if isinstance(loc, dict) else None
+        created = frame.get("created")
+        if etype == "server.connected":
+            return Parsed(Event(etype, props, None, received), gap, control=etype)
+        try:
+            out = self._translate(etype, props, sid, created, received)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            return self._skip(f"a {etype} event of an unexpected shape")
+        if out is None:
+            if not _noise(etype) and etype not in _KNOWN:
+                self.unknown += 1
+                self.unknown_types[etype] += 1
+                if self.unknown_types[etype] == 1:
+                    log.info("ignoring unknown event type %r", etype)
+            return Parsed(gap=gap)
+        return Parsed(Event(out[0], out[1], directory or None, received), gap)
+
+    # -- the facts ------------------------------------------------------------------------------
+    def _translate(
+        self, etype: str, p: dict[str, Any], sid: str | None, created: Any, received: float
+    ) -> tuple[str, dict[str, Any]] | None:
+        """The V1 event (type, properties) a V2 event says, or None (noise, or nothing new)."""
+        if etype == "session.created":
+            info = wire.session(
+                {**p, "id": sid, "time": {"created": created, "updated": created}}
+            )
+            return "session.created", {"sessionID": sid, "info": info}
+        if etype in ("session.deleted", "session.removed"):
+            return "session.deleted", {"sessionID": sid}
+        if sid is None:
+            if etype in ("form.replied", "form.cancelled"):
+                return self._form_end(etype, p, received)
+            if etype == "form.created":
+                return self._form(p)
+            return None
+        if etype == "session.execution.started":
+            self._retrying.discard(sid)
+            return _status(sid, {"type": "busy"})
+        if etype == "session.retry.scheduled":
+            self._retrying.add(sid)
+            retry = wire.retry_of(
+                {"type": "assistant", "retry": {**p, "error": p.get("error")}, "time": {}}
+            )
+            return _status(sid, retry or {"type": "retry"})
+        if etype in OUTPUT or etype == "session.tool.input.started":
+            if etype == "session.tool.input.started":
+                self._remember(self._tools, p.get("id"), p.get("name"))
+            if sid in self._retrying:  # the attempt after a retry is under way: busy again
+                self._retrying.discard(sid)
+                return _status(sid, {"type": "busy"})
+            if etype == "session.tool.input.started":
+                return self._tool(sid, p, "pending")
+            return None
+        if etype == "session.inbox.enqueued":  # a prompt accepted: the run is starting
+            mid = p.get("inboxID")
+            return _message(sid, {"id": mid, "role": "user", "time": {"created": created}})
+        if etype == "session.step.started":
+            mid = p.get("assistantMessageID")
+            self._remember(self._started, mid, created)
+            return _message(sid, _assistant(sid, mid, {"created": created}))
+        if etype in ("session.step.ended", "session.step.failed"):
+            mid = p.get("assistantMessageID")
+            info = _assistant(
+                sid, mid, {"created": self._started.get(mid, 0), "completed": created}
+            )
+            for key in ("finish", "cost", "tokens"):
+                if p.get(key) is not None:
+                    info[key] = p[key]
+            if etype == "session.step.failed":
+                info["error"] = wire.error(p.get("error")) or {"name": "UnknownError"}
+            return _message(sid, info)
+        if etype == "session.tool.called":
+            return self._tool(sid, p, "running")
+        if etype == "session.tool.success":
+            return self._tool(sid, p, "completed")
+        if etype == "session.tool.failed":
+            return self._tool(sid, p, "error")
+        if etype == "permission.asked":
+            return "permission.asked", wire.permission(p)
+        if etype == "permission.replied":
+            if p.get("reply") == "reject":
+                self._refused[sid] = (received, "rejected a permission")
+            return "permission.replied", {
+                "sessionID": sid,
+                "requestID": p.get("requestID"),
+                "reply": p.get("reply"),
+            }
+        if etype == "form.created":
+            return self._form(p)
+        if etype in ("form.replied", "form.cancelled"):
+            return self._form_end(etype, p, received)
+        if etype == "session.execution.succeeded":
+            self._retrying.discard(sid)
+            return _idle(sid, "completed", "session.execution.succeeded")
+        if etype == "session.execution.failed":
+            self._retrying.discard(sid)
+            why = wire.error_text(p.get("error"))
+            return _idle(sid, "error", "session.execution.failed" + (f": {why}" if why else ""))
+        if etype == "session.execution.interrupted":
+            self._retrying.discard(sid)
+            reason = p.get("reason")
+            if reason == "shutdown":
+                refused = self._refused.pop(sid, None)
+                if refused is not None and received - refused[0] <= REFUSAL_WINDOW:
+                    return _idle(
+                        sid,
+                        "aborted",
+                        f"session.execution.interrupted (reason shutdown) just after the user "
+                        f"{refused[1]}: the user ended the run",
+                    )
+                return _idle(
+                    sid,
+                    "interrupted",
+                    "session.execution.interrupted (reason shutdown): the server is stopping",
+                )
+            return _idle(
+                sid, "aborted", f"session.execution.interrupted (reason {reason or 'none'})"
+            )
+        return None
+
+    def _tool(self, sid: str, p: dict[str, Any], status: str) -> tuple[str, dict[str, Any]]:
+        call = p.get("id")
+        item = {
+            "type": "tool",
+            "id": call,
+            "name": p.get("name") or self._tools.get(call) if isinstance(call, str) else None,
+            "state": {"status": status, "input": p.get("input"), "error": p.get("error")},
+        }
+        if status in ("completed", "error") and isinstance(call, str):
+            self._tools.pop(call, None)
+        part = wire.tool_part(item, sid, str(p.get("assistantMessageID") or ""))
+        part["state"]["status"] = status
+        return "message.part.updated", {"sessionID": sid, "part": part}
+
+    def _form(self, p: dict[str, Any]) -> tuple[str, dict[str, Any]] | None:
+        raw = p.get("form")
+        if not isinstance(raw, dict):
+            raise ValueError("form.created without a form")
+        req = wire.form(raw)
+        if isinstance(req["id"], str) and isinstance(req["sessionID"], str):
+            self._remember(self._forms, req["id"], req["sessionID"])
+        return "question.asked", req
+
+    def _form_end(
+        self, etype: str, p: dict[str, Any], received: float
+    ) -> tuple[str, dict[str, Any]]:
+        fid = p.get("id") or p.get("formID")
+        sid = self._forms.pop(fid, None) if isinstance(fid, str) else None
+        sid = sid or p.get("sessionID")
+        props: dict[str, Any] = {"requestID": fid}
+        if isinstance(sid, str):
+            props["sessionID"] = sid
+            if etype == "form.cancelled":
+                self._refused[sid] = (received, "dismissed a form")
+        return ("question.replied" if etype == "form.replied" else "question.rejected"), props
+
+    @staticmethod
+    def _remember(kept: dict[str, Any], key: Any, value: Any) -> None:
+        if not isinstance(key, str):
+            return
+        if len(kept) >= MAX_KEPT:  # the oldest half goes (dicts keep insertion order)
+            for old in list(kept)[: MAX_KEPT // 2]:
+                del kept[old]
+        kept[key] = value
+
+    def _skip(self, what: str) -> Parsed:
+        self.skipped += 1
+        log.warning("skipped %s", what)
+        return Parsed()
+
+    def _check_seq(self, durable: Any) -> bool:
+        if not isinstance(durable, dict):
+            return False
+        agg, seq = durable.get("aggregateID"), durable.get("seq")
+        if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            return False
+        self.sync_dropped += 1
+        last = self._seq.get(agg)
+        if last is None and len(self._seq) >= MAX_KEPT:
+            self._seq.clear()  # (a snapshot prunes them: this bounds a stream of new ids)
+        self._seq[agg] = seq if last is None else max(last, seq)
+        return last is not None and seq > last + 1
+
+
+#: Types the translation reads (an unknown type is one that is neither these nor noise)
+_KNOWN = frozenset(
+    {
+        "session.created",
+        "session.deleted",
+        "session.removed",
+        "session.execution.started",
+        "session.execution.succeeded",
+        "session.execution.failed",
+        "session.execution.interrupted",
+        "session.retry.scheduled",
+        "session.inbox.enqueued",
+        "session.step.started",
+        "session.step.ended",
+        "session.step.failed",
+        "session.tool.input.started",
+        "session.tool.called",
+        "session.tool.success",
+        "session.tool.failed",
+        "permission.asked",
+        "permission.replied",
+        "form.created",
+        "form.replied",
+        "form.cancelled",
+        *OUTPUT,
+    }
+)
+
+
+def _status(sid: str, status: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    return "session.status", {"sessionID": sid, "status": status}
+
+
+def _idle(sid: str, reason: str, why: str) -> tuple[str, dict[str, Any]]:
+    return _status(sid, {"type": "idle", "reason": reason, "message": why})
+
+
+def _message(sid: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    info.setdefault("sessionID", sid)
+    return "message.updated", {"sessionID": sid, "info": info}
+
+
+def _assistant(sid: str, mid: Any, times: dict[str, Any]) -> dict[str, Any]:
+    return {"id": mid, "sessionID": sid, "role": "assistant", "time": times}
