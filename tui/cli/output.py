@@ -70,7 +70,10 @@ def render_table(view: View, now: float | None = None) -> str:
         # an unreachable server's error goes to stderr once (run_status), not here as well
         health = "reachable" if s.reachable else "UNREACHABLE"
         named = f"{s.name} ({s.url})" if s.name else s.url
-        lines.append(literal(f"server {named}  version {s.version or '?'}  {health}", escapes=True))
+        proto = f"  OpenCode {s.protocol.upper()}" if s.protocol else ""
+        lines.append(
+            literal(f"server {named}{proto}  version {s.version or '?'}  {health}", escapes=True)
+        )
     rows = list(view.rows.values())
     if not rows:
         if all(s.reachable for s in view.servers):

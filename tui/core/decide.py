@@ -37,7 +37,7 @@ SERVER_REASONS: dict[str, Reason] = {
     "cancelled": "aborted",
 }
 #: Tool errors by which the user ended the run (the server then stops after a `tool-calls` step).
-_REFUSALS = ("rejected", "dismissed")
+_REFUSALS = ("rejected", "dismissed", "declined")  # (V2 2.0.15: "The user declined ...")
 #: ...but for a rejection with a message: the server hands it to the model as feedback and the
 #: run goes on with a next step (1.18.33: PermissionCorrectedError, "The user rejected permission
 #: to use this specific tool call with the following feedback: ...")

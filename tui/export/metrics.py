@@ -299,8 +299,8 @@ class Metrics(Collector):
         )
         srv = GaugeMetricFamily(
             "ocwatch_server_info",
-            "The server's URL and version (value 1).",
-            labels=["server", "url", "version"],
+            "The server's URL, protocol (v1, v2; empty until probed) and version (value 1).",
+            labels=["server", "url", "version", "protocol"],
         )
         stream = GaugeMetricFamily(
             "ocwatch_stream_up",
@@ -344,7 +344,7 @@ class Metrics(Collector):
         for s in sorted(view.servers, key=lambda s: s.label):
             name = s.label
             up.add_metric([name], int(s.reachable))
-            srv.add_metric([name, s.url, plain(s.version or "", 80)], 1)
+            srv.add_metric([name, s.url, plain(s.version or "", 80), s.protocol or ""], 1)
             stream.add_metric([name], int(s.connected))
             if s.last_event_at is not None:
                 event_age.add_metric([name], round(max(0.0, now - s.last_event_at), 3))

@@ -171,7 +171,7 @@ class V2EventParser:
                 self._retrying.discard(sid)
                 return _status(sid, {"type": "busy"})
             if etype == "session.tool.input.started":
-                return self._tool(sid, p, "pending")
+                return self._tool(sid, p, "pending", created)
             return None
         if etype == "session.inbox.enqueued":  # a prompt accepted: the run is starting
             mid = p.get("inboxID")
@@ -192,11 +192,11 @@ class V2EventParser:
                 info["error"] = wire.error(p.get("error")) or {"name": "UnknownError"}
             return _message(sid, info)
         if etype == "session.tool.called":
-            return self._tool(sid, p, "running")
+            return self._tool(sid, p, "running", created)
         if etype == "session.tool.success":
-            return self._tool(sid, p, "completed")
+            return self._tool(sid, p, "completed", created)
         if etype == "session.tool.failed":
-            return self._tool(sid, p, "error")
+            return self._tool(sid, p, "error", created)
         if etype == "permission.asked":
             return "permission.asked", wire.permission(p)
         if etype == "permission.replied":
@@ -240,13 +240,18 @@ class V2EventParser:
             )
         return None
 
-    def _tool(self, sid: str, p: dict[str, Any], status: str) -> tuple[str, dict[str, Any]]:
+    def _tool(
+        self, sid: str, p: dict[str, Any], status: str, at: Any
+    ) -> tuple[str, dict[str, Any]]:
+        """A tool event as V1's tool part (`at`: the event's time, the call's start or end)."""
         call = p.get("id")
+        ended = status in ("completed", "error")
         item = {
             "type": "tool",
             "id": call,
             "name": p.get("name") or self._tools.get(call) if isinstance(call, str) else None,
             "state": {"status": status, "input": p.get("input"), "error": p.get("error")},
+            "time": {"completed": at} if ended else {"ran": at},
         }
         if status in ("completed", "error") and isinstance(call, str):
             self._tools.pop(call, None)
