@@ -13,6 +13,9 @@ Fixtures (one server per test session, shared; tests must only assert on their o
     events             EventRecorder on oc_server's /global/event, started (function)
     all_states         AllStates: one session in every state on oc_server (session; cleaned up)
     private_server     a server of the test's own (function), for kill / restart
+    opencode2_bin      path of the pinned V2 binary (2.0.15) (session)
+    oc2_server         OpenCodeServer of V2, with its password (session)
+    oc2                V2Driver for oc2_server (function)
 Every test in this folder is marked `integration`.
 """
 
@@ -28,7 +31,8 @@ from pathlib import Path
 import pytest
 
 from .driver import AllStates, Driver, EventRecorder, cleanup_states, make_all_states
-from .oc_server import OpenCodeServer, find_opencode_bin
+from .driver_v2 import V2Driver
+from .oc_server import OpenCodeServer, find_opencode2_bin, find_opencode_bin
 from .scripted_model import ScriptedModel
 
 HERE = Path(__file__).resolve().parent
@@ -136,3 +140,42 @@ def private_server(opencode_bin: str, scripted_model: ScriptedModel) -> Iterator
     yield srv
     srv.stop()
     shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def opencode2_bin() -> str:
+    path = find_opencode2_bin()
+    if path is None:
+        msg = (
+            "the V2 opencode binary was not found: set $OPENCODE2_BIN, or install the pinned "
+            "server (the README's test command: @opencode/cli-linux-x64-baseline@2.0.15 under "
+            ".opencode2)"
+        )
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    return path
+
+
+def start_v2(binary: str, root: Path, model: ScriptedModel) -> OpenCodeServer:
+    """A V2 server of its own under `root` (its password made up), started."""
+    server = OpenCodeServer(binary, root, model.url, v2=True)
+    try:
+        return server.start()
+    except RuntimeError as exc:
+        pytest.fail(str(exc))
+
+
+@pytest.fixture(scope="session")
+def oc2_server(
+    tmp_path_factory: pytest.TempPathFactory, opencode2_bin: str, scripted_model: ScriptedModel
+) -> Iterator[OpenCodeServer]:
+    server = start_v2(opencode2_bin, tmp_path_factory.mktemp("oc2"), scripted_model)
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def oc2(oc2_server: OpenCodeServer) -> Iterator[V2Driver]:
+    with V2Driver(oc2_server.url, auth=oc2_server.auth, directory=str(oc2_server.project)) as d:
+        yield d

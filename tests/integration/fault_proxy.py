@@ -201,7 +201,7 @@ class FaultProxy:
                 try:
                     up_w.write(request)
                     await up_w.drain()
-                    if path == "/global/event":
+                    if path in ("/global/event", "/api/event"):
                         self._streams.add(writer)
                         await self._pipe_events(up_r, writer)
                         break

@@ -23,7 +23,7 @@ import pytest
 
 from tests.cli_env import cli_env
 from tui.core.fleet import Fleet
-from tui.core.settings import Settings
+from tui.core.settings import Auth, Settings
 from tui.core.view import ServerInfo
 
 from .driver import Driver, wait_until
@@ -51,8 +51,9 @@ def compress(states: list[State]) -> list[State]:
 class Watcher:
     """A Fleet in a thread of its own, recording what every derived View showed."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, auth: Auth | None = None) -> None:
         self.url = url
+        self.auth = auth
         self.shown: dict[str, list[State]] = {}  # every View's row, settled or not
         self.settled: dict[str, list[State]] = {}  # settled rows only
         self.emitted: dict[str, list[State | None]] = {}  # transitions' `to`
@@ -75,7 +76,7 @@ class Watcher:
         self._thread.join(10)
 
     async def _run(self) -> None:
-        fleet = Fleet([self.url], settings=Settings())
+        fleet = Fleet([self.url], settings=Settings(), auth=self.auth)
         changed = asyncio.Event()
         task = asyncio.create_task(fleet.run(changed.set))
         try:
@@ -141,8 +142,8 @@ class Watcher:
 class WatchProcess:
     """`ocwatch watch --json` as a user runs it, its lines read as they come."""
 
-    def __init__(self, url: str) -> None:
-        env = cli_env()
+    def __init__(self, url: str, password: str | None = None) -> None:
+        env = cli_env(password)
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "tui.cli.main", "watch", "--json", "--server", url],
             stdout=subprocess.PIPE,

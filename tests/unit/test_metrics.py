@@ -174,7 +174,10 @@ def test_gauges_are_the_view_at_scrape_time() -> None:
     assert value(got, "ocwatch_snapshot_age_seconds", server="alpha") == 50
     assert value(got, "ocwatch_server_up", server="alpha") == 1
     assert value(got, "ocwatch_stream_up", server="alpha") == 1
-    assert value(got, "ocwatch_server_info", server="alpha", url=A, version="1.18.33") == 1
+    assert (
+        value(got, "ocwatch_server_info", server="alpha", url=A, version="1.18.33", protocol="")
+        == 1
+    )
     assert value(got, "ocwatch_drift_total", server="alpha") == 2
     assert value(got, "ocwatch_snapshots_total", server="alpha") == 7
     assert value(got, "ocwatch_server_requests_total", server="alpha") == 41
