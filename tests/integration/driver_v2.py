@@ -90,9 +90,7 @@ class V2Driver:
 
     def wait_permission(self, sid: str, directory: str | None = None) -> dict[str, Any]:
         return wait_until(
-            lambda: next(
-                (p for p in self.permissions(directory) if p["sessionID"] == sid), None
-            ),
+            lambda: next((p for p in self.permissions(directory) if p["sessionID"] == sid), None),
             what=f"a permission of {sid}",
         )
 
@@ -127,8 +125,6 @@ class V2Driver:
 
     def wait_retry(self, sid: str) -> dict[str, Any]:
         return wait_until(
-            lambda: next(
-                (m["retry"] for m in self.messages(sid, 3) if m.get("retry")), None
-            ),
+            lambda: next((m["retry"] for m in self.messages(sid, 3) if m.get("retry")), None),
             what=f"{sid} retrying",
         )

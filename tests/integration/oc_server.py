@@ -62,7 +62,12 @@ def find_opencode_bin() -> str | None:
 V2_VERSION = "2.0.15"
 #: where the README's test command installs the pinned V2 server (its platform package)
 V2_LOCAL = (
-    REPO_ROOT / ".opencode2" / "node_modules" / "@opencode" / "cli-linux-x64-baseline" / "bin"
+    REPO_ROOT
+    / ".opencode2"
+    / "node_modules"
+    / "@opencode"
+    / "cli-linux-x64-baseline"
+    / "bin"
     / "opencode"
 )
 

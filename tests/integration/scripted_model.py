@@ -20,7 +20,8 @@ Built-in scenarios (ARG in brackets):
     permission[:CMD] a `bash` tool call (`shell` on V2; with `permission.bash = "ask"` a
                     permission opens)
     question        a `question` tool call (a question request opens)
-    task[:CHILD]    a `task` tool call (`subagent` on V2); the child's prompt is `[[scenario:CHILD]]` (default `text`);
+    task[:CHILD]    a `task` tool call (`subagent` on V2); the child's prompt is
+                    `[[scenario:CHILD]]` (default `text`);
                     CHILD may itself carry an arg with `/` e.g. `task:hang/k1` -> child `hang:k1`
     hang[:KEY]      a stream that never ends until `release(KEY)` (or the client goes away)
     stall[:KEY]     no response at all (not even headers) until `release(KEY)`, then text + stop

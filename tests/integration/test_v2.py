@@ -75,9 +75,7 @@ def row(status: dict[str, Any], sid: str) -> dict[str, Any]:
 def followers2(oc2_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProcess]]:
     watcher = Watcher(oc2_server.url, auth_of(oc2_server)).start()
     proc = WatchProcess(oc2_server.url, oc2_server.password)
-    with V2Driver(
-        oc2_server.url, auth=oc2_server.auth, directory=str(oc2_server.project)
-    ) as d:
+    with V2Driver(oc2_server.url, auth=oc2_server.auth, directory=str(oc2_server.project)) as d:
         sentinel = d.create("v2 lifecycle sentinel")
         wait_until(
             lambda: proc.of(sentinel) or proc.proc.poll() is not None,
@@ -198,9 +196,7 @@ def test_permission(
     ("answer", "want"),
     [("answer", [IDLE, BUSY, INPUT, BUSY, DONE]), ("dismiss", [IDLE, BUSY, INPUT, ABORTED])],
 )
-def test_question(
-    oc2: V2Driver, followers2, oc2_server, answer: str, want: list[State]
-) -> None:
+def test_question(oc2: V2Driver, followers2, oc2_server, answer: str, want: list[State]) -> None:
     watcher, proc = followers2
     sid = fresh(oc2, watcher, f"v2 question {answer}")
     oc2.prompt(sid, "question", text=f"v2 question {answer}")
@@ -257,7 +253,13 @@ def test_wait_exit_codes(oc2: V2Driver, oc2_server) -> None:
     oc2.wait_outcome(failed, "failed")
     for sid, want in ((done, 0), (failed, 1)):
         code, out, err = ocwatch(
-            "wait", sid, "--server", oc2_server.url, "--timeout", "30", "--json",
+            "wait",
+            sid,
+            "--server",
+            oc2_server.url,
+            "--timeout",
+            "30",
+            "--json",
             password=oc2_server.password,
         )
         assert code == want, (out, err)
@@ -338,8 +340,7 @@ def test_killed_and_restarted_mid_run_reads_interrupted(
         srv.kill()
         srv.start(port=port)
         got = wait_until(
-            lambda: (r := row(status_json(srv.url, srv.password), sid))["state"] == "unknown"
-            and r,
+            lambda: (r := row(status_json(srv.url, srv.password), sid))["state"] == "unknown" and r,
             30,
             what="the cut run read as unknown",
         )

@@ -348,7 +348,8 @@ class Client:
     ) -> AsyncIterator[AsyncIterator[str]]:
         """The watch: the server's event stream (`path`: V1's `/global/event`, V2's
         `/api/event`), opened and checked, as the `data` of each event (`comments`: an SSE
-        comment, V2's heartbeat, comes as an empty string). Raises AuthFailed on a 401, BadResponse when the answer is
+        comment, V2's heartbeat, comes as an empty string). Raises AuthFailed on a 401,
+        BadResponse when the answer is
         an error or not an event stream (is it an OpenCode server?); a read waits at most
         `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError)."""
         import httpx
@@ -500,9 +501,7 @@ class Client:
 
     async def v2_active(self) -> set[str]:
         """The sessions `GET /api/session/active` lists as running (server-wide)."""
-        data = _v2_data(
-            await self._get("/api/session/active"), self.url, "/api/session/active"
-        )
+        data = _v2_data(await self._get("/api/session/active"), self.url, "/api/session/active")
         if not isinstance(data, dict):
             raise BadResponse(f"{self.url}: /api/session/active did not answer an object")
         return {str(k) for k in data}
@@ -743,7 +742,8 @@ async def sse_data(
     response: httpx.Response, url: str, limit: int, comments: bool = False
 ) -> AsyncIterator[str]:
     """The `data` of each Server-Sent Event of `response` (other fields are skipped, and
-    comments too unless `comments`: then each comes as an empty string, a sign of life). An event or a line longer than `limit` bytes ends the stream with an OcwatchError
+    comments too unless `comments`: then each comes as an empty string, a sign of life). An
+    event or a line longer than `limit` bytes ends the stream with an OcwatchError
     instead of growing without bound (its bytes are dropped)."""
     buf = bytearray()
     data: list[bytes] = []

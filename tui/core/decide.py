@@ -536,6 +536,22 @@ def _busy(
             ev.append(f"step finished with {info.finish!r}; next step pending")
         return Verdict.of("busy", None, False, tuple(ev), True, began)
     assert done is not None
+    if ended[0] == "aborted" and now - done <= grace:
+        refused = _refusal(msg)
+        if refused is not None:
+            # the user refused the tool and the step is saved; the server has not said the run
+            # is over yet (V2 2.0.15: 5 ms later). Not a new state: the run is ending
+            return Verdict.of(
+                "busy",
+                None,
+                False,
+                (reported, f"the user refused tool {refused.tool or '?'}: the run is ending"),
+                False,
+                began,
+                None,
+                "finishing",
+                done + grace,
+            )
     held_since = later(done, status_at or 0.0)
     until = tick(now, done)
     since_done = ago(now, done)

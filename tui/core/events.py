@@ -156,6 +156,7 @@ class Parsed:
     event: Event | None = None
     gap: bool = False
     control: str | None = None  # type of a control event (connected, heartbeat, disposed)
+    more: tuple[Event, ...] = ()  # further facts the same frame says (V2: a reject's refusal)
 
 
 _DELTA = '"message.part.delta"'

@@ -34,7 +34,7 @@ from .journal import Journal, merge_message, sessions_after, status_after
 from .models import SessionStatus
 from .protocols import V1, V2, Protocol
 from .settings import Auth, Settings
-from .snapshot import MessageCache, Relist, Snapshot, fetch_snapshot
+from .snapshot import MessageCache, Relist, Snapshot
 from .store import ServerStore
 from .tap import SNAPSHOT, Tap
 from .view import ServerInfo, SessionRow
@@ -851,6 +851,8 @@ class ServerMonitor:
         facts = self.journal.facts()
         malformed = facts.malformed
         self.journal.add(ev, len(data))
+        for more in parsed.more:
+            self.journal.add(more)
         if (
             ev.type == "message.removed"
             or facts.malformed != malformed

@@ -50,16 +50,21 @@ NOISE = frozenset(
     }
 )
 #: The first output of an attempt: after a retry, the run is busy again
-OUTPUT = frozenset(
-    {"session.text.started", "session.reasoning.started", "session.step.streamed"}
-)
+OUTPUT = frozenset({"session.text.started", "session.reasoning.started", "session.step.streamed"})
 _NOISE_SUFFIX = (".updated", ".delta")
+#: Families that never bear on a session's state (a shell tool's process, terminals, files)
+_NOISE_PREFIX = ("shell.", "pty.", "lsp.", "file.", "mcp.", "tui.", "installation.")
 _QUICK = ('"session.text.delta"', '"session.reasoning.delta"', '"session.tool.input.delta"')
 
 
 def _noise(etype: str) -> bool:
-    return etype in NOISE or (
-        etype.endswith(_NOISE_SUFFIX) and not etype.startswith(("session.", "permission.", "form."))
+    return (
+        etype in NOISE
+        or etype.startswith(_NOISE_PREFIX)
+        or (
+            etype.endswith(_NOISE_SUFFIX)
+            and not etype.startswith(("session.", "permission.", "form."))
+        )
     )
 
 
@@ -79,6 +84,7 @@ class V2EventParser:
     _started: dict[str, Any] = field(default_factory=dict)  # assistant message id -> created
     _retrying: set[str] = field(default_factory=set)  # sessions between two attempts
     _refused: dict[str, tuple[float, str]] = field(default_factory=dict)  # sid -> (when, what)
+    _asks: dict[str, tuple[str, str]] = field(default_factory=dict)  # request -> (msg, call id)
 
     def prune(self, live: Container[str]) -> None:
         """Forget the sequences of aggregates that are no sessions any more."""
@@ -124,6 +130,7 @@ class V2EventParser:
         created = frame.get("created")
         if etype == "server.connected":
             return Parsed(Event(etype, props, None, received), gap, control=etype)
+        self._more: list[tuple[str, dict[str, Any]]] = []
         try:
             out = self._translate(etype, props, sid, created, received)
         except (TypeError, ValueError, KeyError, AttributeError):
@@ -135,7 +142,8 @@ class V2EventParser:
                 if self.unknown_types[etype] == 1:
                     log.info("ignoring unknown event type %r", etype)
             return Parsed(gap=gap)
-        return Parsed(Event(out[0], out[1], directory or None, received), gap)
+        more = tuple(Event(t, p, directory or None, received) for t, p in self._more)
+        return Parsed(Event(out[0], out[1], directory or None, received), gap, more=more)
 
     # -- the facts ------------------------------------------------------------------------------
     def _translate(
@@ -143,15 +151,13 @@ class V2EventParser:
     ) -> tuple[str, dict[str, Any]] | None:
         """The V1 event (type, properties) a V2 event says, or None (noise, or nothing new)."""
         if etype == "session.created":
-            info = wire.session(
-                {**p, "id": sid, "time": {"created": created, "updated": created}}
-            )
+            info = wire.session({**p, "id": sid, "time": {"created": created, "updated": created}})
             return "session.created", {"sessionID": sid, "info": info}
         if etype in ("session.deleted", "session.removed"):
             return "session.deleted", {"sessionID": sid}
         if sid is None:
             if etype in ("form.replied", "form.cancelled"):
-                return self._form_end(etype, p, received)
+                return self._form_end(etype, p, received, created)
             if etype == "form.created":
                 return self._form(p)
             return None
@@ -198,8 +204,17 @@ class V2EventParser:
         if etype == "session.tool.failed":
             return self._tool(sid, p, "error", created)
         if etype == "permission.asked":
-            return "permission.asked", wire.permission(p)
+            req = wire.permission(p)
+            self._ask(req)
+            return "permission.asked", req
         if etype == "permission.replied":
+            self._asks_done(
+                p.get("requestID"),
+                sid,
+                created,
+                p.get("reply") == "reject" and not p.get("message"),
+                "rejected by the user",
+            )
             if p.get("reply") == "reject":
                 self._refused[sid] = (received, "rejected a permission")
             return "permission.replied", {
@@ -210,7 +225,7 @@ class V2EventParser:
         if etype == "form.created":
             return self._form(p)
         if etype in ("form.replied", "form.cancelled"):
-            return self._form_end(etype, p, received)
+            return self._form_end(etype, p, received, created)
         if etype == "session.execution.succeeded":
             self._retrying.discard(sid)
             return _idle(sid, "completed", "session.execution.succeeded")
@@ -266,10 +281,11 @@ class V2EventParser:
         req = wire.form(raw)
         if isinstance(req["id"], str) and isinstance(req["sessionID"], str):
             self._remember(self._forms, req["id"], req["sessionID"])
+            self._ask(req)
         return "question.asked", req
 
     def _form_end(
-        self, etype: str, p: dict[str, Any], received: float
+        self, etype: str, p: dict[str, Any], received: float, created: Any
     ) -> tuple[str, dict[str, Any]]:
         fid = p.get("id") or p.get("formID")
         sid = self._forms.pop(fid, None) if isinstance(fid, str) else None
@@ -277,9 +293,38 @@ class V2EventParser:
         props: dict[str, Any] = {"requestID": fid}
         if isinstance(sid, str):
             props["sessionID"] = sid
+            self._asks_done(fid, sid, created, etype == "form.cancelled", "dismissed by the user")
             if etype == "form.cancelled":
                 self._refused[sid] = (received, "dismissed a form")
         return ("question.replied" if etype == "form.replied" else "question.rejected"), props
+
+    def _ask(self, req: dict[str, Any]) -> None:
+        """Remember which tool call a request holds (its refusal ends that call)."""
+        tool = req.get("tool") or {}
+        mid, call = tool.get("messageID"), tool.get("callID")
+        if isinstance(mid, str) and isinstance(call, str):
+            self._remember(self._asks, req.get("id"), (mid, call))
+
+    def _asks_done(self, rid: Any, sid: str, at: Any, refused: bool, how: str) -> None:
+        """A request answered; a refusal (a reject without a message, a dismiss) also says, in
+        the same frame, that the user ended its tool call: the row keeps what it waited for
+        while the run ends (2.0.15 fails the tool 2 ms later, the run 30 ms later)."""
+        held = self._asks.pop(rid, None) if isinstance(rid, str) else None
+        if not refused or held is None:
+            return
+        mid, call = held
+        part = wire.tool_part(
+            {
+                "type": "tool",
+                "id": call,
+                "name": self._tools.get(call),
+                "state": {"status": "error", "error": {"type": "aborted", "message": how}},
+                "time": {"completed": at},
+            },
+            sid,
+            mid,
+        )
+        self._more.append(("message.part.updated", {"sessionID": sid, "part": part}))
 
     @staticmethod
     def _remember(kept: dict[str, Any], key: Any, value: Any) -> None:

@@ -15,8 +15,12 @@ from typing import Any
 #: Session outcomes (`Session.outcome`, the transcript's `idle {outcome}`) as idle reasons
 OUTCOME_REASON = {"succeeded": "completed", "failed": "error", "interrupted": "aborted"}
 #: V2 tool states as V1's (a tool whose input is still streaming has not run: pending)
-TOOL_STATUS = {"streaming": "pending", "running": "running", "completed": "completed",
-               "error": "error"}
+TOOL_STATUS = {
+    "streaming": "pending",
+    "running": "running",
+    "completed": "completed",
+    "error": "error",
+}
 #: Message types that are a turn of the conversation (the others are markers: idle, switches)
 TURNS = frozenset({"user", "assistant"})
 

@@ -1,0 +1,288 @@
+"""OpenCode V2 (2.0.15) read through the shared store: answers and frames captured from the real
+server (tests/integration/record_v2_fixtures.py) go through the V2 client routes, snapshot and
+parser, then the journal and derive, and each kind of run reads as it ended."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tui.core.client import Client
+from tui.core.derive import derive_server
+from tui.core.journal import Journal
+from tui.core.monitor import ServerMonitor
+from tui.core.protocols.v2 import wire
+from tui.core.protocols.v2.events import V2EventParser
+from tui.core.protocols.v2.snapshot import fetch_snapshot_v2, read_tail, status_of
+from tui.core.settings import Settings
+from tui.core.snapshot import MessageCache, Snapshot
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
+INFO = {"version": "2.0.15", "pid": 4242, "urls": [], "paths": {}}
+
+#: fixture -> (state while waiting, state at the end)
+ENDS: dict[str, tuple[tuple[str, str | None] | None, tuple[str, str | None]]] = {
+    "completed": (None, ("idle", "completed")),
+    "failed": (None, ("idle", "error")),
+    "interrupted": (("busy", None), ("idle", "aborted")),
+    "retry": (("retry", None), ("idle", "aborted")),
+    "permission_once": (("input", None), ("idle", "completed")),
+    "permission_reject": (("input", None), ("idle", "aborted")),
+    "question_answered": (("input", None), ("idle", "completed")),
+    "question_dismissed": (("input", None), ("idle", "aborted")),
+}
+
+
+IDLE, BUSY, INPUT = ("idle", None), ("busy", None), ("input", None)
+#: what the rows show frame by frame, repeats dropped (a reject or a dismiss goes from waiting
+#: to aborted with nothing between: the run is ending, the row keeps what it waited for)
+LIFECYCLES = {
+    "completed": [IDLE, BUSY, ("idle", "completed")],
+    "failed": [IDLE, BUSY, ("idle", "error")],
+    "interrupted": [IDLE, BUSY, ("idle", "aborted")],
+    "retry": [IDLE, BUSY, ("retry", None), ("idle", "aborted")],
+    "permission_once": [IDLE, BUSY, INPUT, BUSY, ("idle", "completed")],
+    "permission_reject": [IDLE, BUSY, INPUT, ("idle", "aborted")],
+    "question_answered": [IDLE, BUSY, INPUT, BUSY, ("idle", "completed")],
+    "question_dismissed": [IDLE, BUSY, INPUT, ("idle", "aborted")],
+}
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def server(moment: dict[str, Any], info: dict[str, Any] | None = None) -> httpx.MockTransport:
+    """A V2 server answering a snapshot's routes as the real one did at `moment`."""
+    sid = moment["session"]["id"]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        if path in ("/global/health", "/session/status", "/global/event"):
+            return httpx.Response(
+                200, text="<!doctype html>", headers={"content-type": "text/html"}
+            )
+        if path == "/api/info":
+            return httpx.Response(200, json=info or INFO)
+        if path == "/api/session":
+            return httpx.Response(200, json={"data": [moment["session"]], "cursor": {}})
+        if path == "/api/session/active":
+            return httpx.Response(
+                200, json={"data": {s: {"type": "running"} for s in moment["active"] if s == sid}}
+            )
+        if path == "/api/permission/request":
+            return httpx.Response(200, json={"location": {}, "data": moment["permissions"]})
+        if path == "/api/form":
+            return httpx.Response(200, json={"location": {}, "data": moment["forms"]})
+        if path == f"/api/session/{sid}/message":
+            return httpx.Response(200, json={"data": moment["transcript"], "cursor": {}})
+        return httpx.Response(404, json={"_tag": "NotFound"})
+
+    return httpx.MockTransport(handle)
+
+
+async def snapshot_at(moment: dict[str, Any]) -> Snapshot:
+    async with Client("http://v2", transport=server(moment)) as client:
+        return await fetch_snapshot_v2(client, MessageCache(), clock=lambda: 1.0)
+
+
+def state_of(snap: Snapshot, journal: Journal, now: float) -> tuple[str, str | None]:
+    rows = derive_server(snap, journal.facts(), now, Settings())
+    (row,) = rows.values()
+    return row.state, row.reason
+
+
+@pytest.mark.parametrize("name", sorted(ENDS))
+async def test_a_snapshot_reads_each_run_as_it_ended(name: str) -> None:
+    fx = load(name)
+    waiting, end = ENDS[name]
+    last = max(t for t, _ in fx["frames"])
+    snap = await snapshot_at(fx["end"])
+    assert snap.protocol == "v2" and snap.instance == "4242" and snap.version == "2.0.15"
+    assert state_of(snap, Journal(), last + 60) == end
+    if waiting is not None:
+        snap = await snapshot_at(fx["waiting"])
+        got = state_of(snap, Journal(), last + 1)
+        assert got == waiting, got
+        if waiting[0] == "input":
+            rows = derive_server(snap, Journal().facts(), last + 1, Settings())
+            (row,) = rows.values()
+            (pending,) = row.pending
+            asked = fx["waiting"]["permissions"] or fx["waiting"]["forms"]
+            assert pending.id == asked[0]["id"]
+
+
+@pytest.mark.parametrize("name", sorted(ENDS))
+def test_the_frames_alone_tell_each_run(name: str) -> None:
+    """From a snapshot of the new session (no message yet), the stream's frames bring it to its
+    end: every frame read, none unknown, no gap in the durable sequence."""
+    fx = load(name)
+    sid = fx["session_id"]
+    listed = {**fx["end"]["session"], "outcome": None, "time": {"created": 1, "updated": 1}}
+    snap = Snapshot(
+        server="http://v2",
+        started_at=0.0,
+        sessions={sid: MessageCache().sessions_from([wire.session(listed)])[0][0]},
+        status={},
+        permissions={},
+        questions={},
+        messages={sid: None},
+        protocol="v2",
+    )
+    parser, journal = V2EventParser(), Journal()
+    seen: list[tuple[str, str | None]] = []
+    rows: dict[Any, Any] = {}
+    for t, data in fx["frames"]:
+        parsed = parser.parse(data, t)
+        assert not parsed.gap, data[:200]
+        if parsed.event is not None and parsed.control is None:
+            journal.add(parsed.event, len(data))
+            for more in parsed.more:
+                journal.add(more)
+            rows = derive_server(snap, journal.facts(), t, Settings(), previous=rows)
+            (row,) = rows.values()
+            seen.append((row.state, row.reason))
+    assert parser.skipped == 0 and parser.unknown == 0, parser.unknown_types
+    assert journal.facts().malformed == 0
+    waiting, end = ENDS[name]
+    lifecycle = [s for i, s in enumerate(seen) if i == 0 or seen[i - 1] != s]
+    assert lifecycle == LIFECYCLES[name], lifecycle
+
+
+def test_a_missed_durable_event_is_a_gap() -> None:
+    frames = [d for _, d in load("completed")["frames"]]
+    durable = [i for i, d in enumerate(frames) if '"durable"' in d]
+    parser = V2EventParser()
+    gaps = [parser.parse(d, 1.0).gap for i, d in enumerate(frames) if i != durable[3]]
+    assert gaps.count(True) == 1
+
+
+def test_a_reject_before_shutdown_is_the_user_and_a_shutdown_alone_is_the_server() -> None:
+    frames = load("permission_reject")["frames"]
+    parser = V2EventParser()
+    ends = [p.event for t, d in frames if (p := parser.parse(d, t)).event is not None]
+    assert ends[-1].properties["status"]["reason"] == "aborted"
+    assert "just after the user rejected a permission" in ends[-1].properties["status"]["message"]
+    parser = V2EventParser()
+    kept = [(t, d) for t, d in frames if '"permission.replied"' not in d]
+    ends = [p.event for t, d in kept if (p := parser.parse(d, t)).event is not None]
+    assert ends[-1].properties["status"]["reason"] == "interrupted"
+
+
+def test_a_form_of_any_kind_asks_what_it_says() -> None:
+    raw = {
+        "id": "frm_1",
+        "sessionID": "ses_1",
+        "title": "Connect the database",
+        "metadata": {"kind": "mcp", "mode": "form"},
+        "fields": [
+            {"key": "host", "title": "Host", "type": "string"},
+            {"key": "ok", "title": "Proceed?", "type": "boolean"},
+        ],
+    }
+    q = wire.form(raw)
+    assert [x["question"] for x in q["questions"]] == ["Host", "Proceed?"]
+    empty = wire.form(
+        {
+            "id": "frm_2",
+            "sessionID": "ses_1",
+            "title": "Open this link",
+            "metadata": {"kind": "mcp", "mode": "url"},
+        }
+    )
+    assert empty["questions"][0]["question"] == "Open this link"
+
+
+def test_an_outcome_belongs_to_the_run_it_dates() -> None:
+    """`Session.outcome` of an earlier run says nothing of a later one (2.0.15 leaves it as it
+    was when the user rejects or dismisses): only an idle time after the last turn counts."""
+    fx = load("permission_reject")["end"]
+    msg, tail = read_tail(fx["transcript"], fx["session"]["id"])
+    from tui.core.models import Message
+
+    last = Message.parse(msg)
+    created = last.info.time.created
+    assert status_of("s", False, last, tail, ("succeeded", created - 1000)) is None
+    st = status_of("s", False, last, tail, ("succeeded", created + 1000))
+    assert st is not None and st.reason == "completed"
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        "{not json",
+        "[1, 2]",
+        '{"type": 7}',
+        '{"type": "session.execution.started", "data": []}',
+        '{"type": "session.execution.started", "data": {"sessionID": 7}}',
+        '{"type": "form.created", "data": {"form": "x"}}',
+        '{"type": "permission.asked", "data": {"sessionID": "s", "resources": "rm"}}',
+        '{"type": "session.step.ended", "data": {"sessionID": "s", "tokens": "many"}}',
+    ],
+)
+def test_hostile_frames_are_counted_never_raised(data: str) -> None:
+    parser = V2EventParser()
+    parsed = parser.parse(data, 1.0)
+    journal = Journal()
+    if parsed.event is not None:
+        journal.add(parsed.event)
+    assert parser.skipped + journal.facts().malformed + (parsed.event is not None) >= 1
+
+
+def test_comments_are_signs_of_life_not_events() -> None:
+    parser = V2EventParser()
+    assert parser.parse("", 1.0).event is None and parser.skipped == 0
+
+
+async def test_the_probe_reads_a_v2_server_and_says_so() -> None:
+    fx = load("completed")["end"]
+    mon = ServerMonitor("http://v2", transport=server(fx))
+    assert await mon.take_snapshot()
+    assert mon.protocol is not None and mon.protocol.name == "v2"
+    info = mon.info()
+    assert info.protocol == "v2" and info.version == "2.0.15" and info.reachable
+    assert isinstance(mon.parser, V2EventParser)
+    assert mon.stall_after > Settings().stall_after  # a 15 s heartbeat is no stall
+
+
+async def test_a_server_that_speaks_neither_is_said_so_not_unreachable() -> None:
+    html = httpx.MockTransport(
+        lambda r: httpx.Response(200, text="<html>hi</html>", headers={"content-type": "text/html"})
+    )
+    mon = ServerMonitor("http://neither", transport=html)
+    assert not await mon.take_snapshot()
+    assert mon.error is not None and "speaks neither OpenCode protocol" in mon.error
+    assert "unreachable" not in mon.error.lower() and "\n" not in mon.error
+
+
+ALL_FRAMES = [(name, t, d) for name in sorted(ENDS) for t, d in load(name)["frames"]]
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(range(len(ALL_FRAMES))), max_size=60))
+def test_any_subsequence_of_real_frames_derives_a_sound_view(picks: list[int]) -> None:
+    """Whatever frames were missed (any subsequence, in order), derive never raises, shows only
+    sessions it knows, and never shows a session waiting with nothing asked."""
+    parser, journal = V2EventParser(), Journal()
+    snap = Snapshot("http://v2", 0.0, {}, {}, {}, {}, {}, protocol="v2")
+    for i in sorted(picks):
+        _, t, data = ALL_FRAMES[i]
+        parsed = parser.parse(data, t)
+        if parsed.event is not None and parsed.control is None:
+            journal.add(parsed.event, len(data))
+            for more in parsed.more:
+                journal.add(more)
+    now = max((ALL_FRAMES[i][1] for i in picks), default=0.0) + 1
+    rows = derive_server(snap, journal.facts(), now, Settings())
+    created = set(journal.facts().sessions)
+    for row in rows.values():
+        assert row.id in created
+        assert row.state in ("busy", "retry", "input", "idle", "unknown")
+        if row.state == "input" and row.settled:
+            assert row.pending
