@@ -64,3 +64,23 @@ def test_the_servers_view_says_how_the_stream_was_last_lost_after_it_is_back():
         last_event_at=T,
     )
     assert "reconnect" not in server_fields(never, [], T)["event stream"].plain
+
+
+def test_a_v2_server_says_its_protocol_in_the_header_and_the_servers_view():
+    from tui.app.screens.servers import server_fields
+
+    v2 = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="connected",
+        last_event_at=T,
+        version="2.0.15",
+        protocol="v2",
+    )
+    assert "v2.0.15  OpenCode V2" in server_line(v2, T).plain
+    assert server_fields(v2, [], T)["url"].plain == "http://x · OpenCode V2 2.0.15"
+    v1 = ServerInfo("http://x", reachable=True, version="1.18.33", protocol="v1")
+    assert "OpenCode" not in server_line(v1, T).plain
+    assert server_fields(v1, [], T)["url"].plain == "http://x"

@@ -37,9 +37,10 @@ FIELDS = (
 def server_fields(server: ServerInfo, rows: list[SessionRow], now: float) -> dict[str, Content]:
     """What the servers view shows of one server, field by field (values shown literally; no
     "error" when there is none)."""
-    out: dict[str, Content] = {
-        "url": Content(fmt.literal(f"{server.name} · {server.url}" if server.name else server.url))
-    }
+    url = f"{server.name} · {server.url}" if server.name else server.url
+    if server.protocol not in (None, "v1"):  # (V1, the first protocol, goes unsaid)
+        url += f" · OpenCode {server.protocol.upper()} {server.version or ''}".rstrip()
+    out: dict[str, Content] = {"url": Content(fmt.literal(url))}
     stream: list[Part] = ["connected" if server.connected else "not connected"]
     if server.last_event_at is not None:
         stream += [

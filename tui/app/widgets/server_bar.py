@@ -49,6 +49,8 @@ def server_line(server: ServerInfo, now: float) -> Content:
     ]
     if server.version:
         parts += ["  ", (f"v{fmt.literal(server.version)}", "$foreground-muted")]
+    if server.protocol not in (None, "v1"):  # (V1, the first protocol, goes unsaid)
+        parts += ["  ", (f"OpenCode {server.protocol.upper()}", "$foreground-muted")]
     if server.loading is not None:
         parts += ["  ", (f"loading sessions {loaded(server.loading)}", "$foreground-muted")]
     elif server.last_event_at is not None:

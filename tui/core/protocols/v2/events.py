@@ -189,7 +189,7 @@ class V2EventParser:
         if etype in ("session.step.ended", "session.step.failed"):
             mid = p.get("assistantMessageID")
             info = _assistant(
-                sid, mid, {"created": self._started.get(mid, 0), "completed": created}
+                sid, mid, {"created": self._started.get(str(mid), 0), "completed": created}
             )
             for key in ("finish", "cost", "tokens"):
                 if p.get(key) is not None:
