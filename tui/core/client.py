@@ -176,6 +176,7 @@ class Client:
         self.requests = 0  # how many HTTP requests this client sent (benchmarks read it)
         self._received = 0  # the bytes of the answers read through httpx (bytes_received)
         self.tap: Tap | None = None  # a recording: told every answer (tui.core.tap)
+        self.protocol: str | None = None  # the server's, once probed (tui.core.protocols)
         self.clock = time.time  # the receive times a tap is given
         # with credentials, proxies from the environment are not trusted (a Basic header would
         # reach the proxy) unless $OCWATCH_TRUST_ENV=1 asks for them
@@ -616,7 +617,15 @@ class Client:
         limit: int | None = 1,
         directory: str | None = None,
     ) -> list[dict[str, Any]]:
-        """The session's newest `limit` messages, oldest first (None: all of them)."""
+        """The session's newest `limit` messages, oldest first (None: all of them), in V1's
+        shape whatever the protocol (a V2 server's transcript turned by tui.core.protocols.v2.
+        wire: its markers left out)."""
+        if self.protocol == "v2":
+            from .protocols.v2 import wire
+
+            entries = await self.v2_messages(session_id, 10_000 if limit is None else limit)
+            turns = [wire.message(e, session_id) for e in reversed(entries)]
+            return [t for t in turns if t is not None]
         params: dict[str, Any] = {} if limit is None else {"limit": limit}
         if directory:
             params["directory"] = directory

@@ -588,6 +588,7 @@ class ServerMonitor:
                 self.parser = proto.parser()
                 self.cache = MessageCache()
             self.protocol = proto
+            self.client.protocol = proto.name  # (its other readers: the details, the report)
             log.info("%s speaks OpenCode %s", self.url, proto.name.upper())
             stream = self._stream_task
             if stream is not None and self._stream_path != proto.event_path:

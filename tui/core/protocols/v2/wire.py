@@ -92,6 +92,9 @@ def tool_part(item: dict[str, Any], sid: str, mid: str) -> dict[str, Any]:
     state: dict[str, Any] = {"status": TOOL_STATUS.get(_str(st.get("status")) or "", "pending")}
     if isinstance(st.get("input"), dict):
         state["input"] = st["input"]
+    for key in ("title", "output"):
+        if isinstance(st.get(key), str):
+            state[key] = st[key]
     if st.get("error") is not None:
         state["error"] = error_text(st.get("error")) or str(st.get("error"))[:500]
     start, end = _num(t.get("ran")) or _num(t.get("created")), _num(t.get("completed"))
@@ -118,9 +121,12 @@ def message(raw: dict[str, Any], sid: str = "") -> dict[str, Any] | None:
     t = _dict(raw.get("time"))
     times: dict[str, Any] = {"created": t.get("created", 0)}
     if kind == "user":
+        part: dict[str, Any] = {"id": f"{mid}:0", "type": "text"}
+        if isinstance(raw.get("text"), str):
+            part["text"] = raw["text"]
         return {
             "info": {"id": mid, "sessionID": sid, "role": "user", "time": times},
-            "parts": [{"id": f"{mid}:0", "type": "text"}],
+            "parts": [part],
         }
     if t.get("completed") is not None:
         times["completed"] = t["completed"]
@@ -148,7 +154,10 @@ def message(raw: dict[str, Any], sid: str = "") -> dict[str, Any] | None:
         if item.get("type") == "tool":
             parts.append(tool_part(item, sid, str(mid)))
         else:
-            parts.append({"id": f"{mid}:{n}", "type": item.get("type") or "text"})
+            part = {"id": f"{mid}:{n}", "type": item.get("type") or "text"}
+            if isinstance(item.get("text"), str):
+                part["text"] = item["text"]
+            parts.append(part)
     return {"info": info, "parts": parts}
 
 
