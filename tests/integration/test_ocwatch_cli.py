@@ -52,6 +52,7 @@ def test_status_json_classifies_every_session(
         {
             "url": oc_server.url,
             "name": oc_server.url,
+            "protocol": "v1",
             "version": "1.18.33",
             "reachable": True,
             "error": None,

@@ -223,6 +223,7 @@ def test_the_exporter_agrees_with_status_on_two_real_servers(
                     server="locked",
                     url=oc_server_auth.url,
                     version="1.18.33",
+                    protocol="v1",
                 )
                 == 1
             )
