@@ -1,0 +1,93 @@
+"""A V2 (2.0.15) server for unit and app tests, built from the answers captured from the real
+one (tests/fixtures/v2, tests/integration/record_v2_fixtures.py): each fixture's session as it was
+at one moment ("waiting" when it has one, else "end"), all on one server, over an httpx
+MockTransport. Its event stream says `server.connected`, then sends only SSE comment heartbeats
+and stays open; V1's routes answer the web UI's HTML, as on the real server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "v2"
+INFO = {"version": "2.0.15", "pid": 4242, "urls": [], "paths": {}}
+HTML = "<!doctype html><html><body>OpenCode</body></html>"
+
+
+def load(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def names() -> list[str]:
+    return sorted(p.stem for p in FIXTURES.glob("*.json"))
+
+
+def last_frame_time() -> float:
+    """The latest receive time of every fixture's frames (epoch seconds)."""
+    return max(t for n in names() for t, _ in load(n)["frames"])
+
+
+class _Beats(httpx.AsyncByteStream):
+    """`server.connected`, then a comment heartbeat now and then, for ever."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        yield b'data: {"id":"evt_0","type":"server.connected","data":{}}\n\n'
+        while True:
+            await asyncio.sleep(0.5)
+            yield b": heartbeat\n\n"
+
+
+class FakeV2:
+    """One V2 server holding a session per fixture, each at `moment` ("waiting" when the fixture
+    has it and `waiting` is set, else "end"). `hits` counts the requests of each route."""
+
+    def __init__(self, waiting: bool = True) -> None:
+        self.moments: dict[str, dict[str, Any]] = {}
+        for name in names():
+            fx = load(name)
+            self.moments[fx["session_id"]] = (
+                fx["waiting"] if waiting and "waiting" in fx else fx["end"]
+            )
+        self.hits: dict[str, int] = {}
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.hits[path] = self.hits.get(path, 0) + 1
+        m = self.moments
+        if path == "/api/info":
+            return httpx.Response(200, json=INFO)
+        if path == "/api/session":
+            return httpx.Response(
+                200, json={"data": [x["session"] for x in m.values()], "cursor": {}}
+            )
+        if path == "/api/session/active":
+            running = {sid: {"type": "running"} for sid, x in m.items() if sid in x["active"]}
+            return httpx.Response(200, json={"data": running})
+        directory = request.url.params.get("location[directory]")
+        if path == "/api/permission/request":
+            data = [p for x in m.values() for p in x["permissions"]]
+            return httpx.Response(200, json={"location": {"directory": directory}, "data": data})
+        if path == "/api/form":
+            data = [f for x in m.values() for f in x["forms"]]
+            return httpx.Response(200, json={"location": {"directory": directory}, "data": data})
+        if path == "/api/event":
+            return httpx.Response(
+                200, headers={"content-type": "text/event-stream"}, stream=_Beats()
+            )
+        parts = path.split("/")
+        if len(parts) == 5 and parts[:3] == ["", "api", "session"] and parts[4] == "message":
+            got = m.get(parts[3])
+            if got is None:
+                return httpx.Response(404, json={"_tag": "SessionNotFoundError"})
+            return httpx.Response(200, json={"data": got["transcript"], "cursor": {}})
+        if path.startswith("/api/"):
+            return httpx.Response(404, json={"_tag": "NotFound"})
+        return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
+
+    def transport(self) -> httpx.MockTransport:
+        return httpx.MockTransport(self.handle)
