@@ -286,3 +286,14 @@ def test_any_subsequence_of_real_frames_derives_a_sound_view(picks: list[int]) -
         assert row.state in ("busy", "retry", "input", "idle", "unknown")
         if row.state == "input" and row.settled:
             assert row.pending
+
+
+async def test_the_raw_facts_name_v2_routes_and_events() -> None:
+    from tui.core.raw import fact_sources
+
+    fx = load("permission_once")
+    snap = await snapshot_at(fx["waiting"])
+    sources = {src for _, src, _ in fact_sources(fx["session_id"], snap, None)}
+    assert "snapshot GET /api/permission/request" in sources
+    assert "snapshot GET /api/session/{id}/message" in sources
+    assert not any(src.startswith("snapshot GET /session") for src in sources), sources

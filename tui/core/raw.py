@@ -131,7 +131,26 @@ def fact_sources(
                     f.answered[rid],
                 )
             )
+    if snapshot is not None and snapshot.protocol == "v2":
+        return tuple((fact, V2_SOURCES.get(src, src), when) for fact, src, when in out)
     return tuple(out)
+
+
+#: The sources above as a V2 server gives them (its events become the journal's V1 ones:
+#: tui.core.protocols.v2.events; its status map is made from the active list and transcripts)
+V2_SOURCES = {
+    "event session.updated": "event session.created",
+    "event session.status": "event session.execution.* or session.retry.scheduled",
+    "snapshot GET /session/status": "snapshot GET /api/session/active and the transcript's tail",
+    "event message.updated": "event session.step.* or session.inbox.enqueued",
+    "snapshot GET /session/{id}/message": "snapshot GET /api/session/{id}/message",
+    "event message.part.updated": "event session.tool.*",
+    "event session.error": "event session.execution.failed",
+    "snapshot GET /permission": "snapshot GET /api/permission/request",
+    "snapshot GET /question": "snapshot GET /api/form",
+    "event question.asked": "event form.created",
+    "event question.replied or .rejected": "event form.replied or .cancelled",
+}
 
 
 def raw_facts(
