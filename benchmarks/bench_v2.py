@@ -128,7 +128,8 @@ def curl_parallel(urls: list[str]) -> float:
             f.write(f'url = "{u}"\noutput = "/dev/null"\n')
     t = time.perf_counter()
     subprocess.run(
-        [curl, "-s", "-u", ":".join(AUTH), "--parallel", "--parallel-max", "8", "-K", f.name],
+        [curl, "-s", "--no-progress-meter", "-u", ":".join(AUTH), "--parallel"]
+        + ["--parallel-max", "8", "-K", f.name],
         check=True,
     )
     took = time.perf_counter() - t

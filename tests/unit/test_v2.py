@@ -297,3 +297,41 @@ async def test_the_raw_facts_name_v2_routes_and_events() -> None:
     assert "snapshot GET /api/permission/request" in sources
     assert "snapshot GET /api/session/{id}/message" in sources
     assert not any(src.startswith("snapshot GET /session") for src in sources), sources
+
+
+def test_a_rename_changes_the_title_and_a_delete_the_list() -> None:
+    """Seen on 2.0.15: `session.renamed {sessionID, title}` and `session.deleted {sessionID}`."""
+    fx = load("completed")
+    listed = wire.session(fx["end"]["session"])
+    known = MessageCache().sessions_from([listed])[0]
+    parser = V2EventParser()
+    parser.prune({s.id: s for s in known})
+    sid = fx["session_id"]
+    renamed = parser.parse(
+        json.dumps(
+            {
+                "id": "evt_1",
+                "created": 1,
+                "type": "session.renamed",
+                "data": {"sessionID": sid, "title": "[b]new[/b] name"},
+            }
+        ),
+        1.0,
+    ).event
+    assert renamed is not None and renamed.type == "session.updated"
+    journal = Journal()
+    journal.add(renamed)
+    assert journal.facts().sessions[sid].title == "[b]new[/b] name"
+    assert journal.facts().sessions[sid].directory == listed["directory"]
+    gone = parser.parse(
+        json.dumps({"id": "evt_2", "type": "session.deleted", "data": {"sessionID": sid}}), 2.0
+    ).event
+    assert gone is not None and gone.type == "session.deleted"
+    journal.add(gone)
+    assert sid in journal.facts().deleted
+    # a rename of a session it does not know yet says nothing (the next listing has it)
+    fresh = V2EventParser()
+    got = fresh.parse(
+        json.dumps({"type": "session.renamed", "data": {"sessionID": "ses_x", "title": "t"}}), 3.0
+    )
+    assert got.event is None and fresh.unknown == 0 and fresh.skipped == 0

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Container
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -85,9 +85,17 @@ class V2EventParser:
     _retrying: set[str] = field(default_factory=set)  # sessions between two attempts
     _refused: dict[str, tuple[float, str]] = field(default_factory=dict)  # sid -> (when, what)
     _asks: dict[str, tuple[str, str]] = field(default_factory=dict)  # request -> (msg, call id)
+    # the sessions as the last snapshot listed them (prune), and as events created them since:
+    # what a rename, which says the title alone, is laid over
+    _known: Mapping[str, Any] = field(default_factory=dict)
+    _infos: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def prune(self, live: Container[str]) -> None:
-        """Forget the sequences of aggregates that are no sessions any more."""
+        """Forget the sequences of aggregates that are no sessions any more (`live`: the
+        snapshot's sessions, kept to lay renames over)."""
+        if isinstance(live, Mapping):
+            self._known = live
+            self._infos = {k: v for k, v in self._infos.items() if k in live}
         for agg in [a for a in self._seq if a.startswith("ses_") and a not in live]:
             del self._seq[agg]
         for sid in [s for s in self._refused if s not in live]:
@@ -152,7 +160,17 @@ class V2EventParser:
         """The V1 event (type, properties) a V2 event says, or None (noise, or nothing new)."""
         if etype == "session.created":
             info = wire.session({**p, "id": sid, "time": {"created": created, "updated": created}})
+            self._remember(self._infos, sid, info)
             return "session.created", {"sessionID": sid, "info": info}
+        if etype == "session.renamed":
+            base = self._infos.get(sid) if isinstance(sid, str) else None
+            if base is None and isinstance(sid, str) and sid in self._known:
+                base = self._known[sid].to_wire()
+            if base is None or not isinstance(p.get("title"), str):
+                return None  # (a session not seen yet: the next listing has its title)
+            info = {**base, "title": p["title"]}
+            self._remember(self._infos, sid, info)
+            return "session.updated", {"sessionID": sid, "info": info}
         if etype in ("session.deleted", "session.removed"):
             return "session.deleted", {"sessionID": sid}
         if sid is None:
@@ -358,6 +376,7 @@ class V2EventParser:
 _KNOWN = frozenset(
     {
         "session.created",
+        "session.renamed",
         "session.deleted",
         "session.removed",
         "session.execution.started",
