@@ -380,3 +380,41 @@ def test_v1_and_v2_side_by_side(oc_server: OpenCodeServer, oc2_server: OpenCodeS
     protocols = {s["url"]: s["protocol"] for s in got["servers"]}
     assert protocols == {oc_server.url: "v1", oc2_server.url: "v2"}
     assert row(got, sid)["reason"] == "completed"
+
+
+async def test_v1_and_v2_side_by_side_in_one_dashboard(
+    oc_server: OpenCodeServer, oc2_server: OpenCodeServer, oc2: V2Driver
+) -> None:
+    import asyncio
+
+    import httpx
+
+    from tui.app import create_app
+    from tui.app.widgets.session_table import row_key_str
+    from tui.core.fleet import Fleet
+
+    v1_sid = httpx.post(
+        f"{oc_server.url}/session", json={"title": "side by side v1"}, timeout=30
+    ).json()["id"]
+    v2_sid = oc2.run("text")
+    oc2.wait_outcome(v2_sid, "succeeded")
+    fleet = Fleet([oc_server.url, oc2_server.url], auths={oc2_server.url: auth_of(oc2_server)})
+    app = create_app(fleet, server_urls=[oc_server.url, oc2_server.url])
+    async with app.run_test(size=(160, 48)) as pilot:
+        table = app.main_screen.table
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 60
+
+        def row_of(url: str, sid: str) -> str | None:
+            try:
+                return " ".join(c.plain for c in table.get_row(row_key_str((url, sid))))
+            except Exception:  # not on screen yet
+                return None
+
+        while not ((a := row_of(oc_server.url, v1_sid)) and (b := row_of(oc2_server.url, v2_sid))):
+            assert loop.time() < deadline, "the two servers' sessions never both showed"
+            await pilot.pause(0.1)
+        assert "idle" in a and "idle" in b and "completed" in b
+        infos = {s.url: s for s in app.view.servers}
+        assert infos[oc_server.url].protocol == "v1" and infos[oc2_server.url].protocol == "v2"
+        assert all(s.reachable for s in infos.values())
