@@ -335,3 +335,48 @@ def test_a_rename_changes_the_title_and_a_delete_the_list() -> None:
         json.dumps({"type": "session.renamed", "data": {"sessionID": "ses_x", "title": "t"}}), 3.0
     )
     assert got.event is None and fresh.unknown == 0 and fresh.skipped == 0
+
+
+async def test_a_resync_the_stream_vouches_for_reads_no_running_transcript_again() -> None:
+    """A light touch on V2 as on V1: the running sessions' transcripts the stream vouches for
+    are brought up to date from the journal, and the status the events say is their entry."""
+    from tests.fakes_v2 import FakeV2
+    from tui.core.models import SessionStatus
+
+    api = FakeV2()
+    cache = MessageCache()
+    async with Client("http://v2", transport=api.transport()) as client:
+        first = await fetch_snapshot_v2(client, cache, clock=lambda: 100.0)
+        running = {sid for sid, x in api.moments.items() if sid in x["active"]}
+        assert running and first.vouched == 0
+        reads = sum(n for p, n in api.hits.items() if p.endswith("/message"))
+        retry_sid = load("retry")["session_id"]
+        said = {sid: SessionStatus(type="busy") for sid in running}
+        said[retry_sid] = SessionStatus(type="retry", attempt=7, message="from the stream")
+        second = await fetch_snapshot_v2(
+            client,
+            cache,
+            clock=lambda: 200.0,
+            vouch=lambda sid, msg: msg,
+            vouched_since=lambda: 50.0,
+            expected_status=said.get,
+        )
+    assert sum(n for p, n in api.hits.items() if p.endswith("/message")) == reads
+    assert second.vouched == len(running)
+    assert second.status[retry_sid].attempt == 7
+    assert {sid for sid, st in second.status.items() if st.type in ("busy", "retry")} == running
+    # a stream that says a run ended while the active list still lists it vouches for nothing
+    api2, cache2 = FakeV2(), MessageCache()
+    async with Client("http://v2", transport=api2.transport()) as client:
+        await fetch_snapshot_v2(client, cache2, clock=lambda: 100.0)
+        reads = sum(n for p, n in api2.hits.items() if p.endswith("/message"))
+        third = await fetch_snapshot_v2(
+            client,
+            cache2,
+            clock=lambda: 200.0,
+            vouch=lambda sid, msg: msg,
+            vouched_since=lambda: 50.0,
+            expected_status=lambda sid: None,
+        )
+    assert third.vouched == 0
+    assert sum(n for p, n in api2.hits.items() if p.endswith("/message")) == reads + len(running)

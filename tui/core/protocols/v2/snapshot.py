@@ -19,6 +19,7 @@ How the status map is made (V2 has none):
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
@@ -26,7 +27,7 @@ from pydantic import ValidationError
 
 from ...client import Client, NotFound
 from ...decide import clock_text
-from ...models import Message, PermissionRequest, QuestionRequest, SessionStatus
+from ...models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 from ...snapshot import MessageCache, Relist, Snapshot, _models, _name
 from . import wire
 
@@ -40,6 +41,9 @@ class Tail(NamedTuple):
     outcome: str | None  # the idle marker after the last turn (None: none)
     idle_at: float | None  # its time, epoch ms
     retry: dict[str, Any] | None  # the retry the unfinished last turn waits on (V1's shape)
+    #: a tail not read again but vouched for by the stream: the status the events since the
+    #: read say (None: none said), which the status map then takes
+    vouched: SessionStatus | None = None
 
 
 def read_tail(entries: list[dict[str, Any]], sid: str) -> tuple[dict[str, Any] | None, Tail]:
@@ -72,6 +76,10 @@ def status_of(
 ) -> SessionStatus | None:
     """A session's entry in the status map (see the module's docstring). `listed`: the
     session's `outcome` and `time.idle` as listed (None: not read this time)."""
+    if tail is not None and tail.vouched is not None and (
+        running == (tail.vouched.type in ("busy", "retry"))
+    ):
+        return tail.vouched
     if running:
         if tail is not None and tail.retry is not None:
             return SessionStatus.parse(tail.retry)
@@ -110,14 +118,22 @@ async def fetch_snapshot_v2(
     partial: Callable[[Snapshot], None] | None = None,
     relist: Relist | None = None,
     info: dict[str, Any] | None = None,
+    vouch: Callable[[str, Message | None], Message | None] | None = None,
+    vouched_since: Callable[[], float | None] = lambda: None,
+    vouch_max_age: float = 300.0,
+    expected_status: Callable[[str], SessionStatus | None] = lambda _sid: None,
+    reverify: int | None = None,
     **_unused: Any,
 ) -> Snapshot:
     """Read one complete V2 Snapshot. Raises OcwatchError when the server cannot answer.
     `info`: the `/api/info` answer the probe already read. `relist`: the session list is not
     read (nor `/api/info`): the maps are asked for its folders. `progress` and `partial` as
     for V1's fetch_snapshot (the sessions whose transcript is still read are `loading`).
-    Keyword arguments only V1 reads (its vouching) are accepted and not used: a V2 resync
-    reads again the transcript of every session running or touched."""
+    A light touch, as V1's: the transcript of a running or touched session is read again unless
+    the event stream vouches for it (`vouched_since()`, MessageCache.vouched) and says it runs
+    when the active list does (`expected_status(id)`): then `vouch(id, cached message)` brings
+    it up to date from the journal, and the status the events say is its entry. Vouched tails
+    older than `vouch_max_age` are read again, `reverify` of them at most (None: all)."""
     started = clock()
     before = client.requests
     bad_names: list[str] = []
@@ -178,14 +194,50 @@ async def fetch_snapshot_v2(
         questions.update({q.id: q for q in qs})
 
     touched_set = set(touched)
-    need = [
-        s
-        for s in sessions_list
-        if s.id in active
-        or s.id in touched_set
-        or s.id not in cache.tails
-        or not cache.fresh(s, started)
-    ]
+    need: list[Session] = []
+    vouched = 0
+    since = vouched_since() if vouch is not None else None
+    overdue: list[tuple[float, Session]] = []  # vouched but for their age: (fetched, session)
+
+    def vouch_for(s: Session) -> None:
+        assert vouch is not None
+        running = s.id in active
+        cache.vouch(s, vouch(s.id, cache.get(s.id)), running)
+        said = expected_status(s.id)
+        cache.tails[s.id] = cache.tails[s.id]._replace(vouched=said)
+
+    for s in sessions_list:
+        running = s.id in active
+        if (
+            not running
+            and s.id not in touched_set
+            and s.id in cache.tails
+            and cache.fresh(s, started)
+        ):
+            continue
+        said = expected_status(s.id) if vouch is not None else None
+        if (
+            vouch is not None
+            and s.id in cache.tails
+            and cache.vouched(s, since, started, math.inf)
+            and (said is not None and said.type in ("busy", "retry")) == running
+        ):
+            fetched = cache.entries[s.id][3]
+            if started - fetched > vouch_max_age:
+                overdue.append((fetched, s))
+                continue
+            vouch_for(s)
+            vouched += 1
+            continue
+        need.append(s)
+    overdue.sort(key=lambda item: item[0])
+    budget = len(overdue) if reverify is None else max(0, reverify)
+    for i, (_fetched, s) in enumerate(overdue):
+        if i < budget:
+            need.append(s)  # read again: the safety net, a few at a time
+            continue
+        vouch_for(s)
+        vouched += 1
     need.sort(key=lambda s: (s.id not in active, -s.time.updated))
 
     def snapshot_now(loading: frozenset[str] = frozenset()) -> Snapshot:
@@ -207,6 +259,8 @@ async def fetch_snapshot_v2(
             version=version,
             journal_seq=journal_seq,
             requests=client.requests - before,
+            vouched=vouched,
+            reverified=min(budget, len(overdue)),
             skipped=len(bad_names),
             malformed=tuple(bad_names[:5]),
             loading=loading,
@@ -240,7 +294,7 @@ async def fetch_snapshot_v2(
                 except ValidationError:
                     bad_names.append(_name(f"message of {sid[:80]}", raw_msg.get("info")))
             cache.put(s, msg, running=sid in active, fetched=started)
-            cache.tails[sid] = tail
+            cache.tails[sid] = tail  # (read: nothing vouched for any more)
         finally:
             done += 1
             if progress is not None:
