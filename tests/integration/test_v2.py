@@ -418,3 +418,41 @@ async def test_v1_and_v2_side_by_side_in_one_dashboard(
         infos = {s.url: s for s in app.view.servers}
         assert infos[oc_server.url].protocol == "v1" and infos[oc2_server.url].protocol == "v2"
         assert all(s.reachable for s in infos.values())
+
+
+def test_stopped_and_restarted_mid_run_reads_interrupted(
+    opencode2_bin: str, scripted_model: ScriptedModel
+) -> None:
+    """A V2 server stopped (SIGTERM) mid-run closes its steps as aborted, with no marker: the
+    runs were cut by the server, not ended by anyone (unknown, interrupted; `wait` exits 5),
+    the one waiting for a permission too."""
+    import os
+    import signal
+
+    root = Path(tempfile.mkdtemp(prefix="ocwatch-it-v2-term-"))
+    srv = start_v2(opencode2_bin, root, scripted_model)
+    try:
+        with V2Driver(srv.url, auth=srv.auth, directory=str(srv.project)) as d:
+            hang = d.run("hang", "v2-stopped")
+            asking = d.run("permission", "echo v2-stopped")
+            d.wait_active(hang)
+            wait_until(lambda: d.messages(hang, 2)[0].get("type") == "assistant", what="a step")
+            d.wait_permission(asking)
+        port = int(srv.url.rsplit(":", 1)[1])
+        assert srv.proc is not None
+        os.killpg(srv.proc.pid, signal.SIGTERM)
+        srv.proc.wait(30)
+        srv.proc = None
+        srv.start(port=port)
+        got = status_json(srv.url, srv.password)
+        for sid in (hang, asking):
+            r = row(got, sid)
+            assert (r["state"], r["reason"]) == ("unknown", "interrupted"), r
+            assert any("server stopped mid-run" in e for e in r["evidence"]), r["evidence"]
+        code, _, _ = ocwatch(
+            "wait", hang, "--server", srv.url, "--timeout", "20", password=srv.password
+        )
+        assert code == 5
+    finally:
+        scripted_model.release("v2-stopped")
+        srv.stop()

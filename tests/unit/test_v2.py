@@ -380,3 +380,37 @@ async def test_a_resync_the_stream_vouches_for_reads_no_running_transcript_again
         )
     assert third.vouched == 0
     assert sum(n for p, n in api2.hits.items() if p.endswith("/message")) == reads + len(running)
+
+
+def test_a_step_the_server_aborted_with_no_marker_and_no_refusal_is_a_cut_run() -> None:
+    """Seen on 2.0.15 stopped by SIGTERM mid-run: the step closes with error `aborted`, no idle
+    marker, no outcome; a tool waiting on the user says the location shut down. A user's
+    refusal leaves the same step with its words in the tool: aborted, not cut."""
+    fx = load("permission_reject")["end"]
+    sid = fx["session"]["id"]
+    msg, tail = read_tail(fx["transcript"], sid)
+    assert not tail.shut_down  # "The user declined this tool call"
+    stopped = json.loads(json.dumps(fx["transcript"]))
+    stopped[0]["content"][-1]["state"]["error"]["message"] = (
+        "Interaction cancelled because the location shut down"
+    )
+    msg, tail = read_tail(stopped, sid)
+    assert tail.shut_down
+    from tui.core.models import Message
+
+    st = status_of(sid, False, Message.parse(msg), tail, (None, None))
+    assert st is not None and (st.type, st.reason) == ("idle", "interrupted")
+    assert status_of(sid, True, Message.parse(msg), tail, None).type == "busy"
+    hang = [
+        {
+            "id": "msg_1",
+            "type": "assistant",
+            "content": [{"type": "text", "text": "Working on it"}],
+            "time": {"created": 1, "completed": 2},
+            "finish": "error",
+            "error": {"type": "aborted", "message": "Step interrupted"},
+        }
+    ]
+    assert read_tail(hang, sid)[1].shut_down
+    marked = [{"id": "msg_2", "type": "idle", "outcome": "interrupted", "time": {"created": 3}}]
+    assert not read_tail(marked + hang, sid)[1].shut_down  # a user's interrupt: its marker

@@ -44,6 +44,9 @@ class Tail(NamedTuple):
     #: a tail not read again but vouched for by the stream: the status the events since the
     #: read say (None: none said), which the status map then takes
     vouched: SessionStatus | None = None
+    #: the last turn is a step the server aborted with no marker after it and no refusal of the
+    #: user's in it: what 2.0.15 leaves when it is stopped mid-run (SIGTERM)
+    shut_down: bool = False
 
 
 def read_tail(entries: list[dict[str, Any]], sid: str) -> tuple[dict[str, Any] | None, Tail]:
@@ -63,7 +66,8 @@ def read_tail(entries: list[dict[str, Any]], sid: str) -> tuple[dict[str, Any] |
         msg = wire.message(raw, sid)
         if msg is None:
             continue
-        return msg, Tail(outcome, idle_at, wire.retry_of(raw))
+        cut = outcome is None and wire.cut_by_shutdown(raw)
+        return msg, Tail(outcome, idle_at, wire.retry_of(raw), shut_down=cut)
     return None, Tail(outcome, idle_at, None)
 
 
@@ -103,6 +107,15 @@ def status_of(
                 reason=reason,
                 message=f"session outcome {outcome} (idle at {clock_text(idle_at / 1000)})",
             )
+    if tail is not None and tail.shut_down:
+        return SessionStatus(
+            type="idle",
+            reason="interrupted",
+            message=(
+                "last step aborted by the server with no idle marker and no refusal of the "
+                "user's: the server stopped mid-run"
+            ),
+        )
     return None
 
 

@@ -227,3 +227,20 @@ def form(raw: dict[str, Any]) -> dict[str, Any]:
         "questions": questions,
         "tool": {"messageID": tool.get("messageID"), "callID": tool.get("id")},
     }
+
+
+def cut_by_shutdown(raw: dict[str, Any]) -> bool:
+    """Whether an assistant entry is a step the server aborted without the user: its error is
+    `aborted` and none of its tool calls was refused by the user (2.0.15 words a refusal "The
+    user declined ..." / "The user dismissed ..."; a stop "... because the location shut
+    down"). With no idle marker after it, the server stopped mid-run (a user's interrupt leaves
+    a marker, a refusal its words)."""
+    if raw.get("type") != "assistant" or _dict(raw.get("error")).get("type") != "aborted":
+        return False
+    content = raw.get("content")
+    for item in content if isinstance(content, list) else ():
+        if isinstance(item, dict) and item.get("type") == "tool":
+            why = error_text(_dict(item.get("state")).get("error")) or ""
+            if "the user" in why.lower():
+                return False
+    return True
