@@ -196,7 +196,6 @@ class Reflector:
     def _connected_at(self, value: float) -> None:
         self.state = replace(self.state, connected_at=value)
 
-
     # -- reading ---------------------------------------------------------------------------------
     @property
     def reachable(self) -> bool:

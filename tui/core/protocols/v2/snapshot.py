@@ -80,8 +80,10 @@ def status_of(
 ) -> SessionStatus | None:
     """A session's entry in the status map (see the module's docstring). `listed`: the
     session's `outcome` and `time.idle` as listed (None: not read this time)."""
-    if tail is not None and tail.vouched is not None and (
-        running == (tail.vouched.type in ("busy", "retry"))
+    if (
+        tail is not None
+        and tail.vouched is not None
+        and (running == (tail.vouched.type in ("busy", "retry")))
     ):
         return tail.vouched
     if running:
@@ -217,7 +219,8 @@ async def fetch_snapshot_v2(
         running = s.id in active
         cache.vouch(s, vouch(s.id, cache.get(s.id)), running)
         said = expected_status(s.id)
-        cache.tails[s.id] = cache.tails[s.id]._replace(vouched=said)
+        old = cache.tails[s.id]
+        cache.tails[s.id] = Tail(old.outcome, old.idle_at, old.retry, said, old.shut_down)
 
     for s in sessions_list:
         running = s.id in active
