@@ -414,3 +414,22 @@ def test_a_step_the_server_aborted_with_no_marker_and_no_refusal_is_a_cut_run() 
     assert read_tail(hang, sid)[1].shut_down
     marked = [{"id": "msg_2", "type": "idle", "outcome": "interrupted", "time": {"created": 3}}]
     assert not read_tail(marked + hang, sid)[1].shut_down  # a user's interrupt: its marker
+
+
+async def test_a_server_speaking_neither_reads_not_opencode_everywhere() -> None:
+    """404 where V1's health and V2's info are (an ordinary web server) is no OpenCode server:
+    said so in one line, in the server's info and the table, never 'unreachable'."""
+    from tui.cli.output import render_table
+    from tui.core.view import View
+
+    web = httpx.MockTransport(
+        lambda r: httpx.Response(
+            404, text="<html>Not Found</html>", headers={"content-type": "text/html"}
+        )
+    )
+    mon = ServerMonitor("http://web", transport=web)
+    assert not await mon.take_snapshot()
+    info = mon.info()
+    assert info.foreign and not info.reachable
+    assert info.error is not None and "speaks neither OpenCode protocol" in info.error
+    assert "NOT OPENCODE" in render_table(View(0.0, (info,), {}), 0.0)

@@ -68,7 +68,7 @@ def render_table(view: View, now: float | None = None) -> str:
     lines: list[str] = []
     for s in view.servers:
         # an unreachable server's error goes to stderr once (run_status), not here as well
-        health = "reachable" if s.reachable else "UNREACHABLE"
+        health = "reachable" if s.reachable else "NOT OPENCODE" if s.foreign else "UNREACHABLE"
         named = f"{s.name} ({s.url})" if s.name else s.url
         proto = f"  OpenCode {s.protocol.upper()}" if s.protocol else ""
         lines.append(

@@ -453,9 +453,12 @@ class Client:
         return data
 
     async def health(self) -> dict[str, Any]:
-        """`GET /global/health` (V1). WrongProtocol: it answered HTML, as a V2 server does."""
+        """`GET /global/health` (V1). WrongProtocol: it answered HTML, as a V2 server does, or
+        404 (every V1 server has it)."""
         try:
             data = await self._get("/global/health")
+        except NotFound as exc:
+            raise WrongProtocol(exc.message) from None
         except BadResponse as exc:
             if "got HTML" in exc.message and not isinstance(exc, Redirected):
                 raise WrongProtocol(exc.message) from None
@@ -466,9 +469,12 @@ class Client:
 
     # -- V2 routes (OpenCode 2.x, under /api) ---------------------------------------------------
     async def info(self) -> dict[str, Any]:
-        """`GET /api/info` (V2): `{version, pid, ...}`. WrongProtocol: HTML, as V1 answers."""
+        """`GET /api/info` (V2): `{version, pid, ...}`. WrongProtocol: HTML, as V1 answers, or
+        404."""
         try:
             data = await self._get("/api/info")
+        except NotFound as exc:
+            raise WrongProtocol(exc.message) from None
         except BadResponse as exc:
             if "got HTML" in exc.message and not isinstance(exc, Redirected):
                 raise WrongProtocol(exc.message) from None

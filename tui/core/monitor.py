@@ -275,6 +275,7 @@ class ServerMonitor(Reflector):
                     snap = await V1.fetch(self.client, self.cache, **kw)
             except (WrongProtocol, NotFound) as exc:
                 self._probed.set()
+                self._foreign = True
                 raise Neither(
                     f"{self.url}: answers, but speaks neither OpenCode protocol "
                     f"({_route(first)} and {_route(exc)} answer as no OpenCode server does; "
@@ -285,6 +286,7 @@ class ServerMonitor(Reflector):
             raise
         if self.protocol is None:
             self.use(proto)
+        self._foreign = False
         return snap
 
     async def _stream_loop(self) -> None:

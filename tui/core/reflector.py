@@ -92,6 +92,7 @@ class Reflector:
         # (last messages fetched, to fetch) while a snapshot is being taken
         self._loading: tuple[int, int] | None = None
         self._snapshots_taken = 0
+        self._foreign = False  # the last probe found a server speaking no OpenCode protocol
         self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
         self._reverified_at: float | None = None  # the last snapshot's start (_reverify)
         self._reverify_credit = 0.0
@@ -255,6 +256,7 @@ class Reflector:
             name=self.name,
             version=snap.version if snap else None,
             protocol=self.protocol.name if self.protocol is not None else None,
+            foreign=self._foreign,
             reachable=self.reachable,
             error=st.error,
             error_since=st.error_since,

@@ -152,6 +152,7 @@ class ServerInfo:
     version: str | None = None
     reachable: bool = False
     protocol: str | None = None  # "v1" | "v2" once probed (tui.core.protocols)
+    foreign: bool = False  # it answers, but speaks no OpenCode protocol (its error says how)
     name: str = ""  # what the config calls it (metric labels, alerts); "" : its URL
     error: str | None = None
     error_since: float | None = None  # when the current error began

@@ -15,17 +15,20 @@ HEALTH = {
     "stalled": ("◐", "stalled", "$state-retry"),
     "reconnecting": ("↻", "reconnecting", "$state-retry"),
     "unreachable": ("✗", "unreachable", "$state-error"),
+    "foreign": ("✗", "not OpenCode", "$state-error"),  # it answers, but speaks no protocol
     "connecting": ("…", "connecting", "$foreground-muted"),
 }
 
 
 def health(server: ServerInfo) -> str:
     """How a server's connection reads: connected, stalled (a heartbeat missed), reconnecting,
-    unreachable or connecting."""
+    unreachable, not OpenCode (it answers, but speaks no OpenCode protocol) or connecting."""
     if server.reachable:
         if not server.connected:
             return "reconnecting"
         return "stalled" if server.stream == "stalled" else "connected"
+    if server.foreign:
+        return "foreign"
     if server.error or server.snapshot_at is not None:
         return "unreachable"
     return "connecting"
@@ -61,7 +64,7 @@ def server_line(server: ServerInfo, now: float) -> Content:
         parts += ["  ", (f"drift {server.drift_count}", "$foreground-muted")]
     if server.error and state != "connected":
         parts += ["  ", (fmt.literal(fmt.server_error(server.url, server.error)), style)]
-    if state == "unreachable":
+    if state in ("unreachable", "foreign"):
         parts += ["  ", ("retrying", "$foreground-muted italic")]
     return Content.assemble(*parts)
 
