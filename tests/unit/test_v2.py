@@ -433,3 +433,119 @@ async def test_a_server_speaking_neither_reads_not_opencode_everywhere() -> None
     assert info.foreign and not info.reachable
     assert info.error is not None and "speaks neither OpenCode protocol" in info.error
     assert "NOT OPENCODE" in render_table(View(0.0, (info,), {}), 0.0)
+
+
+async def test_numbers_no_float_holds_are_no_time_not_a_crash() -> None:
+    """A hostile `1e400` (inf once parsed) or a 400-digit integer where a time goes: the record
+    is read without it; the snapshot and the parser never raise (found by a review)."""
+    fx = load("completed")["end"]
+    huge = "1" + "0" * 400
+    session_text = json.dumps(fx["session"]).replace(
+        '"idle": ' + str(fx["session"]["time"]["idle"]), '"idle": 1e400'
+    )
+    assert "1e400" in session_text
+    transcript_text = json.dumps(fx["transcript"]).replace(
+        str(fx["transcript"][0]["time"]["created"]), huge, 1
+    )
+    sid = fx["session"]["id"]
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        body = {
+            "/api/info": json.dumps(INFO),
+            "/api/session": '{"data": [' + session_text + '], "cursor": {}}',
+            "/api/session/active": '{"data": {}}',
+            "/api/permission/request": '{"data": []}',
+            "/api/form": '{"data": []}',
+            f"/api/session/{sid}/message": '{"data": ' + transcript_text + "}",
+        }.get(path)
+        if body is None:
+            return httpx.Response(200, text="<html>", headers={"content-type": "text/html"})
+        return httpx.Response(200, text=body, headers={"content-type": "application/json"})
+
+    async with Client("http://v2", transport=httpx.MockTransport(handle)) as client:
+        snap = await fetch_snapshot_v2(client, MessageCache(), clock=lambda: 1.0)
+    assert sid in snap.sessions
+    parser = V2EventParser()
+    for data in (
+        '{"type": "session.created", "created": ' + huge + ', "data": {"sessionID": "ses_1"}}',
+        '{"type": "session.step.ended", "created": 1e400, "data": {"sessionID": "ses_1", '
+        '"assistantMessageID": "msg_1"}}',
+    ):
+        parser.parse(data, 1.0)  # (never raises)
+
+
+async def test_a_known_v2_server_stays_v2_when_its_probe_fails_once() -> None:
+    """One 404 from `/api/info` (a proxy's misroute, a restart) does not make a V2 server V1:
+    its parser and cache stay, and the error says what failed, not 'not OpenCode'."""
+    from tests.fakes_v2 import FakeV2
+
+    api = FakeV2()
+    broken = {"on": False}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if broken["on"] and request.url.path == "/api/info":
+            return httpx.Response(404, json={"_tag": "NotFound"})
+        return api.handle(request)
+
+    mon = ServerMonitor("http://v2", transport=httpx.MockTransport(handle))
+    assert await mon.take_snapshot()
+    parser, cached = mon.parser, len(mon.cache.entries)
+    broken["on"] = True
+    assert not await mon.take_snapshot()
+    assert mon.protocol is not None and mon.protocol.name == "v2"
+    assert mon.parser is parser and len(mon.cache.entries) == cached
+    info = mon.info()
+    assert not info.foreign and info.error is not None and "/api/info" in info.error
+    broken["on"] = False
+    assert await mon.take_snapshot() and mon.parser is parser
+
+
+def test_a_refusal_outlives_a_snapshot_that_did_not_list_its_session_yet() -> None:
+    """A session created after a snapshot read its list, rejected before that snapshot is in:
+    its run's `shutdown` is still the user's (found by a review)."""
+    frames = load("permission_reject")["frames"]
+    parser = V2EventParser()
+    last = None
+    for t, data in frames:
+        parsed = parser.parse(data, t)
+        if '"permission.replied"' in data:
+            parser.prune({})  # a snapshot installed that does not list the session
+        last = parsed.event or last
+    assert last is not None and last.properties["status"]["reason"] == "aborted"
+
+
+async def test_a_vouched_newer_turn_drops_what_the_tail_said_of_the_old_one() -> None:
+    """A new prompt the stream carried after a completed run: a light-touch resync does not
+    pair the old run's idle marker with it (found by a review)."""
+    from tui.core.journal import merge_message
+
+    fx = load("completed")
+    sid = fx["session_id"]
+    api_moment = fx["end"]
+
+    async with Client("http://v2", transport=server(api_moment)) as client:
+        cache = MessageCache()
+        first = await fetch_snapshot_v2(client, cache, clock=lambda: 100.0)
+        assert first.status[sid].reason == "completed"
+        journal = Journal()
+        parser = V2EventParser()
+        prompt = {
+            "id": "evt_9",
+            "created": api_moment["session"]["time"]["idle"] + 1000,
+            "type": "session.inbox.enqueued",
+            "data": {"sessionID": sid, "inboxID": "msg_zzzzzzzzzzzzzzzzzzzz"},
+        }
+        journal.add(parser.parse(json.dumps(prompt), 150.0).event)  # type: ignore[arg-type]
+        second = await fetch_snapshot_v2(
+            client,
+            cache,
+            clock=lambda: 200.0,
+            touched=[sid],
+            vouch=lambda s, msg: merge_message(msg, journal.facts(), s),
+            vouched_since=lambda: 50.0,
+            expected_status=lambda s: None,
+        )
+    assert second.vouched == 1
+    assert second.messages[sid] is not None and second.messages[sid].info.role == "user"
+    assert sid not in second.status  # no marker of the old run: the new prompt decides

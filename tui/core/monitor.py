@@ -258,7 +258,10 @@ class ServerMonitor(Reflector):
     async def _read_probed(self, kw: dict[str, Any]) -> Snapshot:
         """A snapshot read by the server's protocol, probed by the snapshot's first request
         (V1's `/global/health`, V2's `/api/info`): the one that answers as the other protocol
-        (WrongProtocol) has the other probed, and the snapshot read by it."""
+        (WrongProtocol) has the other probed, and the snapshot read by it. The server is read by
+        another protocol only once that one's probe answered (a known V2 server's `/api/info`
+        failing once does not make it V1). Neither answering: `Neither` (one line, not
+        "unreachable") for a server never read; a server that was read says what failed."""
         proto = self.protocol or V1
         try:
             snap = await proto.fetch(self.client, self.cache, **kw)
@@ -271,10 +274,13 @@ class ServerMonitor(Reflector):
                     self.use(V2)
                     snap = await V2.fetch(self.client, self.cache, info=info, **kw)
                 else:
+                    await self.client.health()  # (asked again by the read: a switch only)
                     self.use(V1)
                     snap = await V1.fetch(self.client, self.cache, **kw)
             except (WrongProtocol, NotFound) as exc:
                 self._probed.set()
+                if self.protocol is not None:
+                    raise first from None  # (a server read before: what its probe said)
                 self._foreign = True
                 raise Neither(
                     f"{self.url}: answers, but speaks neither OpenCode protocol "

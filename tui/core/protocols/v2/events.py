@@ -28,7 +28,9 @@ from . import wire
 log = logging.getLogger("ocwatch.events.v2")
 
 #: Seconds after a reject or a dismiss within which a `shutdown` interruption is the user's
-REFUSAL_WINDOW = 30.0
+#: (2.0.15 sends it 30-40 ms after the reply; a run that goes on after it, a reject with
+#: feedback, clears it at its next step)
+REFUSAL_WINDOW = 5.0
 #: Entries each of the parser's own maps holds at most (ids it must remember between frames)
 MAX_KEPT = 10_000
 
@@ -82,7 +84,7 @@ class V2EventParser:
     _forms: dict[str, str] = field(default_factory=dict)  # form id -> session id
     _tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     _started: dict[str, Any] = field(default_factory=dict)  # assistant message id -> created
-    _retrying: set[str] = field(default_factory=set)  # sessions between two attempts
+    _retrying: dict[str, bool] = field(default_factory=dict)  # sessions between two attempts
     _refused: dict[str, tuple[float, str]] = field(default_factory=dict)  # sid -> (when, what)
     _asks: dict[str, tuple[str, str]] = field(default_factory=dict)  # request -> (msg, call id)
     # the sessions as the last snapshot listed them (prune), and as events created them since:
@@ -98,9 +100,9 @@ class V2EventParser:
             self._infos = {k: v for k, v in self._infos.items() if k in live}
         for agg in [a for a in self._seq if a.startswith("ses_") and a not in live]:
             del self._seq[agg]
-        for sid in [s for s in self._refused if s not in live]:
-            del self._refused[sid]
-        self._retrying.intersection_update({s for s in self._retrying if s in live})
+        for sid in [s for s in self._retrying if s not in live]:
+            del self._retrying[sid]
+        # (a refusal of a session the snapshot did not list yet is kept: its run may be ending)
 
     def reset_sequences(self) -> None:
         """Forget sequences (on reconnect: the fresh snapshot covers the gap)."""
@@ -141,7 +143,7 @@ class V2EventParser:
         self._more: list[tuple[str, dict[str, Any]]] = []
         try:
             out = self._translate(etype, props, sid, created, received)
-        except (TypeError, ValueError, KeyError, AttributeError):
+        except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError):
             return self._skip(f"a {etype} event of an unexpected shape")
         if out is None:
             if not _noise(etype) and etype not in _KNOWN:
@@ -180,10 +182,11 @@ class V2EventParser:
                 return self._form(p)
             return None
         if etype == "session.execution.started":
-            self._retrying.discard(sid)
+            self._retrying.pop(sid, None)
+            self._refused.pop(sid, None)
             return _status(sid, {"type": "busy"})
         if etype == "session.retry.scheduled":
-            self._retrying.add(sid)
+            self._remember(self._retrying, sid, True)
             retry = wire.retry_of(
                 {"type": "assistant", "retry": {**p, "error": p.get("error")}, "time": {}}
             )
@@ -192,7 +195,7 @@ class V2EventParser:
             if etype == "session.tool.input.started":
                 self._remember(self._tools, p.get("id"), p.get("name"))
             if sid in self._retrying:  # the attempt after a retry is under way: busy again
-                self._retrying.discard(sid)
+                self._retrying.pop(sid, None)
                 return _status(sid, {"type": "busy"})
             if etype == "session.tool.input.started":
                 return self._tool(sid, p, "pending", created)
@@ -201,6 +204,7 @@ class V2EventParser:
             mid = p.get("inboxID")
             return _message(sid, {"id": mid, "role": "user", "time": {"created": created}})
         if etype == "session.step.started":
+            self._refused.pop(sid, None)  # the run went on after it (a reject with feedback)
             mid = p.get("assistantMessageID")
             self._remember(self._started, mid, created)
             return _message(sid, _assistant(sid, mid, {"created": created}))
@@ -234,7 +238,7 @@ class V2EventParser:
                 "rejected by the user",
             )
             if p.get("reply") == "reject":
-                self._refused[sid] = (received, "rejected a permission")
+                self._remember(self._refused, sid, (received, "rejected a permission"))
             return "permission.replied", {
                 "sessionID": sid,
                 "requestID": p.get("requestID"),
@@ -245,14 +249,16 @@ class V2EventParser:
         if etype in ("form.replied", "form.cancelled"):
             return self._form_end(etype, p, received, created)
         if etype == "session.execution.succeeded":
-            self._retrying.discard(sid)
+            self._retrying.pop(sid, None)
+            self._refused.pop(sid, None)
             return _idle(sid, "completed", "session.execution.succeeded")
         if etype == "session.execution.failed":
-            self._retrying.discard(sid)
+            self._retrying.pop(sid, None)
+            self._refused.pop(sid, None)
             why = wire.error_text(p.get("error"))
             return _idle(sid, "error", "session.execution.failed" + (f": {why}" if why else ""))
         if etype == "session.execution.interrupted":
-            self._retrying.discard(sid)
+            self._retrying.pop(sid, None)
             reason = p.get("reason")
             if reason == "shutdown":
                 refused = self._refused.pop(sid, None)
@@ -313,7 +319,7 @@ class V2EventParser:
             props["sessionID"] = sid
             self._asks_done(fid, sid, created, etype == "form.cancelled", "dismissed by the user")
             if etype == "form.cancelled":
-                self._refused[sid] = (received, "dismissed a form")
+                self._remember(self._refused, sid, (received, "dismissed a form"))
         return ("question.replied" if etype == "form.replied" else "question.rejected"), props
 
     def _ask(self, req: dict[str, Any]) -> None:

@@ -32,7 +32,7 @@ from ...snapshot import MessageCache, Relist, Snapshot, _models, _name
 from . import wire
 
 #: Transcript entries read per session: the last turn and the markers after it
-TAIL = 5
+TAIL = 8
 
 
 class Tail(NamedTuple):
@@ -60,8 +60,7 @@ def read_tail(entries: list[dict[str, Any]], sid: str) -> tuple[dict[str, Any] |
                 got = raw.get("outcome")
                 outcome = got if isinstance(got, str) else "unknown"
                 t = raw.get("time")
-                at = t.get("created") if isinstance(t, dict) else None
-                idle_at = float(at) if isinstance(at, int | float) else None
+                idle_at = wire.num(t.get("created")) if isinstance(t, dict) else None
             continue
         msg = wire.message(raw, sid)
         if msg is None:
@@ -100,7 +99,7 @@ def status_of(
             return SessionStatus(
                 type="idle", reason=reason, message=f"transcript: idle ({tail.outcome}){when}"
             )
-    if listed is not None:
+    if listed is not None and msg is not None:  # (an outcome no turn dates says nothing)
         outcome, idle_at = listed
         reason = wire.OUTCOME_REASON.get(outcome or "")
         if reason is not None and idle_at is not None and idle_at >= turn_at:
@@ -163,7 +162,7 @@ async def fetch_snapshot_v2(
             outcome = raw.get("outcome")
             listed[str(raw.get("id"))] = (
                 outcome if isinstance(outcome, str) else None,
-                float(idle) if isinstance(idle, int | float) else None,
+                wire.num(idle),
             )
             canon.append(wire.session(raw))
         sessions_list, bad = cache.sessions_from(canon)
@@ -217,10 +216,16 @@ async def fetch_snapshot_v2(
     def vouch_for(s: Session) -> None:
         assert vouch is not None
         running = s.id in active
-        cache.vouch(s, vouch(s.id, cache.get(s.id)), running)
+        read = cache.get(s.id)
+        now = vouch(s.id, read)
+        cache.vouch(s, now, running)
         said = expected_status(s.id)
         old = cache.tails[s.id]
-        cache.tails[s.id] = Tail(old.outcome, old.idle_at, old.retry, said, old.shut_down)
+        if (now.info.id if now else None) != (read.info.id if read else None):
+            # a newer turn than the one read: what the tail said of the read one is void
+            cache.tails[s.id] = Tail(None, None, None, said, False)
+        else:
+            cache.tails[s.id] = Tail(old.outcome, old.idle_at, old.retry, said, old.shut_down)
 
     for s in sessions_list:
         running = s.id in active

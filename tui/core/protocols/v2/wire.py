@@ -10,6 +10,7 @@ field optional, as on V1.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 #: Session outcomes (`Session.outcome`, the transcript's `idle {outcome}`) as idle reasons
@@ -26,9 +27,20 @@ TURNS = frozenset({"user", "assistant"})
 
 
 def _num(value: Any) -> float | None:
-    if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value)
-    return None
+    """A JSON number as a finite float (None: not a number, or one no float holds: a hostile
+    `1e400` reads as inf, a 400-digit integer overflows)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return None
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
+
+
+def num(value: Any) -> float | None:
+    """`_num` for the other V2 readers (the snapshot's times)."""
+    return _num(value)
 
 
 def _dict(value: Any) -> dict[str, Any]:
