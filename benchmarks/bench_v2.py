@@ -6,8 +6,8 @@
 Starts benchmarks/synthetic_v2_server.py and measures:
 - `ocwatch status --json` wall time (a subprocess, as a script runs it; min / median / max over
   `runs`) beside `curl --parallel --parallel-max 8` fetching the same routes (the floor);
-- the first complete snapshot of an in-process Fleet (what the dashboard's first screen with
-  every row settled needs), same floor;
+- the first complete snapshot of an in-process Fleet, and the dashboard (the real app,
+  headless): start to the first frame painted with every row, and to every transcript read;
 - requests a minute an idle server (no session running) gets from a Fleet with its stream up,
   over `idle` seconds after the first snapshot;
 - `ocwatch wait` (a subprocess) on a running session: from the moment the server sends
@@ -151,6 +151,31 @@ async def first_snapshot(url: str) -> float:
     return took
 
 
+async def dashboard(url: str, n: int) -> tuple[float, float]:
+    """The dashboard (the real app, headless): start to the first frame painted with every row,
+    and to every transcript read."""
+    from benchmarks.bench_dashboard import painted_after, record_paints
+    from tui.app import create_app
+    from tui.app.widgets.session_table import SessionTable
+    from tui.core.fleet import Fleet
+    from tui.core.settings import Auth
+
+    record_paints()
+    t0 = time.perf_counter()
+    fleet = Fleet([url], auth=Auth(*AUTH), progressive=True)
+    app = create_app(fleet, server_urls=[url])
+    async with app.run_test(size=(160, 48)):
+        table = app.main_screen.query_one(SessionTable)
+        while table.row_count < n:
+            await asyncio.sleep(0.005)
+        first = await painted_after(time.perf_counter()) - t0
+        mon = fleet.monitors[0]
+        while mon.snapshot is None or mon.snapshot.loading:
+            await asyncio.sleep(0.01)
+        loaded = time.perf_counter() - t0
+    return first, loaded
+
+
 async def idle_rate(url: str, seconds: float) -> tuple[float, int]:
     """Requests a minute after the first snapshot, over `seconds`, and the snapshots taken."""
     from tui.core.fleet import Fleet
@@ -215,6 +240,13 @@ def main() -> None:
         print(
             f"  a Fleet's first complete snapshot:  {spread(firsts)}  "
             f"({statistics.median(firsts) / statistics.median(curl):.2f}x curl) [target <= 2x]"
+        )
+        dash = [asyncio.run(dashboard(srv.url, args.sessions)) for _ in range(args.runs)]
+        firsts_painted = [d[0] for d in dash]
+        print(
+            f"  dashboard, first frame with every row: {spread(firsts_painted)}  "
+            f"({statistics.median(firsts_painted) / statistics.median(curl):.2f}x curl) "
+            f"[target <= 2x]; every transcript read: {spread([d[1] for d in dash])}"
         )
         lat = [wait_latency(srv.url, f"ses_{i:05d}synthetic") for i in range(args.waits)]
         print(
