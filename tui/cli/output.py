@@ -99,7 +99,7 @@ def render_table(view: View, now: float | None = None) -> str:
                 held,
                 literal(r.id, escapes=True),
                 _clip(title, 40),
-                _clip(_folder(r.directory), 24),
+                _clip(literal(_folder(r.directory), escapes=True), 24),
                 _clip(detail, 60),
             )
         )
