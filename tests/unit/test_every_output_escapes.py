@@ -127,3 +127,22 @@ def test_the_json_keeps_the_text_unchanged() -> None:
     with contextlib.redirect_stdout(out):
         print_view(view, "json")
     assert json.loads(out.getvalue())["sessions"][0]["directory"] == s
+
+
+def test_status_shows_every_row_of_a_parent_cycle() -> None:
+    """A→B→A, one parented to itself, and a child of the cycle waiting for input: every row
+    is shown once (issue 40: the table showed 1 of 5, exit 0)."""
+    from tui.cli.output import render_table, tree_order
+
+    rows = [
+        base_row(id="ses_a", parent_id="ses_b", pending=(), state="busy"),
+        base_row(id="ses_b", parent_id="ses_a", pending=(), state="busy"),
+        base_row(id="ses_self", parent_id="ses_self", pending=(), state="idle"),
+        base_row(id="ses_kid", parent_id="ses_a"),
+        base_row(id="ses_root", pending=(), state="idle"),
+    ]
+    view = View(T, (ServerInfo(URL, reachable=True),), {r.key: r for r in rows})
+    ordered = [r.id for _, r in tree_order(rows)]
+    assert sorted(ordered) == sorted(r.id for r in rows)
+    table = render_table(view, T)
+    assert all(r.id in table for r in rows), table

@@ -38,7 +38,9 @@ def state_word(row: SessionRow) -> str:
 
 
 def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
-    """Rows ordered as a tree (children under their parent), with depth."""
+    """Rows ordered as a tree (children under their parent), with depth. A row no root reaches
+    (its parents form a cycle, or it is its own parent) is shown at the top level with what hangs
+    under it, as the dashboard does: every row is shown once."""
     by_key = {(r.server, r.id): r for r in rows}
     kids: dict[tuple[str, str], list[SessionRow]] = {}
     roots: list[SessionRow] = []
@@ -51,15 +53,23 @@ def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
     order = lambda r: (attention_rank(r), r.server, r.directory, -(r.updated or 0), r.id)  # noqa: E731
     out: list[tuple[int, SessionRow]] = []
     seen: set[tuple[str, str]] = set()
-    stack = [(0, r) for r in sorted(roots, key=order, reverse=True)]
-    while stack:
-        depth, r = stack.pop()
-        if r.key in seen:
-            continue
-        seen.add(r.key)
-        out.append((depth, r))
-        for c in sorted(kids.get(r.key, []), key=order, reverse=True):
-            stack.append((depth + 1, c))
+
+    def walk(tops: list[SessionRow]) -> None:
+        stack = [(0, r) for r in sorted(tops, key=order, reverse=True)]
+        while stack:
+            depth, r = stack.pop()
+            if r.key in seen:
+                continue
+            seen.add(r.key)
+            out.append((depth, r))
+            for c in sorted(kids.get(r.key, []), key=order, reverse=True):
+                stack.append((depth + 1, c))
+
+    walk(roots)
+    if len(seen) < len(by_key):  # rows in a parent cycle: each cycle from its first row
+        for r in sorted((r for r in rows if r.key not in seen), key=order):
+            if r.key not in seen:
+                walk([r])
     return out
 
 
