@@ -85,7 +85,9 @@ class FakeAPI:
             d = request.url.params.get("directory")
             limit = int(request.url.params.get("limit", "100"))
             return _json([x for x in self.sessions if d is None or x["directory"] == d][:limit])
-        if path == "/experimental/session" and self.experimental:
+        if path == "/experimental/session":
+            if not self.experimental:  # a server without the route says so (only a 404 does)
+                return httpx.Response(404, json={"name": "NotFound"})
             return self._page(request)
         if path == "/project":
             return _json(self.projects)

@@ -99,10 +99,9 @@ def test_a_redirect_or_an_empty_answer_is_an_error_not_none(hostile: HostileServ
     assert code == 2 and "redirected (HTTP 302) to 'http://login.example/sso'" in err
     hostile.routes[route] = Answer(200, b"", {"content-type": "application/json"})
     code, _data, err = status_json(hostile.url)
-    if route == "/experimental/session":  # an older server's fallback lists sessions instead
-        assert code == 0, err
-    else:
-        assert code == 2 and "no body where JSON was expected" in err
+    # (the session list too: only a 404 is an older server, whose folder-by-folder listing
+    # misses sessions; issue 40)
+    assert code == 2 and "no body where JSON was expected" in err
 
 
 def test_a_gzip_bomb_is_refused_not_inflated(hostile: HostileServer):
@@ -291,3 +290,26 @@ def test_an_answer_that_parses_far_larger_than_its_bytes_is_refused(hostile: Hos
     )
     code, _data, err = status_json(hostile.url)
     assert code == 2 and "/session/status" in err and "more than 2,000,000 objects" in err, err
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        Answer(500, b'{"name": "UnknownError"}', {"content-type": "application/json"}),
+        Answer(502, b"bad gateway", {"content-type": "text/plain"}),
+        Answer(503, b"", {}),
+        Answer(200, b"<!doctype html><p>sign in</p>", {"content-type": "text/html"}),
+        Answer(200, b'[{"id": "ses_a"', {"content-type": "application/json"}),
+    ],
+)
+def test_a_failing_session_list_is_an_error_never_a_shorter_list(
+    hostile: HostileServer, answer: Answer
+) -> None:
+    """Issue 40: a 5xx, HTML or a cut body from the session list made ocwatch list folder by
+    folder, which misses the sessions of a folder that is no git repository: sessions gone,
+    exit 0. Only a 404 is an older server; anything else is said, exit 2."""
+    hostile.sessions = [session("ses_a"), session("ses_b")]
+    hostile.routes["/experimental/session"] = answer
+    code, _data, err = status_json(hostile.url)
+    assert code == 2, err
+    assert "/experimental/session" in err

@@ -546,14 +546,15 @@ class Client:
 
         `GET /session` answers for one project only, so this pages through
         `GET /experimental/session` (cursor in the `x-next-cursor` header). Servers without that
-        route are listed project by project (`GET /project`, then `/session?scope=project`).
+        route (a 404) are listed project by project (`GET /project`, then
+        `/session?scope=project`). Any other failure of the route is an error, said as it is:
+        the project-by-project listing misses every session of a folder that is no git
+        repository (OpenCode's `global` project), and a partial list is never the whole one.
         """
         try:
             return await self._experimental_sessions(page, max_pages)
-        except (Redirected, Endless):
-            raise  # not an older server: something in the way, or a hostile one: said as it is
-        except (NotFound, BadResponse):
-            pass
+        except NotFound:
+            pass  # an older server
         started = self.bytes_received
         seen: dict[str, dict[str, Any]] = {}
         for item in await self.sessions():
