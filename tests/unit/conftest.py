@@ -16,6 +16,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
         "OCWATCH_THEME",
         "OCWATCH_GRACE",
         "OCWATCH_RESYNC",
+        "OCWATCH_COMMAND_DEADLINE",
         "OPENCODE_SERVER_PASSWORD",
         "OPENCODE_SERVER_PASSWORD_FILE",
         "OPENCODE_SERVER_USERNAME",

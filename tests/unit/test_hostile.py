@@ -313,3 +313,27 @@ def test_a_failing_session_list_is_an_error_never_a_shorter_list(
     code, _data, err = status_json(hostile.url)
     assert code == 2, err
     assert "/experimental/session" in err
+
+
+def test_status_has_an_overall_deadline(hostile: HostileServer) -> None:
+    """Issue 40: answers each slow but within the per-request limit held `status` for minutes
+    with exit 0. The whole read is bounded (command_deadline): past it, exit 2, said why."""
+    import time as _time
+
+    hostile.routes["/session/status"] = Answer(
+        200, json.dumps({"x": "y" * 200}).encode(), {"content-type": "application/json"}, 0.25
+    )  # (~50 s to trickle, each byte well within the per-request read timeout)
+    env = cli_env()
+    env["OCWATCH_COMMAND_DEADLINE"] = "2"
+    t = _time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "tui.cli.main", "status", "--server", hostile.url],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+    )
+    took = _time.monotonic() - t
+    assert proc.returncode == 2, proc.stderr
+    assert "no complete snapshot within 2s (the server answers too slowly" in proc.stderr
+    assert took < 30, took  # (not the ~50 s the trickle takes)

@@ -108,6 +108,9 @@ class Config(BaseModel):
     request_deadline: float = Field(default=CORE.request_deadline, ge=1)
     """Seconds one HTTP request may take in all, its answer read to the end (a server that
     trickles its answer cannot hold a snapshot, `status` or `wait` longer)."""
+    command_deadline: float = Field(default=CORE.command_deadline, ge=1)
+    """Seconds `status` may take in all to read every server ($OCWATCH_COMMAND_DEADLINE): a
+    server slower than that is said too slow, exit 2."""
     password_file: str | None = None
     """A file holding the server password (the password itself never goes in this file)."""
     alerts: AlertConfig = Field(default_factory=AlertConfig)
@@ -124,6 +127,7 @@ class Config(BaseModel):
             grace=self.grace,
             resync_interval=self.resync_interval,
             request_deadline=self.request_deadline,
+            command_deadline=self.command_deadline,
         )
 
 
@@ -143,6 +147,7 @@ ENV_NAMES: dict[str, str] = {
     "grace": "OCWATCH_GRACE",
     "resync_interval": "OCWATCH_RESYNC",
     "read_only": "OCWATCH_READ_ONLY",  # anything but 0, false, no, off turns it on
+    "command_deadline": "OCWATCH_COMMAND_DEADLINE",
 }
 
 

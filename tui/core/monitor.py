@@ -22,6 +22,7 @@ from .client import (
     Neither,
     NotFound,
     OcwatchError,
+    Unreachable,
     WrongProtocol,
     describe_transport_error,
 )
@@ -142,10 +143,23 @@ class ServerMonitor(Reflector):
             await self.client.aclose()
 
     async def snapshot_once(self, notify: Notify | None = None) -> None:
-        """Take one snapshot now (no stream): what `status` does. `notify` as for run()."""
+        """Take one snapshot now (no stream): what `status` does. `notify` as for run(). It
+        takes at most `command_deadline` s in all: past it the server is said too slow."""
         if notify is not None:
             self._listen(notify)
-        await self.take_snapshot()
+        begun = self.begin_snapshot()
+        limit = self.settings.command_deadline
+        try:
+            async with asyncio.timeout(limit):
+                await self.take_snapshot(begun)
+        except TimeoutError:
+            self.snapshot_failed(
+                begun,
+                Unreachable(
+                    f"{self.url}: no complete snapshot within {limit:g}s (the server answers "
+                    "too slowly; command_deadline, $OCWATCH_COMMAND_DEADLINE)"
+                ),
+            )
 
     async def _resync_loop(self) -> None:
         while True:

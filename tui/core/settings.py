@@ -48,6 +48,10 @@ class Settings:
     request_deadline: float = 60.0
     """Seconds for one whole HTTP request, its answer read to the end (a server that trickles
     a byte at a time cannot hold a snapshot longer)."""
+    command_deadline: float = 45.0
+    """Seconds a one-off read of the servers (`status`) may take in all: many answers each slow
+    but within request_deadline cannot hold it for minutes (a tmux status line would pile up
+    processes); past it the server is said too slow, exit 2."""
     max_event: int = 16 * 2**20
     """Bytes one event of the stream may have at most (an unterminated line is cut there)."""
     message_concurrency: int = 8
