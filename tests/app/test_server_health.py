@@ -84,3 +84,19 @@ def test_a_v2_server_says_its_protocol_in_the_header_and_the_servers_view():
     v1 = ServerInfo("http://x", reachable=True, version="1.18.33", protocol="v1")
     assert "OpenCode" not in server_line(v1, T).plain
     assert server_fields(v1, [], T)["url"].plain == "http://x"
+
+
+def test_the_header_says_snapshots_fail_while_the_stream_beats():
+    """Issue 40: the header read "● connected · last event now" through 150 s of HTTP 500."""
+    failing = ServerInfo(
+        "http://x",
+        reachable=True,
+        connected=True,
+        snapshot_at=T,
+        stream="connected",
+        last_event_at=T,
+        error="http://x GET /session/status: HTTP 500",
+    )
+    line = server_line(failing, T).plain
+    assert line.startswith("● connected") and "snapshots failing: " in line
+    assert "HTTP 500" in line

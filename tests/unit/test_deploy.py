@@ -77,7 +77,7 @@ def test_the_rules_pass_promtool_check_and_their_unit_tests() -> None:
         [tool, "check", "rules", str(RULES)], capture_output=True, text=True, timeout=60
     )
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "5 rules found" in checked.stdout
+    assert "6 rules found" in checked.stdout
     tested = subprocess.run(
         [tool, "test", "rules", RULES.with_suffix(".test.yml").name],
         capture_output=True,
@@ -93,7 +93,7 @@ def test_the_rules_name_only_served_metrics() -> None:
     exprs = re.findall(
         r"^\s+expr: (?:>-\n)?(.+?)(?=\n\s+(?:for|labels):)", RULES.read_text(), re.M | re.S
     )
-    assert len(exprs) == 5
+    assert len(exprs) == 6
     for expr in exprs:
         names = metric_names(expr)
         assert names and names <= served, (expr, names - served)

@@ -347,3 +347,26 @@ def test_the_log_says_a_server_lost_and_back_once_each_naming_it_once() -> None:
         f"ocwatch metrics: {A}: reachable again",
         f"ocwatch metrics: prod: {A}: cannot connect",
     ]
+
+
+def test_snapshots_failing_while_the_stream_beats_read_snapshot_up_0() -> None:
+    """Issue 40: 150 s of HTTP 500 on every REST route while the stream beat said nothing
+    (`server_up 1`). `ocwatch_snapshot_up` says it (OpenCodeSnapshotsFailing fires on it)."""
+    metrics = Metrics(clock=lambda: NOW)
+    failing = ServerInfo(
+        url=A,
+        name="alpha",
+        reachable=True,
+        connected=True,
+        last_event_at=NOW,
+        snapshot_at=NOW - 90,
+        error=f"{A} GET /session/status: HTTP 500",
+        error_since=NOW - 60,
+    )
+    Feeder(metrics, failing).show(0)
+    got = scrape(metrics)
+    assert value(got, "ocwatch_server_up", server="alpha") == 1
+    assert value(got, "ocwatch_snapshot_up", server="alpha") == 0
+    fine = ServerInfo(url=A, name="alpha", reachable=True, connected=True, snapshot_at=NOW)
+    Feeder(metrics, fine).show(0)
+    assert value(scrape(metrics), "ocwatch_snapshot_up", server="alpha") == 1

@@ -108,3 +108,26 @@ def test_a_readable_server_without_its_event_stream_is_said_once_and_its_return(
         "show at each resync (every 30s) meanwhile",
         f"ocwatch watch: {SERVER}: event stream back",
     ]
+
+
+def test_snapshots_failing_while_the_stream_beats_are_said_once_and_their_return() -> None:
+    """Issue 40: 150 s of HTTP 500 on every REST route while the stream beat: `watch` said
+    nothing. After STREAM_QUIET s of failing snapshots it says so, with why, once; and when a
+    snapshot succeeds again."""
+    import io
+
+    from tui.cli.watch import STREAM_QUIET, LinkNotes
+    from tui.core.view import ServerInfo
+
+    err = io.StringIO()
+    notes = LinkNotes(err)
+    why = "GET /session/status: HTTP 500 Internal Server Error"
+    failing = {"error": f"{SERVER} {why}", "error_since": T0}
+    for t in range(int(STREAM_QUIET) + 5):
+        notes.say([ServerInfo(url=SERVER, reachable=True, stream="connected", **failing)], T0 + t)
+    notes.say([ServerInfo(url=SERVER, reachable=True, stream="connected")], T0 + 30)
+    assert err.getvalue().splitlines() == [
+        f"ocwatch watch: {SERVER}: snapshots failing for {STREAM_QUIET:.0f}s ({why}); the event "
+        "stream still carries changes, nothing checks them against the server",
+        f"ocwatch watch: {SERVER}: snapshots succeed again",
+    ]

@@ -139,8 +139,10 @@ STREAM_QUIET = 10.0
 
 class LinkNotes:
     """What `watch` says on stderr of its servers' links (live and replayed alike): a server
-    that became unreachable (why) or reachable again, and a readable server whose event
-    stream has been down for STREAM_QUIET s (why; changes then show at each resync) or is back.
+    that became unreachable (why) or reachable again, a readable server whose event
+    stream has been down for STREAM_QUIET s (why; changes then show at each resync) or is back,
+    and one whose stream beats while its snapshots have failed for STREAM_QUIET s (why) or
+    succeed again.
     """
 
     def __init__(self, err: TextIO) -> None:
@@ -148,6 +150,7 @@ class LinkNotes:
         self.down: set[str] = set()  # said unreachable
         self.streamless: dict[str, float] = {}  # readable, no stream: since when (View time)
         self.said_streamless: set[str] = set()
+        self.said_failing: set[str] = set()  # readable by its stream, its snapshots failing
 
     def say(self, servers: Iterable[ServerInfo], now: float) -> None:
         for info in servers:
@@ -174,6 +177,20 @@ class LinkNotes:
                 if url in self.said_streamless and info.stream in ("connected", "stalled"):
                     self.said_streamless.discard(url)
                     self.line(f"{url}: event stream back")
+            failing = info.reachable and info.error is not None
+            if failing and url not in self.said_failing:
+                since = info.error_since or now
+                if now - since >= STREAM_QUIET:
+                    self.said_failing.add(url)
+                    why = (info.error or "").removeprefix(url).lstrip(": ").strip()
+                    self.line(
+                        f"{url}: snapshots failing for {now - since:.0f}s ({why}); the event "
+                        "stream still carries changes, nothing checks them against the server"
+                    )
+            elif not failing and url in self.said_failing:
+                self.said_failing.discard(url)
+                if info.reachable:
+                    self.line(f"{url}: snapshots succeed again")
 
     def line(self, what: str) -> None:
         """One line on stderr, as `watch` says things there."""

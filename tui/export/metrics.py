@@ -302,6 +302,12 @@ class Metrics(Collector):
             "The server's URL, protocol (v1, v2; empty until probed) and version (value 1).",
             labels=["server", "url", "version", "protocol"],
         )
+        snap_up = GaugeMetricFamily(
+            "ocwatch_snapshot_up",
+            "1 when the last snapshot of the server succeeded, else 0 (while its event stream "
+            "beats, failing snapshots leave the sessions live but unchecked).",
+            labels=["server"],
+        )
         stream = GaugeMetricFamily(
             "ocwatch_stream_up",
             "1 while the server's event stream is connected, else 0.",
@@ -309,7 +315,8 @@ class Metrics(Collector):
         )
         event_age = GaugeMetricFamily(
             "ocwatch_last_event_age_seconds",
-            "Seconds since the last event of the stream (a heartbeat comes every 10 s).",
+            "Seconds since the last event of the stream (a heartbeat comes every 10 s on V1, "
+            "15 s on V2).",
             labels=["server"],
         )
         snap_age = GaugeMetricFamily(
@@ -346,6 +353,7 @@ class Metrics(Collector):
             up.add_metric([name], int(s.reachable))
             srv.add_metric([name, s.url, plain(s.version or "", 80), s.protocol or ""], 1)
             stream.add_metric([name], int(s.connected))
+            snap_up.add_metric([name], int(s.error is None and s.snapshot_at is not None))
             if s.last_event_at is not None:
                 event_age.add_metric([name], round(max(0.0, now - s.last_event_at), 3))
             if s.snapshot_at is not None:
@@ -360,6 +368,7 @@ class Metrics(Collector):
         yield from (
             up,
             srv,
+            snap_up,
             stream,
             event_age,
             snap_age,

@@ -64,6 +64,12 @@ def server_line(server: ServerInfo, now: float) -> Content:
         parts += ["  ", (f"drift {server.drift_count}", "$foreground-muted")]
     if server.error and state != "connected":
         parts += ["  ", (fmt.literal(fmt.server_error(server.url, server.error)), style)]
+    elif server.error:  # the stream beats, the snapshots fail: live, but nothing checks it
+        parts += [
+            "  ",
+            ("snapshots failing: ", "$state-retry"),
+            (fmt.literal(fmt.server_error(server.url, server.error)), "$state-retry"),
+        ]
     if state in ("unreachable", "foreign"):
         parts += ["  ", ("retrying", "$foreground-muted italic")]
     return Content.assemble(*parts)
