@@ -26,12 +26,13 @@ from tui.core.monitor import ServerMonitor  # noqa: E402
 def frames(n: int, busy: int) -> list[str]:
     rnd = random.Random(1)
     out = []
-    for _ in range(n):
+    for i in range(n):
         sid = f"ses_{rnd.randrange(busy):05d}"
+        eid = f"evt_{i:08d}"  # (each event its own id, as a server sends them)
         r = rnd.random()
         if r < 0.6:
             payload = {
-                "id": "evt_x",
+                "id": eid,
                 "type": "message.part.delta",
                 "properties": {
                     "sessionID": sid,
@@ -43,7 +44,7 @@ def frames(n: int, busy: int) -> list[str]:
             }
         elif r < 0.9:
             payload = {
-                "id": "evt_x",
+                "id": eid,
                 "type": "message.part.updated",
                 "properties": {
                     "sessionID": sid,
@@ -58,7 +59,7 @@ def frames(n: int, busy: int) -> list[str]:
             }
         else:
             payload = {
-                "id": "evt_x",
+                "id": eid,
                 "type": "session.status",
                 "properties": {"sessionID": sid, "status": {"type": "busy"}},
             }

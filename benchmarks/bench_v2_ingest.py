@@ -72,7 +72,7 @@ def main() -> None:
     best = floor = 0.0
     for _ in range(args.repeat):
         monitor = ServerMonitor("http://bench:4096")
-        monitor._use(V2)
+        monitor.use(V2)
         monitor._connected = True
         started = time.perf_counter()
         for d in data:

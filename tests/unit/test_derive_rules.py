@@ -654,3 +654,23 @@ def test_a_row_held_waiting_while_the_run_ends_says_what_it_waited_for():
     again = derive_server(s, (), NOW + 0.5, S, previous=first, memo=DeriveMemo())
     assert again[(SERVER, "s1")] is first[(SERVER, "s1")]
     assert row(s, now=NOW + 5, previous={(SERVER, "s1"): r}).pending == ()  # settled: busy
+
+
+def test_a_late_older_copy_of_a_message_does_not_undo_its_end() -> None:
+    """Issue 40: a late copy of a message (not completed) after a snapshot showed it completed
+    made the row unknown (interrupted) for minutes. A completed message never regresses, in the
+    journal or over the snapshot."""
+    from tests.builders import assistant, entries, message_event, session, snap
+    from tui.core.derive import derive_server
+    from tui.core.settings import Settings
+
+    done = assistant("msg_1", "ses_1", created=T0 - 20, completed=T0 - 10, finish="stop")
+    running = assistant("msg_1", "ses_1", created=T0 - 20)
+    s = snap([session("ses_1")], messages={"ses_1": done})
+    for evs in (
+        [message_event(running, T0 - 1)],  # over the snapshot
+        [message_event(done, T0 - 5), message_event(running, T0 - 1)],  # in the journal
+    ):
+        rows = derive_server(s, entries(*evs), T0 + 60, Settings())
+        (row,) = rows.values()
+        assert (row.state, row.reason) == ("idle", "completed"), row.evidence

@@ -177,3 +177,27 @@ def test_every_noise_type_is_skipped_unparsed_and_a_relevant_one_never():
         cut = '{"payload":{"type":"' + etype + '","properties":{"x":'
         parser.parse(cut, 1.0)
     assert parser.skipped == len(RELEVANT)  # parsed, found malformed, counted
+
+
+def test_a_copy_of_an_applied_event_is_dropped() -> None:
+    """Issue 40: frames replayed with the same event ids (a proxy, an attacker) made a run that
+    never happened. Each event id is applied once."""
+    import json as _json
+
+    from tui.core.events import EventParser
+
+    frame = _json.dumps(
+        {
+            "directory": "/p",
+            "payload": {
+                "id": "evt_1",
+                "type": "session.status",
+                "properties": {"sessionID": "ses_1", "status": {"type": "busy"}},
+            },
+        }
+    )
+    parser = EventParser()
+    assert parser.parse(frame, 1.0).event is not None
+    assert parser.parse(frame, 2.0).event is None and parser.duplicates == 1
+    other = frame.replace("evt_1", "evt_2")
+    assert parser.parse(other, 3.0).event is not None

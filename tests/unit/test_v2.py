@@ -549,3 +549,17 @@ async def test_a_vouched_newer_turn_drops_what_the_tail_said_of_the_old_one() ->
     assert second.vouched == 1
     assert second.messages[sid] is not None and second.messages[sid].info.role == "user"
     assert sid not in second.status  # no marker of the old run: the new prompt decides
+
+
+def test_a_replayed_frame_is_applied_once() -> None:
+    """Issue 40: frames replayed with their event ids after a run ended made a run that never
+    happened. A copy of an event applied already is dropped (counted)."""
+    frames = load("completed")["frames"]
+    parser, journal = V2EventParser(), Journal()
+    for t, data in frames + [(t + 5, d) for t, d in frames]:
+        parsed = parser.parse(data, t)
+        if parsed.event is not None and parsed.control is None:
+            journal.add(parsed.event)
+    applied = [e.event.type for e in journal.entries()]
+    assert applied.count("session.status") == 2  # busy once, idle completed once
+    assert parser.duplicates > 0

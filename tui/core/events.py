@@ -169,6 +169,26 @@ def _is_noise(etype: str) -> bool:
 
 _NOTHING = Parsed()
 
+#: Event ids a parser remembers, to drop copies of an event it applied
+SEEN_IDS = 8192
+
+
+def seen_before(ids: dict[str, int], event_id: object, data: str, counter: Any) -> bool:
+    """Whether the event `event_id` was applied already with this very frame `data` (then
+    `counter.duplicates` is counted); else it is remembered (the oldest half dropped past
+    SEEN_IDS). A missing or odd id is never a copy."""
+    if not isinstance(event_id, str) or not event_id:
+        return False
+    mark = hash(data)
+    if ids.get(event_id) == mark:
+        counter.duplicates += 1
+        return True
+    if len(ids) >= SEEN_IDS:
+        for old in list(ids)[: SEEN_IDS // 2]:
+            del ids[old]
+    ids[event_id] = mark
+    return False
+
 
 @dataclass
 class EventParser:
@@ -179,6 +199,14 @@ class EventParser:
     sync_dropped: int = 0
     unknown_types: Counter[str] = field(default_factory=Counter)
     _seq: dict[str, int] = field(default_factory=dict)
+    duplicates: int = 0  # events dropped as copies of one applied already (same event id)
+    _ids: dict[str, int] = field(default_factory=dict)  # the last SEEN_IDS ids applied
+
+    def seen(self, event_id: object, data: str) -> bool:
+        """Whether this very event (its id and its frame) was applied already (counted); else
+        it is now. A server sends each event once: a copy (a proxy or an attacker replaying
+        frames) would make a run that never happened (issue 40). The last SEEN_IDS are kept."""
+        return seen_before(self._ids, event_id, data, self)
 
     def prune(self, live: Container[str]) -> None:
         """Forget the sequences of sessions that no longer exist (bounded memory over days)."""
@@ -235,6 +263,8 @@ class EventParser:
                 return self._skip(f"a {etype} event whose sessionID is not a string")
             if etype == "session.status" and not isinstance(props.get("status"), dict):
                 return self._skip("a session.status event whose status is not an object")
+            if self.seen(payload.get("id"), data):
+                return Parsed()  # applied already: a replayed copy says nothing new
             return Parsed(event=Event(etype, props, directory, received))
         if _is_noise(etype):
             return Parsed()

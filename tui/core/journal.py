@@ -272,7 +272,11 @@ def _apply(f: Facts, ev: Event) -> None:
         if f.retrying and (info.time.completed or info.error is not None):
             f.retrying.pop(sid, None)
         cur = f.messages.get(sid)
-        if cur is None or info.id >= cur[0].id:
+        if (
+            cur is None
+            or info.id > cur[0].id
+            or (info.id == cur[0].id and not regresses(info, cur[0]))
+        ):
             f.messages[sid] = (info, ev.received)
     elif t == "message.part.updated":
         raw = p["part"]
@@ -300,6 +304,17 @@ def _apply(f: Facts, ev: Event) -> None:
             f.answered[rid] = ev.received
             if sid is None:  # whose request it answered is not said: any row may change
                 f.changed.append(None)
+
+
+def final(info: MessageInfo) -> bool:
+    """Whether a message is done: completed, or ended by an error."""
+    return bool(info.time.completed) or info.error is not None
+
+
+def regresses(new: MessageInfo, old: MessageInfo) -> bool:
+    """Whether `new`, a copy of the message `old` is, would take back its end: a late or
+    replayed older copy (a completed message never becomes unfinished again; issue 40)."""
+    return new.role == old.role and final(old) and not final(new)
 
 
 def sessions_after(listed: Mapping[str, Session], facts: Facts) -> dict[str, Session]:
@@ -337,6 +352,8 @@ def merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | Non
     info: MessageInfo = seen[0]
     if snap is not None and snap.info.id > info.id:
         return merge_message(snap, Facts(parts=facts.parts), sid)
+    if snap is not None and snap.info.id == info.id and regresses(info, snap.info):
+        info = snap.info  # the snapshot read it done: an older copy after it says nothing
     base_parts = snap.parts if snap is not None and snap.info.id == info.id else ()
     return Message(info=info, parts=_merge_parts(base_parts, facts.parts.get((sid, info.id), {})))
 

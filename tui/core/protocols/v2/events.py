@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import text
-from ...events import Event, Parsed
+from ...events import Event, Parsed, seen_before
 from . import wire
 
 log = logging.getLogger("ocwatch.events.v2")
@@ -91,6 +91,8 @@ class V2EventParser:
     # what a rename, which says the title alone, is laid over
     _known: Mapping[str, Any] = field(default_factory=dict)
     _infos: dict[str, dict[str, Any]] = field(default_factory=dict)
+    duplicates: int = 0  # events dropped as copies of one applied already (same event id)
+    _ids: dict[str, int] = field(default_factory=dict)
 
     def prune(self, live: Container[str]) -> None:
         """Forget the sequences of aggregates that are no sessions any more (`live`: the
@@ -141,6 +143,8 @@ class V2EventParser:
         if etype == "server.connected":
             return Parsed(Event(etype, props, None, received), gap, control=etype)
         self._more: list[tuple[str, dict[str, Any]]] = []
+        if etype not in NOISE and seen_before(self._ids, frame.get("id"), data, self):
+            return Parsed(gap=gap)  # applied already: a replayed copy says nothing new
         try:
             out = self._translate(etype, props, sid, created, received)
         except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError):
