@@ -249,3 +249,29 @@ def test_a_view_repr_is_short_whatever_its_rows():
 
     view = View(1.0, (), {("http://s", f"ses_{i}"): object() for i in range(10_000)})  # type: ignore[misc]
     assert repr(view) == "View(generated_at=1.0, servers=0, rows=10000)"
+
+
+def test_an_option_before_the_command_means_what_it_means_after_or_is_refused(capsys) -> None:
+    """Issue 40: `ocwatch --notify-cmd X --webhook Y metrics ...` delivered nothing (the
+    command's defaults overwrote them). Before or after the command, the same; an option a
+    command does not honour is refused (exit 2), not dropped."""
+    import pytest
+
+    from tui.cli.main import build_parser, main
+
+    parser = build_parser()
+    before = parser.parse_args(["--notify-cmd", "x", "--webhook", "http://h/t", "metrics"])
+    after = parser.parse_args(["metrics", "--notify-cmd", "x", "--webhook", "http://h/t"])
+    for args in (before, after):
+        assert (args.notify_cmd, args.webhook) == ("x", "http://h/t")
+    assert parser.parse_args(["metrics"]).notify_cmd is None
+    for argv in (
+        ["--bell", "status"],
+        ["--theme", "ocwatch-light", "wait", "ses_1"],
+        ["--webhook", "http://h/t", "watch"],
+        ["--read-only", "metrics"],
+    ):
+        with pytest.raises(SystemExit) as ei:
+            main(argv)
+        assert ei.value.code == 2
+        assert "has no effect on `ocwatch" in capsys.readouterr().err

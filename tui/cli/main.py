@@ -294,7 +294,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="also serve ocwatch_session_info, one series per session with its id "
         "and title as labels (unbounded: for small fleets)",
     )
-    _offterminal_args(m, None)
+    # (SUPPRESS: given before the command they stay, not overwritten by this parser's defaults)
+    _offterminal_args(m, argparse.SUPPRESS)
 
     wt = sub.add_parser("watch", help="print one line per settled state change, until Ctrl-C")
     _server_arg(wt, many=True)
@@ -399,9 +400,37 @@ def _flag_urls(args: argparse.Namespace) -> list[str] | None:
     return list(got) if got else None
 
 
+#: Options of the dashboard given before the command (their argparse names), and the commands
+#: that honour them; given to any other command they are refused, not silently ignored
+DASHBOARD_OPTIONS = {
+    "theme": ("--theme", {None, "demo", "replay"}),
+    "read_only": ("--read-only", {None, "demo"}),
+    "metrics": ("--metrics", {None, "demo"}),
+    "bell": ("--bell", {None, "demo"}),
+    "osc9": ("--osc9", {None, "demo"}),
+    "notify": ("--notify", {None, "demo"}),
+    "osc777": ("--osc777", {None, "demo"}),
+    "osc99": ("--osc99", {None, "demo"}),
+    "unfocused_only": ("--unfocused-only", {None, "demo"}),
+    "notify_cmd": ("--notify-cmd", {None, "demo", "metrics"}),
+    "webhook": ("--webhook", {None, "demo", "metrics"}),
+    "webhook_format": ("--webhook-format", {None, "demo", "metrics"}),
+}
+
+
+def _refuse_ignored(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """An option given (before the command) to a command that does not honour it is a usage
+    error (exit 2), never dropped in silence (issue 40: `ocwatch --notify-cmd X metrics`
+    delivered nothing)."""
+    for name, (flag, honoured) in DASHBOARD_OPTIONS.items():
+        if args.command not in honoured and getattr(args, name, None) not in (None, False):
+            parser.error(f"{flag} has no effect on `ocwatch {args.command}`")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    _refuse_ignored(parser, args)
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR,
         stream=sys.stderr,
