@@ -418,6 +418,8 @@ class OcwatchApp(App[None]):
         if time.monotonic() - self._pulled_at >= TICK_INTERVAL:
             self.pull()
         self.heap.maintain()
+        if self.recording is not None:
+            self.recording.tick()  # (a burst then silence reaches the disk within a second)
 
     def pull(self) -> None:
         """Read the source's current View and show it."""

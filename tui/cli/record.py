@@ -31,9 +31,10 @@ def run_record(
     max_size: int | None = None,
     err: TextIO | None = None,
 ) -> int:
-    """Record until SIGINT/SIGTERM (or `max_size`): exit 0, the file ended cleanly."""
+    """Record until SIGINT/SIGTERM (or `max_size`): exit 0, the file ended cleanly; 1 when
+    writing it failed (what came after is not in it)."""
     from ..export.serve import follow
-    from ..record.writer import Recorder
+    from ..record.writer import FLUSH_EVERY, Recorder
 
     err = err or sys.stderr
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
@@ -67,9 +68,20 @@ def run_record(
                 said.add(s.error)
                 print(f"ocwatch record: {literal(s.error, escapes=True)}", file=err, flush=True)
 
+    async def flush_often() -> None:  # a burst then silence reaches the disk within 1 s
+        while True:
+            await asyncio.sleep(FLUSH_EVERY / 2)
+            recorder.tick()
+            if recorder.stopped and not stop.is_set():
+                stop.set()  # (a write failed: the recording stopped there)
+
     async def main() -> None:
         stop_on_signals(stop)
-        await follow(fleet, [say_errors], stop=stop)
+        flusher = asyncio.create_task(flush_often())
+        try:
+            await follow(fleet, [say_errors], stop=stop)
+        finally:
+            flusher.cancel()
 
     try:
         asyncio.run(main())
@@ -84,7 +96,7 @@ def run_record(
         f"{literal(str(path), escapes=True)}",
         file=err,
     )
-    return 0
+    return 1 if recorder.failed else 0
 
 
 def run_status_replay(path: Path, at: str | None, form: str) -> int:

@@ -76,6 +76,7 @@ class Recorder:
         self.records = 0
         self.closed = False
         self.stopped: str | None = None  # why it stopped early
+        self.failed = False  # it stopped because writing failed (a full disk): not all is kept
         # a new file only, readable by its owner alone: it holds the sessions' text
         self._disk: IO[bytes] = exclusive(path)
         # gzip at level 1: a recording is written while the monitor runs, so cheap beats small
@@ -88,6 +89,7 @@ class Recorder:
             )
         self._bytes = 0  # written to a plain file (a .gz's size is what reached the disk)
         self._flushed = clock()
+        self._dirty = False  # written since the last flush
         header = Header(clock(), version, tuple(servers), asdict(settings))
         self._write(header.to_json())
 
@@ -187,11 +189,27 @@ class Recorder:
             if now - self._flushed >= FLUSH_EVERY:
                 self._flushed = now
                 self._flush()
+                self._dirty = False
+            else:
+                self._dirty = True
         except OSError as exc:  # a full disk stops the recording, never the monitor
             self._abandon(f"writing the recording failed ({exc.strerror or exc}); it stopped there")
             return
         if self.max_size is not None and self.size() >= self.max_size:
             self._full()
+
+    def tick(self) -> None:
+        """Flush what was written since the last flush (call it every FLUSH_EVERY / 2 s): a
+        burst followed by silence reaches the disk too, not only when the next record comes
+        (issue 40: 40 frames, then silence, a SIGKILL 9 s later kept none of them)."""
+        if self.closed or not self._dirty:
+            return
+        try:
+            self._flushed = self.clock()
+            self._flush()
+            self._dirty = False
+        except OSError as exc:
+            self._abandon(f"writing the recording failed ({exc.strerror or exc}); it stopped there")
 
     def _full(self) -> None:
         self.stopped = (
@@ -211,6 +229,7 @@ class Recorder:
 
     def _abandon(self, why: str) -> None:
         self.stopped = why
+        self.failed = True
         self.closed = True
         for f in (self._file, self._gzip, self._disk):
             with contextlib.suppress(OSError, ValueError):
@@ -281,6 +300,12 @@ class FleetRecording:
         if recorder is not None:
             recorder.close()
         return recorder
+
+    def tick(self) -> None:
+        """Flush what the recording wrote since its last flush (the dashboard calls it every
+        half second)."""
+        if self.recorder is not None:
+            self.recorder.tick()
 
     def status(self) -> str | None:
         """`● REC ocwatch-....ndjson.gz · 1.2 MB · 12,345 records`, or None when not recording
