@@ -14,11 +14,24 @@ from pathlib import PurePath
 
 from rich.cells import cell_len, set_cell_size
 
-from tui.core.text import literal as literal  # one escaping for the dashboard and the CLI
+from tui.core.text import literal as _literal  # one escaping for the dashboard and the CLI
 from tui.core.view import REASONS, STATES, Reason, SessionRow, State, ago
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
 from tui.core.view import duration_next as duration_next
+
+#: Characters of one server text the dashboard lays out at most (a title, a folder, an error, a
+#: command): one of megabytes made every repaint wrap all of it (issue 40: a 10 MB title took
+#: 30 s to show and 13 s a key). The whole text stays in `status --json` and `report`.
+SHOWN_MAX = 4096
+
+
+def literal(text: str | None, *, escapes: bool = False) -> str:
+    """Untrusted text made safe to show (tui.core.text.literal), cut to SHOWN_MAX characters
+    with how many more there are."""
+    if text and len(text) > SHOWN_MAX:
+        text = f"{text[:SHOWN_MAX]}… (+{len(text) - SHOWN_MAX:,} characters)"
+    return _literal(text, escapes=escapes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,6 +190,8 @@ def asked_text(row: SessionRow) -> str:
 def truncate_ask(text: str, width: int) -> str:
     """`asked_text` cut to `width` cells: a path (`edit: /a/b/c.py`) keeps its end (the file's
     name), anything else (a command, a question) its start."""
+    if len(text) > 4 * width + 64:
+        return truncate(text, width)
     if cell_len(text) <= width:
         return text
     head, sep, detail = text.partition(": ")
@@ -288,6 +303,8 @@ def truncate(text: str, width: int) -> str:
     """Cut `text` to at most `width` cells, ending with `…` when cut."""
     if width <= 0:
         return ""
+    if len(text) > 4 * width + 64:  # (megabytes are not counted cell by cell: a prefix decides)
+        return set_cell_size(text[: 4 * width + 64], width - 1) + "…"
     if cell_len(text) <= width:
         return text
     return set_cell_size(text, width - 1) + "…"

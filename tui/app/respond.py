@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING
 
 from textual.content import Content
 
+from tui.app.format import literal
 from tui.core.client import OcwatchError
-from tui.core.text import literal
 from tui.core.view import RUNNING, Pending, SessionRow
 
 from .actions import Actions

@@ -9,7 +9,7 @@ from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.core.text import literal
+from tui.app.format import literal
 from tui.core.view import Pending, SessionRow, View
 
 from ..dashboard import Dashboard

@@ -12,7 +12,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
-from tui.core.text import literal
+from tui.app.format import literal
 from tui.core.view import Pending
 
 from .dialog import Part, RequestDialog, asked_by, block, label, multiline

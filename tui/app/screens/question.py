@@ -17,7 +17,7 @@ from textual.widgets import Button, Checkbox, Input, RadioButton, RadioSet, Sele
 from textual.widgets.option_list import OptionDoesNotExist
 from textual.widgets.selection_list import Selection
 
-from tui.core.text import literal
+from tui.app.format import literal
 from tui.core.view import Pending, SessionRow
 
 from ..dashboard import Dashboard
