@@ -197,3 +197,41 @@ def test_the_context_of_a_client_without_tls_verifies_and_trusts_nothing():
     ctx = no_tls()
     assert ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
     assert ctx.cert_store_stats()["x509_ca"] == 0
+
+
+def test_a_password_file_that_is_no_regular_file_is_refused_not_waited_on(tmp_path) -> None:
+    """Issue 40: a FIFO as the password file hung ocwatch, /dev/zero gave a traceback. Only a
+    regular file of at most 64 KiB is read; the rest is said in one line, exit 2."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.cli_env import cli_env
+
+    fifo = tmp_path / "pw.fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big"
+    big.write_bytes(b"x" * (65 * 1024))
+    good = tmp_path / "pw"
+    good.write_text("s3cret\n")
+    for path, says in (
+        (fifo, "it is not a regular file"),
+        ("/dev/zero", "it is not a regular file"),
+        (big, "it is larger than 64 KiB"),
+    ):
+        env = cli_env()
+        env["OPENCODE_SERVER_PASSWORD_FILE"] = str(path)
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui.cli.main", "status", "--server", "http://127.0.0.1:9"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+        assert proc.returncode == 2, proc.stderr
+        assert f"cannot read the password file: {says}" in proc.stderr
+        assert "Traceback" not in proc.stderr
+    from tui.core.settings import Auth
+
+    got = Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE": str(good)})
+    assert got is not None and got.password == "s3cret"

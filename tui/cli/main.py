@@ -439,7 +439,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         auth = Auth.from_env()
     except (OSError, ValueError) as exc:
-        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        why = exc.strerror if isinstance(exc, OSError) else getattr(exc, "why", str(exc))
         print(f"ocwatch: cannot read the password file: {why}", file=sys.stderr)
         return EXIT_USAGE
     try:

@@ -431,6 +431,6 @@ def _file_auth(path: str, user: str, out: list[str], what: str, then: str = "") 
             }
         )
     except (OSError, ValueError) as exc:  # ValueError: not UTF-8 text
-        why = exc.strerror if isinstance(exc, OSError) else "it is not UTF-8 text"
+        why = exc.strerror if isinstance(exc, OSError) else getattr(exc, "why", str(exc))
         out.append(f"{what}: cannot read it ({why}){then}")
         return None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 
 DEFAULT_URL = "http://127.0.0.1:4096"
@@ -61,6 +62,38 @@ class Settings:
     is requested)."""
 
 
+#: Bytes a password file may hold at most
+SECRET_MAX = 64 * 1024
+
+
+class SecretFileError(ValueError):
+    """A password file that is no regular file, too large, or not UTF-8 text: `why`."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def read_secret(path: str) -> str:
+    """The text of a password file, stripped. Only a regular file of at most SECRET_MAX bytes
+    is read: a FIFO would block for ever and /dev/zero never end (issue 40). OSError when it
+    cannot be opened; SecretFileError for the rest."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO's open returns at once)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise SecretFileError("it is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            raw = fh.read(SECRET_MAX + 1)
+    finally:
+        os.close(fd)
+    if len(raw) > SECRET_MAX:
+        raise SecretFileError(f"it is larger than {SECRET_MAX // 1024} KiB")
+    try:
+        return raw.decode("utf-8").strip()
+    except UnicodeDecodeError:
+        raise SecretFileError("it is not UTF-8 text") from None
+
+
 @dataclass(frozen=True, slots=True)
 class Auth:
     """HTTP Basic credentials. The password never comes from argv and is never printed."""
@@ -78,8 +111,7 @@ class Auth:
         password = env.get("OPENCODE_SERVER_PASSWORD")
         path = env.get("OPENCODE_SERVER_PASSWORD_FILE")
         if not password and path:
-            with open(path, encoding="utf-8") as fh:
-                password = fh.read().strip()
+            password = read_secret(path)
         if not password:
             return None
         return cls(env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME, password)
