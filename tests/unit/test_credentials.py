@@ -235,3 +235,19 @@ def test_a_password_file_that_is_no_regular_file_is_refused_not_waited_on(tmp_pa
 
     got = Auth.from_env({"OPENCODE_SERVER_PASSWORD_FILE": str(good)})
     assert got is not None and got.password == "s3cret"
+
+
+def test_only_loopback_addresses_are_spared_the_plain_http_warning() -> None:
+    """Issue 40: any host name starting with `127.` was taken for loopback."""
+    from tui.core.config import _cleartext
+
+    for url in (
+        "http://127.0.0.1:4096",
+        "http://127.8.9.10:1",
+        "http://[::1]:4096",
+        "http://localhost:4096",
+    ):
+        assert not _cleartext(url), url
+    for url in ("http://127.evil.example:4096", "http://127.0.0.1.nip.io:1", "http://10.0.0.2:1"):
+        assert _cleartext(url), url
+    assert not _cleartext("https://127.evil.example")

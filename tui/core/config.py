@@ -10,6 +10,7 @@ file: they come from the environment (`OPENCODE_SERVER_PASSWORD`) or a password 
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import os
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -398,7 +399,10 @@ def _cleartext(url: str) -> bool:
     """Whether a request to `url` travels unencrypted beyond this machine."""
     parts = urlsplit(_url_key(url))
     host = (parts.hostname or "").lower()
-    loopback = host in ("localhost", "::1") or host.startswith("127.")
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a name, not an address: `127.evil.example` is no loopback (issue 40)
+        loopback = host == "localhost"
     return parts.scheme == "http" and not loopback
 
 
