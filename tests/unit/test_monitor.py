@@ -856,3 +856,46 @@ async def test_an_event_that_can_settle_a_row_is_told_as_urgent():
         "session.idle": "urgent",
         "permission.asked": "urgent",
     }
+
+
+def test_retry_after_is_read_as_seconds_or_a_date_and_bounded() -> None:
+    from email.utils import formatdate
+
+    from tui.core.client import MAX_RETRY_AFTER, retry_after
+
+    assert retry_after("120", 0.0) == 120.0
+    assert retry_after(None, 0.0) is None and retry_after("soon", 0.0) is None
+    assert retry_after("99999999", 0.0) == MAX_RETRY_AFTER
+    now = 1_800_000_000.0
+    assert retry_after(formatdate(now + 30, usegmt=True), now) == pytest.approx(30.0, abs=1)
+    assert retry_after(formatdate(now - 30, usegmt=True), now) == 0.0
+
+
+async def test_a_snapshot_refused_with_retry_after_is_not_asked_again_before_it() -> None:
+    """Issue 40: 24 requests a minute against `Retry-After: 120`. The snapshot loop waits what
+    the server asked before its next snapshot."""
+    import asyncio
+
+    import httpx
+
+    from tui.core.monitor import ServerMonitor
+
+    hits = {"n": 0}
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path == "/global/health":
+            hits["n"] += 1
+            return httpx.Response(429, headers={"retry-after": "30"}, json={"name": "TooMany"})
+        return httpx.Response(404)
+
+    mon = ServerMonitor("http://busy", transport=httpx.MockTransport(handle))
+    loop_task = asyncio.create_task(mon._snapshot_loop())
+    mon.request_snapshot()
+    try:
+        await mon.first_snapshot()
+        assert mon.error is not None and "HTTP 429" in mon.error
+        await asyncio.sleep(1.5)  # (the old backoff asked again within 0.6 s, then 1.2 s)
+        assert hits["n"] == 1
+    finally:
+        loop_task.cancel()
+        await asyncio.gather(loop_task, return_exceptions=True)

@@ -62,7 +62,32 @@ class AuthFailed(OcwatchError):
 
 
 class BadResponse(OcwatchError):
-    """The answer was not what the API promises (HTML instead of JSON, wrong shape, 5xx)."""
+    """The answer was not what the API promises (HTML instead of JSON, wrong shape, 5xx).
+    `retry_after`: the seconds the server asked to wait before asking again (its
+    `Retry-After`, with a 429 or a 503), when it said."""
+
+    retry_after: float | None = None
+
+
+#: The longest `Retry-After` honoured (a server asking for a day is asked again in ten minutes)
+MAX_RETRY_AFTER = 600.0
+
+
+def retry_after(value: str | None, now: float) -> float | None:
+    """A `Retry-After` header's wait in seconds (delay-seconds or an HTTP date), at most
+    MAX_RETRY_AFTER; None when absent or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    if value.isdigit():
+        return min(float(value), MAX_RETRY_AFTER)
+    try:
+        from email.utils import parsedate_to_datetime
+
+        when = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return None
+    return max(0.0, min(when - now, MAX_RETRY_AFTER))
 
 
 class Redirected(BadResponse):
@@ -366,7 +391,9 @@ class Client:
             if response.status_code == 401:
                 raise self.auth_failed()
             if response.status_code >= 400:
-                raise BadResponse(f"{self.url}: event stream answered HTTP {response.status_code}")
+                exc = BadResponse(f"{self.url}: event stream answered HTTP {response.status_code}")
+                exc.retry_after = retry_after(response.headers.get("retry-after"), time.time())
+                raise exc
             ctype = response.headers.get("content-type", "")
             if "text/event-stream" not in ctype:
                 raise BadResponse(
@@ -406,7 +433,9 @@ class Client:
         if resp.status_code >= 400:
             tag, msg = _error_fields(content)
             detail = msg or tag or resp.reason_phrase
-            raise BadResponse(f"{where}: HTTP {resp.status_code} {detail}".rstrip())
+            exc = BadResponse(f"{where}: HTTP {resp.status_code} {detail}".rstrip())
+            exc.retry_after = retry_after(resp.headers.get("retry-after"), time.time())
+            raise exc
         if not expect_json:
             return None
         if resp.status_code == 204 or not content.strip():

@@ -187,9 +187,14 @@ class ServerMonitor(Reflector):
             else:
                 # until one succeeds: the rows rest on the last one. Backed off, but the stream
                 # coming back (urgent: the server answers again) asks at once
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(backoff * random.uniform(0.8, 1.2)):
-                        await self._urgent.wait()
+                wait = backoff * random.uniform(0.8, 1.2)
+                asked = self._snapshot_wait
+                if asked is not None:  # the server said when to ask again (Retry-After):
+                    await asyncio.sleep(max(wait, asked))  # not before, whatever comes
+                else:
+                    with contextlib.suppress(TimeoutError):
+                        async with asyncio.timeout(wait):
+                            await self._urgent.wait()
                 backoff = 0.5 if self._urgent.is_set() else min(backoff * 2, 15.0)
                 self.request_snapshot()
 
@@ -390,7 +395,10 @@ class ServerMonitor(Reflector):
                 backoff = 0.5
                 await asyncio.sleep(random.uniform(0, 0.1))
                 continue
-            await asyncio.sleep(backoff * random.uniform(0.5, 1.5))
+            wait = backoff * random.uniform(0.5, 1.5)
+            if self._stream_wait is not None:  # the server said when to ask again
+                wait = max(wait, self._stream_wait)
+            await asyncio.sleep(wait)
             # a stream accepted and closed at once keeps backing off (no reconnect storm)
             backoff = min(backoff * 2, 15.0 if not self.state.fatal else 60.0)
 

@@ -93,6 +93,9 @@ class Reflector:
         self._loading: tuple[int, int] | None = None
         self._snapshots_taken = 0
         self._foreign = False  # the last probe found a server speaking no OpenCode protocol
+        # seconds the server asked to wait (Retry-After) with the last failed snapshot / stream
+        self._snapshot_wait: float | None = None
+        self._stream_wait: float | None = None
         self._request_samples: deque[tuple[float, int]] = deque()  # (time, client.requests)
         self._reverified_at: float | None = None  # the last snapshot's start (_reverify)
         self._reverify_credit = 0.0
@@ -463,6 +466,7 @@ class Reflector:
             )
         gave_up = isinstance(exc, GivenUp)
         self.state = self.state.giving_up(gave_up)
+        self._snapshot_wait = getattr(exc, "retry_after", None)
         if gave_up and self.state.error is None:
             log.info(exc.message)
             return  # (nor is a first snapshot's attempt over: the one asked again ends it)
@@ -503,6 +507,7 @@ class Reflector:
         if self._tap is not None:
             self._tap.stream(self.url, self.clock(), False, exc.message, type(exc).__name__)
         was = self.state.connected
+        self._stream_wait = getattr(exc, "retry_after", None)
         # a reconnect that cannot reach a server whose stream was lost: the server went away
         # (a restart may have cut runs off), as a failed snapshot would say. A snapshot sent
         # meanwhile may hang rather than fail (a server starting up)
