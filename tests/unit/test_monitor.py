@@ -899,3 +899,39 @@ async def test_a_snapshot_refused_with_retry_after_is_not_asked_again_before_it(
     finally:
         loop_task.cancel()
         await asyncio.gather(loop_task, return_exceptions=True)
+
+
+async def test_a_first_snapshot_slower_than_the_deadline_is_said_while_it_is_asked() -> None:
+    """Issue 40: a server answering every request slowly kept the dashboard at "Connecting…"
+    for minutes. Past command_deadline the monitor says the server answers too slowly."""
+    import asyncio
+
+    import httpx
+
+    from tui.core.monitor import ServerMonitor
+    from tui.core.settings import Settings
+
+    release = asyncio.Event()
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        await release.wait()
+        return httpx.Response(503)
+
+    mon = ServerMonitor(
+        "http://slow",
+        transport=httpx.MockTransport(handle),
+        settings=Settings(command_deadline=0.3),
+    )
+    task = asyncio.create_task(mon.run(lambda: None))
+    try:
+        for _ in range(500):
+            if mon.info().error:
+                break
+            await asyncio.sleep(0.02)
+        info = mon.info()
+        assert info.error is not None and "no complete snapshot within 0.3s" in info.error
+        assert not info.reachable
+    finally:
+        release.set()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

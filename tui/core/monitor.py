@@ -139,6 +139,7 @@ class ServerMonitor(Reflector):
                 tg.create_task(self._stream_loop())
                 tg.create_task(self._snapshot_loop())
                 tg.create_task(self._resync_loop())
+                tg.create_task(self._slow_first())
         finally:
             await self.client.aclose()
 
@@ -160,6 +161,20 @@ class ServerMonitor(Reflector):
                     "too slowly; command_deadline, $OCWATCH_COMMAND_DEADLINE)"
                 ),
             )
+
+    async def _slow_first(self) -> None:
+        """A first snapshot not in after command_deadline s is said (the server answers too
+        slowly; it is still asked): the dashboard shows why, not "Connecting…" for minutes."""
+        limit = self.settings.command_deadline
+        await asyncio.sleep(limit)
+        if self.store.snapshot is None and self.state.error is None:
+            self.state = self.state.failed(
+                f"{self.url}: no complete snapshot within {limit:g}s (the server answers too "
+                "slowly); still asking",
+                False,
+                self.clock(),
+            )
+            self._notify()
 
     async def _resync_loop(self) -> None:
         while True:
