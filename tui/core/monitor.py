@@ -166,7 +166,11 @@ class ServerMonitor(Reflector):
         """A first snapshot not in after command_deadline s is said (the server answers too
         slowly; it is still asked): the dashboard shows why, not "Connecting…" for minutes."""
         limit = self.settings.command_deadline
-        await asyncio.sleep(limit)
+        try:
+            await asyncio.wait_for(self._snapshot_done.wait(), limit)
+            return  # (the first attempt ended: it says how itself)
+        except TimeoutError:
+            pass
         if self.store.snapshot is None and self.state.error is None:
             self.state = self.state.failed(
                 f"{self.url}: no complete snapshot within {limit:g}s (the server answers too "
