@@ -173,26 +173,20 @@ _NOTHING = Parsed()
 SEEN_IDS = 8192
 
 
-def seen_before(ids: dict[str, int], event_id: object, data: str, counter: Any) -> bool:
-    """Whether the event `event_id` was applied already with this very frame `data` (then
-    `counter.duplicates` is counted); else it is remembered (the oldest half dropped past
-    SEEN_IDS). A missing or odd id is never a copy."""
-    if not isinstance(event_id, str) or not event_id:
-        return False
-    mark = hash(data)
-    if ids.get(event_id) == mark:
-        counter.duplicates += 1
-        return True
-    if len(ids) >= SEEN_IDS:
-        for old in list(ids)[: SEEN_IDS // 2]:
-            del ids[old]
-    ids[event_id] = mark
-    return False
+def remember(kept: dict[str, Any], key: str, value: Any, limit: int) -> None:
+    """Keep `key` -> `value` in `kept`, the oldest half dropped once it holds `limit` entries
+    (dicts keep insertion order): what a parser remembers between frames stays bounded."""
+    if len(kept) >= limit:
+        for old in list(kept)[: limit // 2]:
+            del kept[old]
+    kept[key] = value
 
 
 @dataclass
-class EventParser:
-    """Stateful parser for one connection: counts skips and unknown types, watches sync seq."""
+class FrameParser:
+    """What every protocol's parser of one connection counts and keeps (the monitor and the
+    servers view read the counts): frames skipped as malformed, events of unknown types, each
+    aggregate's last sequence number (a jump is a gap), and the events applied already."""
 
     skipped: int = 0
     unknown: int = 0
@@ -205,17 +199,59 @@ class EventParser:
     def seen(self, event_id: object, data: str) -> bool:
         """Whether this very event (its id and its frame) was applied already (counted); else
         it is now. A server sends each event once: a copy (a proxy or an attacker replaying
-        frames) would make a run that never happened (issue 40). The last SEEN_IDS are kept."""
-        return seen_before(self._ids, event_id, data, self)
+        frames) would make a run that never happened (issue 40). The last SEEN_IDS are kept.
+        A missing or odd id is never a copy."""
+        if not isinstance(event_id, str) or not event_id:
+            return False
+        mark = hash(data)
+        if self._ids.get(event_id) == mark:
+            self.duplicates += 1
+            return True
+        remember(self._ids, event_id, mark, SEEN_IDS)
+        return False
+
+    def reset_sequences(self) -> None:
+        """Forget the sequences (call on reconnect: the fresh snapshot covers the gap)."""
+        self._seq.clear()
+
+    def _malformed(self, data: str) -> Parsed:
+        """A frame that is not JSON: counted."""
+        self.skipped += 1
+        log.warning("skipped a malformed event frame (%d bytes)", len(data))
+        return Parsed()
+
+    def _skip(self, what: str) -> Parsed:
+        self.skipped += 1
+        log.warning("skipped %s", what)
+        return Parsed()
+
+    def _unknown(self, etype: str) -> None:
+        """An event of a type no rule reads (nor known as noise): counted, said once."""
+        self.unknown += 1
+        self.unknown_types[etype] += 1
+        if self.unknown_types[etype] == 1:
+            log.info("ignoring unknown event type %r", etype)
+
+    def _seq_jump(self, agg: Any, seq: Any, limit: int | None = None) -> bool:
+        """Whether `seq` jumps past the aggregate's last (events were missed); it is kept as the
+        last (`limit`: at most that many aggregates, all forgotten past it). Odd ones: no."""
+        if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            return False
+        last = self._seq.get(agg)
+        if last is None and limit is not None and len(self._seq) >= limit:
+            self._seq.clear()  # (a snapshot prunes them: this bounds a stream of new ids)
+        self._seq[agg] = seq if last is None else max(last, seq)
+        return last is not None and seq > last + 1
+
+
+@dataclass
+class EventParser(FrameParser):
+    """V1's parser for one connection: counts skips and unknown types, watches sync seq."""
 
     def prune(self, live: Container[str]) -> None:
         """Forget the sequences of sessions that no longer exist (bounded memory over days)."""
         for agg in [a for a in self._seq if a not in live]:
             del self._seq[agg]
-
-    def reset_sequences(self) -> None:
-        """Forget sync sequences (call on reconnect: the fresh snapshot covers the gap)."""
-        self._seq.clear()
 
     def parse(self, data: str, received: float) -> Parsed:
         """Parse one SSE `data` payload. Never raises."""
@@ -235,9 +271,7 @@ class EventParser:
         try:
             frame = text.loads(data)
         except (ValueError, RecursionError):
-            self.skipped += 1
-            log.warning("skipped a malformed event frame (%d bytes)", len(data))
-            return Parsed()
+            return self._malformed(data)
         if not isinstance(frame, dict):
             return self._skip("a frame that is not an object")
         payload = frame.get("payload", frame)  # /event sends the payload bare
@@ -266,26 +300,12 @@ class EventParser:
             if self.seen(payload.get("id"), data):
                 return Parsed()  # applied already: a replayed copy says nothing new
             return Parsed(event=Event(etype, props, directory, received))
-        if _is_noise(etype):
-            return Parsed()
-        self.unknown += 1
-        self.unknown_types[etype] += 1
-        if self.unknown_types[etype] == 1:
-            log.info("ignoring unknown event type %r", etype)
-        return Parsed()
-
-    def _skip(self, what: str) -> Parsed:
-        self.skipped += 1
-        log.warning("skipped %s", what)
+        if not _is_noise(etype):
+            self._unknown(etype)
         return Parsed()
 
     def _check_seq(self, sync: Any) -> bool:
         self.sync_dropped += 1
         if not isinstance(sync, dict):
             return False
-        agg, seq = sync.get("aggregateID"), sync.get("seq")
-        if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
-            return False
-        last = self._seq.get(agg)
-        self._seq[agg] = seq if last is None else max(last, seq)
-        return last is not None and seq > last + 1
+        return self._seq_jump(sync.get("aggregateID"), sync.get("seq"))

@@ -16,13 +16,12 @@ or dismiss just before, on this same connection (the same server process), tells
 from __future__ import annotations
 
 import logging
-from collections import Counter
 from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from ... import text
-from ...events import Event, Parsed, seen_before
+from ...events import Event, FrameParser, Parsed, remember
 from . import wire
 
 log = logging.getLogger("ocwatch.events.v2")
@@ -71,16 +70,11 @@ def _noise(etype: str) -> bool:
 
 
 @dataclass
-class V2EventParser:
+class V2EventParser(FrameParser):
     """Stateful parser for one V2 connection (the EventParser interface): counts skips and
     unknown types, watches each aggregate's `durable.seq`, and remembers what later frames do
     not repeat (a form's session, a tool's name, a step's start, a refusal)."""
 
-    skipped: int = 0
-    unknown: int = 0
-    sync_dropped: int = 0
-    unknown_types: Counter[str] = field(default_factory=Counter)
-    _seq: dict[str, int] = field(default_factory=dict)
     _forms: dict[str, str] = field(default_factory=dict)  # form id -> session id
     _tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
     _started: dict[str, Any] = field(default_factory=dict)  # assistant message id -> created
@@ -91,8 +85,6 @@ class V2EventParser:
     # what a rename, which says the title alone, is laid over
     _known: Mapping[str, Any] = field(default_factory=dict)
     _infos: dict[str, dict[str, Any]] = field(default_factory=dict)
-    duplicates: int = 0  # events dropped as copies of one applied already (same event id)
-    _ids: dict[str, int] = field(default_factory=dict)
 
     def prune(self, live: Container[str]) -> None:
         """Forget the sequences of aggregates that are no sessions any more (`live`: the
@@ -106,10 +98,6 @@ class V2EventParser:
             del self._retrying[sid]
         # (a refusal of a session the snapshot did not list yet is kept: its run may be ending)
 
-    def reset_sequences(self) -> None:
-        """Forget sequences (on reconnect: the fresh snapshot covers the gap)."""
-        self._seq.clear()
-
     def parse(self, data: str, received: float) -> Parsed:
         """Parse one SSE `data` payload. Never raises."""
         if not data or data.isspace():
@@ -120,9 +108,7 @@ class V2EventParser:
         try:
             frame = text.loads(data)
         except (ValueError, RecursionError):
-            self.skipped += 1
-            log.warning("skipped a malformed event frame (%d bytes)", len(data))
-            return Parsed()
+            return self._malformed(data)
         if not isinstance(frame, dict):
             return self._skip("a frame that is not an object")
         etype = frame.get("type")
@@ -143,7 +129,7 @@ class V2EventParser:
         if etype == "server.connected":
             return Parsed(Event(etype, props, None, received), gap, control=etype)
         self._more: list[tuple[str, dict[str, Any]]] = []
-        if etype not in NOISE and seen_before(self._ids, frame.get("id"), data, self):
+        if etype not in NOISE and self.seen(frame.get("id"), data):
             return Parsed(gap=gap)  # applied already: a replayed copy says nothing new
         try:
             out = self._translate(etype, props, sid, created, received)
@@ -151,10 +137,7 @@ class V2EventParser:
             return self._skip(f"a {etype} event of an unexpected shape")
         if out is None:
             if not _noise(etype) and etype not in _KNOWN:
-                self.unknown += 1
-                self.unknown_types[etype] += 1
-                if self.unknown_types[etype] == 1:
-                    log.info("ignoring unknown event type %r", etype)
+                self._unknown(etype)
             return Parsed(gap=gap)
         more = tuple(Event(t, p, directory or None, received) for t, p in self._more)
         return Parsed(Event(out[0], out[1], directory or None, received), gap, more=more)
@@ -356,30 +339,16 @@ class V2EventParser:
 
     @staticmethod
     def _remember(kept: dict[str, Any], key: Any, value: Any) -> None:
-        if not isinstance(key, str):
-            return
-        if len(kept) >= MAX_KEPT:  # the oldest half goes (dicts keep insertion order)
-            for old in list(kept)[: MAX_KEPT // 2]:
-                del kept[old]
-        kept[key] = value
-
-    def _skip(self, what: str) -> Parsed:
-        self.skipped += 1
-        log.warning("skipped %s", what)
-        return Parsed()
+        if isinstance(key, str):
+            remember(kept, key, value, MAX_KEPT)
 
     def _check_seq(self, durable: Any) -> bool:
         if not isinstance(durable, dict):
             return False
         agg, seq = durable.get("aggregateID"), durable.get("seq")
-        if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
-            return False
-        self.sync_dropped += 1
-        last = self._seq.get(agg)
-        if last is None and len(self._seq) >= MAX_KEPT:
-            self._seq.clear()  # (a snapshot prunes them: this bounds a stream of new ids)
-        self._seq[agg] = seq if last is None else max(last, seq)
-        return last is not None and seq > last + 1
+        if isinstance(agg, str) and isinstance(seq, int) and not isinstance(seq, bool):
+            self.sync_dropped += 1
+        return self._seq_jump(agg, seq, MAX_KEPT)
 
 
 #: Types the translation reads (an unknown type is one that is neither these nor noise)
