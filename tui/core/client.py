@@ -481,17 +481,22 @@ class Client:
         data, _headers = await self.get(path, params)
         return data
 
-    async def health(self) -> dict[str, Any]:
-        """`GET /global/health` (V1). WrongProtocol: it answered HTML, as a V2 server does, or
-        404 (every V1 server has it)."""
+    async def _probe(self, path: str) -> Any:
+        """`GET path`, a protocol's probe: WrongProtocol when it answered 404 or HTML (what a
+        server of the other protocol, or none, answers a route it does not have)."""
         try:
-            data = await self._get("/global/health")
+            return await self._get(path)
         except NotFound as exc:
             raise WrongProtocol(exc.message) from None
         except BadResponse as exc:
             if "got HTML" in exc.message and not isinstance(exc, Redirected):
                 raise WrongProtocol(exc.message) from None
             raise
+
+    async def health(self) -> dict[str, Any]:
+        """`GET /global/health` (V1). WrongProtocol: it answered HTML, as a V2 server does, or
+        404 (every V1 server has it)."""
+        data = await self._probe("/global/health")
         if not isinstance(data, dict):
             raise BadResponse(f"{self.url}: /global/health did not answer an object")
         return data
@@ -500,14 +505,7 @@ class Client:
     async def info(self) -> dict[str, Any]:
         """`GET /api/info` (V2): `{version, pid, ...}`. WrongProtocol: HTML, as V1 answers, or
         404."""
-        try:
-            data = await self._get("/api/info")
-        except NotFound as exc:
-            raise WrongProtocol(exc.message) from None
-        except BadResponse as exc:
-            if "got HTML" in exc.message and not isinstance(exc, Redirected):
-                raise WrongProtocol(exc.message) from None
-            raise
+        data = await self._probe("/api/info")
         if not isinstance(data, dict) or not isinstance(data.get("version"), str):
             raise BadResponse(f"{self.url}: /api/info did not answer an object with a version")
         return data

@@ -14,9 +14,9 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -24,6 +24,7 @@ from .client import Client, NotFound
 from .models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 
 log = logging.getLogger("ocwatch.snapshot")
+_T = TypeVar("_T")
 
 #: Seconds at least between two partial snapshots (fetch_snapshot's `partial`): each one derives
 #: and repaints every row, which at 10,000 sessions costs a good part of what reading takes.
@@ -312,13 +313,10 @@ async def fetch_snapshot(
             vouched += 1
             continue
         need.append(s)
-    overdue.sort(key=lambda item: item[0])
-    budget = len(overdue) if reverify is None else max(0, reverify)
-    reverified = min(budget, len(overdue))
-    for i, (_fetched, s) in enumerate(overdue):
-        if i < budget:
-            need.append(s)  # asked again: the safety net, a few at a time
-            continue
+    again, still = reverified_first(overdue, reverify)
+    need += again  # asked again: the safety net, a few at a time
+    reverified = len(again)
+    for s in still:
         assert vouch is not None
         cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
         vouched += 1
@@ -385,16 +383,37 @@ async def fetch_snapshot(
                 shown[:] = [done, time.monotonic()]
                 partial(snapshot_now(frozenset(x.id for x in need if x.id not in arrived)))
 
-    order = iter(need)  # shared by the workers: each takes the next one, in that order
+    await each_in_turn(need, last_message, concurrency)
+    cache.prune(sessions)
+    return snapshot_now()
+
+
+def reverified_first(
+    overdue: list[tuple[float, Session]], reverify: int | None
+) -> tuple[list[Session], list[Session]]:
+    """Of the sessions vouched for but for their age ((fetched, session)), those a snapshot
+    reads again (the longest vouched first, `reverify` at most; None: all), and the rest."""
+    order = [s for _fetched, s in sorted(overdue, key=lambda item: item[0])]
+    budget = len(order) if reverify is None else max(0, reverify)
+    return order[:budget], order[budget:]
+
+
+async def each_in_turn(
+    items: Iterable[_T], read: Callable[[_T], Awaitable[None]], concurrency: int
+) -> None:
+    """`read` every item, in their order, `concurrency` at a time (a snapshot's per-session
+    reads); one failing (or this being cancelled) stops the others too."""
+    todo = list(items)
+    order = iter(todo)  # shared by the workers: each takes the next one, in that order
 
     async def worker() -> None:
-        for s in order:
-            await last_message(s)
+        for item in order:
+            await read(item)
             # a server on loopback can answer without the loop ever waiting: let the rest of
             # the program (the dashboard painting the partial rows) in between two requests
             await asyncio.sleep(0)
 
-    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(need))))]
+    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(todo))))]
     try:
         await asyncio.gather(*workers)
     except BaseException:  # one failed (or this was cancelled): stop the others too
@@ -402,5 +421,3 @@ async def fetch_snapshot(
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
         raise
-    cache.prune(sessions)
-    return snapshot_now()

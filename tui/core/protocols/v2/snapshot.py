@@ -28,7 +28,15 @@ from pydantic import ValidationError
 from ...client import Client, NotFound
 from ...decide import clock_text
 from ...models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
-from ...snapshot import MessageCache, Relist, Snapshot, _models, _name
+from ...snapshot import (
+    MessageCache,
+    Relist,
+    Snapshot,
+    _models,
+    _name,
+    each_in_turn,
+    reverified_first,
+)
 from . import wire
 
 #: Transcript entries read per session: the last turn and the markers after it
@@ -251,12 +259,9 @@ async def fetch_snapshot_v2(
             vouched += 1
             continue
         need.append(s)
-    overdue.sort(key=lambda item: item[0])
-    budget = len(overdue) if reverify is None else max(0, reverify)
-    for i, (_fetched, s) in enumerate(overdue):
-        if i < budget:
-            need.append(s)  # read again: the safety net, a few at a time
-            continue
+    again, still = reverified_first(overdue, reverify)
+    need += again  # read again: the safety net, a few at a time
+    for s in still:
         vouch_for(s)
         vouched += 1
     need.sort(key=lambda s: (s.id not in active, -s.time.updated))
@@ -281,7 +286,7 @@ async def fetch_snapshot_v2(
             journal_seq=journal_seq,
             requests=client.requests - before,
             vouched=vouched,
-            reverified=min(budget, len(overdue)),
+            reverified=len(again),
             skipped=len(bad_names),
             malformed=tuple(bad_names[:5]),
             loading=loading,
@@ -321,20 +326,6 @@ async def fetch_snapshot_v2(
             if progress is not None:
                 progress(done, len(need))
 
-    order = iter([s.id for s in need])
-
-    async def worker() -> None:
-        for sid in order:
-            await tail_of(sid)
-            await asyncio.sleep(0)
-
-    workers = [asyncio.ensure_future(worker()) for _ in range(max(1, min(concurrency, len(need))))]
-    try:
-        await asyncio.gather(*workers)
-    except BaseException:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
-        raise
+    await each_in_turn([s.id for s in need], tail_of, concurrency)
     cache.prune(sessions)
     return snapshot_now()

@@ -26,7 +26,7 @@ TOOL_STATUS = {
 TURNS = frozenset({"user", "assistant"})
 
 
-def _num(value: Any) -> float | None:
+def num(value: Any) -> float | None:
     """A JSON number as a finite float (None: not a number, or one no float holds: a hostile
     `1e400` reads as inf, a 400-digit integer overflows)."""
     if not isinstance(value, int | float) or isinstance(value, bool):
@@ -36,11 +36,6 @@ def _num(value: Any) -> float | None:
     except OverflowError:
         return None
     return f if math.isfinite(f) else None
-
-
-def num(value: Any) -> float | None:
-    """`_num` for the other V2 readers (the snapshot's times)."""
-    return _num(value)
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -60,7 +55,7 @@ def session(raw: dict[str, Any]) -> dict[str, Any]:
     """A listed V2 Session as V1's. Its `time.updated` is the later of `updated` and `idle`
     (V2 does not move `updated` when a run ends: a session whose run ended has changed)."""
     t = _dict(raw.get("time"))
-    updated = max((x for x in (_num(t.get("updated")), _num(t.get("idle"))) if x), default=None)
+    updated = max((x for x in (num(t.get("updated")), num(t.get("idle"))) if x), default=None)
     out: dict[str, Any] = {
         "id": raw.get("id"),
         "title": raw.get("title", ""),
@@ -85,7 +80,7 @@ def error(raw: Any) -> dict[str, Any] | None:
     data: dict[str, Any] = {}
     if isinstance(raw.get("message"), str):
         data["message"] = raw["message"]
-    if _num(raw.get("status")) is not None:
+    if num(raw.get("status")) is not None:
         data["statusCode"] = raw["status"]
     return {"name": "MessageAbortedError" if kind == "aborted" else kind, "data": data}
 
@@ -109,7 +104,7 @@ def tool_part(item: dict[str, Any], sid: str, mid: str) -> dict[str, Any]:
             state[key] = st[key]
     if st.get("error") is not None:
         state["error"] = error_text(st.get("error")) or str(st.get("error"))[:500]
-    start, end = _num(t.get("ran")) or _num(t.get("created")), _num(t.get("completed"))
+    start, end = num(t.get("ran")) or num(t.get("created")), num(t.get("completed"))
     state["time"] = {k: v for k, v in (("start", start), ("end", end)) if v}
     return {
         "id": item.get("id") or "",
