@@ -384,13 +384,11 @@ class ServerMonitor(Reflector):
                     )
                 )
             except OcwatchError as exc:
-                if (
-                    isinstance(exc, BadResponse)
-                    and not self.state.connected
-                    and proto is not (self.protocol or V1)
-                    or (self.protocol is None and isinstance(exc, BadResponse))
-                ):
-                    # the first route tried was the other protocol's (the probe had not
+                other_route = self.protocol is None or (
+                    not self.state.connected and proto is not self.protocol
+                )
+                if isinstance(exc, BadResponse) and other_route:
+                    # the route tried may be the other protocol's (the probe had not
                     # answered yet): wait for it, then open the right one
                     with contextlib.suppress(TimeoutError):
                         async with asyncio.timeout(self.settings.request_timeout):
