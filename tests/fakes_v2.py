@@ -46,13 +46,14 @@ class FakeV2:
     """One V2 server holding a session per fixture, each at `moment` ("waiting" when the fixture
     has it and `waiting` is set, else "end"). `hits` counts the requests of each route."""
 
-    def __init__(self, waiting: bool = True) -> None:
-        self.moments: dict[str, dict[str, Any]] = {}
-        for name in names():
-            fx = load(name)
-            self.moments[fx["session_id"]] = (
-                fx["waiting"] if waiting and "waiting" in fx else fx["end"]
-            )
+    def __init__(self, waiting: bool = True, moments: list[dict[str, Any]] | None = None) -> None:
+        """`moments`: the sessions as these moments give them (default: every fixture's)."""
+        if moments is None:
+            moments = []
+            for name in names():
+                fx = load(name)
+                moments.append(fx["waiting"] if waiting and "waiting" in fx else fx["end"])
+        self.moments = {m["session"]["id"]: m for m in moments}
         self.hits: dict[str, int] = {}
 
     def handle(self, request: httpx.Request) -> httpx.Response:

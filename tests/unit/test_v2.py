@@ -5,7 +5,6 @@ parser, then the journal and derive, and each kind of run reads as it ended."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -13,6 +12,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.fakes_v2 import INFO, FakeV2, load
 from tui.core.client import Client
 from tui.core.derive import derive_server
 from tui.core.journal import Journal
@@ -22,9 +22,6 @@ from tui.core.protocols.v2.events import V2EventParser
 from tui.core.protocols.v2.snapshot import fetch_snapshot_v2, read_tail, status_of
 from tui.core.settings import Settings
 from tui.core.snapshot import MessageCache, Snapshot
-
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "v2"
-INFO = {"version": "2.0.15", "pid": 4242, "urls": [], "paths": {}}
 
 #: fixture -> (state while waiting, state at the end)
 ENDS: dict[str, tuple[tuple[str, str | None] | None, tuple[str, str | None]]] = {
@@ -54,37 +51,9 @@ LIFECYCLES = {
 }
 
 
-def load(name: str) -> dict[str, Any]:
-    return json.loads((FIXTURES / f"{name}.json").read_text())
-
-
-def server(moment: dict[str, Any], info: dict[str, Any] | None = None) -> httpx.MockTransport:
+def server(moment: dict[str, Any]) -> httpx.MockTransport:
     """A V2 server answering a snapshot's routes as the real one did at `moment`."""
-    sid = moment["session"]["id"]
-
-    def handle(request: httpx.Request) -> httpx.Response:
-        path = request.url.path
-        if path in ("/global/health", "/session/status", "/global/event"):
-            return httpx.Response(
-                200, text="<!doctype html>", headers={"content-type": "text/html"}
-            )
-        if path == "/api/info":
-            return httpx.Response(200, json=info or INFO)
-        if path == "/api/session":
-            return httpx.Response(200, json={"data": [moment["session"]], "cursor": {}})
-        if path == "/api/session/active":
-            return httpx.Response(
-                200, json={"data": {s: {"type": "running"} for s in moment["active"] if s == sid}}
-            )
-        if path == "/api/permission/request":
-            return httpx.Response(200, json={"location": {}, "data": moment["permissions"]})
-        if path == "/api/form":
-            return httpx.Response(200, json={"location": {}, "data": moment["forms"]})
-        if path == f"/api/session/{sid}/message":
-            return httpx.Response(200, json={"data": moment["transcript"], "cursor": {}})
-        return httpx.Response(404, json={"_tag": "NotFound"})
-
-    return httpx.MockTransport(handle)
+    return FakeV2(moments=[moment]).transport()
 
 
 async def snapshot_at(moment: dict[str, Any]) -> Snapshot:
@@ -340,7 +309,6 @@ def test_a_rename_changes_the_title_and_a_delete_the_list() -> None:
 async def test_a_resync_the_stream_vouches_for_reads_no_running_transcript_again() -> None:
     """A light touch on V2 as on V1: the running sessions' transcripts the stream vouches for
     are brought up to date from the journal, and the status the events say is their entry."""
-    from tests.fakes_v2 import FakeV2
     from tui.core.models import SessionStatus
 
     api = FakeV2()
@@ -478,7 +446,6 @@ async def test_numbers_no_float_holds_are_no_time_not_a_crash() -> None:
 async def test_a_known_v2_server_stays_v2_when_its_probe_fails_once() -> None:
     """One 404 from `/api/info` (a proxy's misroute, a restart) does not make a V2 server V1:
     its parser and cache stay, and the error says what failed, not 'not OpenCode'."""
-    from tests.fakes_v2 import FakeV2
 
     api = FakeV2()
     broken = {"on": False}
