@@ -16,6 +16,7 @@ import json
 import random
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -71,30 +72,40 @@ def frames(n: int, busy: int) -> list[str]:
     return out
 
 
-def main() -> None:
+def arguments() -> argparse.Namespace:
     ap = argparse.ArgumentParser()
     ap.add_argument("--frames", type=int, default=100_000)
     ap.add_argument("--busy", type=int, default=200)
     ap.add_argument("--repeat", type=int, default=3)
-    args = ap.parse_args()
-    data = frames(args.frames, args.busy)
+    return ap.parse_args()
+
+
+def ingest(data: list[str], repeat: int, monitor: Callable[[], ServerMonitor]) -> str:
+    """`data` through `monitor()`'s on_data, the best of `repeat` (and json.loads alone beside
+    it), as the line to print."""
     best = floor = 0.0
-    for _ in range(args.repeat):
-        monitor = ServerMonitor("http://bench:4096")
-        monitor._connected = True
+    for _ in range(repeat):
+        mon = monitor()
+        mon._connected = True
         started = time.perf_counter()
         for d in data:
-            monitor.on_data(d)
+            mon.on_data(d)
         best = max(best, len(data) / (time.perf_counter() - started))
         started = time.perf_counter()
         for d in data:
             json.loads(d)
         floor = max(floor, len(data) / (time.perf_counter() - started))
-    print(
-        f"ingest, {len(data):,} frames (60 % token deltas, 30 % text parts, 10 % status): "
+    return (
         f"{best:,.0f} events/s ({1e6 / best:.1f} us/event) [target >= 100,000]; "
         f"json.loads alone: {floor:,.0f}/s ({1e6 / floor:.1f} us)"
     )
+
+
+def main() -> None:
+    args = arguments()
+    data = frames(args.frames, args.busy)
+    got = ingest(data, args.repeat, lambda: ServerMonitor("http://bench:4096"))
+    print(f"ingest, {len(data):,} frames (60 % token deltas, 30 % text parts, 10 % status): {got}")
 
 
 if __name__ == "__main__":

@@ -41,16 +41,21 @@ class _Skip(Exception):
     """--skip-status: straight to the dashboard."""
 
 
-def spread(xs: list[float]) -> str:
-    return f"{min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f} s"
+def spread(xs: list[float], digits: int = 2) -> str:
+    return f"{min(xs):.{digits}f} / {statistics.median(xs):.{digits}f} / {max(xs):.{digits}f} s"
 
 
 class Synthetic:
-    def __init__(self, n: int, folders: int, busy: float) -> None:
+    """A synthetic server (`script`: synthetic_server.py, 1.18.33's wire; or
+    synthetic_v2_server.py) in a subprocess: `url`, and `stop()` its requests per route."""
+
+    def __init__(
+        self, n: int, folders: int, busy: float, script: str = "synthetic_server.py"
+    ) -> None:
         self.proc = subprocess.Popen(
             [
                 sys.executable,
-                str(ROOT / "benchmarks" / "synthetic_server.py"),
+                str(ROOT / "benchmarks" / script),
                 "--sessions",
                 str(n),
                 "--folders",
@@ -152,7 +157,7 @@ async def reader_alone(urls: list[str]) -> float:
     return time.perf_counter() - t
 
 
-def curl_parallel(urls: list[str]) -> float | None:
+def curl_parallel(urls: list[str], *options: str) -> float | None:
     curl = shutil.which("curl")
     if curl is None:
         return None
@@ -161,7 +166,8 @@ def curl_parallel(urls: list[str]) -> float | None:
             f.write(f'url = "{u}"\noutput = "/dev/null"\n')
     t = time.perf_counter()
     subprocess.run(
-        [curl, "-s", "--no-progress-meter", "--parallel", "--parallel-max", "8", "-K", f.name],
+        [curl, "-s", "--no-progress-meter", *options, "--parallel", "--parallel-max", "8"]
+        + ["-K", f.name],
         check=True,
     )
     took = time.perf_counter() - t

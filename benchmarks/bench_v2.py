@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
-import re
 import shutil
 import statistics
 import subprocess
@@ -34,41 +32,9 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks import bench_scale as scale  # noqa: E402
+
 AUTH = ("opencode", "pw")
-
-
-def spread(xs: list[float]) -> str:
-    return f"{min(xs):.3f} / {statistics.median(xs):.3f} / {max(xs):.3f} s"
-
-
-class Synthetic:
-    def __init__(self, n: int, folders: int, busy: float) -> None:
-        self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                str(ROOT / "benchmarks" / "synthetic_v2_server.py"),
-                "--sessions",
-                str(n),
-                "--folders",
-                str(folders),
-                "--busy",
-                str(busy),
-            ],
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None
-        m = re.search(r"(http://\S+)", self.proc.stdout.readline())
-        if m is None:
-            raise SystemExit("the synthetic V2 server did not start")
-        self.url = m.group(1)
-
-    def stop(self) -> dict[str, int]:
-        self.proc.terminate()
-        assert self.proc.stdout is not None
-        out = self.proc.stdout.readline()
-        self.proc.wait(10)
-        return json.loads(out) if out.strip() else {}
 
 
 def env() -> dict[str, str]:
@@ -120,21 +86,19 @@ def urls_of(url: str) -> list[str]:
 
 
 def curl_parallel(urls: list[str]) -> float:
-    curl = shutil.which("curl")
-    if curl is None:
+    took = scale.curl_parallel(urls, "-u", ":".join(AUTH))
+    if took is None:
         raise SystemExit("curl is needed for the floor")
-    with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-        for u in urls:
-            f.write(f'url = "{u}"\noutput = "/dev/null"\n')
-    t = time.perf_counter()
-    subprocess.run(
-        [curl, "-s", "--no-progress-meter", "-u", ":".join(AUTH), "--parallel"]
-        + ["--parallel-max", "8", "-K", f.name],
-        check=True,
-    )
-    took = time.perf_counter() - t
-    os.unlink(f.name)
     return took
+
+
+def spread(xs: list[float]) -> str:
+    return scale.spread(xs, 3)
+
+
+class Synthetic(scale.Synthetic):
+    def __init__(self, n: int, folders: int, busy: float) -> None:
+        super().__init__(n, folders, busy, "synthetic_v2_server.py")
 
 
 async def first_snapshot(url: str) -> float:
