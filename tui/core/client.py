@@ -64,9 +64,11 @@ class AuthFailed(OcwatchError):
 class BadResponse(OcwatchError):
     """The answer was not what the API promises (HTML instead of JSON, wrong shape, 5xx).
     `retry_after`: the seconds the server asked to wait before asking again (its
-    `Retry-After`, with a 429 or a 503), when it said."""
+    `Retry-After`, with a 429 or a 503), when it said; `status`: the HTTP status of an error
+    answer (None: the answer was a 2xx that could not be read)."""
 
     retry_after: float | None = None
+    status: int | None = None
 
 
 #: The longest `Retry-After` honoured (a server asking for a day is asked again in ten minutes)
@@ -435,6 +437,7 @@ class Client:
             detail = msg or tag or resp.reason_phrase
             exc = BadResponse(f"{where}: HTTP {resp.status_code} {detail}".rstrip())
             exc.retry_after = retry_after(resp.headers.get("retry-after"), time.time())
+            exc.status = resp.status_code
             raise exc
         if not expect_json:
             return None
@@ -456,6 +459,8 @@ class Client:
             return text.loads(body)
         except text.TooMany as exc:
             raise BadResponse(f"{where}: {exc}") from None
+        except text.Refused as exc:
+            raise BadResponse(f"{where}: expected JSON but got {exc}") from None
         except ValueError:
             raise BadResponse(f"{where}: expected JSON but got unparseable text") from None
 

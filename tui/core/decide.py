@@ -66,8 +66,9 @@ class SessionInputs(NamedTuple):
     last_retry: SessionStatus | None
     #: listed by /api/session/active (and no idle event since)
     active: bool
-    #: the first snapshot has listed the session but not read its last message yet
-    loading: bool
+    #: why its last message is not read: None, it is; LOADING, the first snapshot has listed the
+    #: session but not read it yet; else what made it unreadable (Snapshot.unreadable)
+    unread: str | None
     #: its last message, with the stream's updates and parts laid over it
     message: Message | None
     #: the permissions and questions open on it or below it (by id), each with when the stream
@@ -98,6 +99,10 @@ class SessionInputs(NamedTuple):
 
 #: where the session, the previous row and the claim times sit among SessionInputs' fields
 #: (derive gathers them as a plain tuple)
+#: SessionInputs.unread of a session a first snapshot has listed but not read yet (what made
+#: one unreadable is always said in more words)
+LOADING: Final = "loading"
+
 SESSION_AT: Final = 1
 PREVIOUS_AT: Final = 15
 CLAIM_AT: Final = 17  # claim_at, then quiet_at: the last two
@@ -215,7 +220,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         status,
         last_retry,
         _active,
-        _loading,
+        _unread,
         msg,
         requests,
         _busy_children,
@@ -357,8 +362,10 @@ def _verdict(
     # 1. input: something is asked of the user (here or in a descendant)
     if pending:
         return _input(i, st, pending, now)
-    if i.loading and (st is None or st.type != "retry"):
-        return _loading(st, i.active, i.status_at)
+    if i.unread is not None and (st is None or st.type != "retry"):
+        if i.unread == LOADING:
+            return _loading(st, i.active, i.status_at)
+        return _unreadable(st, i.active, i.status_at, i.unread)
     if st is not None:
         kind = st.type
         # 2. retry
@@ -452,6 +459,19 @@ def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None)
     return Verdict.of(
         "unknown", None, False, ("not in the status map", note), False, None, None, "loading"
     )
+
+
+def _unreadable(
+    st: SessionStatus | None, in_active: bool, status_at: float | None, why: str
+) -> Verdict:
+    """Its last message could not be read (that session's failure alone): busy when the server
+    reports it running (its stale check cannot run), else unknown; never idle with no messages,
+    for there is one and it says how the run ended."""
+    note = f"last message unreadable: {why}"
+    if st is not None and st.type != "idle" or in_active:
+        label = st.type if st is not None and st.type != "idle" else "running"
+        return Verdict.of("busy", None, False, (f"server reports {label}", note), True, status_at)
+    return Verdict.of("unknown", None, False, ("not in the status map", note), True, None)
 
 
 def _retry(st: SessionStatus, status_at: float | None, info: MessageInfo | None) -> Verdict:

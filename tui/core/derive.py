@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from .decide import (
     CLAIM_AT,
+    LOADING,
     PREVIOUS_AT,
     SERVER_REASONS,
     SESSION_AT,
@@ -269,7 +270,7 @@ _Fields = tuple[
     SessionStatus | None,
     SessionStatus | None,
     bool,
-    bool,
+    str | None,
     Message | None,
     tuple[_Asked, ...],
     tuple[str, ...],
@@ -326,7 +327,11 @@ def _gather(
     get_family = _families(merged.children, own, running).get
     server = snapshot.server
     get_snap_msg = snapshot.messages.get
-    snap_started, loading = snapshot.started_at, snapshot.loading
+    snap_started, loading, unreadable = (
+        snapshot.started_at,
+        snapshot.loading,
+        snapshot.unreadable,
+    )
     get_status = status.get
     # the journal's maps, looked up only when not empty (after a resync they mostly are)
     get_status_fact = facts.status.get if facts.status else None
@@ -339,9 +344,13 @@ def _gather(
     get_prev = prev.get if prev else None  # (a first derive has no previous rows)
     for sid, s in looked_at:
         requests, busy, kids = get_family(sid, _NO_FAMILY)
-        is_loading = sid in loading if loading else False
+        unread = None
+        if loading and sid in loading:
+            unread = LOADING
+        elif unreadable and sid in unreadable:
+            unread = unreadable[sid]
         msg: Message | None = None
-        if not is_loading:
+        if unread is None:
             msg = get_snap_msg(sid)
             if journal_messages:
                 msg = merge_message(msg, facts, sid)
@@ -368,7 +377,7 @@ def _gather(
             st,
             get_retrying(sid) if get_retrying is not None else None,
             listed,
-            is_loading,
+            unread,
             msg,
             requests,
             busy,

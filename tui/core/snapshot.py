@@ -14,13 +14,13 @@ import hashlib
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
-from .client import Client, NotFound
+from .client import BadResponse, Client, NotFound, OcwatchError
 from .models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 
 log = logging.getLogger("ocwatch.snapshot")
@@ -57,6 +57,9 @@ class Snapshot:
     reverified: int = 0  # vouched messages asked again only for being old (`reverify`)
     protocol: str = "v1"  # the protocol the server was read by (tui.core.protocols)
     instance: str | None = None  # which server process answered (V2: its pid), when it says
+    # the sessions whose last message could not be read, and why (that session's failure alone:
+    # `confined`); their `messages` entry means nothing
+    unreadable: Mapping[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +138,11 @@ class MessageCache:
         hit = self.entries.get(s.id)
         self.entries[s.id] = (s.time.updated, msg, running, hit[3] if hit else 0.0)
 
+    def forget(self, sid: str) -> None:
+        """Drop what is kept of one session's last message (its next snapshot reads it)."""
+        self.entries.pop(sid, None)
+        self.tails.pop(sid, None)
+
     def prune(self, live: Iterable[str]) -> None:
         keep = set(live)
         for sid in [k for k in self.entries if k not in keep]:
@@ -170,6 +178,36 @@ def _digest(item: dict[str, Any]) -> bytes:
     """What tells a listed item from any other (128 bits of its text as read: a server lists an
     unchanged session the same way, key order included)."""
     return hashlib.blake2b(repr(item).encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
+#: HTTP statuses that say the server as a whole cannot answer now (throttled, overloaded)
+_SERVER_WIDE = frozenset({408, 429, 502, 503, 504})
+
+
+def confined(exc: OcwatchError) -> bool:
+    """Whether a failure to read one session's messages is that session's alone (its row says
+    why; the rest of the snapshot stands): an answer that cannot be read (JSON nested too deep,
+    a number too long, a record that is no message) or an error status of its own. A failure
+    that says the server as a whole cannot answer (unreachable, a password refused, a redirect,
+    the wrong protocol, a throttling or gateway status, a `Retry-After`) fails the snapshot."""
+    return (
+        type(exc) is BadResponse
+        and exc.retry_after is None
+        and (exc.status is None or exc.status not in _SERVER_WIDE)
+    )
+
+
+def unreadable_why(exc: OcwatchError, sid: str) -> str:
+    """What a session's row says of its unreadable last message: the error without the route
+    (the server's URL and the request are the same for every session)."""
+    text = exc.message
+    marker = f"/{sid}/"
+    at = text.find(marker)
+    if at >= 0:  # `<url> GET /session/<id>/message: <what>` -> `<what>`
+        colon = text.find(": ", at)
+        if colon >= 0:
+            text = text[colon + 2 :]
+    return text[:300]
 
 
 def running_kind(st: SessionStatus | None) -> str | None:
@@ -347,7 +385,15 @@ async def fetch_snapshot(
             folders=tuple(dirs),
             listed_at=listed_at,
             reverified=reverified,
+            unreadable=dict(unreadable),
         )
+
+    unreadable: dict[str, str] = {}
+
+    def unread(sid: str, why: str) -> None:
+        unreadable[sid] = why
+        bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
+        cache.forget(sid)  # asked again by the next snapshot
 
     step = max(200, len(need) // 10)
     shown = [0, time.monotonic()]  # messages read, and when, at the last partial
@@ -362,7 +408,15 @@ async def fetch_snapshot(
             except NotFound:  # deleted between the list and this request
                 cache.put(s, None, fetched=started)
                 return
+            except OcwatchError as exc:
+                if not confined(exc):
+                    raise
+                unread(s.id, unreadable_why(exc, s.id))
+                return
             msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
+            if bad and not msgs:  # its last message is there but is no message
+                unread(s.id, "its last message is malformed")
+                return
             bad_names.extend(bad)
             cache.put(
                 s,

@@ -43,7 +43,11 @@ MAX_CONTAINERS = 2_000_000
 MAX_COMMAS = 8_000_000
 
 
-class TooMany(ValueError):
+class Refused(ValueError):
+    """JSON that parses but is refused, said in words fit for users (no server text in them)."""
+
+
+class TooMany(Refused):
     """JSON whose values would take far more memory than its bytes (see MAX_CONTAINERS)."""
 
 
@@ -51,7 +55,8 @@ def loads(text: str | bytes) -> Any:
     """Parse server JSON: non-finite numbers become None, lone surrogates U+FFFD. JSON nested
     deeper than the parser's recursion allows raises ValueError, as any other bad JSON (the
     parser's RecursionError is no ValueError: callers would let it through as a crash), and so
-    does JSON of more values than MAX_CONTAINERS / MAX_COMMAS (TooMany)."""
+    do a number of more digits than Python converts and JSON of more values than
+    MAX_CONTAINERS / MAX_COMMAS (TooMany): Refused, each, saying why."""
     if isinstance(text, bytes | bytearray):
         text = text.decode("utf-8", errors="replace")
     if len(text) > MAX_CONTAINERS:  # (counted only where they could be that many)
@@ -66,7 +71,11 @@ def loads(text: str | bytes) -> Any:
         if _SURROGATE_ESCAPE.search(text):
             data = _fix(data)
     except RecursionError:
-        raise ValueError("JSON nested too deeply") from None
+        raise Refused("JSON nested too deeply") from None
+    except ValueError as exc:
+        if "integer string conversion" in str(exc):  # (sys.get_int_max_str_digits)
+            raise Refused("JSON with a number too long to read") from None
+        raise
     return data
 
 

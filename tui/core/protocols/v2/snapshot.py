@@ -25,7 +25,7 @@ from typing import Any, NamedTuple
 
 from pydantic import ValidationError
 
-from ...client import Client, NotFound
+from ...client import Client, NotFound, OcwatchError
 from ...decide import clock_text
 from ...models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 from ...snapshot import (
@@ -33,9 +33,10 @@ from ...snapshot import (
     Relist,
     Snapshot,
     _models,
-    _name,
+    confined,
     each_in_turn,
     reverified_first,
+    unreadable_why,
 )
 from . import wire
 
@@ -294,7 +295,15 @@ async def fetch_snapshot_v2(
             listed_at=listed_at,
             protocol="v2",
             instance=instance,
+            unreadable=dict(unreadable),
         )
+
+    unreadable: dict[str, str] = {}
+
+    def unread(sid: str, why: str) -> None:
+        unreadable[sid] = why
+        bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
+        cache.forget(sid)  # read again by the next snapshot
 
     done = 0
     if progress is not None:
@@ -312,13 +321,19 @@ async def fetch_snapshot_v2(
                 cache.put(s, None, fetched=started)
                 cache.tails[sid] = Tail(None, None, None)
                 return
+            except OcwatchError as exc:
+                if not confined(exc):
+                    raise
+                unread(sid, unreadable_why(exc, sid))
+                return
             raw_msg, tail = read_tail(entries, sid)
             msg: Message | None = None
             if raw_msg is not None:
                 try:
                     msg = Message.parse(raw_msg)
                 except ValidationError:
-                    bad_names.append(_name(f"message of {sid[:80]}", raw_msg.get("info")))
+                    unread(sid, "its last message is malformed")
+                    return
             cache.put(s, msg, running=sid in active, fetched=started)
             cache.tails[sid] = tail  # (read: nothing vouched for any more)
         finally:
