@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import ssl
 import threading
 import time
 from dataclasses import dataclass, field
@@ -55,7 +56,8 @@ def session(
 
 
 class HostileServer:
-    def __init__(self) -> None:
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: serve https with this server-side context."""
         self.sessions: list[Any] = [session("ses_ok")]
         self.messages: dict[str, Any] = {}
         self.routes: dict[str, Answer] = {}
@@ -76,7 +78,11 @@ class HostileServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self._httpd.server_address[1]}"
+        scheme = "http"
+        if tls is not None:
+            self._httpd.socket = tls.wrap_socket(self._httpd.socket, server_side=True)
+            scheme = "https"
+        self.url = f"{scheme}://127.0.0.1:{self._httpd.server_address[1]}"
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
 
     def start(self) -> HostileServer:

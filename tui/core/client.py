@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
-from . import text
+from . import text, tls
 from .models import Session
 from .quick import QuickGet, Stalled
 from .settings import Auth
@@ -163,6 +163,9 @@ def describe_transport_error(url: str, exc: BaseException) -> OcwatchError:
     if isinstance(exc, httpx.TimeoutException):
         return Unreachable(f"{url}: timed out ({type(exc).__name__})")
     if isinstance(exc, httpx.ConnectError):
+        said = tls.describe(exc)
+        if said is not None:
+            return Unreachable(f"{url}: {said}")
         return Unreachable(f"{url}: cannot connect ({_short(exc) or 'connection refused'})")
     if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
         return Unreachable(f"{url}: invalid server URL ({_short(exc)})")
@@ -230,6 +233,10 @@ class Client:
             import httpx
 
             auth, trust_env, transport, plain = self._made
+            try:
+                verify = no_tls() if plain else tls.trusted()
+            except tls.TrustError as exc:
+                raise OcwatchError(f"{self.url}: {exc}") from None
             self._http = httpx.AsyncClient(
                 base_url=self.url,
                 auth=httpx.BasicAuth(auth.username, auth.password) if auth else None,
@@ -238,7 +245,7 @@ class Client:
                 transport=transport,
                 headers={"accept": "application/json"},
                 limits=httpx.Limits(max_connections=16, max_keepalive_connections=16),
-                verify=no_tls() if plain else True,
+                verify=verify,
             )
         return self._http
 

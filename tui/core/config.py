@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import paths
+from . import paths, tls
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
 
 if TYPE_CHECKING:
@@ -114,6 +114,10 @@ class Config(BaseModel):
     server slower than that is said too slow, exit 2."""
     password_file: str | None = None
     """A file holding the server password (the password itself never goes in this file)."""
+    ca_file: str | None = None
+    """A PEM file of the certificates (CAs) https servers are verified against, for a server
+    whose certificate a private CA signed (default: $SSL_CERT_FILE or $SSL_CERT_DIR, else the
+    usual public CAs). Read whatever the proxy settings; verification is never turned off."""
     alerts: AlertConfig = Field(default_factory=AlertConfig)
     read_only: bool = False
     """Turn every dashboard action off (abort, reply, answer, attach): for wall screens
@@ -309,7 +313,7 @@ def resolve_options(
     (file or `$OCWATCH_SERVERS`), else `$OPENCODE_SERVER_URL`, else the default. Alert flags
     (`bell`, `osc9`, `desktop`, and any AlertConfig field in `alert_flags`) only switch sinks
     on; a flag's value (`notify_cmd`, `webhook`, ...) replaces the config's. The config's
-    `password_file` is read only when the environment gives no password
+    `password_file` is read only when the environment gives no password, its `ca_file` at once
     (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`). `read_only` (--read-only)
     turns the actions off whatever the config says; the config cannot turn them back on."""
     env = dict(os.environ) if env is None else dict(env)
@@ -342,6 +346,10 @@ def resolve_options(
         elif value is not None:
             update[key] = value
     alerts = AlertConfig.model_validate({**config.alerts.model_dump(), **update})
+    try:  # every https client of the process verifies against it (tls.trusted)
+        tls.use_ca_file(os.path.expanduser(config.ca_file) if config.ca_file else None)
+    except tls.TrustError as exc:
+        out.append(f"config {exc}; https servers are verified against the default CAs")
     env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
     if auth is None and not env_password and config.password_file:
         auth = _file_auth(
