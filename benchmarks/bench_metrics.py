@@ -67,8 +67,8 @@ def scrape_times(servers: int, sessions: int, scrapes: int) -> tuple[list[float]
     metrics = Metrics(clock=lambda: T0 + 5)
     feed = TransitionFeed()
     metrics.publish(view, feed.feed(view))
-    exporter, _ = start_exporter(metrics, "127.0.0.1:0")
-    url = f"http://127.0.0.1:{exporter.server_address[1]}/metrics"
+    exporter = start_exporter(metrics, "127.0.0.1:0")
+    url = exporter.url
     times = []
     size = 0
     with httpx.Client() as client:
@@ -78,8 +78,7 @@ def scrape_times(servers: int, sessions: int, scrapes: int) -> tuple[list[float]
             answer = client.get(url)
             times.append(time.perf_counter() - start)
             size = len(answer.content)
-    exporter.shutdown()
-    exporter.server_close()
+    exporter.close()
     return times, size, len(view.rows)
 
 
@@ -125,8 +124,8 @@ async def exporter_rss(servers: int, sessions: int) -> tuple[float, float, float
     for _ in range(3):
         view = fleet.current()
         metrics.publish(view, fleet.last_changes)
-    exporter, _ = start_exporter(metrics, "127.0.0.1:0")
-    url = f"http://127.0.0.1:{exporter.server_address[1]}/metrics"
+    exporter = start_exporter(metrics, "127.0.0.1:0")
+    url = exporter.url
     before = sum(sum(api.hits.values()) for api in apis)
 
     def scrape() -> None:
@@ -136,8 +135,7 @@ async def exporter_rss(servers: int, sessions: int) -> tuple[float, float, float
 
     await asyncio.to_thread(scrape)
     asked = sum(sum(api.hits.values()) for api in apis) - before
-    exporter.shutdown()
-    exporter.server_close()
+    exporter.close()
     return base, data, rss_mb(), len(view.rows), asked
 
 

@@ -245,17 +245,16 @@ def test_a_session_deleted_mid_run_ends_no_run() -> None:
 def test_the_exporter_serves_over_http() -> None:
     metrics = Metrics(clock=lambda: NOW, version="9.9")
     Feeder(metrics).show(0, replace(row("s1", "x", "busy"), server=A))
-    server, _ = start_exporter(metrics, "127.0.0.1:0")
+    server = start_exporter(metrics, "127.0.0.1:0")
     try:
-        port = server.server_address[1]
-        answer = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=5)
+        answer = httpx.get(server.url, timeout=5)
         assert answer.status_code == 200
         assert 'ocwatch_build_info{version="9.9"} 1.0' in answer.text
         assert 'ocwatch_sessions{reason="",server="alpha",state="busy"} 1.0' in answer.text
         assert "process_resident_memory_bytes" in answer.text
+        assert httpx.get(server.url.replace("/metrics", "/nope"), timeout=5).status_code == 404
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
 
 
 @pytest.mark.parametrize(
@@ -281,14 +280,15 @@ def test_a_bad_listen_address_is_one_clear_line(bad: str) -> None:
 
 def test_a_port_in_use_is_one_clear_line() -> None:
     metrics = Metrics()
-    server, _ = start_exporter(metrics, "127.0.0.1:0")
+    server = start_exporter(metrics, "127.0.0.1:0")
     try:
         with pytest.raises(OcwatchError) as got:
-            start_exporter(metrics, f"127.0.0.1:{server.server_address[1]}")
+            start_exporter(metrics, f"127.0.0.1:{server.port}")
         assert "cannot listen on" in got.value.message
     finally:
-        server.shutdown()
-        server.server_close()
+        server.close()
+    again = start_exporter(metrics, f"127.0.0.1:{server.port}")  # the port is free once closed
+    again.close()
 
 
 async def test_a_server_that_never_answers_holds_no_other_server() -> None:

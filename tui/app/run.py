@@ -67,12 +67,11 @@ def metrics_served(
     from tui.export.serve import start_exporter
 
     metrics = Metrics(version=__version__, extra=extra)
-    server, _thread = start_exporter(metrics, listen, "--metrics")
+    exporter = start_exporter(metrics, listen, "--metrics")
     try:
         yield [metrics.publish]
     finally:
-        server.shutdown()
-        server.server_close()
+        exporter.close()
 
 
 def recording_of(fleet: Fleet) -> FleetRecording:

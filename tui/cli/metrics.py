@@ -74,7 +74,7 @@ def run_metrics(
     dashboard's)."""
     from ..export.deliver import deliverer_for
     from ..export.metrics import Metrics
-    from ..export.serve import follow, served_url, start_exporter
+    from ..export.serve import follow, start_exporter
 
     err = err or sys.stderr
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
@@ -88,9 +88,9 @@ def run_metrics(
         version=__version__,
         extra=[deliverer.metrics] if deliverer is not None else [],
     )
-    server, _thread = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
+    exporter = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
     shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
-    print(f"ocwatch metrics: serving {served_url(server)} for {shown}", file=err, flush=True)
+    print(f"ocwatch metrics: serving {exporter.url} for {shown}", file=err, flush=True)
     watchers = [metrics.publish, server_log(err), *observers]
     if deliverer is not None and alerts is not None:
         alerter = Alerter(alerts, [deliverer], time.monotonic)
@@ -120,6 +120,5 @@ def run_metrics(
     try:
         asyncio.run(main())
     finally:
-        server.shutdown()
-        server.server_close()
+        exporter.close()
     return 0
