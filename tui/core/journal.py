@@ -40,7 +40,11 @@ class Journal:
     """
 
     def __init__(
-        self, limit: int = 5000, carry_for: float = 30.0, max_bytes: int = 64 * 2**20
+        self,
+        limit: int = 5000,
+        carry_for: float = 30.0,
+        max_bytes: int = 64 * 2**20,
+        max_sessions: int = 20_000,
     ) -> None:
         self._entries: deque[Entry] = deque()
         self._sizes: deque[int] = deque()  # each entry's size as received (its frame's length)
@@ -53,6 +57,12 @@ class Journal:
         self._folded_from = 0  # the oldest entry the fold holds (the entries may start later)
         self.seq = 0  # sequence number the next entry gets
         self.overflowed = False
+        # the fold's bound while no cut comes (snapshots failing): the sessions it holds facts
+        # of, and the changes it lists (_bound)
+        self._max_sessions = max_sessions
+        self._max_changed = max(20 * limit, 4 * max_sessions)
+        self._known: frozenset[str] = frozenset()  # the last cut's snapshot's ids (_bound)
+        self.forgot = 0  # sessions whose facts _bound let go of, in all
 
     def add(self, event: Event, size: int = 0) -> int:
         """Append an event (`size`: its frame's length, what it holds); returns its sequence
@@ -76,13 +86,52 @@ class Journal:
             while self._bytes > self._max_bytes // 2 and len(self._entries) > 1:
                 self._drop_oldest()
             self.overflowed = True
+            facts = self._facts
+            if len(facts.versions) > self._max_sessions or len(facts.changed) > self._max_changed:
+                self._bound()
         return seq
+
+    def _bound(self) -> None:
+        """Keep the fold bounded while no cut comes (snapshots failing, and a stream naming
+        session after session: 175,000 ids held 147 MB, never let go): fold again the entries
+        kept, with what the old fold said of the sessions and requests the last snapshot listed
+        (bounded by it). What it said of the others (ids no snapshot listed, whose entries are
+        dropped) is let go of: the next snapshot, which an overflow asks for, reads them."""
+        old = self._facts
+        new = fold(self._entries, self.carry)
+        known = self._known
+        for name in ("sessions", "status", "messages", "errors", "touched", "versions"):
+            have: dict[str, object] = getattr(new, name)
+            for sid, value in getattr(old, name).items():
+                if sid in known and sid not in have:
+                    have[sid] = value
+        for sid, value in old.retrying.items():
+            if sid in known:
+                new.retrying.setdefault(sid, value)
+        new.deleted |= old.deleted & known
+        for key, parts in old.parts.items():
+            if key[0] in known:
+                new.parts.setdefault(key, parts)
+        for rid, ask in old.asked.items():
+            if rid in known or ask.request.session_id in known:
+                new.asked.setdefault(rid, ask)
+        for rid, at in old.answered.items():
+            if rid in known or rid in new.asked:
+                new.answered.setdefault(rid, at)
+        new.malformed = old.malformed
+        self.forgot += max(0, len(old.versions) - len(new.versions))
+        self._facts = new  # (a new fold: derive looks at every row again)
 
     def _drop_oldest(self) -> None:
         self._entries.popleft()
         self._bytes -= self._sizes.popleft()
 
-    def cut(self, before: int, status: Mapping[str, SessionStatus] | None = None) -> None:
+    def cut(
+        self,
+        before: int,
+        status: Mapping[str, SessionStatus] | None = None,
+        known: Iterable[str] | None = None,
+    ) -> None:
         """Drop entries with seq < before (a snapshot whose fetch began at `before` covers them):
         the fold is made again of the entries left, with what a cut carries over, whenever it
         held anything older than `before`.
@@ -92,7 +141,12 @@ class Journal:
         retry as the last one the fold knows (so that the busy the server reads while the next
         attempt is under way is still the retry, as when the stream saw the retry:
         Facts.retrying); a retry remembered of a session it reads neither busy nor retrying is
-        over. The fold is made again whenever either changes what it holds."""
+        over. The fold is made again whenever either changes what it holds.
+
+        `known`: the ids of the sessions and requests that snapshot lists (what a fold bounded
+        before the next cut keeps: _bound)."""
+        if known is not None:
+            self._known = frozenset(known)
         retrying = {sid: st for sid, st in (status or {}).items() if st.type == "retry"}
         over = status is not None and any(
             (st := status.get(sid)) is None or st.type not in ("busy", "retry")

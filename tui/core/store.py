@@ -11,6 +11,7 @@ It does no I/O and keeps no clock: the monitor passes the time and how it reache
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterator
 
 from .decide import clock_text
 from .derive import DeriveMemo, Link, derive_server
@@ -91,7 +92,7 @@ class ServerStore:
     def show_partial(self, snap: Snapshot) -> None:
         """A first snapshot, shown before its last messages are all in (Snapshot.loading)."""
         self.snapshot = snap
-        self.journal.cut(snap.journal_seq, snap.status)
+        self.journal.cut(snap.journal_seq, snap.status, _ids(snap))
 
     def install(self, snap: Snapshot, seq: int, now: float) -> Rows | None:
         """Make `snap` the current snapshot, the journal cut at `seq` (where its fetch began).
@@ -113,7 +114,7 @@ class ServerStore:
                     memo=self._memo,
                 )
         self.snapshot = snap
-        self.journal.cut(seq, snap.status)
+        self.journal.cut(seq, snap.status, _ids(snap))
         if before is not None:
             self._rows = before
         return before
@@ -173,3 +174,10 @@ def _word(row: SessionRow) -> str:
         + (" (stale)" if row.stale else "")
         + (f" ({row.settling})" if row.settling else "")
     )
+
+
+def _ids(snap: Snapshot) -> Iterator[str]:
+    """The ids of the sessions and requests a snapshot lists (Journal.cut's `known`)."""
+    yield from snap.sessions
+    yield from snap.permissions
+    yield from snap.questions
