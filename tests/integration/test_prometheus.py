@@ -430,3 +430,53 @@ def test_prometheus_scrapes_it_and_the_shipped_alert_reaches_a_person(
         finally:
             oc_auth.reply_permission(request["id"], "reject")
     assert oc_password not in got_alerts.read_text()
+
+
+def test_runs_that_end_inside_an_outage_are_counted_from_the_next_snapshot(
+    oc_server: OpenCodeServer, oc: Driver, tmp_path: Path
+) -> None:
+    """Issue 40: `ocwatch_runs_total` missed runs that began and ended while the stream was
+    down (46 of 48 error runs counted), although the next snapshot shows their end. Two failing
+    runs of one session, each inside an outage (no stream, no snapshot): idle error to idle
+    error is no transition at all, yet each is counted once, from the snapshot after it."""
+    from .fault_proxy import FaultProxy
+
+    sid = oc.create_session(title="runs inside a gap")["id"]
+    with FaultProxy(oc_server.url) as proxy:
+        config = write_config(tmp_path / "config.toml", proxy.url)
+        with exporter(config, env_for(config), ("open",)) as ex:
+
+            def counted() -> float:
+                return value(ex.scrape(), "ocwatch_runs_total", server="open", outcome="error")
+
+            def shown_idle() -> bool:
+                return value(ex.scrape(), "ocwatch_server_up", server="open") == 1
+
+            base = counted()
+            for n in (1, 2):
+                # the outage: no stream (refused, and the open one cut) and no snapshot
+                proxy.fail["/global/event"] = 503
+                proxy.fail["/session/status"] = 503
+                proxy.cut_streams()
+                wait_until(
+                    lambda: value(ex.scrape(), "ocwatch_server_up", server="open") == 0,
+                    60,
+                    what="the exporter to see the outage",
+                )
+                oc.prompt(sid, "x", "fail")
+
+                def errors() -> int:
+                    return sum(
+                        1
+                        for m in oc.messages(sid)
+                        if m["info"]["role"] == "assistant" and m["info"].get("error")
+                    )
+
+                wait_until(
+                    lambda n=n: errors() >= n, 60, what=f"error run {n} to end on the server"
+                )
+                oc.wait_absent(sid)
+                proxy.fail.clear()
+                wait_until(shown_idle, 90, what="the server back in the exporter")
+                wait_until(lambda n=n: counted() == base + n, 60, what=f"run {n} counted")
+            assert counted() == base + 2  # once each, never twice

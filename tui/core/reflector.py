@@ -268,6 +268,7 @@ class Reflector:
             snapshot_at=snap.started_at if snap else None,
             drift_count=self.store.drift_count,
             drift_examples=tuple(self.store.drift_examples),
+            unseen_runs=tuple(sorted(self.store.unseen_runs.items())),
             skipped_events=self.parser.skipped,
             unknown_events=self.parser.unknown,
             loading=self._loading if snap is None or snap.loading else None,
@@ -410,7 +411,9 @@ class Reflector:
         # (it covers what the stream missed when it began after the stream came back)
         self.state = self.state.installed(snap.started_at)
         if before is not None:  # derive once from the new snapshot; the next View reuses it
-            self.store.count_drift(before, self.rows(now), outage)
+            after = self.rows(now)
+            self.store.count_drift(before, after, outage)
+            self.store.count_unseen_runs(before, after)
         self._snapshot_ended()
 
     def _reverify(self, now: float) -> int:

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from .decide import clock_text
 from .derive import DeriveMemo, Link, derive_server
 from .gcpause import gc_paused
-from .journal import Journal
+from .journal import Facts, Journal, merge_message
 from .settings import Settings
 from .snapshot import Snapshot
-from .view import SessionRow
+from .view import SessionRow, run_outcome, running
 
 Key = tuple[str, str]
 Rows = dict[Key, SessionRow]
@@ -34,6 +34,10 @@ class ServerStore:
         self.snapshot: Snapshot | None = None
         self.drift_count = 0
         self.drift_examples: deque[str] = deque(maxlen=5)
+        self.unseen_runs: dict[str, int] = {}  # count_unseen_runs: outcome -> runs
+        # each session's last message id as the old snapshot and the journal knew it, at the
+        # last install (count_unseen_runs compares the new snapshot's with it)
+        self._last_ids: dict[str, str | None] = {}
         self._rows: Rows = {}
         self._memo = DeriveMemo()
         # the keys of rows changed since take_changed() (None: any), and those confirming a
@@ -103,7 +107,9 @@ class ServerStore:
         if old is not None and old.loading:
             old = None  # a first snapshot shown as it arrived: no complete one to compare
         before: Rows | None = None
+        self._last_ids = {}
         if old is not None:
+            self._last_ids = _last_ids(old, self.journal.facts())
             with gc_paused():
                 before = derive_server(
                     old,
@@ -118,6 +124,32 @@ class ServerStore:
         if before is not None:
             self._rows = before
         return before
+
+    def count_unseen_runs(self, before: Rows, after: Rows) -> None:
+        """Count the runs that began and ended while events were missed (a reconnect's gap,
+        snapshots failing): a session the new snapshot shows settled and not running whose last
+        message is not the one the old snapshot and the journal knew, and that no transition
+        counts (it was not running before, or is new). One per session and install at most (a
+        snapshot shows one last message); its outcome as a transition's (view.run_outcome)."""
+        snap = self.snapshot
+        if snap is None or snap.loading:
+            return
+        known = self._last_ids
+        for key, row in after.items():
+            if not row.settled or running(row):
+                continue
+            sid = key[1]
+            msg = snap.messages.get(sid)
+            if msg is None or sid in snap.unreadable:
+                continue
+            old = before.get(key)
+            if old is None:
+                if sid in known:
+                    continue  # (derived from the old snapshot, but not shown: no claim)
+            elif running(old) or not old.settled or known.get(sid, msg.info.id) == msg.info.id:
+                continue  # a transition counts it, or no claim, or the same last message
+            outcome = run_outcome(row)
+            self.unseen_runs[outcome] = self.unseen_runs.get(outcome, 0) + 1
 
     def count_drift(self, before: Rows, after: Rows, outage: float | None = None) -> None:
         """Count rows whose settled state the journal had derived differently from the new
@@ -165,6 +197,19 @@ class ServerStore:
             return
         self.drift_count += len(changed)
         self.drift_examples.extend(changed)
+
+
+def _last_ids(snap: Snapshot, facts: Facts) -> dict[str, str | None]:
+    """Each session's last message id, as the snapshot and the journal over it say."""
+    laid = bool(facts.messages or facts.parts)
+    out: dict[str, str | None] = {}
+    for sid, msg in snap.messages.items():
+        if sid in snap.loading or sid in snap.unreadable:
+            continue
+        if laid:
+            msg = merge_message(msg, facts, sid)
+        out[sid] = msg.info.id if msg is not None else None
+    return out
 
 
 def _word(row: SessionRow) -> str:

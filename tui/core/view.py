@@ -26,6 +26,19 @@ REASONS: tuple[Reason, ...] = get_args(Reason)
 SETTLING: tuple[Settling, ...] = get_args(Settling)
 #: States in which a run goes on (and can be aborted): the stale flag aside.
 RUNNING: tuple[State, ...] = ("busy", "retry", "input")
+
+
+def running(row: SessionRow | None) -> bool:
+    """Whether the row is a run under way (busy, retrying or waiting; not stale)."""
+    return row is not None and row.state in RUNNING and not row.stale
+
+
+def run_outcome(row: SessionRow) -> str:
+    """How the run a row no longer running ended (`ocwatch_runs_total{outcome}`): its idle or
+    unknown reason, how a stale row's messages show it ended, or the bare state."""
+    return (row.ended or "stale") if row.stale else (row.reason or row.state)
+
+
 #: The state a row with each reason is in: a run cut off is unknown (the evidence contradicts
 #: idle), every other ended run idle.
 REASON_STATE: dict[Reason, State] = {
@@ -161,6 +174,9 @@ class ServerInfo:
     snapshot_at: float | None = None
     drift_count: int = 0
     drift_examples: tuple[str, ...] = ()
+    # runs that began and ended while events were missed, seen ended by a snapshot: (outcome,
+    # how many), since the monitor started (ServerStore.count_unseen_runs)
+    unseen_runs: tuple[tuple[str, int], ...] = ()
     skipped_events: int = 0
     unknown_events: int = 0
     loading: tuple[int, int] | None = None  # first snapshot: (last messages fetched, to fetch)

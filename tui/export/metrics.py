@@ -24,7 +24,17 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ..core.text import plain
-from ..core.view import REASONS, RUNNING, STATE_REASONS, STATES, Changes, SessionRow, View
+from ..core.view import (
+    REASONS,
+    RUNNING,
+    STATE_REASONS,
+    STATES,
+    Changes,
+    SessionRow,
+    View,
+    run_outcome,
+    running,
+)
 
 #: Histogram buckets (seconds): a run lasts seconds to hours; a person answers in minutes.
 RUN_BUCKETS: tuple[float, ...] = (1, 5, 15, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400)
@@ -46,10 +56,6 @@ def state_word(row: SessionRow | None, missing: str) -> str:
     if row is None:
         return missing
     return "stale" if row.stale else row.state
-
-
-def _running(row: SessionRow | None) -> bool:
-    return row is not None and row.state in RUNNING and not row.stale
 
 
 @dataclass(slots=True)
@@ -127,15 +133,14 @@ class Metrics(Collector):
     def _run_edge(
         self, key: Key, server: str, before: SessionRow | None, after: SessionRow | None, at: float
     ) -> None:
-        if _running(after) and not _running(before):
+        if running(after) and not running(before):
             assert after is not None
             self._run_start[key] = after.since if after.since is not None else at
-        elif _running(before) and not _running(after):
+        elif running(before) and not running(after):
             start = self._run_start.pop(key, None)
             if after is None:  # deleted mid-run: no outcome to tell
                 return
-            outcome = (after.ended or "stale") if after.stale else (after.reason or after.state)
-            mark = (server, outcome)
+            mark = (server, run_outcome(after))
             self._runs[mark] = self._runs.get(mark, 0) + 1
             if start is not None:
                 self._run_seconds[server].observe(at - start)
@@ -182,6 +187,10 @@ class Metrics(Collector):
             "Runs that ended, by how (an idle or unknown reason, or stale).",
             labels=["server", "outcome"],
         )
+        for info in view.servers if view is not None else ():
+            for outcome, n in info.unseen_runs:  # ended while events were missed
+                mark = (info.label, outcome)
+                runs[mark] = runs.get(mark, 0) + n
         for server in sorted(run_hist):
             for outcome in OUTCOMES:
                 ended.add_metric([server, outcome], runs.get((server, outcome), 0))
