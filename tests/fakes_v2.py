@@ -55,11 +55,15 @@ class FakeV2:
                 moments.append(fx["waiting"] if waiting and "waiting" in fx else fx["end"])
         self.moments = {m["session"]["id"]: m for m in moments}
         self.hits: dict[str, int] = {}
+        #: the actions asked: (method, path, JSON body or None), in order
+        self.acted: list[tuple[str, str, Any]] = []
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         self.hits[path] = self.hits.get(path, 0) + 1
         m = self.moments
+        if request.method in ("POST", "DELETE"):
+            return self._act(request)
         if path == "/api/info":
             return httpx.Response(200, json=INFO)
         if path == "/api/session":
@@ -89,6 +93,27 @@ class FakeV2:
         if path.startswith("/api/"):
             return httpx.Response(404, json={"_tag": "NotFound"})
         return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
+
+    def _act(self, request: httpx.Request) -> httpx.Response:
+        """An action, applied as 2.0.15 applies it (the request gone, the run stopped)."""
+        path = request.url.path
+        body = json.loads(request.content) if request.content else None
+        self.acted.append((request.method, path, body))
+        parts = path.split("/")  # ["", "api", "session", sid, kind, id?, "reply"?]
+        got = self.moments.get(parts[3]) if len(parts) > 4 and parts[2] == "session" else None
+        if got is None:
+            return httpx.Response(404, json={"_tag": "SessionNotFoundError"})
+        if parts[4] == "interrupt":
+            was = parts[3] in got["active"]
+            got["active"] = [x for x in got["active"] if x != parts[3]]
+            return httpx.Response(200, json={"interrupted": was})
+        kind = {"permission": "permissions", "form": "forms"}.get(parts[4])
+        if kind is None or len(parts) < 6:
+            return httpx.Response(404, json={"_tag": "NotFound"})
+        if not any(r["id"] == parts[5] for r in got[kind]):
+            return httpx.Response(404, json={"_tag": "NotFound"})
+        got[kind] = [r for r in got[kind] if r["id"] != parts[5]]
+        return httpx.Response(204)
 
     def transport(self) -> httpx.MockTransport:
         return httpx.MockTransport(self.handle)

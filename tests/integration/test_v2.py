@@ -2,8 +2,8 @@
 lifecycle in every View and in `ocwatch watch --json`; `status --json` and `wait` say what the
 run did; a restart, a cut stream and a finished run still listed as active are read right.
 
-The tests drive the real server's own API to answer, reject, dismiss and interrupt (ocwatch's
-own V2 actions are V2 part two).
+ocwatch's own actions answer, reject, dismiss and interrupt (`ocwatch reply`, `answer`,
+`abort`, as a user runs them), and the server is seen to apply each.
 """
 
 from __future__ import annotations
@@ -132,15 +132,26 @@ def test_error(oc2: V2Driver, followers2, oc2_server) -> None:
     assert got["error"] and "scripted bad request" in got["error"]
 
 
-def test_interrupted(oc2: V2Driver, scripted_model: ScriptedModel, followers2) -> None:
+def act(server: OpenCodeServer, *args: str) -> tuple[int, str, str]:
+    """One of ocwatch's actions on the V2 server, as a user runs it."""
+    return ocwatch(*args, "--server", server.url, password=server.password)
+
+
+def test_interrupted(
+    oc2: V2Driver, scripted_model: ScriptedModel, followers2, oc2_server: OpenCodeServer
+) -> None:
     watcher, proc = followers2
     sid = fresh(oc2, watcher, "v2 interrupted")
     oc2.prompt(sid, "hang", "v2-interrupt")
     watcher.wait_last(sid, BUSY)
-    assert oc2.interrupt(sid)
+    code, out, err = act(oc2_server, "abort", sid)
+    assert (code, out.strip()) == (0, f"aborted {sid}"), err
+    assert oc2.wait_outcome(sid, "interrupted")
     watcher.wait_last(sid, ABORTED)
     scripted_model.release("v2-interrupt")
     check(watcher, proc, sid, [IDLE, BUSY, ABORTED])
+    code, out, _ = act(oc2_server, "abort", sid)  # idle now: said, nothing done
+    assert code == 0 and "was not running" in out
 
 
 def test_retry_then_interrupted(oc2: V2Driver, followers2, oc2_server) -> None:
@@ -152,7 +163,7 @@ def test_retry_then_interrupted(oc2: V2Driver, followers2, oc2_server) -> None:
     got = row(status_json(oc2_server.url, oc2_server.password), sid)
     assert got["state"] == "retry" and got["retry"]["attempt"] >= 1, got
     assert "scripted overload" in got["retry"]["message"]
-    assert oc2.interrupt(sid)
+    assert act(oc2_server, "abort", sid)[0] == 0
     watcher.wait_last(sid, ABORTED)
     check(watcher, proc, sid, [IDLE, BUSY, RETRY, ABORTED])
 
@@ -161,6 +172,7 @@ def test_retry_then_interrupted(oc2: V2Driver, followers2, oc2_server) -> None:
     ("decision", "want"),
     [
         ("once", [IDLE, BUSY, INPUT, BUSY, DONE]),
+        ("always", [IDLE, BUSY, INPUT, BUSY, DONE]),
         # 2.0.15 ends this run with `interrupted {reason: "shutdown"}`: the user's reject
         # just before says it was the user
         ("reject", [IDLE, BUSY, INPUT, ABORTED]),
@@ -171,19 +183,22 @@ def test_permission(
 ) -> None:
     watcher, proc = followers2
     sid = fresh(oc2, watcher, f"v2 permission {decision}")
-    oc2.prompt(sid, "permission", f"echo v2-{decision}")
+    # ("always" saves a rule for the command's name: another name, not to grant the others)
+    oc2.prompt(sid, "permission", f"{'printf' if decision == 'always' else 'echo'} v2-{decision}")
     req = oc2.wait_permission(sid)
     watcher.wait_last(sid, INPUT)
     got = row(status_json(oc2_server.url, oc2_server.password), sid)
     assert got["state"] == "input"
     (pending,) = got["pending"]
     assert pending["kind"] == "permission" and pending["id"] == req["id"]
-    assert f"echo v2-{decision}" in pending["summary"]
+    assert f" v2-{decision}" in pending["summary"]
     code, _, _ = ocwatch(
         "wait", sid, "--server", oc2_server.url, "--timeout", "0", password=oc2_server.password
     )
     assert code == 4
-    oc2.reply_permission(sid, req["id"], decision)
+    code, out, err = act(oc2_server, "reply", req["id"], decision)
+    assert (code, out.strip()) == (0, f"replied {decision} to {req['id']}"), err
+    assert not any(p["id"] == req["id"] for p in oc2.permissions())  # applied by the server
     watcher.wait_last(sid, want[-1])
     check(watcher, proc, sid, want)
     code, _, _ = ocwatch(
@@ -206,12 +221,15 @@ def test_question(oc2: V2Driver, followers2, oc2_server, answer: str, want: list
     (pending,) = got["pending"]
     assert pending["kind"] == "question" and pending["id"] == form["id"]
     assert "Which colour should I use?" in pending["summary"]
-    if answer == "answer":
-        oc2.answer_form(sid, form["id"], {"q0": "Red"})
-    else:
-        oc2.dismiss_form(sid, form["id"])
+    how = ("--option", "Red") if answer == "answer" else ("--reject",)
+    code, out, err = act(oc2_server, "answer", form["id"], *how)
+    assert code == 0, err
+    assert not any(f["id"] == form["id"] for f in oc2.forms())  # applied by the server
     watcher.wait_last(sid, want[-1])
     check(watcher, proc, sid, want)
+    if answer == "answer":  # the model was told the option's value
+        said = json.dumps(oc2.messages(sid, 10))
+        assert '\\"Which colour should I use?\\"=\\"Red\\"' in said, said[:2000]
 
 
 def test_a_sub_agent_asking_rolls_up_to_its_parent(oc2: V2Driver, followers2, oc2_server):

@@ -62,7 +62,7 @@ def run_reply(
 def run_answer(
     request_id: str,
     options: list[str] | None,
-    text: str | None,
+    text: list[str] | None,
     reject: bool,
     url: str,
     *,

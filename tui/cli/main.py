@@ -380,14 +380,21 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--message", help="a message for the agent (with reject)")
     _server_arg(r, many=False)
 
-    q = sub.add_parser("answer", help="answer a question request")
+    q = sub.add_parser(
+        "answer", help="answer a question request (a V2 form: its fields, in order), or reject it"
+    )
     q.add_argument("request_id", metavar="REQUEST_ID")
-    how = q.add_mutually_exclusive_group(required=True)
-    how.add_argument(
+    q.add_argument(
         "--option", action="append", metavar="LABEL", help="choose an option by label (repeatable)"
     )
-    how.add_argument("--text", help="a typed answer")
-    how.add_argument("--reject", action="store_true", help="reject the question")
+    q.add_argument(
+        "--text",
+        action="append",
+        metavar="TEXT",
+        help="a typed answer: one for every question without a chosen option, or one each, in "
+        "order (repeatable)",
+    )
+    q.add_argument("--reject", action="store_true", help="reject the question (dismiss a V2 form)")
     _server_arg(q, many=False)
     return parser
 
@@ -613,6 +620,12 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             auth=opts.auth_for(opts.urls[0]),
         )
     if cmd == "answer":
+        if args.reject == bool(args.option or args.text):
+            print(
+                "ocwatch answer: give --option and/or --text, or --reject (not both)",
+                file=sys.stderr,
+            )
+            return 2
         return actions.run_answer(
             args.request_id,
             args.option,

@@ -1,17 +1,22 @@
 """Acting on a server: abort a run, reply to a permission, answer or reject a question.
 
 Requests live in the instance of their session's project folder, so every action first finds the
-folder (sessions are listed across folders; requests are asked per folder).
+folder (sessions are listed across folders; requests are asked per folder). Each action speaks the
+server's protocol (V1's routes, or V2's under `/api`, tui.core.protocols), probed when the client
+has not been told it; the arguments are the same on both.
 """
 
 from __future__ import annotations
 
 import asyncio
+import math
 from collections.abc import Awaitable
 from dataclasses import dataclass
+from typing import Any
 
-from .client import Client, NotFound, OcwatchError, Unreachable
+from .client import Client, NotFound, OcwatchError, Unreachable, WrongProtocol
 from .models import PermissionRequest, QuestionRequest, Session
+from .protocols.v2 import wire
 
 
 class ActionError(OcwatchError):
@@ -22,22 +27,46 @@ class ActionError(OcwatchError):
 class Located:
     request: PermissionRequest | QuestionRequest
     directory: str | None
+    raw: dict[str, Any] | None = None  # V2: the record as the server gave it (a form's fields)
+
+
+async def protocol_of(client: Client) -> str:
+    """The server's protocol ("v1" or "v2"): the client's when known, else probed (and told
+    to the client). OcwatchError when it speaks neither."""
+    if client.protocol is None:
+        try:
+            await client.health()
+            client.protocol = "v1"
+        except WrongProtocol:
+            await client.info()  # (WrongProtocol again: it is no OpenCode server)
+            client.protocol = "v2"
+    return client.protocol
 
 
 async def folders(client: Client) -> tuple[dict[str, Session], list[str | None]]:
     sessions = {}
-    for raw in await client.all_sessions():
+    v2 = await protocol_of(client) == "v2"
+    listed = await (client.v2_sessions() if v2 else client.all_sessions())
+    if v2:
+        listed = [wire.session(raw) for raw in listed]
+        found = sorted({str(raw["directory"]) for raw in listed if raw.get("directory")})
+    for raw in listed:
         try:
             s = Session.parse(raw)
         except ValueError:
             continue
         sessions[s.id] = s
+    if v2:
+        return sessions, [*found] or [None]
     return sessions, await client.folders(sessions.values())
 
 
 async def locate_request(client: Client, request_id: str) -> Located:
     """Find an open permission or question by id in any folder; ActionError when none is open."""
     _sessions, dirs = await folders(client)
+
+    if client.protocol == "v2":
+        return await _v2_locate(client, request_id, dirs)
 
     async def one(d: str | None) -> Located | None:
         perms, qs = await asyncio.gather(client.permissions(d), client.questions(d))
@@ -54,6 +83,28 @@ async def locate_request(client: Client, request_id: str) -> Located:
             return found
     raise ActionError(
         f"no open permission or question {request_id} on {client.url} "
+        "(already answered, or never asked)"
+    )
+
+
+async def _v2_locate(client: Client, request_id: str, dirs: list[str | None]) -> Located:
+    async def one(d: str | None) -> Located | None:
+        perms, forms = await asyncio.gather(
+            client.v2_pending("/api/permission/request", d), client.v2_pending("/api/form", d)
+        )
+        for raw in perms:
+            if raw.get("id") == request_id:
+                return Located(PermissionRequest.parse(wire.permission(raw)), d, raw)
+        for raw in forms:
+            if raw.get("id") == request_id:
+                return Located(QuestionRequest.parse(wire.form(raw)), d, raw)
+        return None
+
+    for found in await asyncio.gather(*(one(d) for d in dirs)):
+        if found is not None:
+            return found
+    raise ActionError(
+        f"no open permission or form {request_id} on {client.url} "
         "(already answered, or never asked)"
     )
 
@@ -80,6 +131,8 @@ async def _reply_sent(client: Client, request_id: str, send: Awaitable[object]) 
 async def abort(client: Client, session_id: str) -> bool:
     """Abort the session's run. Returns whether the server reported it running just before (the
     server accepts an abort of an idle session too, and nothing happens)."""
+    if await protocol_of(client) == "v2":
+        return await _v2_abort(client, session_id)
     sessions, _ = await folders(client)
     s = sessions.get(session_id)
     if s is None:
@@ -103,6 +156,26 @@ async def abort(client: Client, session_id: str) -> bool:
     return running
 
 
+async def _v2_abort(client: Client, session_id: str) -> bool:
+    """V2: `interrupt`, which says whether a run was under way."""
+    try:
+        running = session_id in await client.v2_active()
+        said = await client.v2_interrupt(session_id)
+    except NotFound as exc:
+        raise ActionError(f"unknown session {session_id} on {client.url}: {exc.message}") from None
+    except Unreachable as exc:  # it may have been applied: look again
+        try:
+            still = session_id in await client.v2_active()
+        except OcwatchError:
+            raise ActionError(
+                f"{exc.message}; the server may have interrupted it (could not check)"
+            ) from None
+        if still:
+            raise ActionError(f"{exc.message}; {session_id} still runs: not aborted") from None
+        return True
+    return said if said is not None else running
+
+
 async def reply_permission(
     client: Client,
     request_id: str,
@@ -114,11 +187,24 @@ async def reply_permission(
 ) -> None:
     if reply not in ("once", "always", "reject"):
         raise ActionError(f"reply must be once, always or reject, not {reply!r}")
-    if locate:
+    if locate or await protocol_of(client) == "v2":
         loc = await locate_request(client, request_id)
         if not isinstance(loc.request, PermissionRequest):
             raise ActionError(f"{request_id} is a question; use `ocwatch answer`")
         directory = loc.directory
+        if client.protocol == "v2":
+            sid = loc.request.session_id
+            try:
+                await _reply_sent(
+                    client,
+                    request_id,
+                    client.v2_reply_permission(sid, request_id, reply, message),
+                )
+            except NotFound:
+                raise ActionError(
+                    f"permission {request_id} is no longer open (already answered?)"
+                ) from None
+            return
     try:
         await _reply_sent(
             client, request_id, client.reply_permission(request_id, reply, message, directory)
@@ -132,11 +218,13 @@ async def reply_permission(
 def question_answers(
     req: QuestionRequest,
     options: list[str] | None,
-    text: str | None,
+    text: list[str] | str | None,
 ) -> list[list[str]]:
-    """Map `--option` labels (or one typed `--text`) onto every question of a request."""
-    if text is not None:
-        return [[text] for _ in req.questions] or [[text]]
+    """Map `--option` labels and typed `--text` answers onto every question of a request (a V2
+    form: one question per field). A question answers with the options chosen among its own;
+    one with none takes a typed answer: the one `--text` for all of them, or one each, in
+    order."""
+    texts = [text] if isinstance(text, str) else list(text or [])
     chosen = list(options or [])
     known = {o.label for q in req.questions for o in q.options}
     unknown = [c for c in chosen if c not in known]
@@ -145,14 +233,29 @@ def question_answers(
             f"no option {unknown[0]!r} in {req.id}; options: "
             + ", ".join(repr(x) for x in sorted(known))
         )
+    needing = [
+        q for q in req.questions if not any(o.label in chosen for o in q.options)
+    ]  # (those answered by typing)
+    if len(texts) > 1 and len(texts) != len(needing):
+        raise ActionError(
+            f"{len(texts)} typed answers for {len(needing)} question"
+            f"{'s' if len(needing) != 1 else ''} without a chosen option"
+        )
+    typed = iter(texts)
     answers: list[list[str]] = []
     for i, q in enumerate(req.questions, 1):
         labels = [o.label for o in q.options]
         picked = [c for c in chosen if c in labels]
+        if not picked and texts:
+            picked = [texts[0] if len(texts) == 1 else next(typed)]
         if not picked:
             raise ActionError(
-                f"question {i} ({q.question!r}) got no answer; options: "
-                + ", ".join(repr(x) for x in labels)
+                f"question {i} ({q.question!r}) got no answer; "
+                + (
+                    "options: " + ", ".join(repr(x) for x in labels)
+                    if labels
+                    else "type one with --text"
+                )
             )
         if len(picked) > 1 and not q.multiple:
             raise ActionError(f"question {i} ({q.question!r}) takes one option, got {picked}")
@@ -165,7 +268,7 @@ async def answer_question(
     request_id: str,
     *,
     options: list[str] | None = None,
-    text: str | None = None,
+    text: list[str] | str | None = None,
     answers: list[list[str]] | None = None,
     reject: bool = False,
 ) -> None:
@@ -183,6 +286,9 @@ async def answer_question(
             f"question {request_id} has {len(loc.request.questions)} questions, "
             f"got {len(answers)} answers"
         )
+    if client.protocol == "v2":
+        await _v2_answer(client, loc, answers)
+        return
     try:
         if answers is None:  # reject
             await _reply_sent(client, request_id, client.reject_question(request_id, loc.directory))
@@ -192,3 +298,95 @@ async def answer_question(
             )
     except NotFound:
         raise ActionError(f"question {request_id} is no longer open (already answered?)") from None
+
+
+async def _v2_answer(client: Client, loc: Located, answers: list[list[str]] | None) -> None:
+    """V2: a form answered (each field's value from its question's answer), or dismissed."""
+    sid, fid = loc.request.session_id, loc.request.id
+    try:
+        if answers is None:
+            await _reply_sent(client, fid, client.v2_dismiss_form(sid, fid))
+        else:
+            answer = form_answer(loc.raw or {}, answers)
+            await _reply_sent(client, fid, client.v2_reply_form(sid, fid, answer))
+    except NotFound:
+        raise ActionError(f"form {fid} is no longer open (already answered?)") from None
+
+
+_TRUE = {"y", "yes", "true", "1", "on"}
+_FALSE = {"n", "no", "false", "0", "off"}
+
+
+def form_answer(form: dict[str, Any], answers: list[list[str]]) -> dict[str, Any]:
+    """A V2 form's `answer` (`{field key: value}`) from one answer per question, in the order
+    wire.form made the questions (one per field): a chosen option's label becomes its value
+    (a multiselect's, a list of them); typed text is taken as it is where the field allows it,
+    as a number or a yes/no where the field wants one. ActionError for what a terminal cannot
+    answer (a link to open, a form of no field): it says to answer in OpenCode."""
+    fields = [f for f in form.get("fields") or () if isinstance(f, dict)]
+    title = repr(str(form.get("title") or form.get("id") or "")[:80])
+    if not fields:
+        raise ActionError(f"form {title} asks nothing a terminal can answer: answer in OpenCode")
+    out: dict[str, Any] = {}
+    for field, picked in zip(fields, answers, strict=False):
+        key = field.get("key")
+        kind = field.get("type")
+        name = str(field.get("title") or key)
+        if not isinstance(key, str):
+            raise ActionError(f"form {title}: field {name!r} has no key: answer in OpenCode")
+        if kind == "external" or kind not in (
+            "string",
+            "multiselect",
+            "number",
+            "integer",
+            "boolean",
+        ):
+            raise ActionError(
+                f"form {title}: field {name!r} ({kind or 'of no type'}) cannot be answered "
+                "from a terminal: answer in OpenCode"
+            )
+        if not picked:
+            if field.get("required"):
+                raise ActionError(f"form {title}: field {name!r} needs an answer")
+            continue
+        options = {
+            str(o.get("label") or o.get("value")): str(o.get("value"))
+            for o in field.get("options") or ()
+            if isinstance(o, dict) and o.get("value") is not None
+        }
+        custom = field.get("custom") is not False
+        values: list[str] = []
+        for item in picked:
+            if item in options:
+                values.append(options[item])
+            elif options and not custom:
+                raise ActionError(
+                    f"form {title}: field {name!r} takes one of "
+                    + ", ".join(repr(x) for x in options)
+                )
+            else:
+                values.append(item)
+        if kind == "multiselect":
+            out[key] = values
+        elif kind in ("number", "integer"):
+            out[key] = _number(values[0], kind, title, name)
+        elif kind == "boolean":
+            word = values[0].strip().lower()
+            if word not in _TRUE | _FALSE:
+                raise ActionError(f"form {title}: field {name!r} wants yes or no")
+            out[key] = word in _TRUE
+        else:
+            out[key] = values[0]
+    return out
+
+
+def _number(text: str, kind: str, title: str, name: str) -> float | int:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or (kind == "integer" and not value.is_integer()):
+        raise ActionError(
+            f"form {title}: field {name!r} wants {'a whole' if kind == 'integer' else 'a'} number"
+        )
+    return int(value) if kind == "integer" else value

@@ -565,6 +565,34 @@ class Client:
         data = await self._get(path, {"order": "desc", "limit": limit})
         return _list(_v2_data(data, self.url, path), self.url, path)
 
+    # -- V2 actions -----------------------------------------------------------------------------
+    async def v2_interrupt(self, session_id: str) -> bool | None:
+        """`POST /api/session/{id}/interrupt`: whether the server says a run was interrupted
+        (None: it did not say)."""
+        got = await self.request("POST", f"/api/session/{_segment(session_id)}/interrupt")
+        flag = got.get("interrupted") if isinstance(got, dict) else None
+        return flag if isinstance(flag, bool) else None
+
+    async def v2_reply_permission(
+        self, session_id: str, request_id: str, decision: str, message: str | None = None
+    ) -> None:
+        """`POST /api/session/{sid}/permission/{rid}/reply {decision, message?}`."""
+        body: dict[str, Any] = {"decision": decision}
+        if message:
+            body["message"] = message
+        path = f"/api/session/{_segment(session_id)}/permission/{_segment(request_id)}/reply"
+        await self.request("POST", path, body=body)
+
+    async def v2_reply_form(self, session_id: str, form_id: str, answer: dict[str, Any]) -> None:
+        """`POST /api/session/{sid}/form/{fid}/reply {answer: {field key: value}}`."""
+        path = f"/api/session/{_segment(session_id)}/form/{_segment(form_id)}/reply"
+        await self.request("POST", path, body={"answer": answer})
+
+    async def v2_dismiss_form(self, session_id: str, form_id: str) -> None:
+        """`DELETE /api/session/{sid}/form/{fid}`."""
+        path = f"/api/session/{_segment(session_id)}/form/{_segment(form_id)}"
+        await self.request("DELETE", path, expect_json=False)
+
     async def sessions(
         self,
         directory: str | None = None,
@@ -746,6 +774,11 @@ class Client:
 
 #: A path segment that percent-encoding leaves as it is (session ids are)
 _PLAIN_SEGMENT = re.compile(r"[A-Za-z0-9_.~-]+")
+
+
+def _segment(value: str) -> str:
+    """An id as one path segment (percent-encoded when it is not plain)."""
+    return value if _PLAIN_SEGMENT.fullmatch(value) else quote(value, safe="")
 
 
 @functools.lru_cache(maxsize=64)
