@@ -132,6 +132,26 @@ def test_values_from_the_server_never_become_options_or_break_the_argv(tmp_path:
     assert SECRET not in repr(launch)  # its environment is not in its repr
 
 
+def test_a_v2_servers_session_is_opened_with_server_and_session(tmp_path: Path) -> None:
+    """Issue 39: OpenCode 2.x has no `attach`; it opens a session with `--server URL --session
+    ID`. Each server's sessions are opened by its own protocol's template, each with only its
+    own password in the environment."""
+    stand_in(tmp_path / "bin")
+    base = launcher(tmp_path / "bin")
+    lau = Launcher(
+        DEFAULT_ATTACH,
+        auth_of=base.auth_of,
+        env=base.env,
+        protocol_of=lambda url: "v2" if url == views.A else "v1",
+    )
+    v2 = lau.attach(views.A, "ses_1", "/w")
+    assert v2.argv[1:] == ("--server", views.A, "--session", "ses_1")
+    assert v2.env["OPENCODE_SERVER_PASSWORD"] == SECRET
+    v1 = lau.attach("http://other:1", "ses_2", "/w")
+    assert v1.argv[1:3] == ("attach", "http://other:1")
+    assert "OPENCODE_SERVER_PASSWORD" not in v1.env
+
+
 def test_the_web_address_names_the_folder_as_opencode_does() -> None:
     url = web_url("http://127.0.0.1:4096/", "/home/me/shop?", "ses_1")
     folder = url.split("/")[3]

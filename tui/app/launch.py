@@ -2,11 +2,12 @@
 permission dialog's allow-once key, so `r` then a table key never answers), or the server's web
 UI (`w`).
 
-The attach command is a template (config `attach_command`): `{url}`, `{session}` and `{dir}` are
-filled in; an argument that would be an empty `{dir}` is left out with the flag before it. The
-server's credentials go through the environment of the child (`OPENCODE_SERVER_USERNAME`,
-`OPENCODE_SERVER_PASSWORD`), never its argv, and only that server's: credentials the user's
-environment holds for another server are taken out.
+The attach command is a template (config `attach_command`, and `attach_command_v2` for a V2
+server's sessions: OpenCode 2.x opens one with `opencode --server URL --session ID`): `{url}`,
+`{session}` and `{dir}` are filled in; an argument that would be an empty `{dir}` is left out
+with the flag before it. The server's credentials go through the environment of the child
+(`OPENCODE_SERVER_USERNAME`, `OPENCODE_SERVER_PASSWORD`), never its argv, and only that
+server's: credentials the user's environment holds for another server are taken out.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
-from tui.core.config import DEFAULT_ATTACH
+from tui.core.config import DEFAULT_ATTACH, DEFAULT_ATTACH_V2
 from tui.core.settings import Auth
 
 FIELDS = frozenset({"url", "session", "dir"})
@@ -104,19 +105,26 @@ class Launcher:
         auth_of: Callable[[str], Auth | None] = lambda _url: None,
         env: Mapping[str, str] | None = None,
         refresh: Callable[[str], None] = lambda _url: None,
+        *,
+        template_v2: Sequence[str] = DEFAULT_ATTACH_V2,
+        protocol_of: Callable[[str], str | None] = lambda _url: None,
     ) -> None:
         """`auth_of`: a watched server's own credentials; `env`: the environment the child
         starts from (default: ours); `refresh`: called with the server's URL once the user is
-        back (what they did there shows without waiting for the next resync)."""
+        back (what they did there shows without waiting for the next resync); `protocol_of`:
+        a watched server's protocol ("v2": `template_v2` opens its sessions)."""
         self.template = tuple(template)
+        self.template_v2 = tuple(template_v2)
         self.auth_of = auth_of
         self.env = env
         self.refresh = refresh
+        self.protocol_of = protocol_of
 
     def attach(self, url: str, session: str, directory: str) -> Launch:
         """The command that attaches OpenCode's TUI to the session. LaunchError when the
         template is wrong or its program is not installed."""
-        problem = check_template(self.template)
+        template = self.template_v2 if self.protocol_of(url) == "v2" else self.template
+        problem = check_template(template)
         if problem is not None:
             raise LaunchError(problem)
         for name, value in (("session id", session), ("folder", directory)):
@@ -126,7 +134,7 @@ class Launcher:
                     f"The session's {name} {value[:80]!r} cannot be passed to a command safely."
                 )
         base = dict(os.environ if self.env is None else self.env)
-        argv = attach_argv(self.template, url, session, directory)
+        argv = attach_argv(template, url, session, directory)
         program = argv[0]
         found = shutil.which(program, path=base.get("PATH"))
         if found is None:

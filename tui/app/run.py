@@ -94,10 +94,20 @@ def off_terminal(opts: Options, fleet: Fleet) -> Deliverer | None:
 def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
     """The `A` key's command on these servers (each gets its own credentials); a template
     problem is said when the dashboard starts."""
-    problem = check_template(opts.attach_command)
-    if problem is not None:
-        opts.notices.append(f"config: {problem}")
-    return Launcher(opts.attach_command, auth_of=fleet.auth_of, refresh=fleet.resync)
+    for template, key in (
+        (opts.attach_command, "attach_command"),
+        (opts.attach_command_v2, "attach_command_v2"),
+    ):
+        problem = check_template(template)
+        if problem is not None:
+            opts.notices.append(f"config: {problem.replace('attach_command', key, 1)}")
+    return Launcher(
+        opts.attach_command,
+        auth_of=fleet.auth_of,
+        refresh=fleet.resync,
+        template_v2=opts.attach_command_v2,
+        protocol_of=fleet.protocol_of,
+    )
 
 
 def run_dashboard(

@@ -30,6 +30,8 @@ if TYPE_CHECKING:
 #: The core's defaults: the config's tunables default to them (written once, in Settings)
 CORE = Settings()
 DEFAULT_ATTACH = ("opencode", "attach", "{url}", "--session", "{session}", "--dir", "{dir}")
+#: A V2 server's (2.0.15: `opencode --server URL --session ID`; it has no `attach`)
+DEFAULT_ATTACH_V2 = ("opencode", "--server", "{url}", "--session", "{session}")
 """`opencode attach URL --session ID --dir DIR` (OpenCode 1.x)."""
 
 AlertKind = Literal["input", "completed", "error", "aborted", "stale", "unknown"]
@@ -123,9 +125,13 @@ class Config(BaseModel):
     """Turn every dashboard action off (abort, reply, answer, attach): for wall screens
     ($OCWATCH_READ_ONLY=1, or --read-only)."""
     attach_command: list[str] = Field(default_factory=lambda: list(DEFAULT_ATTACH), min_length=1)
-    """What `A` runs to open the selected session in OpenCode: {url}, {session} and {dir} are
-    filled in. The server's password goes in the child's environment
+    """What `A` runs to open the selected session of a V1 server in OpenCode: {url}, {session}
+    and {dir} are filled in. The server's password goes in the child's environment
     (OPENCODE_SERVER_PASSWORD), never in its arguments."""
+    attach_command_v2: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_ATTACH_V2), min_length=1
+    )
+    """The same for a session of a V2 server (`opencode --server {url} --session {session}`)."""
 
     def settings(self) -> Settings:
         return Settings(
@@ -286,6 +292,7 @@ class Options:
     names: dict[str, str] = field(default_factory=dict)  # per server (normalized URL): its name
     read_only: bool = False
     attach_command: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH))
+    attach_command_v2: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH_V2))
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -390,6 +397,7 @@ def resolve_options(
         {key: names[key] for key in auths if key in names},
         read_only=read_only or config.read_only,
         attach_command=list(config.attach_command),
+        attach_command_v2=list(config.attach_command_v2),
     )
 
 

@@ -134,6 +134,13 @@ class Fleet:
         monitor = self.monitor(server)
         return monitor.auth if monitor is not None else None
 
+    def protocol_of(self, server: str) -> str | None:
+        """The protocol a watched server speaks ("v1", "v2"; None: not probed, or not
+        watched)."""
+        monitor = self.monitor(server)
+        proto = monitor.protocol if monitor is not None else None
+        return proto.name if proto is not None else None
+
     def resync(self, server: str) -> None:
         """Ask a watched server for a snapshot soon (e.g. after the user worked on it)."""
         monitor = self.monitor(server)
