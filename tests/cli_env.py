@@ -8,12 +8,14 @@ import tempfile
 
 def cli_env(password: str | None = None) -> dict[str, str]:
     """This process's environment without the developer's own OpenCode credentials and ocwatch
-    settings, with a config folder that holds no config file; `password` as
-    $OPENCODE_SERVER_PASSWORD when given."""
+    settings, with a config folder that holds no config file (and a state folder with no V2
+    service file); `password` as $OPENCODE_SERVER_PASSWORD when given."""
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))
     }
     env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
+    # (and no V2 background service of the developer's: tui.core.service)
+    env["XDG_STATE_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-state")
     if password is not None:
         env["OPENCODE_SERVER_PASSWORD"] = password
     return env

@@ -143,10 +143,12 @@ class OpenCodeServer:
         username: str | None = None,
         config_extra: dict[str, Any] | None = None,
         v2: bool = False,
+        serve_args: tuple[str, ...] = (),
     ) -> None:
         """`v2`: the binary is a V2 server (2.x): it always wants a password (one is made up
         when none is given) and answers `/api/info`, not `/global/health`."""
         self.v2 = v2
+        self.serve_args = serve_args  # more arguments of `serve` (V2: `--service`)
         if v2 and password is None:
             password = "v2-" + os.urandom(8).hex()
         self.bin = bin_path
@@ -212,7 +214,7 @@ class OpenCodeServer:
         self.prepare()
         self.url = ""
         self.proc = subprocess.Popen(
-            [self.bin, "serve", "--port", str(port), "--hostname", "127.0.0.1"],
+            [self.bin, "serve", "--port", str(port), "--hostname", "127.0.0.1", *self.serve_args],
             cwd=self.project,
             env=self.env(),
             stdin=subprocess.DEVNULL,
@@ -244,8 +246,26 @@ class OpenCodeServer:
         if not self.url:
             self.stop()
             raise RuntimeError(f"opencode serve exited before listening:\n{self.tail()}")
+        if "--service" in self.serve_args:  # it makes up its own password, and says it there
+            self.password = self._service_password(deadline)
         self._wait_healthy(deadline)
         return self
+
+    @property
+    def service_file(self) -> Path:
+        """Where a V2 `serve --service` writes its address and password."""
+        return self.root / "xdg_state" / "opencode" / "service.json"
+
+    def _service_password(self, deadline: float) -> str:
+        while time.monotonic() < deadline:
+            try:
+                got = json.loads(self.service_file.read_text())
+                if got.get("url") == self.url and got.get("password"):
+                    return str(got["password"])
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        raise RuntimeError(f"no {self.service_file} of this server:\n{self.tail()}")
 
     def _wait_healthy(self, deadline: float) -> None:
         last: Exception | str | None = None

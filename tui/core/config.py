@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import paths, tls
+from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
 
 if TYPE_CHECKING:
@@ -337,6 +338,13 @@ def resolve_options(
     chosen = [by_name[u].url if u in by_name else u for u in urls or ()] or list(
         [e if isinstance(e, str) else e.url for e in config.servers] or default_server_urls(env)
     )
+    found: Service | None = None
+    if not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
+        # nothing names a server: V2's background service too, if its file says where (and
+        # the V1 default only if something listens there, not to read "unreachable" for ever)
+        found = read_service(env, out)
+        if found is not None:
+            chosen = [u for u in chosen if listening(u)] + [found.url]
     names = {
         key: e.name for key, e in entries.items() if e.name is not None and by_name.get(e.name) is e
     }
@@ -377,6 +385,9 @@ def resolve_options(
         key = _url_key(url)
         entry = entries.get(key)
         own = _entry_auth(entry, env, out) if entry is not None else None
+        if found is not None and key == _url_key(found.url):
+            auths[key] = found.auth  # its own, from its file: it gets no other
+            continue
         if own is None and entry is not None and (entry.password_env or entry.password_file):
             auths[key] = None  # its own credentials could not be read: none, not another's
         else:
