@@ -6,6 +6,7 @@ and a recording made with a password holds no trace of it."""
 from __future__ import annotations
 
 import base64
+import gzip
 import json
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from typing import Any
 from tests.cli_env import cli_env
 
 from .driver import Driver, wait_until
+from .driver_v2 import V2Driver
 from .oc_server import OpenCodeServer
 from .scripted_model import ScriptedModel
 from .test_lifecycles import WatchProcess, _flaky_then_slow
@@ -237,3 +239,84 @@ def test_a_report_of_a_failed_session_on_the_real_server(
     assert (row["state"], row["reason"]) == ("idle", "error")
     missing = ocwatch("report", "ses_nope", "-s", oc_server.url, "--for", "0")
     assert missing.returncode == 2 and "ses_nope is on none" in missing.stderr
+
+
+def test_a_v2_server_records_and_replays_as_the_live_monitors_saw_it(
+    oc2: V2Driver, oc2_server: OpenCodeServer, scripted_model: ScriptedModel, tmp_path: Path
+) -> None:
+    """Issue 39: a recording of a V2 (2.0.15) server says the protocol its snapshots were read
+    by, holds no trace of its password, and replays exactly (`status --replay` and `watch
+    --replay` against what a live `status` and `watch` said), through ocwatch's own actions."""
+    url, password = oc2_server.url, oc2_server.password
+    assert password is not None
+    path = tmp_path / "v2.ndjson.gz"
+    recorder = start_recording(path, url, password)
+    live = WatchProcess(url, password)
+    try:
+        sentinel = oc2.create("v2 recording sentinel")
+        wait_until(lambda: live.of(sentinel), 60, what="watch following the V2 server")
+
+        def fresh(title: str, scenario: str, arg: str | None = None) -> str:
+            sid = oc2.create(title)
+            wait_until(lambda: live.of(sid), 30, what=f"watch seeing {title}")
+            oc2.prompt(sid, scenario, arg)
+            return sid
+
+        def settled(sid: str, state: str, reason: str | None = None) -> None:
+            wait_until(
+                lambda: any(
+                    x["to"] and (x["to"]["state"], x["to"]["reason"]) == (state, reason)
+                    for x in live.of(sid)
+                ),
+                90,
+                what=f"{sid} {state} {reason}",
+            )
+
+        done = fresh("rec v2 completed", "text")
+        failed = fresh("rec v2 failed", "fail")
+        asked = fresh("rec v2 permission", "permission", "echo rec-v2")
+        req = oc2.wait_permission(asked)
+        settled(asked, "input")
+        act = ocwatch("reply", req["id"], "once", "-s", url, password=password)
+        assert act.returncode == 0, act.stderr
+        aborted = fresh("rec v2 aborted", "hang", "rec-v2-abort")
+        settled(aborted, "busy")
+        act = ocwatch("abort", aborted, "-s", url, password=password)
+        assert act.returncode == 0, act.stderr
+        settled(aborted, "idle", "aborted")
+        scripted_model.release("rec-v2-abort")
+        for sid in (done, asked):
+            settled(sid, "idle", "completed")
+        settled(failed, "idle", "error")
+        ours = {sentinel, done, failed, asked, aborted}
+        wait_until(  # past the grace period: nothing is settling any more
+            lambda: all(
+                x["settled"]
+                for x in json.loads(
+                    ocwatch("status", "--json", "-s", url, password=password).stdout
+                )["sessions"]
+                if x["id"] in ours
+            ),
+            30,
+            what="every row settled",
+        )
+        live_status = ocwatch("status", "--json", "-s", url, password=password)
+        assert live_status.returncode == 0, live_status.stderr
+    finally:
+        code, err = live.stop()
+        rec_code, rec_err = stop(recorder)
+    assert code == 0, err
+    assert rec_code == 0, rec_err
+    raw = gzip.decompress(path.read_bytes()).decode()
+    assert password not in raw
+    assert '"protocol":"v2"' in raw  # each installed snapshot says what it was read by
+    replayed = ocwatch("status", "--json", "--replay", str(path))
+    assert replayed.returncode == 0, replayed.stderr
+    assert json.loads(replayed.stdout)["servers"][0]["protocol"] == "v2"
+    want = states(json.loads(live_status.stdout))
+    got = states(json.loads(replayed.stdout))
+    assert {k: got.get(k) for k in ours} == {k: want[k] for k in ours}
+    watched = ocwatch("watch", "--json", "--replay", str(path))
+    assert watched.returncode == 0, watched.stderr
+    replay_lines = [json.loads(x) for x in watched.stdout.splitlines()]
+    assert lifecycles(replay_lines, ours) == lifecycles(live.lines, ours)

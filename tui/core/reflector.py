@@ -401,7 +401,7 @@ class Reflector:
     def install_snapshot(self, begun: SnapshotStart, snap: Snapshot) -> None:
         """Make `snap`, read by the snapshot `begun`, the current snapshot."""
         if self._tap is not None:
-            self._tap.snapshot(self.url, self.clock(), begun.number, False)
+            self._tap.snapshot(self.url, self.clock(), begun.number, False, protocol=snap.protocol)
         now = self.clock()
         outage = self.state.down_since or self.state.gap_since
         before = self.store.install(snap, begun.seq, now)

@@ -54,6 +54,8 @@ class Tap(Protocol):
         begin: bool,
         failed: str | None = None,
         error: str | None = None,
+        protocol: str | None = None,
     ) -> None:
         """A snapshot began, or ended (`failed`: why it did not succeed; `error`: the name of
-        the OcwatchError class that said so)."""
+        the OcwatchError class that said so; `protocol`: the one an installed snapshot was read
+        by, "v1" or "v2")."""

@@ -146,6 +146,7 @@ class Recorder:
         begin: bool,
         failed: str | None = None,
         error: str | None = None,
+        protocol: str | None = None,
     ) -> None:
         rec: dict[str, Any] = {
             "t": t,
@@ -156,6 +157,8 @@ class Recorder:
         }
         if failed is not None:
             rec["failed"], rec["error"] = failed, error
+        if protocol is not None:
+            rec["protocol"] = protocol  # (what a reader of the file sees the server spoke)
         self._write(rec)
 
     # -- the file --------------------------------------------------------------------------------
