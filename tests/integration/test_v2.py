@@ -474,3 +474,43 @@ def test_stopped_and_restarted_mid_run_reads_interrupted(
     finally:
         scripted_model.release("v2-stopped")
         srv.stop()
+
+
+def test_a_report_bundles_a_v2_sessions_transcript_and_raw_entries(
+    oc2: V2Driver, oc2_server: OpenCodeServer
+) -> None:
+    """Issue 39: `report` on a V2 session waiting for a permission: its row, the protocol, the
+    transcript's typed entries as the server gave them beside what ocwatch read of them, and
+    the raw entries of the active list and the permission route."""
+    sid = oc2.run("permission", "echo v2-report")
+    req = oc2.wait_permission(sid)
+    code, out, err = ocwatch(
+        "report", sid, "--for", "1", "--server", oc2_server.url, password=oc2_server.password
+    )
+    assert code == 0, err
+    got = json.loads(out)
+    assert got["server"]["protocol"] == "v2"
+    assert got["session"]["state"] == "input"
+    kinds = [e.get("type") for e in got["transcript"]]
+    assert kinds[0] == "user" and "assistant" in kinds, kinds
+    assert got["messages"] and got["messages"][0]["info"]["role"] == "user"
+    assert got["server_entries"]["status"]["entry"] == {"type": "running"}
+    (perm,) = got["server_entries"]["permissions"]
+    assert perm["entry"]["id"] == req["id"] and perm["entry"]["action"] == "shell"
+    assert oc2_server.password and oc2_server.password not in out
+    code, out, err = ocwatch(
+        "report",
+        sid,
+        "--for",
+        "1",
+        "--redact",
+        "--server",
+        oc2_server.url,
+        password=oc2_server.password,
+    )
+    assert code == 0, err
+    assert "v2-report" not in out  # the command is text: redacted, in the raw entries too
+    act = ocwatch(
+        "reply", req["id"], "reject", "--server", oc2_server.url, password=oc2_server.password
+    )
+    assert act[0] == 0, act[2]

@@ -141,7 +141,7 @@ async def capture(
     for m in fleet.monitors:
         m.tap = recorder
     stop = asyncio.Event()
-    fetched: dict[str, Any] = {"messages": [], "error": None}
+    fetched: dict[str, Any] = {"messages": [], "error": None, "transcript": None}
 
     async def stop_later() -> None:
         """After the first snapshots and `seconds` more: the messages, then stop."""
@@ -160,6 +160,16 @@ async def capture(
                     )
                 except OcwatchError as exc:
                     fetched["error"] = exc.message
+                if fleet.protocol_of(rows[0].server) == "v2":  # its typed entries as they are
+                    try:
+                        entries = await fleet.act(
+                            rows[0].server,
+                            lambda c: c.v2_messages(session_id, MESSAGES),
+                            resync=False,
+                        )
+                        fetched["transcript"] = list(reversed(entries))
+                    except OcwatchError as exc:
+                        fetched["error"] = fetched["error"] or exc.message
         finally:
             stop.set()
 
@@ -198,7 +208,9 @@ async def capture(
             events.append({"at": iso(rec.t), "frame": data})
         elif rec.kind == "http" and rec.data.get("st") == 200 and "b" in rec.data:
             route = rec.data["p"]
-            if route.endswith(("/session/status", "/permission", "/question")):
+            if route in _V2_ENTRIES:
+                _v2_entry(entries, route, rec.data["b"], iso(rec.t), session_id)
+            elif route.endswith(("/session/status", "/permission", "/question")):
                 try:
                     body = text.loads(rec.data["b"])
                 except ValueError:
@@ -237,6 +249,7 @@ async def capture(
             "url": server.url,
             "name": server.label,
             "version": server.version,
+            "protocol": server.protocol,
             "stream": server.stream,
             "reconnects": server.reconnects,
             "skipped_events": server.skipped_events,
@@ -252,6 +265,9 @@ async def capture(
         "timeline": timeline,
         "fact_sources": sources,
         "messages": messages,
+        # V2: the transcript's entries as the server gave them (typed: user, assistant with its
+        # content, idle with its outcome, ...); `messages` is what ocwatch read of them
+        **({"transcript": fetched["transcript"]} if fetched["transcript"] is not None else {}),
         "messages_error": with_error,
         "server_entries": entries,
         "events": events[-EVENTS:],
@@ -259,6 +275,32 @@ async def capture(
         "redacted": redacted,
     }
     return redact_bundle(bundle, evidence) if redacted else bundle
+
+
+#: V2 routes whose answers hold a session's raw entries: its place in the active list, its open
+#: permissions and forms (`server_entries` of the report)
+_V2_ENTRIES = {
+    "/api/session/active": "status",
+    "/api/permission/request": "permissions",
+    "/api/form": "questions",
+}
+
+
+def _v2_entry(entries: dict[str, Any], route: str, body: str, at: str | None, sid: str) -> None:
+    """What one recorded V2 answer says of the session, as it said it (the last one wins)."""
+    try:
+        data = text.loads(body)
+    except ValueError:
+        return
+    data = data.get("data") if isinstance(data, dict) else None
+    kind = _V2_ENTRIES[route]
+    if kind == "status":
+        if isinstance(data, dict):
+            entries["status"] = {"at": at, "entry": data.get(sid, None)}
+        return
+    mine = [e for e in data or () if isinstance(e, dict) and e.get("sessionID") == sid]
+    if mine:
+        entries[kind] = [{"at": at, "entry": e} for e in mine]
 
 
 def redact_bundle(
