@@ -22,7 +22,7 @@ from tests.cli_env import cli_env
 from tui.core.settings import Auth
 
 from .conftest import start_v2
-from .driver import wait_until
+from .driver import Driver, wait_until
 from .driver_v2 import V2Driver
 from .fault_proxy import FaultProxy, response
 from .oc_server import OpenCodeServer
@@ -398,6 +398,32 @@ def test_v1_and_v2_side_by_side(oc_server: OpenCodeServer, oc2_server: OpenCodeS
     protocols = {s["url"]: s["protocol"] for s in got["servers"]}
     assert protocols == {oc_server.url: "v1", oc2_server.url: "v2"}
     assert row(got, sid)["reason"] == "completed"
+    # one `wait --all` across both: a run on each, the worst exit code of the two
+    with Driver(oc_server.url, default_directory=str(oc_server.project)) as v1:
+        one = v1.run("slow", "2", title="mixed wait v1")["id"]
+    two = oc2.run("fail")
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli.main",
+            "wait",
+            "--all",
+            "--json",
+            one,
+            two,
+            "--timeout",
+            "90",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 1, proc.stderr  # the V2 run failed: the worst of the two
+    said = json.loads(proc.stdout)
+    ended = {x["id"]: (x["exit_code"], x["session"]["reason"]) for x in said["sessions"]}
+    assert ended == {one: (0, "completed"), two: (1, "error")}, proc.stdout
 
 
 async def test_v1_and_v2_side_by_side_in_one_dashboard(
