@@ -480,3 +480,42 @@ def test_runs_that_end_inside_an_outage_are_counted_from_the_next_snapshot(
                 wait_until(shown_idle, 90, what="the server back in the exporter")
                 wait_until(lambda n=n: counted() == base + n, 60, what=f"run {n} counted")
             assert counted() == base + 2  # once each, never twice
+
+
+def test_the_exporter_agrees_with_status_on_a_v2_server(
+    oc2_server: OpenCodeServer, tmp_path: Path
+) -> None:
+    """Issue 39: `metrics` on a real V2 (2.0.15) server serves the same families, says the
+    protocol, and equals `status --json` at the same moment (a permission open, a run done)."""
+    from .driver_v2 import V2Driver
+
+    assert oc2_server.password is not None
+    with V2Driver(oc2_server.url, auth=oc2_server.auth, directory=str(oc2_server.project)) as d:
+        done = d.run("text")
+        d.wait_outcome(done, "succeeded")
+        asking = d.run("permission", "echo v2-exporter")
+        req = d.wait_permission(asking)
+        config = tmp_path / "config.toml"
+        config.write_text(
+            f'[[servers]]\nname = "v2"\nurl = "{oc2_server.url}"\npassword_env = "V2_PW"\n'
+        )
+        env = env_for(config, V2_PW=oc2_server.password)
+        try:
+            with exporter(config, env, ("v2",)) as ex:
+                for _ in range(10):
+                    first = gauges(ex.scrape())
+                    data = status_json(env)
+                    second = gauges(ex.scrape())
+                    if first == second == status_gauges(data):
+                        break
+                assert second == status_gauges(data)
+                got = ex.scrape()
+                assert value(got, "ocwatch_pending_requests", server="v2", kind="permission") >= 1
+                info = [
+                    dict(labels)
+                    for (name, labels), _ in got.items()
+                    if name == "ocwatch_server_info"
+                ]
+                assert info and info[0]["protocol"] == "v2" and info[0]["version"] == "2.0.15"
+        finally:
+            d.reply_permission(asking, req["id"], "reject")
