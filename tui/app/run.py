@@ -176,6 +176,7 @@ def run_demo(
     *,
     theme: str | None = None,
     speed: float = 1.0,
+    protocol: str = "v1",
     settings: Settings | None = None,
     grace: float | None = None,
     bell: bool = False,
@@ -186,7 +187,8 @@ def run_demo(
     read_only: bool = False,
 ) -> int:
     """Start the built-in simulated server on a loopback port and run the dashboard on it
-    (theme and alerts from the config file and flags; the config's servers are not used)."""
+    (theme and alerts from the config file and flags; the config's servers are not used).
+    `protocol`: the server speaks OpenCode V1 (1.18.33) or V2 (2.0.15)."""
     from tui.demo.server import DemoServer
 
     config, warnings = load_config()
@@ -203,7 +205,7 @@ def run_demo(
     )
 
     async def main() -> int:
-        async with DemoServer(speed=speed) as server:
+        async with DemoServer(speed=speed, protocol=protocol) as server:
             fleet = Fleet(
                 [server.url],
                 settings=settings or opts.settings,

@@ -228,6 +228,12 @@ def build_parser() -> argparse.ArgumentParser:
     _alert_args(demo, argparse.SUPPRESS)
     demo.add_argument("--speed", type=float, default=1.0, help="scenario speed factor")
     demo.add_argument(
+        "--protocol",
+        choices=("v1", "v2"),
+        default="v1",
+        help="the simulated server speaks OpenCode 1.x (v1, default) or 2.x (v2)",
+    )
+    demo.add_argument(
         "--read-only", action="store_true", default=argparse.SUPPRESS, help="turn every action off"
     )
 
@@ -481,6 +487,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_demo(
             theme=args.theme,
             speed=args.speed,
+            protocol=args.protocol,
             grace=args.grace,
             bell=args.bell,
             osc9=args.osc9,

@@ -52,10 +52,12 @@ class Response:
 
 @dataclass(slots=True)
 class EventStream:
-    """A `text/event-stream` response: each string from `source` is sent as `data: ...\\n\\n`."""
+    """A `text/event-stream` response: each string from `source` is sent as `data: ...\\n\\n`
+    (with `comments`, an empty one as the comment `: heartbeat`, as V2 beats)."""
 
     source: AsyncIterator[str]
     headers: dict[str, str] = field(default_factory=dict)
+    comments: bool = False
 
 
 Handler = Callable[[Request], Awaitable[Response | EventStream]]
@@ -224,7 +226,10 @@ class HttpServer:
 
         async def pump() -> None:
             async for text in stream.source:
-                data = f"data: {text}\n\n".encode()
+                if stream.comments and not text:
+                    data = b": heartbeat\n\n"
+                else:
+                    data = f"data: {text}\n\n".encode()
                 writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 await writer.drain()
             writer.write(b"0\r\n\r\n")

@@ -28,6 +28,7 @@ from urllib.parse import unquote
 from .http import EventStream, HttpServer, Request, Response, html_response, json_response
 from .initial import build_initial_world
 from .scenarios import Director
+from .v2 import V2Face
 from .world import VERSION, World
 
 HTML_PAGE = """<!doctype html>
@@ -101,14 +102,20 @@ class DemoServer:
         seed: int = 0,
         clock: Callable[[], float] = time.time,
         list_all_folders: bool = False,
+        protocol: str = "v1",
     ) -> None:
         """`list_all_folders=True` makes `GET /session` without `?directory=` list every
-        folder's sessions (what older docs claimed); the real 1.18.33 lists one folder."""
+        folder's sessions (what older docs claimed); the real 1.18.33 lists one folder.
+        `protocol="v2"`: the same world served as OpenCode 2.0.15 serves it (tui.demo.v2; its
+        heartbeats every 1.5 `heartbeat`, as 15 s to V1's 10 s)."""
+        if protocol not in ("v1", "v2"):
+            raise ValueError(f"protocol must be v1 or v2, not {protocol!r}")
         self.host, self.port = host, port
         self.list_all_folders = list_all_folders
         self.heartbeat = heartbeat
         self.world: World = build_initial_world(clock, seed, speed)
         self.director = Director(self.world, speed=speed, seed=seed, restart_hook=self.restart)
+        self.v2 = V2Face(self.world, self.director, heartbeat * 1.5) if protocol == "v2" else None
         self.url = ""
         self.restarts = 0
         self._credentials = None if password is None else f"{username}:{password}"
@@ -148,6 +155,8 @@ class DemoServer:
         forgotten, runs in progress die with their last assistant message never completed."""
         self._http.drop_streams()
         self.director.reset()
+        if self.v2 is not None:
+            self.v2.reset()
         self.restarts += 1
 
     def freeze(self) -> None:
@@ -186,6 +195,19 @@ class DemoServer:
                 {"www-authenticate": 'Basic realm="Secure Area"'},
             )
         path = req.path.rstrip("/") or "/"
+        if self.v2 is not None:  # V2's routes; every other one answers the web UI's HTML
+            try:
+                if req.method == "GET":
+                    got = self.v2.get(req, path)
+                elif req.method == "POST":
+                    got = self.v2.post(req, path)
+                elif req.method == "DELETE":
+                    got = self.v2.delete(path)
+                else:
+                    got = None
+            except ValueError as exc:
+                return json_response({"_tag": "BadRequest", "message": str(exc)}, 400)
+            return got if got is not None else html_response(HTML_PAGE)
         try:
             if req.method == "GET":
                 result = self._get(req, path)

@@ -128,6 +128,9 @@ class World:
         self._ids = 0
         self._at: float | None = None
         self._subs: set[asyncio.Queue[Frame | None]] = set()
+        #: told every event as it is emitted, subscribed or not (folder, payload): the V2 face
+        #: (tui.demo.v2) translates each one once, in order
+        self.listeners: list[Callable[[str, Json], None]] = []
         self._waiters: dict[str, asyncio.Future[Any]] = {}
         self._answered: dict[str, Any] = {}
 
@@ -191,6 +194,8 @@ class World:
             self._publish(directory, {"type": "sync", "syncEvent": sync_event, "id": event_id})
 
     def _publish(self, directory: str, payload: Json) -> None:
+        for listen in self.listeners:
+            listen(directory, payload)
         if not self._subs:
             return
         frame = {"directory": directory, "project": self.project_id(directory), "payload": payload}
