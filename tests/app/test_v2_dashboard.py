@@ -7,11 +7,13 @@ from typing import Any
 
 import pytest
 
+from tests.app.fake_actions import FakeActions
 from tests.app.test_actions import until
 from tests.app.test_pilot import servers_text
 from tests.fakes_v2 import FakeV2, last_frame_time, load
 from tui.app import create_app
 from tui.app.inspect import FleetPeek
+from tui.app.screens.question import QuestionScreen
 from tui.app.screens.servers import ServersScreen
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
@@ -33,12 +35,12 @@ SHOWN = {
 }
 
 
-def v2_app(api: FakeV2, live_details: bool = False) -> Any:
+def v2_app(api: FakeV2, live_details: bool = False, actions: Any = None) -> Any:
     """The dashboard on `api` (`live_details`: the details pane reads the selected session
     from the server; off for the screenshots, whose pane would then depend on when it lands)."""
     fleet = Fleet([URL], auth=Auth("opencode", "pw"), transport=api.transport(), clock=lambda: NOW)
     peek = FleetPeek(fleet) if live_details else None
-    return create_app(fleet, server_urls=[URL], clock=lambda: NOW, peek=peek)
+    return create_app(fleet, server_urls=[URL], clock=lambda: NOW, peek=peek, actions=actions)
 
 
 def cells(app: Any, sid: str) -> str:
@@ -94,3 +96,40 @@ def test_a_v2_server_on_screen(snap_compare, size: tuple[int, int]) -> None:
         await pilot.pause(0.1)
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 36)])
+def test_a_v2_form_in_its_dialog_on_screen(snap_compare, size: tuple[int, int]) -> None:
+    """Issue 39: a V2 form (a question tool's) in the answer dialog, its field's options."""
+    app = v2_app(FakeV2(), actions=FakeActions())
+
+    async def opened(pilot: Any) -> None:
+        await loaded(pilot, app)
+        assert app.main_screen.table.select_key((URL, load("question_answered")["session_id"]))
+        await pilot.press("r")
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen), 10)
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=opened)
+
+
+@pytest.mark.parametrize("size", [(80, 24), (140, 36)])
+def test_a_v2_sessions_details_on_screen(snap_compare, size: tuple[int, int]) -> None:
+    """Issue 39: the details view of a V2 session waiting for a permission, read from its
+    transcript (the model, the agent, the tool call, the tokens)."""
+    app = v2_app(FakeV2(), live_details=True)
+
+    async def opened(pilot: Any) -> None:
+        await loaded(pilot, app)
+        assert app.main_screen.table.select_key((URL, load("permission_once")["session_id"]))
+        await pilot.press("enter")
+        await until(pilot, lambda: "I will run a command." in _screen_text(app), 10)
+        await pilot.pause(0.1)
+
+    assert snap_compare(app, terminal_size=size, run_before=opened)
+
+
+def _screen_text(app: Any) -> str:
+    from textual.widgets import Static
+
+    return " ".join(str(w.render()) for w in app.screen.query(Static))
