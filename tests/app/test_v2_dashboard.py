@@ -133,3 +133,24 @@ def _screen_text(app: Any) -> str:
     from textual.widgets import Static
 
     return " ".join(str(w.render()) for w in app.screen.query(Static))
+
+
+async def test_a_v2_conversation_shows_where_runs_ended_and_the_retry_waited_on() -> None:
+    """Issue 39: the conversation (`m`) of V2 sessions reads their typed transcripts: a run's
+    `idle` entry says where it ended and how; an unfinished reply waiting on a retry says its
+    attempt and error."""
+    from tui.app.screens.conversation import ConversationScreen
+
+    app = v2_app(FakeV2(), live_details=True)
+    async with app.run_test(size=(140, 36)) as pilot:
+        await loaded(pilot, app)
+        for name, want in (
+            ("completed", "── idle (succeeded)"),
+            ("retry", "↻ retry attempt 2: scripted overload, try again later"),
+        ):
+            assert app.main_screen.table.select_key((URL, load(name)["session_id"]))
+            await pilot.press("m")
+            await until(pilot, lambda: isinstance(app.screen, ConversationScreen), 10)
+            await until(pilot, lambda w=want: w in app.screen.body.text, 10)
+            await pilot.press("escape")
+            await until(pilot, lambda: app.screen is app.main_screen, 10)

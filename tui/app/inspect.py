@@ -59,7 +59,8 @@ class Peek(Protocol):
     async def messages(
         self, server: str, session_id: str, directory: str, limit: int | None
     ) -> list[Any]:
-        """The session's newest `limit` messages as the server sends them (None: all)."""
+        """The session's newest `limit` messages as the server sends them (None: all); on V2
+        with the transcript's idle entries and retries (Client.conversation)."""
         ...
 
 
@@ -86,7 +87,7 @@ class FleetPeek:
         self, server: str, session_id: str, directory: str, limit: int | None
     ) -> list[Any]:
         async def read(client: Client) -> list[Any]:
-            return await client.messages(session_id, limit=limit, directory=directory or None)
+            return await client.conversation(session_id, limit, directory or None)
 
         return await self.fleet.act(server, read, resync=False)
 

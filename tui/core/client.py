@@ -711,6 +711,33 @@ class Client:
                 return _list(got, self.url, path)
         return _list(await self.request("GET", path, params=params), self.url, path)
 
+    async def conversation(
+        self, session_id: str, limit: int | None, directory: str | None = None
+    ) -> list[dict[str, Any]]:
+        """The session's newest `limit` entries as a conversation shows them, oldest first: its
+        messages in V1's shape; on V2 also the transcript's `idle` entries (role `idle`, with
+        their `outcome`) and the retry an unfinished reply waits on (its info's `retry`)."""
+        if self.protocol != "v2":
+            return await self.messages(session_id, limit, directory)
+        from .protocols.v2 import wire
+
+        out: list[dict[str, Any]] = []
+        got = await self.v2_messages(session_id, 10_000 if limit is None else limit)
+        for raw in reversed(got):
+            if raw.get("type") == "idle":
+                t = raw.get("time") if isinstance(raw.get("time"), dict) else {}
+                info = {"id": raw.get("id"), "sessionID": session_id, "role": "idle", "time": t}
+                out.append({"info": {**info, "outcome": raw.get("outcome")}, "parts": []})
+                continue
+            msg = wire.message(raw, session_id)
+            if msg is None:
+                continue
+            retry = wire.retry_of(raw)
+            if retry is not None:
+                msg["info"]["retry"] = retry
+            out.append(msg)
+        return out
+
     async def _quick_get(self, target: str, seen: dict[bytes, bytes] | None = None) -> Any | None:
         """A quick read (tui.core.quick); None: ask the usual way. A stalled server is said at
         once, as httpx would have said it, not asked twice."""

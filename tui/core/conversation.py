@@ -19,7 +19,7 @@ class Entry:
     """One message: who wrote it, when, its text, its tool calls and its error."""
 
     id: str
-    role: str  # user | assistant
+    role: str  # user | assistant | idle (V2: a run's end, its outcome in `text`)
     created: float | None
     completed: float | None = None
     agent: str | None = None
@@ -30,6 +30,9 @@ class Entry:
     tools: tuple[ToolRun, ...] = ()
     error: str | None = None
     finish: str | None = None
+    #: the retry an unfinished reply waits on ("attempt 2: overloaded", V2's transcript)
+    retry: str | None = None
+    retry_at: float | None = None
 
 
 def _error_text(raw: Any) -> str | None:
@@ -69,6 +72,18 @@ def entry(message: Any) -> Entry | None:
         nested = _dict(info.get("model"))
         model, provider = nested.get("modelID"), nested.get("providerID")
     role = info.get("role")
+    if role == "idle":  # V2: where a run ended, and how
+        outcome = info.get("outcome")
+        return Entry(
+            ident, "idle", _ms(times.get("created")), text=str(outcome) if outcome else "idle"
+        )
+    retry = _dict(info.get("retry"))
+    said = None
+    if retry:
+        attempt = retry.get("attempt")
+        said = f"attempt {attempt if attempt is not None else '?'}"
+        if isinstance(retry.get("message"), str) and retry["message"]:
+            said += f": {retry['message']}"
     return Entry(
         ident,
         role if role in ("user", "assistant") else "assistant",
@@ -83,6 +98,8 @@ def entry(message: Any) -> Entry | None:
         tuple(tools),
         _error_text(info.get("error")),
         info["finish"] if isinstance(info.get("finish"), str) else None,
+        said,
+        _ms(retry.get("next")) if retry else None,
     )
 
 

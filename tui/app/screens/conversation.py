@@ -75,6 +75,8 @@ def entry_content(e: Entry, now: float, directory: str = "") -> Content:
     its error. Text from the server is shown literally, line by line."""
     when = fmt.clock_time(e.created, now)
     parts: list[Part]
+    if e.role == "idle":  # V2: the run ended here
+        return Content.assemble((f"── idle ({fmt.literal(e.text)})  {when}", MUTED))
     if e.role == "user":
         parts = [("▌ you", "bold $accent"), (f"  {when}", MUTED)]
     else:
@@ -91,6 +93,9 @@ def entry_content(e: Entry, now: float, directory: str = "") -> Content:
     for line in e.text.splitlines():
         parts += ["\n", fmt.literal(line)]
     parts += _tool_line(e, directory, now)
+    if e.retry and e.completed is None:
+        nxt = f", next {fmt.clock_time(e.retry_at, now)}" if e.retry_at else ""
+        parts += ["\n", (f"↻ retry {fmt.literal(e.retry)}{nxt}", "$state-retry")]
     if e.error:
         parts += ["\n", (f"✗ {fmt.literal(e.error)}", "$state-error bold")]
     return Content.assemble(*parts)
