@@ -250,7 +250,8 @@ class ConversationScreen(ViewScreen):
         if self.unavailable:
             count = "not read: no live server"
         else:
-            count = f"{len(self.items)} messages" + (
+            said = sum(1 for e in self.items if e.role != "idle")  # (V2's run ends: no message)
+            count = f"{said} messages" + (
                 "" if self.loaded_all else " (the newest; reading the rest …)"
             )
         parts: list[Part] = [("Conversation  ", "bold"), (name, "bold")]
