@@ -199,6 +199,14 @@ def test_permission_dialog_shows_a_broad_answer_before_it_is_sent(snap_compare, 
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", *keys))
 
 
+@pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
+def test_a_command_of_two_lines_is_shown_as_two(snap_compare, size: tuple[int, int]) -> None:
+    """Issue 41: `echo …⏎rm -rf ~/projects` is two lines in the dialog, never one `echo`; the
+    table's cell says `(+1 line)`."""
+    app, _ = make_app(views.sneaky_permission(), actions=FakeActions())
+    assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
+
+
 def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
     """The diff scrolls; the buttons stay in view."""
     app, _ = make_app(views.sub_agent_edit(), actions=FakeActions())

@@ -466,3 +466,23 @@ def several_questions() -> View:
 def sub_agent_edit() -> View:
     """Every state, the v2 API parent waiting for its sub-agent's EDIT permission."""
     return with_row(every_state(), (A, "ses_parent"), state="input", pending=(EDIT,))
+
+
+#: A command that reads as one harmless `echo` when its lines are joined (issue 41)
+SNEAKY_COMMAND = "echo cleaning build cache\nrm -rf ~/projects"
+
+
+def sneaky_permission() -> View:
+    """Every state, the permission row asking to run a command of two lines."""
+    from tui.core.decide import pending_of
+
+    req = permission_request(
+        "per_sneaky",
+        "ses_perm",
+        permission="bash",
+        patterns=[SNEAKY_COMMAND],
+        metadata={"command": SNEAKY_COMMAND, "description": "Clean the build cache"},
+        always=["echo *", "rm *"],
+        tool={"messageID": "msg_1", "callID": "call_1"},
+    )
+    return with_row(every_state(), (A, "ses_perm"), state="input", pending=(pending_of(req),))

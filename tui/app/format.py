@@ -14,6 +14,7 @@ from pathlib import PurePath
 
 from rich.cells import cell_len, set_cell_size
 
+from tui.core.text import lines_of
 from tui.core.text import literal as _literal  # one escaping for the dashboard and the CLI
 from tui.core.view import REASONS, STATES, Reason, SessionRow, State, ago
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
@@ -32,6 +33,16 @@ def literal(text: str | None, *, escapes: bool = False) -> str:
     if text and len(text) > SHOWN_MAX:
         text = f"{text[:SHOWN_MAX]}… (+{len(text) - SHOWN_MAX:,} characters)"
     return _literal(text, escapes=escapes)
+
+
+def literal_lines(text: str | None) -> list[str]:
+    """Untrusted text a person decides on (a command to approve, a question), each of its
+    lines made safe to show (`literal`): its line breaks kept, so that no line hides behind
+    another (`echo ok⏎rm -rf ~` is two lines, never one harmless `echo`); cut to SHOWN_MAX
+    characters in all, with how many more."""
+    if text and len(text) > SHOWN_MAX:
+        text = f"{text[:SHOWN_MAX]}… (+{len(text) - SHOWN_MAX:,} characters)"
+    return [_literal(line) for line in lines_of(text)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -187,9 +198,20 @@ def asked_text(row: SessionRow) -> str:
     return first.summary.removeprefix(f"{first.kind} ").removeprefix(f"{first.kind}: ")
 
 
+#: How a one-line summary says a command or a question has more lines (text.first_line)
+_MORE_LINES = re.compile(r" \(\+[\d,]+ lines?\)$")
+
+
 def truncate_ask(text: str, width: int) -> str:
     """`asked_text` cut to `width` cells: a path (`edit: /a/b/c.py`) keeps its end (the file's
-    name), anything else (a command, a question) its start."""
+    name), anything else (a command, a question) its start; how many lines more a command has
+    is kept whatever is cut (`shell: echo cle… (+1 line)`)."""
+    more = _MORE_LINES.search(text[-32:]) if cell_len(text) > width else None
+    if more is not None:
+        suffix = more.group(0)
+        room = width - cell_len(suffix)
+        if room >= 6:
+            return truncate_ask(text[: len(text) - len(suffix)], room) + suffix
     if len(text) > 4 * width + 64:
         return truncate(text, width)
     if cell_len(text) <= width:

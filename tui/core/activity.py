@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .client import BadResponse, Client, NotFound
+from .text import first_line
 
 MESSAGE_LIMIT = 40
 """Messages read per look (the newest): enough for the last reply, the running tool and the
@@ -40,11 +41,12 @@ class ToolRun:
         return f"{self.tool}: {self.summary}" if self.summary else self.tool
 
     def summary_in(self, directory: str) -> str:
-        """The summary, a path inside the session's folder shown relative to it."""
+        """The summary for one line: a path inside the session's folder shown relative to it,
+        a command of several lines as its first and how many more (text.first_line)."""
         prefix = directory.rstrip("/") + "/"
         if directory and self.summary.startswith(prefix):
-            return self.summary[len(prefix) :]
-        return self.summary
+            return first_line(self.summary[len(prefix) :])
+        return first_line(self.summary)
 
 
 @dataclass(frozen=True, slots=True)

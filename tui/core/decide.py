@@ -24,6 +24,7 @@ from .models import (
     id_time,
 )
 from .settings import Settings
+from .text import first_line
 from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State, ago
 
 #: Finishes that do not end a run: the model asked for tools and another step follows.
@@ -196,8 +197,8 @@ def tick(now: float, t: float) -> float:
 def pending_of(req: Request) -> Pending:
     """A request as the View shows it: its kind and one-line summary."""
     if isinstance(req, PermissionRequest):
-        cmd = req.command
-        pats = ", ".join(req.patterns)
+        cmd = first_line(req.command)  # (a command's other lines are counted, never hidden)
+        pats = ", ".join(first_line(p) for p in req.patterns)
         summary = f"permission {req.permission or '?'}"
         if cmd:
             summary += f": {cmd}"
@@ -205,7 +206,7 @@ def pending_of(req: Request) -> Pending:
             summary += f": {pats}"
         return Pending("permission", req.id, req.session_id, summary, req)
     qs = req.questions
-    first = qs[0].question if qs else ""
+    first = first_line(qs[0].question) if qs else ""
     summary = f"question: {first}" + (f" (+{len(qs) - 1} more)" if len(qs) > 1 else "")
     return Pending("question", req.id, req.session_id, summary, req)
 

@@ -136,6 +136,33 @@ def literal(text: str | None, *, escapes: bool = False) -> str:
     return "".join(out)
 
 
+#: What ends a line, wherever a person reads one: `\r\n`, `\n`, a lone `\r` (which a terminal
+#: would use to write over the start of the line), and the Unicode line and paragraph separators
+_LINE_BREAK = re.compile("\r\n|[\n\r\u2028\u2029\x0b\x0c\x85]")
+
+
+def lines_of(text: str | None) -> list[str]:
+    """Untrusted text as the lines a person must see to decide on it (a command to approve, a
+    question): every line break kept as a line (trailing blank lines dropped), nothing else
+    read (each line goes through `literal` where it is shown)."""
+    if not text:
+        return []
+    lines = _LINE_BREAK.split(text)
+    while len(lines) > 1 and not lines[-1].strip():
+        lines.pop()
+    return lines
+
+
+def first_line(text: str | None) -> str:
+    """Untrusted text for a one-line cell: its first line that says something, and how many
+    lines more there are, never hidden (`echo cleaning (+1 line)`)."""
+    lines = [line for line in lines_of(text) if line.strip()]
+    if not lines:
+        return ""
+    more = len(lines) - 1
+    return lines[0].strip() + (f" (+{more} line{'s' if more != 1 else ''})" if more else "")
+
+
 def _escape(code: int) -> str:
     return (
         f"\\x{code:02x}"

@@ -19,12 +19,16 @@ from .. import format as fmt
 from ..dashboard import Dashboard, OpenDetails
 from ..widgets.activity import activity_content
 from . import session_keys
-from .dialog import block, multiline
+from .dialog import block, multiline, value_lines, values_lines
 from .view_screen import ViewScreen
 
 Key = tuple[str, str]
 Part = str | tuple[str, str]
 LABEL_WIDTH = 12
+
+
+#: where a field's value starts, after its label: a value's next lines are indented under it
+INDENT = " " * (2 + LABEL_WIDTH)
 
 
 def _label(name: str) -> tuple[str, str]:
@@ -141,8 +145,8 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
             parts += ["  ", _label("tool"), (_lit(name), "bold"), "\n"]
         metadata: Mapping[str, Any] = perm.metadata if perm is not None else {}
         command = _get(metadata, "command", "cmd") or (perm.command if perm is not None else None)
-        if command:
-            parts += ["  ", _label("command"), (_lit(command), "bold"), "\n"]
+        if command:  # every line of it: what will run, as it will run
+            parts += ["  ", _label("command"), *value_lines(str(command), INDENT, "bold"), "\n"]
         blocks: list[Part] = []
         if metadata:
             for k, v in metadata.items():
@@ -154,7 +158,7 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
                     parts += ["  ", _label(_lit(k)), _lit(v), "\n"]
         patterns = perm.patterns if perm is not None else ()
         if patterns:
-            parts += ["  ", _label("patterns"), ", ".join(_lit(p) for p in patterns), "\n"]
+            parts += ["  ", _label("patterns"), *values_lines(patterns, INDENT), "\n"]
         parts += blocks
         parts += [
             "  ",
@@ -170,7 +174,7 @@ def pending_parts(item: Pending, row: SessionRow) -> list[Part]:
             parts += ["  ", (f"Q{n} ", "bold")]
             if q.header:
                 parts += [(f"{_lit(q.header)}: ", "$foreground-muted")]
-            parts += [(_lit(q.question), "bold"), "\n"]
+            parts += [*value_lines(q.question, "     ", "bold"), "\n"]
             for opt in q.options:
                 parts += ["     ○ ", _lit(opt.label)]
                 if opt.description:

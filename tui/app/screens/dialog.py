@@ -3,13 +3,14 @@ still open (the request may be answered elsewhere while the dialog is up)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-from tui.app.format import literal
+from tui.app.format import literal, literal_lines
 from tui.core.view import Pending, SessionRow, View
 
 from ..dashboard import Dashboard
@@ -22,6 +23,32 @@ Part = str | tuple[str, str]
 def label(name: str, width: int = 12) -> tuple[str, str]:
     """A field name, padded, muted."""
     return (f"{name:<{width - 1}} ", "$foreground-muted")
+
+
+def value_lines(text: str, indent: str, style: str = "") -> list[Part]:
+    """A value a person decides on (a command, a pattern, a question), every line of it shown
+    (controls still neutralised: fmt.literal_lines), the lines after the first under it at
+    `indent`."""
+    lines = literal_lines(text) or [""]
+    parts: list[Part] = [(lines[0], style)]
+    for line in lines[1:]:
+        # (the indent a span of its own: run into unstyled text, a line's leading spaces are
+        # dropped when the dialog wraps it)
+        parts += ["\n", (indent, "$foreground-muted"), (line, style)]
+    return parts
+
+
+def values_lines(values: Sequence[str], indent: str, style: str = "") -> list[Part]:
+    """Several such values: on one line, comma-separated, when each is one line; else one
+    under the other."""
+    if all(len(literal_lines(v)) <= 1 for v in values):
+        return [(", ".join(literal(v) for v in values), style)]
+    parts: list[Part] = []
+    for n, v in enumerate(values):
+        if n:
+            parts += ["\n", (indent, "$foreground-muted")]
+        parts += value_lines(v, indent, style)
+    return parts
 
 
 BLOCK_LINES = 12

@@ -15,7 +15,19 @@ from textual.widgets import Button, Input, Static
 from tui.app.format import literal
 from tui.core.view import Pending
 
-from .dialog import Part, RequestDialog, asked_by, block, label, multiline
+from .dialog import (
+    Part,
+    RequestDialog,
+    asked_by,
+    block,
+    label,
+    multiline,
+    value_lines,
+    values_lines,
+)
+
+#: where a field's value starts (label's width): a value's next lines are indented under it
+INDENT = " " * 12
 
 
 @dataclass(frozen=True)
@@ -41,8 +53,8 @@ def permission_fields(pending: Pending) -> Content:
         (literal((req.permission if req is not None else "") or "?"), "bold"),
     ]
     command = metadata.get("command") or metadata.get("cmd")
-    if command:
-        parts += ["\n", label("command"), (literal(str(command)), "bold")]
+    if command:  # every line of it: what will run, as it will run
+        parts += ["\n", label("command"), *value_lines(str(command), INDENT, "bold")]
     blocks: list[Part] = []
     for key, value in metadata.items():
         if (
@@ -57,13 +69,13 @@ def permission_fields(pending: Pending) -> Content:
             parts += ["\n", label(literal(key)), literal(str(value))]
     patterns = req.patterns if req is not None else ()
     if patterns:
-        parts += ["\n", label("patterns"), ", ".join(literal(p) for p in patterns)]
+        parts += ["\n", label("patterns"), *values_lines(patterns, INDENT)]
     always = req.always if req is not None else ()
     if always:
         parts += [
             "\n",
             label("always"),
-            ", ".join(literal(p) for p in always),
+            *values_lines(always, INDENT),
             ("  (what “always” allows from now on)", "$foreground-muted"),
         ]
     return Content.assemble(*parts, *blocks).rstrip()

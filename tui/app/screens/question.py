@@ -21,7 +21,7 @@ from tui.app.format import literal
 from tui.core.view import Pending, SessionRow
 
 from ..dashboard import Dashboard
-from .dialog import Part, RequestDialog, asked_by
+from .dialog import Part, RequestDialog, asked_by, value_lines
 
 QUESTION_EXTRA = (
     ("↑ ↓, space", "Move between options, choose one (or toggle one of several)"),
@@ -77,7 +77,7 @@ def heading(n: int, asked: Asked) -> Content:
     parts: list[Part] = [(f"Q{n} ", "bold $accent")]
     if asked.header:
         parts.append((f"{literal(asked.header)}: ", "$foreground-muted"))
-    parts.append((literal(asked.question), "bold"))
+    parts += value_lines(asked.question, "   ", "bold")  # every line of what is asked
     how = "choose any number" if asked.multiple else "choose one"
     if asked.custom:
         how += " or type an answer"

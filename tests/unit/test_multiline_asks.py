@@ -1,0 +1,77 @@
+"""Approvals show exactly what will run (issue 41, item 1): a permission for `echo cleaning build
+cache⏎rm -rf ~/projects` read as one harmless `echo` everywhere a person decides on it, because
+newlines became spaces. Commands, patterns and questions keep their lines where a person decides
+(controls and escapes still neutralised); a one-line cell says how many lines it hides."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.builders import SERVER, permission, question
+from tui.app import format as fmt
+from tui.app.screens.detail import pending_parts
+from tui.app.screens.permission import permission_fields
+from tui.app.screens.question import heading, questions_of
+from tui.core.decide import pending_of
+from tui.core.text import first_line, lines_of
+from tui.core.view import SessionRow
+
+SNEAKY = "echo cleaning build cache\nrm -rf ~/projects"
+
+
+@pytest.mark.parametrize(
+    ("text", "lines"),
+    [
+        (SNEAKY, ["echo cleaning build cache", "rm -rf ~/projects"]),
+        ("a\r\nb", ["a", "b"]),
+        ("a\rb", ["a", "b"]),  # a lone CR would write over the line's start on a terminal
+        ("a\u2028b\u2029c", ["a", "b", "c"]),
+        ("one\n\n", ["one"]),
+        ("", []),
+    ],
+)
+def test_every_line_break_is_a_line(text: str, lines: list[str]) -> None:
+    assert lines_of(text) == lines
+
+
+def test_a_one_line_cell_says_how_many_lines_it_hides() -> None:
+    assert first_line(SNEAKY) == "echo cleaning build cache (+1 line)"
+    assert first_line("\n  a\nb\nc") == "a (+2 lines)"
+    assert first_line("plain") == "plain"
+    summary = pending_of(permission("per_1", "ses_1", SNEAKY)).summary
+    assert summary == "permission bash: echo cleaning build cache (+1 line)"
+    cut = fmt.truncate_ask(summary, 30)
+    assert cut.endswith("… (+1 line)") and len(cut) <= 30  # the count survives the cut
+
+
+def test_the_dialog_and_the_details_show_every_line() -> None:
+    pending = pending_of(permission("per_1", "ses_1", SNEAKY + "\x1b[2J"))
+    shown = permission_fields(pending).plain
+    assert "echo cleaning build cache\n" in shown
+    assert "rm -rf ~/projects␛[2J" in shown  # its own line, the escape neutralised
+    assert "\x1b" not in shown
+    row = SessionRow(
+        SERVER,
+        "ses_1",
+        "t",
+        "/p",
+        None,
+        "input",
+        None,
+        False,
+        (),
+        (pending,),
+        None,
+        None,
+        None,
+        None,
+    )
+    details = "".join(p if isinstance(p, str) else p[0] for p in pending_parts(pending, row))
+    assert any(line.strip() == "rm -rf ~/projects␛[2J" for line in details.split("\n"))
+    assert "(+1 line)" in details  # its summary line, one line, says so
+
+
+def test_a_question_of_several_lines_is_asked_whole() -> None:
+    asked = questions_of(pending_of(question("que_1", "ses_1", "Deploy?\nThis drops the prod DB.")))
+    shown = heading(1, asked[0]).plain
+    assert "Deploy?\n" in shown and "This drops the prod DB." in shown
