@@ -184,3 +184,23 @@ def test_the_readme_config_example_is_a_valid_config(tmp_path: Path) -> None:
     config, warnings = load_config(path, env={})
     assert warnings == []
     assert config.attach_command[:2] == ["opencode", "attach"] and config.read_only is False
+
+
+def _asked_at(t: float) -> str:
+    """A permission id that says it was asked at `t` (as OpenCode's ids carry their time)."""
+    return f"per_{(int(t * 1000) * 0x1000) % (1 << 48):012x}abcdefghijklmn"
+
+
+def test_a_session_first_seen_asking_something_new_alerts() -> None:
+    """Issue 41: a session created and asking while nobody watched its start (the user was in
+    OpenCode) never alerted, its first sight being no change. Asked since the alerts began, it
+    does; asked before (what the dashboard found waiting when it started), it does not."""
+    fresh = alerts_for(transitions(None, input_v(_asked_at(T0 - 1))), asked_since=T0 - 2)
+    assert [a.kind for a in fresh] == ["input"] and "git push" in fresh[0].text
+    old = alerts_for(transitions(None, input_v(_asked_at(T0 - 60))), asked_since=T0 - 2)
+    assert old == []
+    assert alerts_for(transitions(None, done_v()), asked_since=T0 - 2) == []  # only asks
+    sent: list[Alert] = []
+    alerter = Alerter(AlertConfig(), [sent.append], lambda: 0.0, started_at=T0 - 2)
+    alerter.feed(transitions(None, input_v(_asked_at(T0 - 1))))
+    assert [a.kind for a in sent] == ["input"]

@@ -11,6 +11,7 @@ import contextlib
 import os
 import shutil
 import subprocess
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -45,14 +46,30 @@ def _kind(row: SessionRow) -> str | None:
     return None
 
 
-def alerts_for(changes: Iterable[Transition]) -> list[Alert]:
+#: Seconds of clock difference allowed between the server's request times and ours
+SKEW = 5.0
+
+
+def alerts_for(changes: Iterable[Transition], asked_since: float | None = None) -> list[Alert]:
     """The alerts a batch of transitions calls for (pure). A row that appears already in a
-    state (first sight, e.g. at startup) does not alert: only changes do."""
+    state (first sight, e.g. at startup) does not alert: only changes do; but one that appears
+    already waiting for input, asked at or after `asked_since` (when the alerts began), does:
+    a session created and asking while nobody watched its start (the user in OpenCode, a
+    reconnect) is asked something new all the same."""
     out: list[Alert] = []
     for tr in changes:
         row, before = tr.after, tr.before
-        if row is None or before is None:
+        if row is None:
             continue
+        if before is None:
+            if not (
+                asked_since is not None
+                and _kind(row) == "input"
+                and row.since is not None
+                and row.since >= asked_since - SKEW
+            ):
+                continue
+            before = _NOTHING
         kind = _kind(row)
         if kind is None or kind == _kind(before) and kind != "input":
             continue
@@ -74,6 +91,10 @@ def alerts_for(changes: Iterable[Transition]) -> list[Alert]:
     return out
 
 
+#: What a session first seen asking was before (for alerts_for: asked nothing)
+_NOTHING = SessionRow("", "", "", "", None, "busy", None, False, (), (), None, None, None, None)
+
+
 @dataclass
 class Alerter:
     """Dedupes and rate-limits alerts, then hands them to the sinks."""
@@ -87,6 +108,9 @@ class Alerter:
         default_factory=dict
     )
     _window: deque[float] = field(default_factory=deque)
+    #: when the alerts began, wall-clock time as the rows' times are (`clock` may be monotonic:
+    #: it only spaces alerts): a session first seen asking something asked since then alerts
+    started_at: float = field(default_factory=time.time)
 
     def feed(self, changes: Iterable[Transition]) -> list[Alert]:
         """Deliver the alerts of these transitions; returns those actually sent."""
@@ -96,7 +120,7 @@ class Alerter:
             if tr.after is None:
                 for kind in ("input", "completed", "error", "aborted", "stale", "unknown"):
                     self._last.pop((tr.key, kind), None)
-        for alert in alerts_for(changes):
+        for alert in alerts_for(changes, self.started_at):
             if alert.kind not in self.config.on:
                 continue
             now = self.clock()
