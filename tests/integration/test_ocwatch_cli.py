@@ -414,3 +414,61 @@ def test_wait_all_and_any_over_several_sessions_and_servers(
         "wait", st.completed, "ses_nowhere", "--server", oc_server.url, "--timeout", "60"
     )
     assert proc.returncode == 2 and "unknown session ses_nowhere" in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("scenario", "code", "reason"), [("text", 0, "completed"), ("fail", 1, "error")]
+)
+def test_prompt_and_wait_exits_with_the_runs_outcome(
+    oc_server: OpenCodeServer, oc: Driver, scenario: str, code: int, reason: str
+) -> None:
+    """Issue 41: `ocwatch prompt SESSION_ID TEXT --wait` sends the prompt and exits as `wait`
+    does when the run it started settles (never on the run before it); `-` reads stdin."""
+    from .scripted_model import marker
+
+    sid = oc.create_session(title=f"prompt {scenario}")["id"]
+    first = ocwatch(
+        "prompt",
+        sid,
+        f"first {marker('text')}",
+        "--wait",
+        "--json",
+        "--timeout",
+        "90",
+        "--server",
+        oc_server.url,
+    )
+    assert first.returncode == 0, first.stderr
+    env = cli_env()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tui.cli.main",
+            "prompt",
+            sid,
+            "-",
+            "--wait",
+            "--json",
+            "--timeout",
+            "90",
+            "--server",
+            oc_server.url,
+        ],
+        input=f"then this {marker(scenario)}\nover two lines",
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=env,
+    )
+    assert proc.returncode == code, proc.stderr
+    row = json.loads(proc.stdout)["session"]
+    assert (row["state"], row["reason"]) == ("idle", reason)
+    users = [m for m in oc.messages(sid) if m["info"]["role"] == "user"]
+    assert len(users) == 2
+    said = "".join(p.get("text", "") for p in users[-1]["parts"])
+    assert "over two lines" in said  # sent whole, its lines kept
+    empty = ocwatch("prompt", sid, "  ", "--server", oc_server.url)
+    assert empty.returncode == 2 and "the prompt is empty" in empty.stderr
+    unknown = ocwatch("prompt", "ses_nope", "x", "--server", oc_server.url)
+    assert unknown.returncode == 2 and "unknown session ses_nope" in unknown.stderr

@@ -540,3 +540,18 @@ def test_a_report_bundles_a_v2_sessions_transcript_and_raw_entries(
         "reply", req["id"], "reject", "--server", oc2_server.url, password=oc2_server.password
     )
     assert act[0] == 0, act[2]
+
+
+def test_prompt_on_v2_starts_a_run_and_waits_for_its_end(
+    oc2: V2Driver, oc2_server: OpenCodeServer
+) -> None:
+    """Issue 41: `ocwatch prompt` on a V2 server (`POST /api/session/{id}/prompt`)."""
+    from .scripted_model import marker
+
+    sid = oc2.create("v2 prompt")
+    code, out, err = act(
+        oc2_server, "prompt", sid, f"go {marker('text')}", "--wait", "--json", "--timeout", "90"
+    )
+    assert code == 0, err
+    assert json.loads(out)["session"]["reason"] == "completed"
+    assert oc2.session(sid).get("outcome") == "succeeded"

@@ -376,6 +376,25 @@ def build_parser() -> argparse.ArgumentParser:
         help="stop (cleanly) once the file reaches SIZE (e.g. 500M, 2G)",
     )
 
+    pr = sub.add_parser(
+        "prompt",
+        help="send a session a prompt; with --wait, exit as `wait` does when its run settles",
+    )
+    pr.add_argument("session_id", metavar="SESSION_ID")
+    pr.add_argument("text", metavar="TEXT", help="the prompt, or - to read it from stdin")
+    _server_arg(pr, many=False)
+    pr.add_argument(
+        "--wait", action="store_true", help="follow the run it starts; exit with its outcome"
+    )
+    pr.add_argument(
+        "--timeout",
+        type=seconds,
+        default=None,
+        metavar="SECONDS",
+        help="with --wait: exit 124 if the run has not settled by then",
+    )
+    pr.add_argument("--json", action="store_true", help="with --wait: print the final row as JSON")
+
     a = sub.add_parser("abort", help="abort a session's run")
     a.add_argument("session_id", metavar="SESSION_ID")
     _server_arg(a, many=False)
@@ -615,6 +634,19 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             names=opts.names,
             session_info=args.session_info,
             alerts=opts.alerts,
+        )
+    if cmd == "prompt":
+        from .prompt import run_prompt
+
+        return run_prompt(
+            args.session_id,
+            args.text,
+            opts.urls[0],
+            auth=opts.auth_for(opts.urls[0]),
+            settings=settings,
+            wait=args.wait,
+            timeout=args.timeout,
+            as_json=args.json,
         )
     if cmd == "abort":
         return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))

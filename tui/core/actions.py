@@ -156,6 +156,27 @@ async def abort(client: Client, session_id: str) -> bool:
     return running
 
 
+#: The most a prompt may be (characters): a prompt is typed or piped, not a file to upload
+MAX_PROMPT = 1_000_000
+
+
+async def prompt(client: Client, session_id: str, text: str) -> None:
+    """Send the session a prompt; its run starts on the server. ActionError: an empty or a
+    too long prompt, an unknown session, or the server's refusal."""
+    if not text.strip():
+        raise ActionError("the prompt is empty")
+    if len(text) > MAX_PROMPT:
+        raise ActionError(f"the prompt is longer than {MAX_PROMPT:,} characters")
+    sessions, _ = await folders(client)
+    s = sessions.get(session_id)
+    if s is None:
+        raise ActionError(f"unknown session {session_id} on {client.url}")
+    try:
+        await client.prompt(session_id, text, s.directory or None)
+    except NotFound as exc:
+        raise ActionError(f"prompt refused: {exc.message}") from None
+
+
 async def _v2_abort(client: Client, session_id: str) -> bool:
     """V2: `interrupt`, which says whether a run was under way."""
     try:

@@ -770,6 +770,18 @@ class Client:
         path = f"/session/{quote(session_id, safe='')}/abort"
         return await self.request("POST", path, params=self._dir(directory), body={})
 
+    async def prompt(self, session_id: str, text: str, directory: str | None = None) -> None:
+        """Send a prompt (the run starts; the answer does not wait for it): V1's
+        `POST /session/{id}/prompt_async {parts}`, V2's `POST /api/session/{id}/prompt {text}`."""
+        sid = _segment(session_id)
+        if self.protocol == "v2":
+            await self.request("POST", f"/api/session/{sid}/prompt", body={"text": text})
+            return
+        body = {"parts": [{"type": "text", "text": text}]}
+        await self.request(
+            "POST", f"/session/{sid}/prompt_async", params=self._dir(directory), body=body
+        )
+
     async def reply_permission(
         self,
         request_id: str,

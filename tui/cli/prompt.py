@@ -1,0 +1,133 @@
+"""`ocwatch prompt SESSION_ID TEXT|-`: send a session a prompt; with `--wait`, follow it until
+the run it starts settles and exit as `ocwatch wait` does (0 completed, 1 error, 3 aborted,
+4 waiting for input, 5 unknown, 124 timed out, 2 could not)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from typing import TextIO
+
+from ..core import actions
+from ..core.client import OcwatchError
+from ..core.fleet import Fleet
+from ..core.settings import Auth, Settings
+from ..core.text import literal
+from ..core.view import SessionRow, running
+from .output import pipe_safe
+from .wait import EXIT_TIMEOUT, EXIT_USAGE, exit_code_for, report
+
+
+def read_prompt(value: str, stdin: TextIO) -> str:
+    """The prompt: the argument, or (`-`) standard input, at most MAX_PROMPT characters."""
+    if value != "-":
+        return value
+    text = stdin.read(actions.MAX_PROMPT + 1)
+    if len(text) > actions.MAX_PROMPT:
+        raise actions.ActionError(
+            f"the prompt on standard input is longer than {actions.MAX_PROMPT:,} characters"
+        )
+    return text
+
+
+def run_prompt(
+    session_id: str,
+    text: str,
+    url: str,
+    *,
+    auth: Auth | None,
+    settings: Settings,
+    wait: bool,
+    timeout: float | None,
+    as_json: bool = False,
+    stdin: TextIO | None = None,
+) -> int:
+    """Send the prompt; print what happened (exit 0), or follow the run (`wait`)."""
+    try:
+        prompt = read_prompt(text, stdin or sys.stdin)
+        if not wait:
+            asyncio.run(_send(session_id, prompt, url, auth))
+            with pipe_safe():
+                print(f"sent the prompt to {literal(session_id, escapes=True)}")
+            return 0
+        code, row, message = asyncio.run(
+            _send_and_wait(session_id, prompt, url, auth, settings, timeout)
+        )
+    except OcwatchError as exc:
+        print(f"ocwatch prompt: {literal(exc.message, escapes=True)}", file=sys.stderr)
+        return exc.exit_code
+    return report(code, row, message, as_json)
+
+
+async def _send(session_id: str, prompt: str, url: str, auth: Auth | None) -> None:
+    from ..core.client import Client
+
+    async with Client(url, auth) as client:
+        await actions.prompt(client, session_id, prompt)
+
+
+async def _send_and_wait(
+    session_id: str,
+    prompt: str,
+    url: str,
+    auth: Auth | None,
+    settings: Settings,
+    timeout: float | None,
+) -> tuple[int, SessionRow | None, str | None]:
+    """Follow the server, send the prompt once its first snapshot is in, then wait until the
+    session has been seen running since and settles (its run's end, never the one before)."""
+    fleet = Fleet([url], auth=auth, settings=settings)
+    changed = asyncio.Event()
+    task = asyncio.create_task(fleet.run(changed.set))
+    loop = asyncio.get_running_loop()
+    deadline = None if timeout is None else loop.time() + timeout
+    try:
+        monitor = fleet.monitors[0]
+        await asyncio.wait(
+            {asyncio.ensure_future(monitor.first_snapshot()), task},
+            timeout=settings.command_deadline,
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        view = fleet.current()
+        if not view.servers[0].first_snapshot:
+            raise OcwatchError(view.servers[0].error or f"{url}: no snapshot")
+        found = view.find(session_id)
+        if not found:
+            raise actions.ActionError(f"unknown session {session_id} on {url}")
+        if running(found[0]):
+            raise actions.ActionError(
+                f"{session_id} is running: its prompt would wait for this run, and --wait "
+                "would end with it (wait for it, or send without --wait)"
+            )
+        before = (found[0].state, found[0].reason, found[0].since)
+        await fleet.act(url, lambda c: actions.prompt(c, session_id, prompt))
+        seen_running = False
+        row: SessionRow | None = None
+        while True:
+            changed.clear()
+            found = fleet.current().find(session_id)
+            row = found[0] if found else None
+            if row is not None:
+                # running since it was sent (the events say so at once); or settled on another
+                # state than before it (a run too quick to be seen running)
+                moved = (row.state, row.reason, row.since) != before
+                seen_running = seen_running or running(row) or (moved and row.settled)
+                code = exit_code_for(row) if seen_running and not running(row) else None
+                if code is not None:
+                    return code, row, None
+            wake = 0.5
+            if deadline is not None:
+                left = deadline - loop.time()
+                if left <= 0:
+                    return EXIT_TIMEOUT, row, f"timed out after {timeout:g}s"
+                wake = min(wake, left)
+            if task.done():
+                return EXIT_USAGE, row, f"monitor stopped: {task.exception()}"
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), timeout=wake)
+    finally:
+        task.cancel()
+        with contextlib.suppress(BaseException):
+            await task
+        await fleet.aclose()
