@@ -34,3 +34,6 @@ class FakeActions:
         self, server: str, request_id: str, answers: list[list[str]] | None, reject: bool
     ) -> None:
         await self._do("answer", server, request_id, answers, reject)
+
+    async def prompt(self, server: str, session_id: str, text: str) -> None:
+        await self._do("prompt", server, session_id, text)

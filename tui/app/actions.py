@@ -1,4 +1,5 @@
-"""What the dashboard can do to a server: abort a run, reply to a permission, answer a question.
+"""What the dashboard can do to a server: abort a run, reply to a permission, answer a question,
+send a prompt.
 
 The app talks to an `Actions` object, passed in by whoever builds it (tests pass a fake; a
 dashboard on fixed Views passes none). `FleetActions` acts through the live Fleet (`Fleet.act`:
@@ -38,6 +39,10 @@ class Actions(Protocol):
         reject it."""
         ...
 
+    async def prompt(self, server: str, session_id: str, text: str) -> None:
+        """Send the session a prompt (its run starts on the server)."""
+        ...
+
 
 class _ThroughClient:
     """The three actions, each through `_on(server, act)`, which subclasses provide."""
@@ -62,6 +67,9 @@ class _ThroughClient:
                 c, request_id, answers=answers, reject=reject or answers is None
             ),
         )
+
+    async def prompt(self, server: str, session_id: str, text: str) -> None:
+        await self._on(server, lambda c: core.prompt(c, session_id, text))
 
 
 class FleetActions(_ThroughClient):

@@ -62,8 +62,8 @@ from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
-READ_ONLY = "Read-only dashboard: abort, reply, answer and attach are off."
-ACTIONS = frozenset({"respond", "abort", "attach"})
+READ_ONLY = "Read-only dashboard: abort, reply, answer, prompt and attach are off."
+ACTIONS = frozenset({"respond", "abort", "attach", "prompt"})
 """What --read-only turns off (hidden from the footer and the palette)."""
 PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 20 redraws a second)."""
@@ -203,7 +203,10 @@ class OcwatchApp(App[None]):
     # -- Textual hooks ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """With --read-only, the actions are not offered at all (the footer hides them)."""
+        """With --read-only, the actions are not offered at all (the footer hides them); a
+        replay sends no prompt (its `p` pauses)."""
+        if action == "prompt" and self.replay is not None:
+            return False
         return not (self.read_only and action in ACTIONS)
 
     def get_default_screen(self) -> Screen[None]:
@@ -542,6 +545,13 @@ class OcwatchApp(App[None]):
     def action_respond(self) -> None:
         """Answer the selected session's first open permission or question."""
         self.responder.respond(self.selected_key())
+
+    def action_prompt(self) -> None:
+        """Write the selected session a prompt, sent on confirm."""
+        if self.read_only:
+            self.notify(READ_ONLY, severity="warning", timeout=5)
+            return
+        self.responder.prompt(self.selected_key())
 
     def action_abort(self) -> None:
         """Abort the selected session's run (after a confirmation)."""

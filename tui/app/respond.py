@@ -20,6 +20,7 @@ from tui.core.view import RUNNING, Pending, SessionRow
 from .actions import Actions
 from .screens.confirm import ConfirmScreen
 from .screens.permission import PermissionReply, PermissionScreen
+from .screens.prompt import PromptScreen
 from .screens.question import QuestionReply, QuestionScreen, describe
 
 if TYPE_CHECKING:
@@ -112,6 +113,23 @@ class Responder:
             lambda: actions.answer(row.server, pending.id, reply.answers, reply.reject),
         )
 
+    # -- prompt -------------------------------------------------------------------------------
+
+    def prompt(self, key: Key | None) -> None:
+        """Open the prompt dialog for the row's session; send what is written on confirm."""
+        row = self.app.row_of(key)
+        if row is None or self._ready() is None:
+            return
+        self.app.push_screen(PromptScreen(row), lambda text: self._prompt(row, text))
+
+    def _prompt(self, row: SessionRow, text: str | None) -> None:
+        if not text or self.actions is None:
+            return
+        actions = self.actions
+        lines = len(text.splitlines())
+        what = f"Prompt ({lines} line{'s' if lines != 1 else ''})"
+        self._run(what, f"prompt:{row.id}", lambda: actions.prompt(row.server, row.id, text))
+
     # -- abort --------------------------------------------------------------------------------
 
     def abort(self, key: Key | None) -> None:
@@ -196,7 +214,7 @@ class Responder:
             return
         finally:
             self.sending.discard(token)
-        if not token.startswith("abort:"):
+        if not token.startswith(("abort:", "prompt:")):
             self.sent.add(token)
         self.app.notify(f"{what}: accepted by the server.", timeout=4, markup=False)
         self.app.mark_dirty()

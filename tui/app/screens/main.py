@@ -129,6 +129,7 @@ class MainScreen(ViewScreen):
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
+        Binding("p", "app.prompt", "Prompt", show=False),
         session_keys.messages(show=False),
         session_keys.ATTACH,
         session_keys.WEB,
