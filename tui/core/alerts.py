@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from .config import AlertConfig
+from .models import id_time
 from .text import plain
 from .view import SessionRow, Transition
 
@@ -62,12 +63,7 @@ def alerts_for(changes: Iterable[Transition], asked_since: float | None = None) 
         if row is None:
             continue
         if before is None:
-            if not (
-                asked_since is not None
-                and _kind(row) == "input"
-                and row.since is not None
-                and row.since >= asked_since - SKEW
-            ):
+            if asked_since is None or _kind(row) != "input" or not _asked_after(row, asked_since):
                 continue
             before = _NOTHING
         kind = _kind(row)
@@ -89,6 +85,16 @@ def alerts_for(changes: Iterable[Transition], asked_since: float | None = None) 
         asked = tuple(p.summary for p in row.pending) if kind == "input" else ()
         out.append(Alert(kind, row.key, sig, title, text, asked, row.directory))
     return out
+
+
+def _asked_after(row: SessionRow, since: float) -> bool:
+    """Whether something the row asks was asked at or after `since`, by the time its id says
+    (OpenCode's ids carry it; a request whose id does not is never taken for new)."""
+    for p in row.pending:
+        at = id_time(p.id, since)
+        if at is not None and at >= since - SKEW:
+            return True
+    return False
 
 
 #: What a session first seen asking was before (for alerts_for: asked nothing)

@@ -129,7 +129,7 @@ class MainScreen(ViewScreen):
     BINDINGS = [
         Binding("r", "app.respond", "Respond"),
         Binding("a", "app.abort", "Abort"),
-        Binding("p", "app.prompt", "Prompt", show=False),
+        Binding("p", "app.prompt", "Send the session a prompt (lines; ctrl+s sends)", show=False),
         session_keys.messages(show=False),
         session_keys.ATTACH,
         session_keys.WEB,
