@@ -6,6 +6,7 @@ server's password."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import stat
@@ -31,7 +32,7 @@ from tui.core.settings import Auth
 from . import views
 from .conftest import make_app
 from .fake_actions import FakeActions
-from .test_actions import BUSY, PERM, notes, open_on, settle
+from .test_actions import BUSY, PERM, notes, open_on, settle, until
 
 SECRET = "s3cret-for-a"
 OTHER = "someone-elses-password"
@@ -292,3 +293,64 @@ def test_read_only_from_the_flag_the_config_and_the_environment(tmp_path: Path) 
     for value, want in (("1", True), ("yes", True), ("0", False), ("false", False)):
         config, _ = load_config(path, env={"OCWATCH_READ_ONLY": value})
         assert config.read_only is want
+
+
+# -- A inside tmux: beside the dashboard, which keeps watching (issue 41 item 2) --------------
+
+
+def fake_tmux(folder: Path) -> Path:
+    """A `tmux` that records its argv, then runs what follows `--` (as tmux runs it in the new
+    window: here, at once, in the background)."""
+    out = folder / "tmux.argv"
+    exe = folder / "tmux"
+    exe.write_text(
+        f"#!{sys.executable}\n"
+        "import json, subprocess, sys\n"
+        f"json.dump(sys.argv, open({str(out)!r}, 'w'))\n"
+        "cmd = sys.argv[sys.argv.index('--') + 1 :]\n"
+        "subprocess.Popen(cmd, start_new_session=True)\n"
+    )
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
+    return out
+
+
+async def test_A_inside_tmux_opens_a_window_and_the_password_never_reaches_an_argv(
+    tmp_path: Path,
+) -> None:
+    bin_dir = tmp_path / "bin"
+    called = stand_in(bin_dir)
+    tmux_argv = fake_tmux(bin_dir)
+    base = launcher(bin_dir)
+    env = {**(base.env or {}), "TMUX": "/tmp/tmux-1000/default,1,0"}
+    lau = Launcher(DEFAULT_ATTACH, auth_of=base.auth_of, env=env)
+    app, _ = make_app(launcher=lau)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "A")
+        await settle(pilot, app)
+        assert app.screen is app.main_screen  # never handed over: it keeps watching
+        assert any("new tmux window" in n for n in notes(app))
+        await until(pilot, called.exists, 15)
+    argv = json.loads(tmux_argv.read_text())
+    assert argv[1] == "new-window" and "tui.app.handover" in argv
+    assert not any(SECRET in a for a in argv)
+    seen = {}
+    for _ in range(100):  # (the stand-in writes its file as it starts)
+        try:
+            seen = json.loads(called.read_text())
+            break
+        except ValueError:
+            await asyncio.sleep(0.05)
+    assert seen["argv"][1:3] == ["attach", views.A]
+    assert seen["env"]["OPENCODE_SERVER_PASSWORD"] == SECRET  # through the FIFO, its env only
+    assert not any(SECRET in a for a in seen["argv"])
+    fifo = Path(argv[-1])
+    assert not fifo.exists() and not fifo.parent.exists()  # nothing left behind
+
+
+def test_where_A_opens() -> None:
+    inside, outside = {"TMUX": "x", "PATH": "/bin"}, {"PATH": "/bin"}
+    assert Launcher(env=inside).place() == "tmux-window"
+    assert Launcher(env=outside).place() == "terminal"
+    assert Launcher(env=inside, attach_in="tmux-split").place() == "tmux-split"
+    assert Launcher(env=inside, attach_in="terminal").place() == "terminal"
+    assert Launcher(env=outside, attach_in="tmux-window").place() == "terminal"

@@ -603,6 +603,9 @@ class OcwatchApp(App[None]):
                 str(exc), title="Open in OpenCode", severity="error", timeout=10, markup=False
             )
             return
+        if self.launcher.place() != "terminal":
+            self._open_beside(launch, row)
+            return
         code = self._run_attached(launch)
         self.launcher.refresh(row.server)
         self.mark_dirty()
@@ -614,6 +617,48 @@ class OcwatchApp(App[None]):
                 timeout=8,
                 markup=False,
             )
+
+    def _open_beside(self, launch: Launch, row: SessionRow) -> None:
+        """Open the session in a tmux window (or a pane) while the dashboard keeps watching:
+        the command and its environment go through a private FIFO, never tmux's argv."""
+        from .handover import offer, tmux_argv
+
+        assert self.launcher is not None
+        place = self.launcher.place()
+        env = dict(os.environ if self.launcher.env is None else self.launcher.env)
+        fifo, _thread = offer(launch.argv, launch.env)
+        title = fmt.literal(row.title or row.id)
+        try:
+            done = subprocess.run(
+                tmux_argv(place, fifo, title),
+                env=env,
+                check=False,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=10,
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            self.notify(
+                f"Cannot run tmux: {fmt.literal(why)}",
+                title="Open in OpenCode",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+            return
+        if done.returncode != 0:
+            said = done.stderr.decode("utf-8", "replace").strip().splitlines()
+            self.notify(
+                f"tmux refused ({fmt.literal(said[0] if said else str(done.returncode))})",
+                title="Open in OpenCode",
+                severity="error",
+                timeout=10,
+                markup=False,
+            )
+            return
+        where = "a pane beside this one" if place == "tmux-split" else "a new tmux window"
+        self.notify(f"Opened in {where}; this dashboard keeps watching.", timeout=5, markup=False)
 
     def _run_attached(self, launch: Launch) -> int | None:
         """Run the command with the terminal handed over; its exit code (None: not run).

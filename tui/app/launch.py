@@ -108,6 +108,7 @@ class Launcher:
         *,
         template_v2: Sequence[str] = DEFAULT_ATTACH_V2,
         protocol_of: Callable[[str], str | None] = lambda _url: None,
+        attach_in: str = "auto",
     ) -> None:
         """`auth_of`: a watched server's own credentials; `env`: the environment the child
         starts from (default: ours); `refresh`: called with the server's URL once the user is
@@ -119,6 +120,18 @@ class Launcher:
         self.env = env
         self.refresh = refresh
         self.protocol_of = protocol_of
+        self.attach_in = attach_in
+
+    def place(self) -> str:
+        """Where a session opens: `tmux-window`, `tmux-split` or `terminal` (auto: a tmux
+        window inside tmux, this terminal outside)."""
+        env = os.environ if self.env is None else self.env
+        inside = bool(env.get("TMUX"))
+        if self.attach_in == "auto":
+            return "tmux-window" if inside else "terminal"
+        if self.attach_in.startswith("tmux") and not inside:
+            return "terminal"  # (not in tmux: there is no window to open)
+        return self.attach_in
 
     def attach(self, url: str, session: str, directory: str) -> Launch:
         """The command that attaches OpenCode's TUI to the session. LaunchError when the

@@ -107,6 +107,7 @@ def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
         refresh=fleet.resync,
         template_v2=opts.attach_command_v2,
         protocol_of=fleet.protocol_of,
+        attach_in=opts.attach_in,
     )
 
 

@@ -133,6 +133,10 @@ class Config(BaseModel):
         default_factory=lambda: list(DEFAULT_ATTACH_V2), min_length=1
     )
     """The same for a session of a V2 server (`opencode --server {url} --session {session}`)."""
+    attach_in: Literal["auto", "tmux-window", "tmux-split", "terminal"] = "auto"
+    """Where `A` opens the session: a new tmux window or a pane beside the dashboard (which
+    keeps watching, alerting and exporting meanwhile), or this terminal, handed over until
+    OpenCode exits. auto: a tmux window inside tmux, else this terminal."""
 
     def settings(self) -> Settings:
         return Settings(
@@ -294,6 +298,7 @@ class Options:
     read_only: bool = False
     attach_command: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH))
     attach_command_v2: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH_V2))
+    attach_in: str = "auto"
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -409,6 +414,7 @@ def resolve_options(
         read_only=read_only or config.read_only,
         attach_command=list(config.attach_command),
         attach_command_v2=list(config.attach_command_v2),
+        attach_in=config.attach_in,
     )
 
 
