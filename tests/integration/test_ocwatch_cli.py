@@ -472,3 +472,29 @@ def test_prompt_and_wait_exits_with_the_runs_outcome(
     assert empty.returncode == 2 and "the prompt is empty" in empty.stderr
     unknown = ocwatch("prompt", "ses_nope", "x", "--server", oc_server.url)
     assert unknown.returncode == 2 and "unknown session ses_nope" in unknown.stderr
+
+
+def test_prompt_to_a_new_session_in_a_folder(oc_server: OpenCodeServer, oc: Driver) -> None:
+    """Issue 41: `ocwatch prompt --new FOLDER TEXT` starts a session in that project folder
+    (its id printed first), and `--wait` follows its run."""
+    from .scripted_model import marker
+
+    folder = str(oc_server.project2)
+    proc = ocwatch(
+        "prompt",
+        "--new",
+        folder,
+        f"fresh start {marker('text')}",
+        "--wait",
+        "--timeout",
+        "90",
+        "--server",
+        oc_server.url,
+    )
+    assert proc.returncode == 0, proc.stderr
+    sid = proc.stdout.splitlines()[0]
+    assert sid.startswith("ses_")
+    info = oc.session(sid)
+    assert info["directory"] == folder and info["title"].startswith("fresh start")
+    relative = ocwatch("prompt", "--new", "relative/dir", "x", "--server", oc_server.url)
+    assert relative.returncode == 2 and "absolute path" in relative.stderr

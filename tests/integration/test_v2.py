@@ -555,3 +555,22 @@ def test_prompt_on_v2_starts_a_run_and_waits_for_its_end(
     assert code == 0, err
     assert json.loads(out)["session"]["reason"] == "completed"
     assert oc2.session(sid).get("outcome") == "succeeded"
+
+
+def test_prompt_to_a_new_v2_session(oc2: V2Driver, oc2_server: OpenCodeServer) -> None:
+    from .scripted_model import marker
+
+    code, out, err = act(
+        oc2_server,
+        "prompt",
+        "--new",
+        str(oc2_server.project),
+        f"new one {marker('text')}",
+        "--wait",
+        "--json",
+        "--timeout",
+        "90",
+    )
+    assert code == 0, err
+    row = json.loads(out)["session"]
+    assert row["reason"] == "completed" and oc2.session(row["id"]).get("outcome") == "succeeded"

@@ -380,8 +380,18 @@ def build_parser() -> argparse.ArgumentParser:
         "prompt",
         help="send a session a prompt; with --wait, exit as `wait` does when its run settles",
     )
-    pr.add_argument("session_id", metavar="SESSION_ID")
-    pr.add_argument("text", metavar="TEXT", help="the prompt, or - to read it from stdin")
+    pr.add_argument(
+        "target",
+        nargs="+",
+        metavar="SESSION_ID TEXT",
+        help="the session and the prompt (- reads it from stdin); with --new, the prompt only",
+    )
+    pr.add_argument(
+        "--new",
+        metavar="FOLDER",
+        default=None,
+        help="send it to a new session in this project folder (its id is printed)",
+    )
     _server_arg(pr, many=False)
     pr.add_argument(
         "--wait", action="store_true", help="follow the run it starts; exit with its outcome"
@@ -638,10 +648,18 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     if cmd == "prompt":
         from .prompt import run_prompt
 
+        want = 1 if args.new else 2
+        if len(args.target) != want:
+            print(
+                "ocwatch prompt: give SESSION_ID TEXT, or --new FOLDER TEXT",
+                file=sys.stderr,
+            )
+            return 2
         return run_prompt(
-            args.session_id,
-            args.text,
+            None if args.new else args.target[0],
+            args.target[-1],
             opts.urls[0],
+            new_in=args.new,
             auth=opts.auth_for(opts.urls[0]),
             settings=settings,
             wait=args.wait,

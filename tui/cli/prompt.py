@@ -32,10 +32,11 @@ def read_prompt(value: str, stdin: TextIO) -> str:
 
 
 def run_prompt(
-    session_id: str,
+    session_id: str | None,
     text: str,
     url: str,
     *,
+    new_in: str | None = None,
     auth: Auth | None,
     settings: Settings,
     wait: bool,
@@ -43,9 +44,18 @@ def run_prompt(
     as_json: bool = False,
     stdin: TextIO | None = None,
 ) -> int:
-    """Send the prompt; print what happened (exit 0), or follow the run (`wait`)."""
+    """Send the prompt (to a new session in `new_in`, whose id is printed first); print what
+    happened (exit 0), or follow the run (`wait`)."""
     try:
         prompt = read_prompt(text, stdin or sys.stdin)
+        if new_in is not None:
+            if not prompt.strip():
+                raise actions.ActionError("the prompt is empty")
+            session_id = asyncio.run(_new(new_in, prompt, url, auth))
+            if not (wait and as_json):  # (the JSON row says it)
+                with pipe_safe():
+                    print(session_id, flush=True)
+        assert session_id is not None
         if not wait:
             asyncio.run(_send(session_id, prompt, url, auth))
             with pipe_safe():
@@ -58,6 +68,15 @@ def run_prompt(
         print(f"ocwatch prompt: {literal(exc.message, escapes=True)}", file=sys.stderr)
         return exc.exit_code
     return report(code, row, message, as_json)
+
+
+async def _new(folder: str, prompt: str, url: str, auth: Auth | None) -> str:
+    """A new session in `folder`, titled after the prompt's first line."""
+    from ..core.client import Client
+    from ..core.text import first_line
+
+    async with Client(url, auth) as client:
+        return await actions.new_session(client, folder, first_line(prompt)[:80] or None)
 
 
 async def _send(session_id: str, prompt: str, url: str, auth: Auth | None) -> None:

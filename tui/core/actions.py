@@ -177,6 +177,18 @@ async def prompt(client: Client, session_id: str, text: str) -> None:
         raise ActionError(f"prompt refused: {exc.message}") from None
 
 
+async def new_session(client: Client, directory: str, title: str | None = None) -> str:
+    """A new session in `directory` (an absolute path: the project folder the server runs its
+    agent in); its id."""
+    if not directory.startswith("/"):
+        raise ActionError(f"the folder must be an absolute path, not {directory!r}")
+    await protocol_of(client)
+    try:
+        return await client.create_session(directory, title)
+    except NotFound as exc:
+        raise ActionError(f"no session created: {exc.message}") from None
+
+
 async def _v2_abort(client: Client, session_id: str) -> bool:
     """V2: `interrupt`, which says whether a run was under way."""
     try:

@@ -770,6 +770,22 @@ class Client:
         path = f"/session/{quote(session_id, safe='')}/abort"
         return await self.request("POST", path, params=self._dir(directory), body={})
 
+    async def create_session(self, directory: str, title: str | None = None) -> str:
+        """A new session in the project folder `directory`; its id. V1's `POST /session
+        ?directory=`, V2's `POST /api/session {title, location: {directory}}`."""
+        body: dict[str, Any] = {"title": title} if title else {}
+        if self.protocol == "v2":
+            got = await self.request(
+                "POST", "/api/session", body={**body, "location": {"directory": directory}}
+            )
+            got = got.get("data") if isinstance(got, dict) else None
+        else:
+            got = await self.request("POST", "/session", params=self._dir(directory), body=body)
+        sid = got.get("id") if isinstance(got, dict) else None
+        if not isinstance(sid, str) or not sid:
+            raise BadResponse(f"{self.url}: the new session's answer has no id")
+        return sid
+
     async def prompt(self, session_id: str, text: str, directory: str | None = None) -> None:
         """Send a prompt (the run starts; the answer does not wait for it): V1's
         `POST /session/{id}/prompt_async {parts}`, V2's `POST /api/session/{id}/prompt {text}`."""
