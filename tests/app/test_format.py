@@ -155,3 +155,16 @@ async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one(
         used = sum(c.render_width for c in table.columns.values())
         assert used <= table.size.width, (used, table.size.width)
         assert table.columns["in_state"].width == (spec["in_state"].width)
+
+
+def test_the_active_filter_is_what_needs_you_or_runs() -> None:
+    from tests.app import views
+    from tui.app.format import matches_state
+
+    rows = views.every_state().rows.values()
+    active = {r.id for r in rows if matches_state(r, "active")}
+    assert active == {
+        r.id for r in rows if r.stale or r.state in ("input", "busy", "retry", "unknown")
+    }
+    assert active and all(r.state != "idle" for r in rows if r.id in active)
+    assert any(r.state == "idle" for r in rows)

@@ -251,3 +251,17 @@ def test_unread_marks(snap_compare) -> None:
         await pilot.pause(0.3)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=change)
+
+
+@pytest.mark.parametrize("size", [WIDE, NARROW], ids=["wide", "80x24"])
+def test_8_shows_what_needs_you_or_runs(snap_compare, size: tuple[int, int]) -> None:
+    """Issue 41: one key shows the active rows (input, busy, retry, stale, unknown); idle
+    ones are left out, counted."""
+    app, _ = make_app()
+
+    async def press(pilot: Pilot[None]) -> None:
+        await pilot.pause()
+        await pilot.press("8")
+        await pilot.pause()
+
+    assert snap_compare(app, terminal_size=size, run_before=press)

@@ -222,7 +222,13 @@ class OcwatchApp(App[None]):
         # palette again; "Help" (?) says every key, in a screen esc closes
         yield from (c for c in super().get_system_commands(screen) if c.title != "Keys")
         for state in fmt.STATE_FILTERS:
-            title = "Show all states" if state == "all" else f"Show only {state} sessions"
+            title = (
+                "Show all states"
+                if state == "all"
+                else "Show what needs you or runs"
+                if state == "active"
+                else f"Show only {state} sessions"
+            )
             yield SystemCommand(
                 title,
                 f"Filter the session table by state ({state})",

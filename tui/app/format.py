@@ -109,8 +109,11 @@ assert all(
     THEME_FALLBACKS[look.variable] == look.fallback  # one fallback per variable
     for look in (*STATE_LOOK.values(), *REASON_LOOK.values(), STALE_LOOK)
 )
-STATE_FILTERS = ("all", *STATE_LOOK, "stale")
-"""The state filters offered by the dashboard, in key order (`1`..`7`)."""
+STATE_FILTERS = ("all", *STATE_LOOK, "stale", "active")
+"""The state filters offered by the dashboard, in key order (`1`..`8`; `active`: what needs
+you or runs)."""
+#: The `active` filter: what needs you or runs (an idle row is neither)
+ACTIVE_STATES = frozenset({"input", "busy", "retry", "unknown"})
 
 
 def state_glyph(row: SessionRow) -> str:
@@ -139,6 +142,8 @@ def matches_state(row: SessionRow, state_filter: str) -> bool:
         return True
     if state_filter == "stale":
         return row.stale
+    if state_filter == "active":
+        return row.stale or row.state in ACTIVE_STATES
     return row.state == state_filter
 
 

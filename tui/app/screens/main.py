@@ -36,7 +36,17 @@ def pane_width(screen: int) -> int:
 
 
 STATE_KEYS = {str(i + 1): state for i, state in enumerate(fmt.STATE_FILTERS)}
-"""`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale."""
+"""`1` all · `2` busy · `3` retry · `4` input · `5` idle · `6` unknown · `7` stale · `8` active
+(what needs you or runs: input, busy, retry, stale, unknown)."""
+
+
+def filter_label(state: str) -> str:
+    """What a state filter's key does (the help, the palette)."""
+    if state == "all":
+        return "Show all states"
+    if state == "active":
+        return "Show what needs you or runs (input, busy, retry, stale, unknown)"
+    return f"Show only {state}"
 
 
 def empty_message(
@@ -154,7 +164,7 @@ class MainScreen(ViewScreen):
             Binding(
                 key,
                 f"state_filter('{state}')",
-                "Show all states" if state == "all" else f"Show only {state}",
+                filter_label(state),
                 show=False,
             )
             for key, state in STATE_KEYS.items()

@@ -133,7 +133,9 @@ class FilterStatus(LiveStatic):
         if not active:
             return
         parts: list[str | tuple[str, str]] = [("filter ", "$foreground-muted")]
-        if state != "all":
+        if state == "active":
+            parts += [("needs you or runs", "bold")]
+        elif state != "all":
             parts += [("state=", "$foreground-muted"), (state, "bold")]
         if text:
             parts += [
