@@ -65,46 +65,30 @@ async def locate_request(client: Client, request_id: str) -> Located:
     """Find an open permission or question by id in any folder; ActionError when none is open."""
     _sessions, dirs = await folders(client)
 
-    if client.protocol == "v2":
-        return await _v2_locate(client, request_id, dirs)
+    v2 = client.protocol == "v2"
 
     async def one(d: str | None) -> Located | None:
-        perms, qs = await asyncio.gather(client.permissions(d), client.questions(d))
+        if v2:  # (V2's records, read as V1's; the form kept as it is for its fields)
+            perms, qs = await asyncio.gather(
+                client.v2_pending("/api/permission/request", d), client.v2_pending("/api/form", d)
+            )
+        else:
+            perms, qs = await asyncio.gather(client.permissions(d), client.questions(d))
         for raw in perms:
             if raw.get("id") == request_id:
-                return Located(PermissionRequest.parse(raw), d)
+                wired = wire.permission(raw) if v2 else raw
+                return Located(PermissionRequest.parse(wired), d, raw if v2 else None)
         for raw in qs:
             if raw.get("id") == request_id:
-                return Located(QuestionRequest.parse(raw), d)
+                wired = wire.form(raw) if v2 else raw
+                return Located(QuestionRequest.parse(wired), d, raw if v2 else None)
         return None
 
     for found in await asyncio.gather(*(one(d) for d in dirs)):
         if found is not None:
             return found
     raise ActionError(
-        f"no open permission or question {request_id} on {client.url} "
-        "(already answered, or never asked)"
-    )
-
-
-async def _v2_locate(client: Client, request_id: str, dirs: list[str | None]) -> Located:
-    async def one(d: str | None) -> Located | None:
-        perms, forms = await asyncio.gather(
-            client.v2_pending("/api/permission/request", d), client.v2_pending("/api/form", d)
-        )
-        for raw in perms:
-            if raw.get("id") == request_id:
-                return Located(PermissionRequest.parse(wire.permission(raw)), d, raw)
-        for raw in forms:
-            if raw.get("id") == request_id:
-                return Located(QuestionRequest.parse(wire.form(raw)), d, raw)
-        return None
-
-    for found in await asyncio.gather(*(one(d) for d in dirs)):
-        if found is not None:
-            return found
-    raise ActionError(
-        f"no open permission or form {request_id} on {client.url} "
+        f"no open permission or {'form' if v2 else 'question'} {request_id} on {client.url} "
         "(already answered, or never asked)"
     )
 

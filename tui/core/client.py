@@ -560,7 +560,7 @@ class Client:
 
     async def v2_messages(self, session_id: str, limit: int) -> list[dict[str, Any]]:
         """The session's newest `limit` transcript entries, newest first."""
-        sid = session_id if _PLAIN_SEGMENT.fullmatch(session_id) else quote(session_id, safe="")
+        sid = _segment(session_id)
         path = f"/api/session/{sid}/message"
         data = await self._get(path, {"order": "desc", "limit": limit})
         return _list(_v2_data(data, self.url, path), self.url, path)
@@ -703,7 +703,7 @@ class Client:
         params: dict[str, Any] = {} if limit is None else {"limit": limit}
         if directory:
             params["directory"] = directory
-        sid = session_id if _PLAIN_SEGMENT.fullmatch(session_id) else quote(session_id, safe="")
+        sid = _segment(session_id)
         path = f"/session/{sid}/message"
         if self._quick is not None and self.tap is None:
             got = await self._quick_get(f"{path}?{_message_query(limit, directory)}")
@@ -767,7 +767,7 @@ class Client:
         return None
 
     async def abort(self, session_id: str, directory: str | None = None) -> Any:
-        path = f"/session/{quote(session_id, safe='')}/abort"
+        path = f"/session/{_segment(session_id)}/abort"
         return await self.request("POST", path, params=self._dir(directory), body={})
 
     async def create_session(self, directory: str, title: str | None = None) -> str:
@@ -808,7 +808,7 @@ class Client:
         body: dict[str, Any] = {"reply": reply}
         if message:
             body["message"] = message
-        path = f"/permission/{quote(request_id, safe='')}/reply"
+        path = f"/permission/{_segment(request_id)}/reply"
         return await self.request("POST", path, params=self._dir(directory), body=body)
 
     async def reply_question(
@@ -817,13 +817,13 @@ class Client:
         answers: list[list[str]],
         directory: str | None = None,
     ) -> Any:
-        path = f"/question/{quote(request_id, safe='')}/reply"
+        path = f"/question/{_segment(request_id)}/reply"
         return await self.request(
             "POST", path, params=self._dir(directory), body={"answers": answers}
         )
 
     async def reject_question(self, request_id: str, directory: str | None = None) -> Any:
-        path = f"/question/{quote(request_id, safe='')}/reject"
+        path = f"/question/{_segment(request_id)}/reject"
         return await self.request("POST", path, params=self._dir(directory), body={})
 
 

@@ -18,10 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .settings import DEFAULT_USERNAME, SECRET_MAX, Auth
-
-#: The largest service.json read (a few hundred bytes in practice)
-MAX_BYTES = SECRET_MAX
+from .settings import DEFAULT_USERNAME, Auth, SecretFileError, read_small
 
 
 @dataclass(frozen=True)
@@ -46,24 +43,16 @@ def read_service(env: Mapping[str, str], notices: list[str]) -> Service | None:
     `notices`, but for a missing file: most users run no V2 service)."""
     path = service_path(env)
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        raw, mode = read_small(path)
     except FileNotFoundError:
         return None
     except OSError as exc:
         notices.append(f"{path}: cannot read it ({exc.strerror}); the V2 service is not watched")
         return None
+    except SecretFileError as exc:
+        notices.append(f"{path}: {exc.why}; the V2 service is not watched")
+        return None
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            notices.append(f"{path}: not a regular file; the V2 service is not watched")
-            return None
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            raw = fh.read(MAX_BYTES + 1)
-    finally:
-        os.close(fd)
-    try:
-        if len(raw) > MAX_BYTES:
-            raise ValueError(f"larger than {MAX_BYTES // 1024} KiB")
         data = json.loads(raw.decode("utf-8"))
         url = data.get("url") if isinstance(data, dict) else None
         if not isinstance(url, str) or not url.startswith(("http://", "https://")):
@@ -74,10 +63,10 @@ def read_service(env: Mapping[str, str], notices: list[str]) -> Service | None:
     except ValueError as exc:  # (ours)
         notices.append(f"{path}: {exc}; the V2 service is not watched")
         return None
-    if info.st_mode & (stat.S_IRWXG | stat.S_IRWXO):
+    if mode & (stat.S_IRWXG | stat.S_IRWXO):
         notices.append(
             f"{path} holds the V2 service's password and others may read it (mode "
-            f"{stat.S_IMODE(info.st_mode):03o}): chmod 600 it"
+            f"{stat.S_IMODE(mode):03o}): chmod 600 it"
         )
     password = data.get("password")
     user = env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME

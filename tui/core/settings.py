@@ -74,13 +74,14 @@ class SecretFileError(ValueError):
         self.why = why
 
 
-def read_secret(path: str) -> str:
-    """The text of a password file, stripped. Only a regular file of at most SECRET_MAX bytes
-    is read: a FIFO would block for ever and /dev/zero never end (issue 40). OSError when it
-    cannot be opened; SecretFileError for the rest."""
+def read_small(path: str | os.PathLike[str]) -> tuple[bytes, int]:
+    """The bytes of a small file that holds a secret, and its mode. Only a regular file of at
+    most SECRET_MAX bytes is read: a FIFO would block for ever and /dev/zero never end (issue
+    40). OSError when it cannot be opened; SecretFileError for the rest."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # (a FIFO's open returns at once)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
             raise SecretFileError("it is not a regular file")
         with os.fdopen(fd, "rb", closefd=False) as fh:
             raw = fh.read(SECRET_MAX + 1)
@@ -88,6 +89,13 @@ def read_secret(path: str) -> str:
         os.close(fd)
     if len(raw) > SECRET_MAX:
         raise SecretFileError(f"it is larger than {SECRET_MAX // 1024} KiB")
+    return raw, mode
+
+
+def read_secret(path: str) -> str:
+    """The text of a password file, stripped (read_small). OSError when it cannot be opened;
+    SecretFileError for the rest."""
+    raw, _mode = read_small(path)
     try:
         return raw.decode("utf-8").strip()
     except UnicodeDecodeError:
