@@ -420,7 +420,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("request_id", metavar="REQUEST_ID")
     q.add_argument(
-        "--option", action="append", metavar="LABEL", help="choose an option by label (repeatable)"
+        "--option",
+        action="append",
+        metavar="LABEL",
+        help="choose an option by label, in any case if only one label matches (repeatable)",
     )
     q.add_argument(
         "--text",

@@ -242,14 +242,8 @@ def question_answers(
     one with none takes a typed answer: the one `--text` for all of them, or one each, in
     order."""
     texts = [text] if isinstance(text, str) else list(text or [])
-    chosen = list(options or [])
     known = {o.label for q in req.questions for o in q.options}
-    unknown = [c for c in chosen if c not in known]
-    if unknown:
-        raise ActionError(
-            f"no option {unknown[0]!r} in {req.id}; options: "
-            + ", ".join(repr(x) for x in sorted(known))
-        )
+    chosen = [_label_of(c, known, req.id) for c in options or ()]
     needing = [
         q for q in req.questions if not any(o.label in chosen for o in q.options)
     ]  # (those answered by typing)
@@ -278,6 +272,27 @@ def question_answers(
             raise ActionError(f"question {i} ({q.question!r}) takes one option, got {picked}")
         answers.append(picked)
     return answers
+
+
+def _label_of(given: str, known: set[str], request_id: str) -> str:
+    """The option label `--option given` means: itself when an option has it, else the one
+    label equal to it but for case. ActionError when two are (naming them) or none is."""
+    if given in known:
+        return given
+    folded = given.casefold()
+    near = sorted(x for x in known if x.casefold() == folded)
+    if len(near) == 1:
+        return near[0]
+    if near:
+        raise ActionError(
+            f"option {given!r} in {request_id} is ambiguous: it matches "
+            + ", ".join(repr(x) for x in near[:-1])
+            + f" and {near[-1]!r} (give one exactly)"
+        )
+    raise ActionError(
+        f"no option {given!r} in {request_id}; options: "
+        + ", ".join(repr(x) for x in sorted(known))
+    )
 
 
 async def answer_question(
