@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Footer, Static
 
+from tui.app.app import READ_ONLY
 from tui.app.launch import (
     DEFAULT_ATTACH,
     Launcher,
@@ -25,6 +26,7 @@ from tui.app.launch import (
     child_env,
     web_url,
 )
+from tui.app.screens.detail import DetailScreen
 from tui.cli.main import build_parser
 from tui.core.config import Config, load_config, resolve_options
 from tui.core.settings import Auth
@@ -265,11 +267,25 @@ async def test_read_only_offers_no_action_and_says_so(tmp_path: Path) -> None:
         shown = " ".join(str(key.render()) for key in footer.query("FooterKey"))
         assert "Filter" in shown
         assert not any(word in shown for word in ("Respond", "Abort", "Attach"))
-        for key, keys in ((PERM, ("r", "enter", "A")), (BUSY, ("a", "y", "enter"))):
-            await open_on(pilot, app, key, keys[0])
-            await pilot.press(*keys[1:])
+        # every key that is off says so when pressed, on the table and in the detail view
+        for key, press in ((PERM, "r"), (PERM, "A"), (BUSY, "a"), (BUSY, "p")):
+            before = len(notes(app))
+            await open_on(pilot, app, key, press)
             await settle(pilot, app)
-            assert app.screen is not None
+            assert notes(app)[before:] == [READ_ONLY], press
+            assert not app.screen.is_modal
+        await open_on(pilot, app, PERM, "enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        shown = " ".join(str(key.render()) for key in app.screen.query("FooterKey"))
+        assert "Messages" in shown
+        assert not any(word in shown for word in ("Respond", "Abort", "Attach"))
+        for press in ("r", "a", "A"):
+            before = len(notes(app))
+            await pilot.press(press)
+            await until(pilot, lambda n=before: len(notes(app)) > n)
+            assert notes(app)[before:] == [READ_ONLY], press
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
         palette = [c.title for c in app.get_system_commands(app.main_screen)]
         assert "Open the selected session in the web UI" in palette  # reading stays
         assert not [
@@ -354,3 +370,25 @@ def test_where_A_opens() -> None:
     assert Launcher(env=inside, attach_in="tmux-split").place() == "tmux-split"
     assert Launcher(env=inside, attach_in="terminal").place() == "terminal"
     assert Launcher(env=outside, attach_in="tmux-window").place() == "terminal"
+
+
+def test_help_marks_the_keys_that_are_off_and_lists_each_key_once() -> None:
+    on, _ = make_app(actions=FakeActions())
+    off, _ = make_app(actions=FakeActions(), read_only=True)
+    for app, note in ((on, ""), (off, " (off: read-only)")):
+        sessions = dict(app.help_groups())["Sessions"]
+        keys = [k for k, _ in sessions]
+        assert len(keys) == len(set(keys)), keys  # the `off` stand-ins are not listed
+        said = dict(sessions)
+        assert said["r"] == "Respond" + note and said["a"] == "Abort" + note
+        assert said["s"] == "Sort"  # reading keys are never off
+
+
+def test_the_demo_greeting_offers_only_keys_that_work() -> None:
+    from tui.app.run import demo_greeting
+
+    live = demo_greeting("http://127.0.0.1:1", read_only=False)
+    assert "press r to answer" in live and "p to send a prompt" in live
+    wall = demo_greeting("http://127.0.0.1:1", read_only=True)
+    assert "read-only" in wall
+    assert not any(f"press {k} " in wall or f" {k} to " in wall for k in "rapA")

@@ -10,6 +10,7 @@ from textual.widgets import Static
 
 from tests.unit.test_recording import record_a_run
 from tui.app import create_app
+from tui.app.app import REPLAY_OFF
 from tui.record.replay import ReplaySource
 
 
@@ -36,10 +37,19 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
             "ses_1": "idle",
             "ses_2": "input",
         }
-        await pilot.press("home", "r")  # the first row waits for input: no actions here
-        await pilot.pause(0.05)
-        assert any("replay of a recording" in n for n in notes), notes
-        await pilot.press("p")
+        footer = " ".join(str(key.render()) for key in app.main_screen.query("FooterKey"))
+        assert "Pause/play" in footer
+        assert not any(word in footer for word in ("Respond", "Abort", "Attach")), footer
+        # the first row waits for input: no actions here, and each key off says so
+        for press in ("r", "a", "A"):
+            before = len(notes)
+            await pilot.press("home", press)
+            for _ in range(200):
+                if len(notes) > before:
+                    break
+                await pilot.pause(0.02)
+            assert notes[before:] == [REPLAY_OFF], press
+        await pilot.press("p")  # pauses the replay (no prompt in a replay)
         await until("paused")
         await pilot.press("less_than_sign")  # back to the start (paused: it stays there)
         await until("+0s")

@@ -57,14 +57,14 @@ from .screens.main import MainScreen
 from .screens.permission import PermissionScreen
 from .screens.question import QUESTION_EXTRA, QuestionScreen
 from .screens.servers import ServersScreen
+from .screens.session_keys import ACTIONS
 from .themes import DEFAULT_THEME, load_themes
 from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
 READ_ONLY = "Read-only dashboard: abort, reply, answer, prompt and attach are off."
-ACTIONS = frozenset({"respond", "abort", "attach", "prompt"})
-"""What --read-only turns off (hidden from the footer and the palette)."""
+REPLAY_OFF = "This is a replay of a recording: abort, reply, answer, prompt and attach are off."
 PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 20 redraws a second)."""
 TICK_CHECK = 0.25
@@ -171,13 +171,14 @@ class OcwatchApp(App[None]):
         """Shown once as a notification when the app starts (e.g. what the demo is)."""
         self.notices = list(notices)
         """Config problems, shown as warnings when the app starts (never fatal)."""
+        self.actions_off: str | None = (
+            READ_ONLY if read_only else REPLAY_OFF if replay is not None else None
+        )
+        """Why the actions (ACTIONS) are off, said when one of their keys is pressed; None:
+        they are on."""
         self.responder = Responder(self, None if read_only else actions)
-        if read_only:
-            self.responder.no_actions = READ_ONLY
-        elif replay is not None:
-            self.responder.no_actions = (
-                "This is a replay of a recording: abort, reply and answer are off."
-            )
+        if self.actions_off is not None:
+            self.responder.no_actions = self.actions_off
         self.heap = HeapKeeper()
         loaded = load_themes(user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
@@ -203,11 +204,20 @@ class OcwatchApp(App[None]):
     # -- Textual hooks ------------------------------------------------------------------------
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """With --read-only, the actions are not offered at all (the footer hides them); a
-        replay sends no prompt (its `p` pauses)."""
-        if action == "prompt" and self.replay is not None:
-            return False
-        return not (self.read_only and action in ACTIONS)
+        """In read-only mode and in a replay the actions are not offered (the footer and the
+        palette leave them out); their keys fall through to `off`, which says why, but for a
+        replay's `p`, which pauses it (a binding of the app's, found after the screens')."""
+        if action in ACTIONS:
+            return self.actions_off is None
+        if action == "off":
+            return self.actions_off is not None and not (
+                parameters == ("prompt",) and self.replay is not None
+            )
+        return True
+
+    def action_off(self, action: str) -> None:
+        """A key whose action is off, pressed: say so (never a key that does nothing)."""
+        self.notify(self.actions_off or READ_ONLY, severity="warning", timeout=5, markup=False)
 
     def get_default_screen(self) -> Screen[None]:
         return self.main_screen
@@ -277,7 +287,7 @@ class OcwatchApp(App[None]):
                 "The server's web page of the session; its address is copied too (w)",
                 self.action_web,
             )
-        if key is not None and not self.read_only:
+        if key is not None and self.actions_off is None:
             yield SystemCommand(
                 "Open the selected session in OpenCode",
                 "Attach OpenCode's own TUI to it; quit there to come back (A)",
@@ -554,8 +564,8 @@ class OcwatchApp(App[None]):
 
     def action_prompt(self) -> None:
         """Write the selected session a prompt, sent on confirm."""
-        if self.read_only:
-            self.notify(READ_ONLY, severity="warning", timeout=5)
+        if self.actions_off is not None:  # not offered then; run_action still reaches it
+            self.action_off("prompt")
             return
         self.responder.prompt(self.selected_key())
 
@@ -591,8 +601,8 @@ class OcwatchApp(App[None]):
     def action_attach(self) -> None:
         """Suspend the dashboard and run OpenCode's TUI on the selected session; back when it
         exits."""
-        if self.read_only:
-            self.notify(READ_ONLY, severity="warning", timeout=5)
+        if self.actions_off is not None:  # not offered then; run_action still reaches it
+            self.action_off("attach")
             return
         row = self._selected_row()
         if row is None:
@@ -738,6 +748,7 @@ class OcwatchApp(App[None]):
     def help_groups(self) -> list[tuple[str, list[tuple[str, str]]]]:
         """Every key, grouped by where it works (read from the bindings)."""
         palette = [(self.COMMAND_PALETTE_BINDING, "Command palette (filters, themes, sort, …)")]
+        off = "off: read-only" if self.read_only else "off in a replay" if self.replay else None
         replay = (
             [
                 (
@@ -760,9 +771,12 @@ class OcwatchApp(App[None]):
         )
         return [
             *replay,
-            ("Sessions", binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS)),
-            ("Details", binding_rows(DetailScreen.BINDINGS) + list(DETAIL_EXTRA)),
-            ("Conversation", binding_rows(ConversationScreen.BINDINGS)),
+            (
+                "Sessions",
+                binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS, off),
+            ),
+            ("Details", binding_rows(DetailScreen.BINDINGS, off) + list(DETAIL_EXTRA)),
+            ("Conversation", binding_rows(ConversationScreen.BINDINGS, off)),
             ("Servers", binding_rows(ServersScreen.BINDINGS)),
             ("Permission dialog", binding_rows(PermissionScreen.BINDINGS)),
             ("Question dialog", binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA)),

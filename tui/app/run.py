@@ -227,17 +227,27 @@ def run_demo(
                 launcher=launcher_for(opts, fleet),
                 peek=FleetPeek(fleet),
             )
-            app.startup_message = (
-                f"Demo: a simulated OpenCode server at {server.url}. Its sessions cycle through "
-                "every state; select one waiting for input and press r to answer it, a to "
-                "abort a run, ? for every key."
-            )
+            app.startup_message = demo_greeting(server.url, read_only=opts.read_only)
             with logs_off_the_screen():
                 await app.run_async()
             return app.return_code or 0
 
     with metrics_served(metrics) as observers:
         return asyncio.run(main())
+
+
+def demo_greeting(url: str, *, read_only: bool) -> str:
+    """The demo's first toast: what it is, and the keys to try (none that are off)."""
+    keys = (
+        "it is read-only, so select one and press m for its conversation, ? for every key"
+        if read_only
+        else "select one waiting for input and press r to answer it, a to abort a run, "
+        "p to send a prompt, ? for every key"
+    )
+    return (
+        f"Demo: a simulated OpenCode server at {url}. Its sessions cycle through every "
+        f"state; {keys}."
+    )
 
 
 def run_replay(

@@ -124,7 +124,7 @@ class ConversationScreen(ViewScreen):
 
     BINDINGS = [
         Binding("escape,m", "back", "Back"),
-        session_keys.ATTACH,
+        *session_keys.ATTACH,
         Binding("home,g", "top", "First message", show=False),
         Binding("end,G", "bottom", "Last message (and follow)", show=False),
     ]

@@ -297,10 +297,10 @@ class DetailScreen(ViewScreen):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("p", "parent", "Parent"),
-        Binding("r", "app.respond", "Respond"),
-        Binding("a", "app.abort", "Abort"),
+        *session_keys.action("r", "respond", "Respond"),
+        *session_keys.action("a", "abort", "Abort"),
         session_keys.messages(show=True),
-        session_keys.ATTACH,
+        *session_keys.ATTACH,
         session_keys.WEB,
     ]
 

@@ -13,6 +13,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 from .. import format as fmt
+from .session_keys import ACTIONS
 
 NAVIGATION = (
     ("↑ ↓ pgup pgdn", "Move the cursor"),
@@ -40,14 +41,20 @@ LEGEND = (
 )
 
 
-def binding_rows(bindings: Iterable[BindingType]) -> list[tuple[str, str]]:
+def binding_rows(bindings: Iterable[BindingType], off: str | None = None) -> list[tuple[str, str]]:
     """(keys, description) for each Binding with a description (its tooltip when it has one:
-    the longer text the footer has no room for)."""
+    the longer text the footer has no room for); `off`: why the actions on a session are off,
+    said beside each of them (their `off` stand-ins are not listed)."""
     rows = []
     for b in bindings:
         if isinstance(b, Binding) and b.description and not b.system:
+            if b.action.startswith("app.off("):
+                continue
             keys = ", ".join(_key(k) for k in b.key.split(","))
-            rows.append((keys, b.tooltip or b.description))
+            said = b.tooltip or b.description
+            if off and b.action.removeprefix("app.") in ACTIONS:
+                said = f"{said} ({off})"
+            rows.append((keys, said))
     return rows
 
 

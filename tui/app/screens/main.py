@@ -137,11 +137,13 @@ class MainScreen(ViewScreen):
     _highlighted: tuple[str, str] | None = None
     _counted_lines: tuple[list[TreeLine], int] | None = None  # the table's lines, rows shown
     BINDINGS = [
-        Binding("r", "app.respond", "Respond"),
-        Binding("a", "app.abort", "Abort"),
-        Binding("p", "app.prompt", "Send the session a prompt (lines; ctrl+s sends)", show=False),
+        *session_keys.action("r", "respond", "Respond"),
+        *session_keys.action("a", "abort", "Abort"),
+        *session_keys.action(
+            "p", "prompt", "Send the session a prompt (lines; ctrl+s sends)", show=False
+        ),
         session_keys.messages(show=False),
-        session_keys.ATTACH,
+        *session_keys.ATTACH,
         session_keys.WEB,
         Binding(
             "d",
@@ -250,7 +252,7 @@ class MainScreen(ViewScreen):
         banner = self.query_one("#banner", Static)
         said = None
         if app.read_only:
-            said = "read-only: abort, reply, answer and attach are off"
+            said = "read-only: abort, reply, answer, prompt and attach are off"
         if app.replay is not None:
             said = fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · </> seek)"
         elif app.recording is not None and (status := app.recording.status()) is not None:

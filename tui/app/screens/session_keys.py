@@ -5,9 +5,26 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-ATTACH = Binding(
+ACTIONS = frozenset({"respond", "abort", "attach", "prompt"})
+"""The actions on a session that read-only mode and a replay turn off."""
+
+
+def action(
+    key: str, name: str, description: str, *, show: bool = True, tooltip: str = ""
+) -> list[Binding]:
+    """A key for an action on a session (respond, abort, prompt, attach), and behind it the
+    same key saying why it is off: read-only or a replay hides the action from the footer
+    (`OcwatchApp.check_action`), and the key, pressed, says so instead of doing nothing."""
+    assert name in ACTIONS, name
+    return [
+        Binding(key, f"app.{name}", description, show=show, tooltip=tooltip),
+        Binding(key, f"app.off('{name}')", description, show=False),
+    ]
+
+
+ATTACH = action(
     "A",
-    "app.attach",
+    "attach",
     "Attach",
     tooltip="Attach OpenCode's TUI to the session (quit it to come back)",
 )
