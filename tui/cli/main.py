@@ -18,6 +18,7 @@ gc.disable()
 import argparse
 import asyncio
 import contextlib
+import copy
 import logging
 import math
 import os
@@ -434,7 +435,26 @@ def build_parser() -> argparse.ArgumentParser:
     )
     q.add_argument("--reject", action="store_true", help="reject the question (dismiss a V2 form)")
     _server_arg(q, many=False)
+    for command, command_parser in sub.choices.items():
+        _take_globals(parser, command_parser, command)
     return parser
+
+
+def _take_globals(top: argparse.ArgumentParser, p: argparse.ArgumentParser, command: str) -> None:
+    """Every option of the top level is taken after the command too (`ocwatch status --grace
+    30` as `ocwatch --grace 30 status`): a twin of it in the command's parser, unless the
+    command has its own, that sets nothing unless given (SUPPRESS: a value given before the
+    command stays). A command that does not honour it hides it from its help, and
+    `_refuse_ignored` refuses it as it refuses it before the command."""
+    for action in top._actions:
+        flags = action.option_strings
+        if not flags or action.dest == "help" or any(f in p._option_string_actions for f in flags):
+            continue
+        twin = copy.copy(action)
+        twin.default = argparse.SUPPRESS
+        if action.dest == "version" or not honours(command, action.dest):
+            twin.help = argparse.SUPPRESS
+        p._add_action(twin)
 
 
 def _flag_urls(args: argparse.Namespace) -> list[str] | None:
@@ -448,6 +468,12 @@ def _flag_urls(args: argparse.Namespace) -> list[str] | None:
 #: Options of the dashboard given before the command (their argparse names), and the commands
 #: that honour them; given to any other command they are refused, not silently ignored
 DASHBOARD_OPTIONS = {
+    "server": (
+        "--server",
+        {None}
+        | {"status", "wait", "metrics", "watch", "report", "record", "prompt"}
+        | {"abort", "reply", "answer"},
+    ),
     "theme": ("--theme", {None, "demo", "replay"}),
     "read_only": ("--read-only", {None, "demo"}),
     "metrics": ("--metrics", {None, "demo"}),
@@ -463,12 +489,17 @@ DASHBOARD_OPTIONS = {
 }
 
 
+def honours(command: str | None, dest: str) -> bool:
+    """Whether `command` (None: the dashboard) honours the option of argparse name `dest`."""
+    return dest not in DASHBOARD_OPTIONS or command in DASHBOARD_OPTIONS[dest][1]
+
+
 def _refuse_ignored(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """An option given (before the command) to a command that does not honour it is a usage
     error (exit 2), never dropped in silence (issue 40: `ocwatch --notify-cmd X metrics`
     delivered nothing)."""
-    for name, (flag, honoured) in DASHBOARD_OPTIONS.items():
-        if args.command not in honoured and getattr(args, name, None) not in (None, False):
+    for name, (flag, _) in DASHBOARD_OPTIONS.items():
+        if not honours(args.command, name) and getattr(args, name, None) not in (None, False):
             parser.error(f"{flag} has no effect on `ocwatch {args.command}`")
 
 
