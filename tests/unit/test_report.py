@@ -10,7 +10,7 @@ import pytest
 
 from tests.fakes import FakeAPI, wire_session
 from tui.cli.main import main
-from tui.cli.report import capture, redact
+from tui.cli.report import capture, redact, redact_bundle
 from tui.core import text
 from tui.core.client import OcwatchError
 from tui.core.settings import Settings
@@ -113,6 +113,9 @@ def test_redact_keeps_ids_and_states() -> None:
         "text": "[redacted: 1 chars]",
         "state": {"status": "done", "output": "[redacted: 1 chars]"},
     }
+    # V2's ids of a message under other names (a run's reply, a queued prompt): kept as messageID
+    v2 = {"assistantMessageID": "msg_a", "inboxID": "msg_b", "item": {"text": "t"}}
+    assert redact(v2) == {**v2, "item": {"text": "[redacted: 1 chars]"}}
 
 
 def test_redact_with_a_recording_is_refused_at_once(
@@ -240,3 +243,63 @@ def test_the_link_error_in_redacted_inputs_is_redacted() -> None:
 
     why = "HTTP 500 ENOENT /home/alice/.local/x"
     assert _bare_any(Link(False, why, 5.0)) == Link(False, f"[redacted: {len(why)} chars]", 5.0)
+
+
+async def test_redact_keeps_every_session_id_and_still_hides_the_titles(tmp_path: Path) -> None:
+    """Issue 41 item 10: --redact replaced the sub-agent's id in the parent's `children` while
+    printing it as the child's `id` and `parent_id`. Session ids are not secrets (a report is
+    followed by them): kept wherever the plain bundle has one (the task tool's metadata too);
+    titles stay redacted."""
+    fake = api()
+    task = {
+        "id": "p3",
+        "sessionID": "ses_1",
+        "messageID": "msg_1",
+        "type": "tool",
+        "tool": "task",
+        "callID": "t",
+        "state": {
+            "status": "running",
+            "title": SECRET,
+            "input": {"prompt": SECRET},
+            "metadata": {"sessionId": "ses_2", "parentSessionId": "ses_1"},
+        },
+    }
+    fake.messages["ses_1"][0]["parts"].append(task)
+
+    async def report(redacted: bool, folder: Path) -> dict:
+        folder.mkdir(exist_ok=True)
+        return await capture(
+            "ses_1",
+            ["http://fake:4096"],
+            auth=None,
+            settings=Settings(),
+            auths=None,
+            names=None,
+            seconds=0.2,
+            recording=folder / "c.ndjson",
+            redacted=redacted,
+            transport=httpx.MockTransport(fake.handle),
+        )
+
+    plain = await report(False, tmp_path / "plain")
+    got = await report(True, tmp_path / "redacted")
+    assert got["session"]["children"] == ["ses_2"] == plain["session"]["children"]
+    assert [(c["id"], c["parent_id"]) for c in got["children"]] == [("ses_2", "ses_1")]
+    metadata = got["messages"][0]["parts"][2]["state"]["metadata"]
+    assert metadata == {"sessionId": "ses_2", "parentSessionId": "ses_1"}
+    assert got["session"]["title"] == f"[redacted: {len('t ses_1')} chars]"
+    assert got["children"][0]["title"] == f"[redacted: {len('t ses_2')} chars]"
+    assert SECRET not in json.dumps(got)
+
+    def ids(value: object, path: tuple[object, ...] = ()) -> dict[tuple[object, ...], str]:
+        """Every place the bundle holds a session id, whole."""
+        if isinstance(value, dict):
+            return {p: v for k, x in value.items() for p, v in ids(x, (*path, k)).items()}
+        if isinstance(value, list):
+            return {p: v for i, x in enumerate(value) for p, v in ids(x, (*path, i)).items()}
+        return {path: value} if value in ("ses_1", "ses_2") else {}
+
+    every = ids(plain)
+    assert len(every) > 6
+    assert ids(redact_bundle(plain)) == every  # the same ids in the same places

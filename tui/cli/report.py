@@ -43,7 +43,9 @@ VERSION = 1
 MESSAGES = 20
 EVENTS = 200
 #: Keys whose string values say what happened, not what was said: kept by --redact (every other
-#: string, titles, text, commands, paths of files, errors, is replaced by its length)
+#: string, titles, text, commands, paths of files, errors, is replaced by its length). Ids are
+#: not secrets, a report is followed by them: a session's id is kept wherever it is (a row's
+#: `children`, the task tool's `sessionId` and `parentSessionId`), and so is a message's
 _KEPT_KEYS = frozenset(
     {
         "id",
@@ -69,6 +71,11 @@ _KEPT_KEYS = frozenset(
         "parentID",
         "session_id",
         "parent_id",
+        "children",
+        "sessionId",
+        "parentSessionId",
+        "assistantMessageID",
+        "inboxID",
         "server",
         "at",
         "since",
