@@ -674,3 +674,34 @@ def test_a_late_older_copy_of_a_message_does_not_undo_its_end() -> None:
         rows = derive_server(s, entries(*evs), T0 + 60, Settings())
         (row,) = rows.values()
         assert (row.state, row.reason) == ("idle", "completed"), row.evidence
+
+
+def test_busy_again_after_input_or_a_retry_counts_from_then_not_from_the_runs_start():
+    """A run that waited 5 minutes for a permission: once answered, its time in state counts
+    from when it turned busy again, and keeps counting from there; a new run counts from its
+    own start; a run first seen busy counts from its start."""
+    msg = assistant("m1", "s1", created=NOW - 600, tools=("running",))
+    asking = snap(
+        [session("s1")],
+        status={"s1": busy()},
+        messages={"s1": msg},
+        permissions=[permission("per_1", "s1")],
+    )
+    running = replace(asking, permissions=[])
+    first = derive_server(running, (), NOW, S)
+    assert first[(SERVER, "s1")].since == NOW - 600  # first sight: since the run began
+    waiting = derive_server(asking, (), NOW, S)
+    assert waiting[(SERVER, "s1")].state == "input"
+    again = derive_server(running, (), NOW + 300, S, previous=waiting)
+    assert again[(SERVER, "s1")].state == "busy"
+    assert again[(SERVER, "s1")].since == NOW + 300
+    later_ = derive_server(running, (), NOW + 360, S, previous=again)
+    assert later_[(SERVER, "s1")].since == NOW + 300  # carried, not back to the run's start
+    retrying = replace(running, status={"s1": retry(next_=NOW + 400)})
+    r = derive_server(retrying, (), NOW + 390, S, previous=later_)
+    assert r[(SERVER, "s1")].state == "retry"
+    through = derive_server(running, (), NOW + 420, S, previous=r)
+    assert through[(SERVER, "s1")].since == NOW + 420
+    new_run = replace(running, messages={"s1": assistant("m9", "s1", created=NOW + 500)})
+    fresh = derive_server(new_run, (), NOW + 510, S, previous=through)
+    assert fresh[(SERVER, "s1")].since == NOW + 500  # the new run's own start is later

@@ -260,6 +260,16 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
                     pending = held.pending  # (answered since: else it would be settled input)
             else:
                 state, reason, stale, ended = "busy", None, False, None
+    elif state == "busy" and held is not None and since is not None:
+        # busy again after waiting for input or between retries: in state from then, not
+        # from the run's start (the answer or the attempt that got through is dated by no
+        # fact: from the moment ocwatch saw it, then carried)
+        if held.state in ("input", "retry"):
+            since = until = now
+            evidence = (*evidence, f"busy again (was {held.state}) since ocwatch saw it")
+        elif held.state == "busy" and held.since is not None and held.since > since:
+            since = held.since
+            evidence = (*evidence, f"busy again since {clock_text(since)} (after input or retry)")
     elif since is None:
         # time in state: from the server's facts, so that every monitor agrees
         if held is not None and held.state == state and held.reason == reason and held.since:
