@@ -32,7 +32,7 @@ from ..core.client import OcwatchError
 from ..core.config import CORE, load_config, resolve_options
 from ..core.settings import DEFAULT_URL, Auth, Settings
 from ..core.text import literal
-from ..core.view import View, count_states, loaded
+from ..core.view import View, count_states, loaded, waiting_requests
 from . import actions
 from .output import pipe_safe, render_table
 from .wait import EXIT_USAGE, run_wait
@@ -774,13 +774,14 @@ def run_status(
 
 
 def tmux_line(view: View) -> str:
-    """One short line for a tmux status bar: the rows that need someone first (waiting for
-    input, stale, retrying, unknown), then the busy ones, and the servers that cannot be read;
-    tmux style codes colour it. Only counts: no server text reaches the status bar."""
+    """One short line for a tmux status bar: what needs someone first (the requests waiting
+    for input, each once; stale, retrying, unknown rows), then the busy rows, and the servers
+    that cannot be read; tmux style codes colour it. Only counts: no server text reaches the
+    status bar."""
     counts = count_states(view.rows.values())
     parts = []
     for glyph, n, colour in (
-        ("?", counts["input"], "yellow"),
+        ("?", waiting_requests(view.rows.values()) if counts["input"] else 0, "yellow"),
         ("⚠", counts["stale"], "red"),
         ("↻", counts["retry"], "magenta"),
         ("◌", counts["unknown"], "colour245"),

@@ -364,6 +364,22 @@ def count_states(rows: Iterable[SessionRow]) -> dict[str, int]:
     return out
 
 
+def waiting_requests(rows: Iterable[SessionRow]) -> int:
+    """The requests waiting for input: each open request once, by server and id (a sub-agent's
+    shows on its own row and, rolled up, on its ancestors': one request all the same); a row
+    waiting on none it lists counts one."""
+    seen: set[tuple[str, str]] = set()
+    unlisted = 0
+    for r in rows:
+        if r.state != "input":
+            continue
+        if not r.pending:
+            unlisted += 1
+        for p in r.pending:
+            seen.add((r.server, p.id))
+    return len(seen) + unlisted
+
+
 def attention_rank(row: SessionRow) -> int:
     """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other,
     then rows whose last message is not read yet (a first snapshot loading: they claim nothing).

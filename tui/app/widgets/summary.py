@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from textual.content import Content
 
-from tui.core.view import View
+from tui.core.view import View, waiting_requests
 
 from .. import format as fmt
 from .live_static import LiveStatic
@@ -19,10 +19,14 @@ LOUD = ("input", "stale")  # counts that need someone: reversed when non-zero
 
 def counts_line(view: View | None, width: int | None = None) -> Content:
     """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
-    the idle count split by reason, each with its own glyph (○ is idle with nothing run). In
+    sessions per state, but `input` counts the requests waiting (a sub-agent's once, though its
+    parent's row shows it too); the idle count split by reason, each with its own glyph (○ is
+    idle with nothing run). In
     `width` cells: the split, then the total, then the words are left out when the line would
     not fit (`● 3  ↻ 0  ? 2  idle 5  ◌ 1  ⚠ 1`: the legend says the glyphs)."""
     counts = view.counts() if view is not None else {}
+    if view is not None and counts["input"]:  # the requests, each once (not the rows showing it)
+        counts["input"] = waiting_requests(view.rows.values())
     split = _idle_reasons(view) if view is not None and counts.get("idle") else []
     total = len(view.rows) if view is not None else 0
     # rows a first snapshot has not read the last message of yet: not (yet) unknown
