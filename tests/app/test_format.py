@@ -168,3 +168,44 @@ def test_the_active_filter_is_what_needs_you_or_runs() -> None:
     }
     assert active and all(r.state != "idle" for r in rows if r.id in active)
     assert any(r.state == "idle" for r in rows)
+
+
+def test_a_waiting_rows_title_and_request_get_the_room_first() -> None:
+    """Optional columns (activity, cost, tokens) come only while the title keeps TITLE_ROOM
+    cells; the stale flag has no column of its own (it is in `reason`); what is asked gets
+    the larger share of the title's cell."""
+    from tui.app.widgets.cells import TITLE_ROOM, CellRenderer
+    from tui.app.widgets.session_table import columns_for, hidden_hint
+
+    def keys(width: int) -> list[str]:
+        return [c.key for c in columns_for(width)[0]]
+
+    base = ["state", "reason", "title", "folder", "in_state"]
+    assert keys(80) == keys(100) == base
+    assert keys(120) == [*base, "activity", "cost"] and columns_for(120)[1] >= TITLE_ROOM
+    assert keys(200) == [*base, "activity", "cost", "tokens"]
+    for width in range(70, 260):
+        shown, title = columns_for(width)
+        used = sum(c.size(width >= 110) + 2 for c in shown if c.width) + title + 2 + 1
+        assert used == width or title == 16, width  # every cell used, none past the edge
+        if len(shown) > len(base):
+            assert title >= TITLE_ROOM, width
+    assert hidden_hint(keys(120), 40) == "  +tokens: d"
+    assert hidden_hint(keys(200), 40) == ""
+
+    from rich.style import Style
+
+    from tui.app.tree import TreeLine
+
+    cells = CellRenderer(lambda spec: Style())
+    cells.title_width = columns_for(120)[1]
+    asking = next(r for r in views.every_state().rows.values() if r.state == "input")
+    row = replace(
+        asking,
+        title="Release the new storefront to production",
+        pending=(replace(asking.pending[0], summary="git push origin main --force-with-lease"),),
+    )
+    line = TreeLine(row.key, 0, True, False, True, 0, False)
+    text = cells.title(row, line, True).plain
+    title, _, asked = text.strip().partition("\u00a0\u00a0")
+    assert len(asked) > len(title) >= 12, text

@@ -17,8 +17,7 @@ Key = tuple[str, str]
 
 SORT_COLUMNS = (
     "state",
-    "reason",
-    "stale",
+    "reason",  # a stale row's flag is in this column and sorts first
     "title",
     "folder",
     "in_state",
@@ -49,8 +48,6 @@ def sort_value(row: SessionRow, column: str) -> Any:
         return (attention_rank(row), row.state)
     if column == "reason":
         return reason_key(row)
-    if column == "stale":
-        return 0 if row.stale else 1
     if column == "title":
         return row.title.casefold()
     if column == "folder":
@@ -64,6 +61,18 @@ def sort_value(row: SessionRow, column: str) -> Any:
     if column == "tokens":
         return -(row.tokens or 0)
     raise ValueError(f"unknown sort column {column!r}")
+
+
+DESCENDING = frozenset({"in_state", "cost", "tokens"})
+"""Columns whose own order (not reversed) puts the largest value they show first: the longest
+in its state, the most cost, the most tokens. (Activity shows an age: the newest, the smallest,
+first.)"""
+
+
+def sort_arrow(column: str, reverse: bool) -> str:
+    """The header's arrow: ▲ when the column's values go up down the table (a to z, smallest
+    first), ▼ when they go down; a column of kinds (state, reason) is ▲ in its own order."""
+    return "▼" if (column in DESCENDING) != reverse else "▲"
 
 
 def parent_key(row: SessionRow, rows: Mapping[Key, SessionRow]) -> Key | None:

@@ -18,12 +18,14 @@ from ..tree import TreeLine
 
 @dataclass(frozen=True, slots=True)
 class ColumnSpec:
-    """A table column: key (also its sort name), header and width (0: takes what is left)."""
+    """A table column: key (also its sort name), header and width (0: takes what is left).
+    `optional`: shown only while the title keeps TITLE_ROOM cells beside it (in COLUMNS'
+    order), so that a waiting row's title and what it asks get the room first."""
 
     key: str
     label: str
     width: int
-    wide_only: bool = False
+    optional: bool = False
     right: bool = False
     narrow_width: int | None = None
 
@@ -33,17 +35,19 @@ class ColumnSpec:
 
 COLUMNS = (
     ColumnSpec("state", "state", 9),
-    ColumnSpec("reason", "reason", 11),
-    ColumnSpec("stale", "stale", 7, wide_only=True),  # narrow: the flag goes in `reason`
+    ColumnSpec("reason", "reason", 11),  # a stale row's flag goes here (its reason is none)
     ColumnSpec("title", "title", 0),
     ColumnSpec("folder", "folder", 12, narrow_width=10),
     ColumnSpec("in_state", "in state", 10),  # room for the header's sort arrow
-    ColumnSpec("activity", "activity", 10, wide_only=True),
-    ColumnSpec("cost", "cost", 7, wide_only=True, right=True),
-    ColumnSpec("tokens", "tokens", 8, wide_only=True, right=True),
+    ColumnSpec("activity", "activity", 10, optional=True),
+    ColumnSpec("cost", "cost", 7, optional=True, right=True),
+    ColumnSpec("tokens", "tokens", 8, optional=True, right=True),
 )
 ALL_COLUMNS = [c.key for c in COLUMNS]
 """Column keys in the order of `CellRenderer.inputs()`."""
+FOLDER = COLUMNS[ALL_COLUMNS.index("folder")]
+TITLE_ROOM = 44
+"""Cells the title (with what a waiting row asks) keeps before an optional column is shown."""
 MIN_TITLE = 16
 UNREAD_MARK = "• "
 """Before the title of a row that changed while the user looked elsewhere."""
@@ -86,7 +90,6 @@ class CellRenderer:
                 row.settling if row.settling in fmt.SAID_SETTLING else None,
                 ctx,
             ),
-            row.stale,
             (
                 row.title,
                 row.id,
@@ -124,9 +127,7 @@ class CellRenderer:
                 no_wrap=True,
                 style=self.style(f"${state_var} bold{loud} {dim}".strip()),
             )
-        if column == "stale" or (column == "reason" and row.stale and not self.wide):
-            if not row.stale:
-                return CellText("")
+        if column == "reason" and row.stale:
             return CellText(
                 f"{fmt.STALE_GLYPH} {fmt.STALE_WORD}",
                 no_wrap=True,
@@ -145,7 +146,7 @@ class CellRenderer:
             folder = fmt.short_folder(row.directory)
             if multi:
                 folder = f"{self.server_names.get(row.server) or _server_tag(row.server)} {folder}"
-            width = 12 if self.wide else 10
+            width = FOLDER.size(bool(self.wide))
             return CellText(
                 fmt.truncate(fmt.literal(folder), width), no_wrap=True, style=self.style(dim)
             )
@@ -183,7 +184,8 @@ class CellRenderer:
         asked = fmt.asked_text(row)
         if asked:  # what a waiting row waits for, after its title, as room allows
             asked = fmt.literal(asked)
-            keep = min(cell_len(title), max(room - cell_len(asked) - 2, room // 2, 12))
+            # what is asked gets the larger share: it is what the user decides on
+            keep = min(cell_len(title), max(room - cell_len(asked) - 2, room * 2 // 5, 12))
             asked = fmt.truncate_ask(asked, room - keep - 2) if room - keep > 8 else ""
             room -= cell_len(asked) + 2 if asked else 0
         body = fmt.truncate(title, room)

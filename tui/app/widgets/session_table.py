@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gc
 import math
+from collections.abc import Iterable
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -29,8 +30,8 @@ from textual.theme import Theme
 from tui.core.view import SessionRow, View
 
 from .. import format as fmt
-from ..tree import SORT_COLUMNS, Key, Layouts, TreeLine
-from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, CellRenderer, ColumnSpec
+from ..tree import SORT_COLUMNS, Key, Layouts, TreeLine, sort_arrow
+from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, TITLE_ROOM, CellRenderer, ColumnSpec
 from .row_table import PAD, RowTable
 
 WIDE_AT = 110
@@ -63,17 +64,29 @@ TINY_BELOW = 70
 """Columns under which the folder column goes too (the rest would not fit whole)."""
 
 
-def columns_for(wide: bool, tiny: bool = False) -> list[ColumnSpec]:
-    """The columns shown: every one when wide; narrow, not the wide-only ones (the stale flag
-    goes in `reason`); tiny, not the folder either."""
-    return [c for c in COLUMNS if (wide or not c.wide_only) and not (tiny and c.key == "folder")]
+def columns_for(width: int) -> tuple[list[ColumnSpec], int]:
+    """The columns shown at a table `width`, and the title's width. Every column but the
+    optional ones (under TINY_BELOW, not the folder either); then each optional column in
+    turn while the title keeps TITLE_ROOM cells: the room goes to what a waiting row needs
+    (its title and what it asks) before activity, cost and tokens."""
+    wide, tiny = width >= WIDE_AT, width < TINY_BELOW
+    shown = [c for c in COLUMNS if not c.optional and not (tiny and c.key == "folder")]
+    title = width - sum(c.size(wide) + 2 * PAD for c in shown if c.width) - 2 * PAD - 1
+    for spec in COLUMNS:  # (1: the vertical scrollbar)
+        if spec.optional:
+            if title - spec.size(wide) - 2 * PAD < TITLE_ROOM:
+                break
+            shown.append(spec)
+            title -= spec.size(wide) + 2 * PAD
+    return [c for c in COLUMNS if c in shown], max(MIN_TITLE, title)
 
 
-def hidden_hint(room: int, tiny: bool = False) -> str:
-    """What the narrow table leaves out, said in the title's header in `room` cells: the
-    columns, and where they are (d: the detail view; the stale flag stays, in `reason`)."""
-    shown = {c.key for c in columns_for(False, tiny)}
-    hidden = [c.label for c in COLUMNS if c.key not in shown and c.key != "stale"]
+def hidden_hint(shown: Iterable[str], room: int) -> str:
+    """What the table leaves out, said in the title's header in `room` cells: the columns,
+    and where they are (d: the details pane or view)."""
+    hidden = [c.label for c in COLUMNS if c.key not in shown]
+    if not hidden:
+        return ""
     for hint in (f"  +{' '.join(hidden)}: d", f"  +{len(hidden)} columns: d"):
         if len(hint) <= room:
             return hint
@@ -114,7 +127,8 @@ class SessionTable(RowTable):
         self._view: View | None = None
         self._now = 0.0
         self._wide: bool | None = None
-        self._tiny = False
+        self._column_keys: tuple[str, ...] = ()
+        self._shown: list[ColumnSpec] = []
         self._title_width = MIN_TITLE
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
@@ -152,7 +166,7 @@ class SessionTable(RowTable):
             and changes is not None
             and not changes
             and self._times_hold()
-            and self._measure() == (self._wide, self._tiny, self._title_width)
+            and self._measure() == (self._wide, self._column_keys, self._title_width)
         ):
             return  # same rows, no time cell moved: nothing to look at (an idle table's pull)
         self.collapsed = collapsed
@@ -319,21 +333,20 @@ class SessionTable(RowTable):
     # -- layout and rendering -----------------------------------------------------------------
 
     def _columns(self) -> list[ColumnSpec]:
-        return columns_for(bool(self._wide), self._tiny)
+        return self._shown
 
-    def _measure(self) -> tuple[bool, bool, int]:
+    def _measure(self) -> tuple[bool, tuple[str, ...], int]:
         width = self.size.width or self.app.size.width
-        wide, tiny = width >= WIDE_AT, width < TINY_BELOW
-        fixed = sum(c.size(wide) + 2 * PAD for c in columns_for(wide, tiny) if c.width)
-        title = max(MIN_TITLE, width - fixed - 2 * PAD - 1)  # 1: the vertical scrollbar
-        return wide, tiny, title
+        shown, title = columns_for(width)
+        return width >= WIDE_AT, tuple(c.key for c in shown), title
 
     def _ensure_columns(self) -> bool:
         """Set up the columns for the current width; True when they were (re)built."""
-        wide, tiny, title = self._measure()
-        if wide == self._wide and tiny == self._tiny and title == self._title_width:
+        wide, keys, title = self._measure()
+        if (wide, keys, title) == (self._wide, self._column_keys, self._title_width):
             return False
-        self._wide, self._tiny, self._title_width = wide, tiny, title
+        self._wide, self._column_keys, self._title_width = wide, keys, title
+        self._shown = [c for c in COLUMNS if c.key in keys]
         self.cells.wide, self.cells.title_width = wide, title
         # The column set changed (a resize, not a data update): rebuild once, keep cursor/scroll.
         self.clear(columns=True)
@@ -348,11 +361,11 @@ class SessionTable(RowTable):
     def _label(self, spec: ColumnSpec) -> Text:
         label = spec.label
         if spec.key == self.sort_column:
-            label += " ▼" if self.sort_reverse else " ▲"
+            label += " " + sort_arrow(spec.key, self.sort_reverse)
         text = Text(label, justify="right" if spec.right else "left", no_wrap=True)
-        if spec.key == "title" and not self._wide:
+        if spec.key == "title":
             text.append(
-                hidden_hint(self._title_width - len(label), self._tiny),
+                hidden_hint(self._column_keys, self._title_width - len(label)),
                 self._style("$foreground-muted not bold"),
             )
         return text
