@@ -3,6 +3,8 @@ at them before committing: `rsvg-convert x.svg -o x.png`)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from textual.pilot import Pilot
 
@@ -243,8 +245,9 @@ def test_unread_marks(snap_compare) -> None:
     async def change(pilot: Pilot) -> None:
         await pilot.pause()
         view = source.current()
+        asks = replace(views.PERMISSION, id="per_done", session_id="ses_done")  # its own request
         view = views.with_row(
-            view, (views.A, "ses_done"), state="input", reason=None, pending=(views.PERMISSION,)
+            view, (views.A, "ses_done"), state="input", reason=None, pending=(asks,)
         )
         view = views.with_row(view, (views.A, "ses_child1"), state="idle", reason="error")
         source.set(View(view.generated_at + 1, view.servers, view.rows))
