@@ -716,7 +716,8 @@ class Client:
     ) -> list[dict[str, Any]]:
         """The session's newest `limit` entries as a conversation shows them, oldest first: its
         messages in V1's shape; on V2 also the transcript's `idle` entries (role `idle`, with
-        their `outcome`) and the retry an unfinished reply waits on (its info's `retry`)."""
+        their `outcome`), the retry an unfinished reply waits on (its info's `retry`) and each
+        tool call's output and metadata (`wire.tool_part`'s `full`)."""
         if self.protocol != "v2":
             return await self.messages(session_id, limit, directory)
         from .protocols.v2 import wire
@@ -729,7 +730,7 @@ class Client:
                 info = {"id": raw.get("id"), "sessionID": session_id, "role": "idle", "time": t}
                 out.append({"info": {**info, "outcome": raw.get("outcome")}, "parts": []})
                 continue
-            msg = wire.message(raw, session_id)
+            msg = wire.message(raw, session_id, full=True)
             if msg is None:
                 continue
             retry = wire.retry_of(raw)

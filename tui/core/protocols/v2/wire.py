@@ -92,8 +92,10 @@ def error_text(raw: Any) -> str | None:
     return _str(raw.get("message")) or _str(raw.get("type"))
 
 
-def tool_part(item: dict[str, Any], sid: str, mid: str) -> dict[str, Any]:
-    """An assistant's tool content item as V1's tool part."""
+def tool_part(item: dict[str, Any], sid: str, mid: str, *, full: bool = False) -> dict[str, Any]:
+    """An assistant's tool content item as V1's tool part; `full` (a conversation, not the
+    store): with its output (V2's `state.content` text items, V1's `state.output`) and its
+    `metadata` (an edit's `files[].patch`)."""
     st = _dict(item.get("state"))
     t = _dict(item.get("time"))
     state: dict[str, Any] = {"status": TOOL_STATUS.get(_str(st.get("status")) or "", "pending")}
@@ -102,6 +104,15 @@ def tool_part(item: dict[str, Any], sid: str, mid: str) -> dict[str, Any]:
     for key in ("title", "output"):
         if isinstance(st.get(key), str):
             state[key] = st[key]
+    content = st.get("content")
+    if full and "output" not in state and isinstance(content, list):
+        texts = [
+            c["text"] for c in content if isinstance(c, dict) and isinstance(c.get("text"), str)
+        ]
+        if texts:
+            state["output"] = "".join(texts)
+    if full and isinstance(st.get("metadata"), dict):
+        state["metadata"] = st["metadata"]
     if st.get("error") is not None:
         state["error"] = error_text(st.get("error")) or str(st.get("error"))[:500]
     start, end = num(t.get("ran")) or num(t.get("created")), num(t.get("completed"))
@@ -117,9 +128,10 @@ def tool_part(item: dict[str, Any], sid: str, mid: str) -> dict[str, Any]:
     }
 
 
-def message(raw: dict[str, Any], sid: str = "") -> dict[str, Any] | None:
+def message(raw: dict[str, Any], sid: str = "", *, full: bool = False) -> dict[str, Any] | None:
     """A V2 transcript entry as V1's `{info, parts}`; None for an entry that is not a turn
-    (an `idle` marker, a switch of agent or model, ...)."""
+    (an `idle` marker, a switch of agent or model, ...); `full`: its tool parts with their
+    output and metadata (tool_part)."""
     kind = raw.get("type")
     if kind not in TURNS:
         return None
@@ -159,7 +171,7 @@ def message(raw: dict[str, Any], sid: str = "") -> dict[str, Any] | None:
         if not isinstance(item, dict):
             continue
         if item.get("type") == "tool":
-            parts.append(tool_part(item, sid, str(mid)))
+            parts.append(tool_part(item, sid, str(mid), full=full))
         else:
             part = {"id": f"{mid}:{n}", "type": item.get("type") or "text"}
             if isinstance(item.get("text"), str):
