@@ -20,6 +20,7 @@ from tui.core.view import View
 
 from . import views
 from .conftest import make_app
+from .test_actions import BUSY, until
 
 A = views.A
 
@@ -316,6 +317,39 @@ async def test_a_row_of_a_server_that_cannot_be_read_says_unreachable_in_its_rea
         source.set(view)
         await pilot.pause(0.3)
         assert t.get_cell(cell, "reason").plain == "completed"
+
+
+async def test_an_outage_keeps_each_rows_place_and_says_what_it_was() -> None:
+    """Server A goes down: its rows read unknown, dimmed, each saying what it last was, in
+    the order they had; the server bar says how long it has been down, not "last event now";
+    the detail view says the last known state and how long ago."""
+    app, source = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        view = source.current()
+        before = shown(app)
+        source.set(views.down(view, views.A, views.NOW - 125))
+        await until(pilot, lambda: t.get_cell(_cell(BUSY), "reason").plain == "unreachable")
+        assert shown(app) == before  # (sorted by state: each row kept its place)
+        for key, row in source.current().rows.items():
+            if key[0] == views.A:
+                assert row.last_known is not None
+                title = t.get_cell(_cell(key), "title")
+                said = f"was {row.last_known.said()}"
+                assert said in title.plain or said[:12] in title.plain, title.plain
+                assert all(span.style.dim for span in title.spans[1:]), title.spans  # [0]: tree
+        bar = str(app.main_screen.query_one("#servers").render())
+        assert "down 2m05s" in bar and "last event" not in bar.split("down")[0][-40:]
+        t.select_key(BUSY)
+        await pilot.press("enter")
+        await until(pilot, lambda: isinstance(app.screen, DetailScreen))
+        said = " ".join(str(w.render()) for w in app.screen.query(Static))
+        assert "last known busy, 2m05s ago" in " ".join(said.split())
+
+
+def _cell(key: tuple[str, str]) -> str:
+    return f"{key[0]}\x1f{key[1]}"
 
 
 async def test_home_and_end_go_to_the_first_and_last_row() -> None:

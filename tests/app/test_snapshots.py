@@ -30,6 +30,15 @@ def test_main_narrow_80x24(snap_compare) -> None:
     assert snap_compare(app, terminal_size=NARROW)
 
 
+@pytest.mark.parametrize("size", [NARROW, (120, 30)], ids=["80x24", "120x30"])
+def test_an_outage_keeps_the_rows_dimmed_in_their_places(snap_compare, size) -> None:
+    """Server A down for 2m05s: its rows read unknown (unreachable), dimmed, each saying what
+    it last was, in the order they had; the server bar says how long it has been down."""
+    view = views.down(views.every_state(), views.A, views.NOW - 125)
+    app, _ = make_app(view)
+    assert snap_compare(app, terminal_size=size)
+
+
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
 def test_a_first_snapshot_shown_while_it_loads(snap_compare, size: tuple[int, int]) -> None:
     """Rows whose last message is not read yet say `loading` and sort last; the counts line

@@ -6,7 +6,7 @@ from dataclasses import replace
 from typing import Any
 
 from tui.core.models import PermissionRequest, QuestionRequest
-from tui.core.view import Pending, ServerInfo, SessionRow, Transition, View
+from tui.core.view import LastKnown, Pending, ServerInfo, SessionRow, Transition, View
 
 NOW = 1_736_942_400.0  # 2025-01-15 12:00:00 UTC
 A = "http://127.0.0.1:4096"
@@ -486,3 +486,37 @@ def sneaky_permission() -> View:
         tool={"messageID": "msg_1", "callID": "call_1"},
     )
     return with_row(every_state(), (A, "ses_perm"), state="input", pending=(pending_of(req),))
+
+
+def down(view: View, url: str, since: float) -> View:
+    """`view` with server `url` gone down at `since`: its rows unknown (unreachable), each
+    with what it was (as derive makes them), the server unreachable."""
+    rows = {
+        key: replace(
+            r,
+            state="unknown",
+            reason=None,
+            stale=False,
+            settled=False,
+            settling="unreachable",
+            since=since,
+            last_known=LastKnown(r.state, r.reason, r.stale),
+        )
+        if r.server == url
+        else r
+        for key, r in view.rows.items()
+    }
+    servers = tuple(
+        replace(
+            s,
+            reachable=False,
+            connected=False,
+            stream="lost",
+            error="ConnectError: [Errno 111] Connection refused",
+            error_since=since,
+        )
+        if s.url == url
+        else s
+        for s in view.servers
+    )
+    return View(generated_at=view.generated_at, servers=servers, rows=rows)

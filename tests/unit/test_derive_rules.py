@@ -460,6 +460,32 @@ def test_unreachable_server_makes_rows_unknown_with_last_known_state():
     assert (r.state, r.settled) == ("unknown", False)
     assert "server unreachable: cannot connect" in r.evidence[0]
     assert "last known state: busy" in r.evidence[0]
+    assert r.last_known == ("busy", None, False) and r.since == NOW - 10
+    assert r.to_json()["last_known"] == {"state": "busy", "reason": None, "stale": False}
+
+
+def test_an_outage_keeps_each_rows_last_known_state_and_its_place():
+    """Every row of a server that went down is unknown (the truth now) and carries what its
+    last facts said; the state order ranks it by that, so the table keeps its order."""
+    from tui.core.view import attention_rank
+
+    s = snap(
+        [session("s1"), session("s2"), session("s3")],
+        status={"s1": busy()},
+        messages={"s2": completed(), "s3": completed(finish="stop", error="APIError")},
+        permissions=[permission("per_1", "s3")],
+    )
+    up = derive_server(s, (), NOW, S)
+    down = derive_server(s, (), NOW + 5, S, link=Link(False, "cannot connect", NOW + 1))
+    for sid in ("s1", "s2", "s3"):
+        was, now_ = up[(SERVER, sid)], down[(SERVER, sid)]
+        assert (now_.state, now_.settling) == ("unknown", "unreachable")
+        assert now_.last_known == (was.state, was.reason, was.stale)
+        assert attention_rank(now_) == attention_rank(was)
+    assert down[(SERVER, "s3")].last_known.said() == "input"
+    assert down[(SERVER, "s2")].last_known.said() == "idle (completed)"
+    back = derive_server(s, (), NOW + 9, S, previous=down)
+    assert all(r.last_known is None for r in back.values())
 
 
 # -- the journal on top of the snapshot -----------------------------------------------------------

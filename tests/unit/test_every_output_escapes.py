@@ -37,6 +37,7 @@ OURS = {
     "retry_next",
     "ended",
     "settling",
+    "last_known",  # (a state, a reason, a flag)
 }
 
 

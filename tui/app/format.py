@@ -195,12 +195,19 @@ def reason_text(row: SessionRow) -> str:
 
 def asked_text(row: SessionRow) -> str:
     """What a waiting row waits for, after its title: `bash: npm test`, `edit: src/app.py`,
-    `Which region?` (the reason column names the kind); "" for other rows. Server text: shown
-    through literal() by the caller."""
-    if row.state != "input" or not row.pending:
-        return ""
-    first = row.pending[0]
-    return first.summary.removeprefix(f"{first.kind} ").removeprefix(f"{first.kind}: ")
+    `Which region?` (the reason column names the kind); an unreachable server's row, what it
+    last was (`was busy`); "" for other rows. Server text: shown through literal() by the
+    caller."""
+    first = row.pending[0] if row.pending else None
+    asked = (
+        first.summary.removeprefix(f"{first.kind} ").removeprefix(f"{first.kind}: ")
+        if first is not None
+        else ""
+    )
+    if row.last_known is not None:
+        said = row.last_known.said()
+        return f"was {said}, {asked}" if said == "input" and asked else f"was {said}"
+    return asked if row.state == "input" else ""
 
 
 #: How a one-line summary says a command or a question has more lines (text.first_line)

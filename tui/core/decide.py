@@ -25,7 +25,7 @@ from .models import (
 )
 from .settings import Settings
 from .text import first_line
-from .view import REASON_STATE, Pending, Reason, SessionRow, Settling, State, ago
+from .view import REASON_STATE, LastKnown, Pending, Reason, SessionRow, Settling, State, ago
 
 #: Finishes that do not end a run: the model asked for tools and another step follows.
 NON_TERMINAL_FINISH = frozenset({"tool-calls", "tool_calls", "unknown"})
@@ -280,8 +280,11 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
             *evidence,
             "time in state counted from when ocwatch first saw it (no server fact dates it)",
         )
+    last_known = None
     if not link.reachable:
         evidence = (_unreachable(link, state, reason), *evidence)
+        if settling != "loading":  # (a row whose facts never came in has nothing to keep)
+            last_known = LastKnown(state, reason, stale)
         state, reason, stale, settled, ended = "unknown", None, False, False, None
         settling = "unreachable"
         since = link.since or since
@@ -334,6 +337,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
                 children,
                 ended,
                 settling,
+                last_known,
             ),
             until,
             claims,

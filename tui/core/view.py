@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, NamedTuple, get_args
 
 from .models import PermissionRequest, QuestionRequest
 
@@ -87,6 +87,20 @@ class Pending:
         }
 
 
+class LastKnown(NamedTuple):
+    """What an unreachable server's session was, by the last facts read of it."""
+
+    state: State
+    reason: Reason | None
+    stale: bool
+
+    def said(self) -> str:
+        """`busy`, `busy, stale`, `idle (completed)`."""
+        if self.stale:
+            return f"{self.state}, stale"
+        return f"{self.state} ({self.reason})" if self.reason else self.state
+
+
 @dataclass(slots=True)
 class SessionRow:
     """One session as the View shows it. Times are epoch seconds (float).
@@ -121,6 +135,8 @@ class SessionRow:
     # (completed / aborted / error), although the server still reports busy
     settling: Settling | None = None  # while not settled, what the facts wait for (SETTLING); the
     # row then keeps its last settled state, reason and stale flag (docs/STATES.md)
+    last_known: LastKnown | None = None  # an unreachable server's row (unknown): what its last
+    # facts said, from when it went down (`since`); shown dimmed, and it keeps its place
 
     @property
     def key(self) -> tuple[str, str]:
@@ -154,6 +170,13 @@ class SessionRow:
             "children": list(self.children),
             "ended": self.ended,
             "settling": self.settling,
+            "last_known": None
+            if self.last_known is None
+            else {
+                "state": self.last_known.state,
+                "reason": self.last_known.reason,
+                "stale": self.last_known.stale,
+            },
         }
 
 
@@ -384,13 +407,17 @@ def attention_rank(row: SessionRow) -> int:
     """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other,
     then rows whose last message is not read yet (a first snapshot loading: they claim nothing).
     The dashboard's state sort and the `status` table both order by it."""
-    if row.stale:
+    if row.last_known is not None:  # (unreachable: it keeps its place)
+        state, reason, stale = row.last_known
+    else:
+        state, reason, stale = row.state, row.reason, row.stale
+    if stale:
         return 1
-    if row.settling == "loading" and row.state == "unknown":
+    if row.settling == "loading" and state == "unknown":
         return 9
-    if row.state == "idle":
-        return {"error": 5, "aborted": 6}.get(row.reason or "", 7)
-    return _RANK.get(row.state, 8)
+    if state == "idle":
+        return {"error": 5, "aborted": 6}.get(reason or "", 7)
+    return _RANK.get(state, 8)
 
 
 def loaded(progress: tuple[int, int]) -> str:

@@ -56,6 +56,13 @@ def summary_section(row: SessionRow, view: View, now: float) -> Content:
     """Identity and state of the session."""
     parts: list[Part] = [_label("state"), *state_parts(row), "\n"]
     in_state = None if row.since is None else now - row.since
+    if row.last_known is not None:
+        parts += [
+            _label("last known"),
+            (row.last_known.said(), "dim"),
+            (f", {fmt.duration(in_state)} ago (the server cannot be read)", "$foreground-muted"),
+            "\n",
+        ]
     parts += [
         _label("in state"),
         fmt.duration(in_state),

@@ -78,7 +78,8 @@ class CellRenderer:
     def inputs(self, row: SessionRow, line: TreeLine, multi: bool) -> tuple[object, ...]:
         """For every column of COLUMNS, what its cell is rendered from: equal inputs, equal
         cell. (Built for each row on every refresh, so kept to plain tuples.)"""
-        now, ctx, since = self.now, line.context, row.since
+        since = row.since
+        now, ctx = self.now, line.context or row.last_known is not None  # (dimmed)
         return (
             (row.state, row.reason, ctx),
             (
@@ -118,7 +119,7 @@ class CellRenderer:
 
     def cell(self, column: str, row: SessionRow, line: TreeLine, multi: bool) -> Text:
         """Render one cell (styles from theme variables; text never parsed as markup)."""
-        dim = "dim" if line.context else ""
+        dim = "dim" if line.context or row.last_known is not None else ""
         state_var = fmt.state_variable(row)
         if column == "state":
             loud = " reverse" if row.state == "input" else ""
@@ -190,7 +191,7 @@ class CellRenderer:
             room -= cell_len(asked) + 2 if asked else 0
         body = fmt.truncate(title, room)
         body_style = "bold" if loud else ""
-        if line.context:
+        if line.context or row.last_known is not None:
             body_style += " dim"
         if not row.title:
             body_style += " italic"
@@ -199,7 +200,8 @@ class CellRenderer:
             text.append(suffix, style=self.style("$foreground-muted"))
         if asked:
             text.append("\u00a0\u00a0")  # (a plain space opening a span is lost in an SVG)
-            text.append(asked, style=self.style(f"${fmt.state_variable(row)}"))
+            said = f"${fmt.state_variable(row)}"
+            text.append(asked, style=self.style(said + " dim" if row.last_known else said))
         return text
 
 

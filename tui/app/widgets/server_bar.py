@@ -56,6 +56,10 @@ def server_line(server: ServerInfo, now: float) -> Content:
         parts += ["  ", (f"OpenCode {server.protocol.upper()}", "$foreground-muted")]
     if server.loading is not None:
         parts += ["  ", (f"loading sessions {loaded(server.loading)}", "$foreground-muted")]
+    elif state == "unreachable" and server.error_since is not None:
+        # how long it has been down, not its last event ("last event now" beside
+        # "unreachable" read as a contradiction)
+        parts += ["  ", ("down ", "$foreground-muted"), fmt.duration(now - server.error_since)]
     elif server.last_event_at is not None:
         parts += ["  ", ("last event ", "$foreground-muted"), fmt.age(server.last_event_at, now)]
     elif server.reachable:
