@@ -37,3 +37,21 @@ async def test_demo_state_change_reaches_the_table() -> None:
             await until(lambda: any(states().get(k, v) != v for k, v in first.items()))
             server_bar = str(app.main_screen.query_one("#servers").render())
             assert "connected" in server_bar
+
+
+async def test_a_scripted_restart_is_told_as_one() -> None:
+    """Issue 41 item 10: the demo's own restart (its script's) is said to be scripted, so that a
+    newcomer does not take it for a fault."""
+    from tui.app.run import wire_demo
+
+    server = demo_server.DemoServer(speed=20.0, heartbeat=1.0)
+    server.freeze()
+    async with server:
+        fleet = Fleet([server.url])
+        app = create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
+        wire_demo(app, server, read_only=False)
+        async with app.run_test(size=(120, 30)) as pilot:
+            await server.restart()
+            await pilot.pause()
+            said = [n.message for n in app._notifications]
+            assert any(m.startswith("A scripted restart (demo)") for m in said), said

@@ -13,7 +13,7 @@ import pytest
 
 from tests import recorded
 from tui.core.models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
-from tui.demo.cast import ERRORS, INFRA, MARKUP_TITLE, SPEC_BY_ID, WEBSHOP
+from tui.demo.cast import ERRORS, INFRA, MARKUP_TITLE, SPEC_BY_ID, SPECS, WEBSHOP, reply_to
 from tui.demo.initial import build_initial_world
 from tui.demo.scenarios import RUNS, Actor, Director
 from tui.demo.server import DemoServer
@@ -678,3 +678,80 @@ async def test_frames_have_the_recorded_shapes() -> None:
             compared += 1
             assert shapes <= seen[key], key
     assert compared >= 25
+
+
+# ----- what the scripted agents say (issue 41 item 10) -------------------------------------------
+def texts_of(entry: dict[str, Any]) -> list[str]:
+    return [p["text"] for p in entry["parts"] if p["type"] == "text"]
+
+
+def replies_answer_their_prompts(world: World) -> int:
+    """Every completed assistant message's last text is the reply to the prompt before it;
+    how many were checked."""
+    checked = 0
+    for sid, entries in world.messages.items():
+        prompt = None
+        for entry in entries:
+            if entry["info"]["role"] == "user":
+                prompt = texts_of(entry)[0]
+            elif entry["info"].get("finish") == "stop" and texts_of(entry):
+                assert prompt is not None
+                assert texts_of(entry)[-1] == reply_to(SPEC_BY_ID[sid], prompt), (sid, prompt)
+                checked += 1
+    return checked
+
+
+def test_every_prompt_has_its_own_reply() -> None:
+    for spec in SPECS:
+        assert len(spec.replies) == len(spec.prompts), spec.sid
+        for prompt, reply in zip(spec.prompts, spec.replies, strict=True):
+            assert reply_to(spec, prompt) == reply
+    every = [r for spec in SPECS for r in spec.replies]
+    assert len(set(every)) == len(every)  # no reply stands for two prompts
+    # a prompt from outside (p in the dashboard) gets a reply that says it is scripted
+    assert "scripted" in reply_to(SPECS[0], "Write me a poem")
+
+
+def test_the_initial_worlds_replies_answer_their_prompts() -> None:
+    world = build_initial_world(lambda: FIXED_NOW)
+    assert replies_answer_their_prompts(world) >= 2 * len([s for s in SPECS if not s.parent])
+
+
+@pytest.mark.parametrize(
+    ("kind", "sid"),
+    [
+        ("complete", "ses_demo_cart"),
+        ("complete", "ses_demo_alerts"),
+        ("long", "ses_demo_k8s"),
+        ("permission", "ses_demo_deploy"),
+        ("question", "ses_demo_i18n"),
+        ("stale", "ses_demo_terraform"),
+        ("subagent", "ses_demo_dns"),
+        ("subagent", "ses_demo_auth"),
+    ],
+)
+async def test_a_runs_reply_answers_its_prompt(kind: str, sid: str) -> None:
+    world, _ = await play(kind, sid)
+    before = replies_answer_their_prompts(build_initial_world(lambda: FIXED_NOW))
+    assert replies_answer_their_prompts(world) > before
+
+
+async def test_a_scripted_restart_says_so() -> None:
+    """The demo's restart cuts a run off on purpose: the run says it is scripted, in the
+    initial world and each time the cycle restarts the server."""
+    initial = build_initial_world(lambda: FIXED_NOW)
+    world, _ = await play("restart", "ses_demo_backup")
+    for w in (initial, world):
+        last = w.messages["ses_demo_backup"][-1]
+        assert "completed" not in last["info"]["time"]
+        assert "scripted restart (demo)" in texts_of(last)[-1]
+
+
+async def test_a_restart_is_told_to_whoever_listens() -> None:
+    server = DemoServer(speed=400, heartbeat=0.05)
+    server.freeze()
+    heard: list[int] = []
+    server.on_restart = lambda: heard.append(server.restarts)
+    async with server:
+        await server.restart()
+    assert heard == [1]

@@ -27,8 +27,11 @@ from .launch import Launcher, check_template
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
 
+    from tui.demo.server import DemoServer
     from tui.export.deliver import Deliverer
     from tui.record.writer import FleetRecording
+
+    from .app import OcwatchApp
 
 Observer = Callable[[View, Changes | None], None]
 
@@ -227,7 +230,7 @@ def run_demo(
                 launcher=launcher_for(opts, fleet),
                 peek=FleetPeek(fleet),
             )
-            app.startup_message = demo_greeting(server.url, read_only=opts.read_only)
+            wire_demo(app, server, read_only=opts.read_only)
             with logs_off_the_screen():
                 await app.run_async()
             return app.return_code or 0
@@ -248,6 +251,19 @@ def demo_greeting(url: str, *, read_only: bool) -> str:
         f"Demo: a simulated OpenCode server at {url}. Its sessions cycle through every "
         f"state; {keys}."
     )
+
+
+DEMO_RESTART = (
+    "A scripted restart (demo): the simulated server restarts now, as a real one may. The run "
+    "it cuts off reads as unknown (interrupted) and the dashboard reconnects; nothing is broken."
+)
+
+
+def wire_demo(app: OcwatchApp, server: DemoServer, *, read_only: bool) -> None:
+    """What the dashboard says of the demo: its greeting, and each time the demo restarts its
+    server on purpose (its script's restart), that it is scripted."""
+    app.startup_message = demo_greeting(server.url, read_only=read_only)
+    server.on_restart = lambda: app.notify(DEMO_RESTART, title="Demo", timeout=10, markup=False)
 
 
 def run_replay(

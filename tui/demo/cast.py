@@ -39,6 +39,7 @@ class Spec:
     initial: str  # busy|retry|permission|question|completed|aborted|error|interrupted|stale|
     # subagent (parent with a running task) — children take busy|permission
     prompts: tuple[str, ...]
+    replies: tuple[str, ...]  # what the agent ends a run with, one per prompt (its answer)
     parent: str | None = None
     child: str | None = None
     cycle: tuple[str, ...] = TOP_CYCLE
@@ -57,7 +58,6 @@ class Folder:
     commands: tuple[tuple[str, str, str], ...]  # (command, description, output)
     asks: tuple[tuple[str, str, str], ...]  # (command, always-pattern, description)
     questions: tuple[dict[str, Any], ...]
-    summaries: tuple[str, ...]
 
 
 def _q(
@@ -107,11 +107,6 @@ FOLDERS: dict[str, Folder] = {
                 multiple=True,
             ),
         ),
-        summaries=(
-            "Done. The change is in place and the test suite passes.",
-            "I updated the reducer and added tests for the empty-cart case.",
-            "All green: lint, unit and e2e tests pass.",
-        ),
     ),
     INFRA: Folder(
         files=(
@@ -157,11 +152,6 @@ FOLDERS: dict[str, Folder] = {
                 ("Ticket", "Next business day"),
             ),
         ),
-        summaries=(
-            "Done. The plan applies cleanly and nothing else changes.",
-            "Rules validated; I lowered the flapping alerts' thresholds.",
-            "The chart renders and the rollout finished without errors.",
-        ),
     ),
 }
 
@@ -176,6 +166,12 @@ SPECS: tuple[Spec, ...] = (
             "Add a Stripe checkout session endpoint and wire it into the cart page.",
             "Handle declined cards with a friendly message.",
         ),
+        (
+            "POST /api/checkout/session now creates the Stripe Checkout session, and the cart "
+            "page's Pay button redirects to it. Tests pass.",
+            "A declined card now says 'Your card was declined: try another card' on the "
+            "payment step instead of an error page; a test covers each decline code.",
+        ),
     ),
     Spec(
         "ses_demo_search",
@@ -187,6 +183,12 @@ SPECS: tuple[Spec, ...] = (
             "The search tests fail randomly on CI, find out why.",
             "Make the index fixture deterministic.",
         ),
+        (
+            "Found it: the tests share one search index and run in parallel, so one test's "
+            "documents show up in another's results (src/search/index.ts).",
+            "The index fixture now builds a fresh index per test with fixed ids and a fixed "
+            "clock; 50 runs in a row pass.",
+        ),
         offset=2,
     ),
     Spec(
@@ -196,6 +198,11 @@ SPECS: tuple[Spec, ...] = (
         "swift-heron",
         "permission",
         ("Bump the version to 2.4.0, tag it and push the release.", "Write the changelog for 2.4."),
+        (
+            "Version 2.4.0 is committed, tagged v2.4.0 and pushed.",
+            "CHANGELOG.md has a 2.4.0 section now: Stripe checkout, German product pages and "
+            "the cart reducer.",
+        ),
         offset=4,
     ),
     Spec(
@@ -205,6 +212,12 @@ SPECS: tuple[Spec, ...] = (
         "calm-lynx",
         "question",
         ("Add German translations for the product pages.", "Translate the checkout emails too."),
+        (
+            "The product pages have German translations now (titles, descriptions, size "
+            "charts), and the language switcher offers Deutsch.",
+            "The order confirmation and shipping emails are in German too, worded like the "
+            "product pages.",
+        ),
         offset=6,
     ),
     Spec(
@@ -214,6 +227,11 @@ SPECS: tuple[Spec, ...] = (
         "bold-badger",
         "completed",
         ("Move the cart state from context into a reducer.", "Add tests for the cart reducer."),
+        (
+            "The cart state lives in cartReducer (src/cart/reducer.ts) now; the context only "
+            "passes the state and dispatch down.",
+            "Added 9 tests for the cart reducer, the empty-cart case among them; all pass.",
+        ),
         offset=8,
     ),
     Spec(
@@ -226,6 +244,11 @@ SPECS: tuple[Spec, ...] = (
             "Migrate the login flow from sessions to OAuth 2.1 with PKCE.",
             "Remove the legacy session cookie code.",
         ),
+        (
+            "Login uses OAuth 2.1 with PKCE now: the authorize redirect, the code exchange "
+            "and the token refresh are in src/auth/middleware.ts.",
+            "The legacy session cookie code is gone; nothing reads req.session any more.",
+        ),
         child="ses_demo_auth_explore",
         cycle=("subagent", "complete", "subagent", "error"),
     ),
@@ -236,6 +259,10 @@ SPECS: tuple[Spec, ...] = (
         "tidy-finch",
         "busy",
         ("Find every place that reads the session cookie and report file:line.",),
+        (
+            "The session cookie is read in 3 places: src/auth/middleware.ts:42, "
+            "src/checkout/session.ts:17 and src/pages/product/[slug].tsx:88.",
+        ),
         parent="ses_demo_auth",
         cycle=(),
     ),
@@ -246,6 +273,7 @@ SPECS: tuple[Spec, ...] = (
         "odd-newt",
         "completed",
         ("Check that titles are shown literally.",),
+        ("Checked: this session's title is shown as typed, its markup and escapes not obeyed.",),
         offset=1,
     ),
     Spec(
@@ -255,6 +283,12 @@ SPECS: tuple[Spec, ...] = (
         "stoic-ibex",
         "aborted",
         ("Upgrade the AWS provider to v6 and fix the deprecations.", "Run a plan against staging."),
+        (
+            "The AWS provider is pinned to ~> 6.0 and the deprecated arguments are replaced; "
+            "terraform validate passes.",
+            "The staging plan is clean: 3 to add, 1 to change, 0 to destroy, all from the "
+            "provider upgrade.",
+        ),
         offset=3,
     ),
     Spec(
@@ -266,6 +300,12 @@ SPECS: tuple[Spec, ...] = (
         (
             "Reduce alert noise: the disk alerts flap every night.",
             "Add an alert for certificate expiry.",
+        ),
+        (
+            "The disk alerts now wait 15 minutes above the threshold before they fire, so the "
+            "nightly backup's spike no longer pages anyone; the rules validate.",
+            "Added CertificateExpiresSoon: a ticket 21 days before a certificate expires, a "
+            "page at 7 days.",
         ),
         offset=5,
     ),
@@ -279,6 +319,12 @@ SPECS: tuple[Spec, ...] = (
             "Review scripts/backup.sh and make it resumable.",
             "Test a restore into a scratch bucket.",
         ),
+        (
+            "scripts/backup.sh records the last volume it finished and resumes from there: a "
+            "failed night no longer starts over.",
+            "Restored last night's snapshot into a scratch bucket: all 1,204 files match "
+            "their checksums.",
+        ),
         cycle=("complete", "long", "restart", "complete", "error", "question"),
     ),
     Spec(
@@ -288,6 +334,12 @@ SPECS: tuple[Spec, ...] = (
         "gentle-yak",
         "stale",
         ("Bump the ingress-nginx chart and check the values diff.", "Roll it out to staging."),
+        (
+            "The chart is at 4.12; the values diff is small: the controller's image tag and "
+            "one renamed key.",
+            "ingress-nginx 4.12 is rolled out to staging: every pod is ready and the smoke "
+            "test passes.",
+        ),
         offset=7,
     ),
     Spec(
@@ -300,6 +352,11 @@ SPECS: tuple[Spec, ...] = (
             "Move the shop.example.com zone from the old provider to Route 53.",
             "Lower the TTLs before the switch.",
         ),
+        (
+            "The shop.example.com zone is in Route 53 with the old provider's records; point "
+            "the registrar at its name servers when you are ready.",
+            "Every record's TTL is down to 300 s, so the switch takes effect within minutes.",
+        ),
         child="ses_demo_dns_apply",
         cycle=("subagent", "complete", "subagent", "retry"),
     ),
@@ -310,12 +367,38 @@ SPECS: tuple[Spec, ...] = (
         "shy-gecko",
         "permission",
         ("Rewrite zones/shop.example.com.tf for Route 53 and show the diff.",),
+        (
+            "zones/shop.example.com.tf is rewritten for Route 53; the diff only lowers the "
+            "TTL from 3600 to 300.",
+        ),
         parent="ses_demo_dns",
         cycle=(),
     ),
 )
 
 SPEC_BY_ID: dict[str, Spec] = {spec.sid: spec for spec in SPECS}
+
+SCRIPTED_REPLY = (
+    "Done. (A scripted reply: the demo's agents do not read prompts, they play their script.)"
+)
+"""The reply to a prompt not in a session's script (one sent from the dashboard)."""
+
+
+def reply_to(spec: Spec, prompt: str) -> str:
+    """What the agent of `spec` ends a run of `prompt` with: the reply its script has for it."""
+    for asked, reply in zip(spec.prompts, spec.replies, strict=True):
+        if asked == prompt:
+            return reply
+    return SCRIPTED_REPLY
+
+
+REFUSED_REPLY = "Understood: I left that command alone, as you asked."
+"""A run's end after a permission refused with a message for the agent."""
+SCRIPTED_RESTART = (
+    "A scripted restart (demo): the simulated server restarts during this command, as a real "
+    "one may; the run is cut off and reads as interrupted. Nothing is broken."
+)
+"""Said in the run a scripted restart cuts off, so that no one takes it for a fault."""
 
 ERRORS: tuple[dict[str, Any], ...] = (
     {

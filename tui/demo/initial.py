@@ -11,7 +11,17 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
-from .cast import ERRORS, INFRA, RETRY_MESSAGE, SPEC_BY_ID, SPECS, WEBSHOP, Spec
+from .cast import (
+    ERRORS,
+    INFRA,
+    RETRY_MESSAGE,
+    SCRIPTED_RESTART,
+    SPEC_BY_ID,
+    SPECS,
+    WEBSHOP,
+    Spec,
+    reply_to,
+)
 from .world import Json, Run, World, random_tokens
 
 
@@ -50,7 +60,7 @@ class _Builder:
         run = self.begin(spec, dt, prompt)
         self.read(spec, run, dt + 3)
         with self.at(dt + 30):
-            self.w.add_text(run, self.rng.choice(spec.folder.summaries))
+            self.w.add_text(run, reply_to(spec, run.prompt))
             self.w.complete_run(run, random_tokens(self.rng))
 
     # ----- one builder per initial state --------------------------------------------------
@@ -153,6 +163,7 @@ class _Builder:
                     "description": "Dry-run the backup",
                 },
             )
+            self.w.add_text(run, SCRIPTED_RESTART)
         # the server restarted here: the run died, the status map forgot the session
         self.w.runs.pop(spec.sid, None)
         self.w.status.pop(spec.sid, None)
@@ -168,7 +179,7 @@ class _Builder:
             )
             self.w.next_step(run, random_tokens(self.rng))
         with self.at(-150):
-            self.w.add_text(run, self.rng.choice(spec.folder.summaries))
+            self.w.add_text(run, reply_to(spec, run.prompt))
             self.w.complete_run(run, random_tokens(self.rng), idle=False)  # status stays busy
 
     def subagent(self, spec: Spec) -> None:

@@ -19,10 +19,13 @@ from .cast import (
     PERMISSION_FEEDBACK,
     PERMISSION_REJECTED,
     QUESTION_REJECTED,
+    REFUSED_REPLY,
     RETRY_FAILED,
     RETRY_MESSAGE,
+    SCRIPTED_RESTART,
     SPECS,
     Spec,
+    reply_to,
 )
 from .world import Json, Run, World, random_tokens
 
@@ -105,9 +108,10 @@ class Actor:
         text = prompt or self.rng.choice(self.spec.prompts)
         return self.world.begin_run(self.sid, text, agent, start_step=start_step)
 
-    async def finish(self, run: Run) -> None:
-        """End a run well; now and then idle arrives before the final message is persisted."""
-        self.world.add_text(run, self.rng.choice(self.spec.folder.summaries))
+    async def finish(self, run: Run, reply: str | None = None) -> None:
+        """End a run well with `reply` (by default the script's answer to the run's prompt);
+        now and then idle arrives before the final message is persisted."""
+        self.world.add_text(run, reply or reply_to(self.spec, run.prompt))
         if self.rng.random() < 0.15:
             self.world.set_status(self.sid, None)
             await self.director.clock.sleep(0.5)
@@ -370,7 +374,7 @@ async def permission_phase(a: Actor, run: Run, part: Json, request_id: str) -> s
         a.world.fail_tool(run, part, f"{PERMISSION_FEEDBACK}{message}")
         a.world.next_step(run, a.tokens())
         await a.sleep(3)
-        await a.finish(run)
+        await a.finish(run, REFUSED_REPLY)
         return "completed"
     if reply == "reject":  # the real server: tool part error, finish tool-calls, no error
         a.world.fail_tool(run, part, PERMISSION_REJECTED)
@@ -526,7 +530,7 @@ async def run_stale(a: Actor) -> str:
     await a.sleep(2)
     await read_step(a, run)
     await a.sleep(3)
-    a.world.add_text(run, a.rng.choice(a.spec.folder.summaries))
+    a.world.add_text(run, reply_to(a.spec, run.prompt))
     a.world.complete_run(run, a.tokens(), idle=False)
     await stale_phase(a)
     return "completed"
@@ -541,6 +545,7 @@ async def run_restart(a: Actor) -> str:
         "bash",
         {"command": "restic backup --dry-run /srv/data", "description": "Dry-run the backup"},
     )
+    a.world.add_text(run, SCRIPTED_RESTART)  # (said, so that no one takes it for a fault)
     await a.sleep(a.rng.uniform(15, 30))
     await a.director.restart()
     return "interrupted"

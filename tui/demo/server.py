@@ -118,6 +118,7 @@ class DemoServer:
         self.v2 = V2Face(self.world, self.director, heartbeat * 1.5) if protocol == "v2" else None
         self.url = ""
         self.restarts = 0
+        self.on_restart: Callable[[], None] | None = None  # told after each scripted restart
         self._credentials = None if password is None else f"{username}:{password}"
         self._http = HttpServer(self._handle)
         self._started = False
@@ -158,6 +159,8 @@ class DemoServer:
         if self.v2 is not None:
             self.v2.reset()
         self.restarts += 1
+        if self.on_restart is not None:
+            self.on_restart()
 
     def freeze(self) -> None:
         """Stop the scenario clock (before `start()`: the initial world stays as built)."""

@@ -107,6 +107,7 @@ class Run:
     message: Json
     open_tools: dict[str, Json] = field(default_factory=dict)
     inputs: dict[str, Json] = field(default_factory=dict)  # of pending tool parts
+    prompt: str = ""  # what the user asked (the script's reply answers it)
 
 
 class World:
@@ -363,7 +364,7 @@ class World:
         self._part(sid, entry, {"type": "text", "text": prompt})
         self.touch(sid)
         self.set_status(sid, {"type": "busy"})
-        run = Run(sid, agent, user["id"], {})
+        run = Run(sid, agent, user["id"], {}, prompt=prompt)
         run.message = self._assistant(run)
         self.touch(sid)
         self.runs[sid] = run
