@@ -392,3 +392,12 @@ def test_the_demo_greeting_offers_only_keys_that_work() -> None:
     wall = demo_greeting("http://127.0.0.1:1", read_only=True)
     assert "read-only" in wall
     assert not any(f"press {k} " in wall or f" {k} to " in wall for k in "rapA")
+
+
+def test_fold_idle_after_from_the_config_and_the_environment(tmp_path: Path) -> None:
+    assert resolve_options(Config(), env={}).fold_idle_after == 12 * 3600
+    assert resolve_options(Config(fold_idle_after=0), env={}).fold_idle_after == 0
+    config, warnings = load_config(tmp_path / "none.toml", env={"OCWATCH_FOLD_IDLE_AFTER": "60"})
+    assert not warnings and resolve_options(config, env={}).fold_idle_after == 60
+    app, _ = make_app(fold_idle_after=60)
+    assert app.main_screen.fold_after == 60

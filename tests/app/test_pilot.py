@@ -709,3 +709,38 @@ def test_the_servers_view_says_how_often_a_light_resync_comes() -> None:
     )
     full = ServerInfo(url="http://a", reachable=True, vouched=False, resync_every=30.0)
     assert "light" not in server_fields(full, [], 0)["requests"].plain
+
+
+async def test_idle_sessions_older_than_fold_idle_after_fold_away_and_o_shows_them() -> None:
+    """Idle rows not updated for 12 hours leave the table (counted in the line above it);
+    `o` shows them and folds them again; a filter looks at every row; 0 turns ageing off."""
+    view = source_view = views.every_state()
+    old = [k for k, r in view.rows.items() if r.state == "idle" and r.parent_id is None][:2]
+    for key in old:
+        view = views.with_row(view, key, updated=views.NOW - 13 * 3600)
+    app, _ = make_app(view)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        status = app.main_screen.query_one("#filter-status", Static)
+        await until(pilot, lambda: len(shown(app)) == len(view.rows) - 2)
+        assert not {k[1] for k in old} & set(shown(app))
+        assert "2 idle for over 12h folded" in str(status.render())
+        await pilot.press("o")
+        await until(pilot, lambda: len(shown(app)) == len(view.rows))
+        assert not status.display
+        await pilot.press("o")
+        await until(pilot, lambda: len(shown(app)) == len(view.rows) - 2)
+        await pilot.press("5")  # idle: a filter looks at every row, the old ones too
+        await until(pilot, lambda: {k[1] for k in old} <= set(shown(app)))
+    app, _ = make_app(view, fold_idle_after=0)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await until(pilot, lambda: len(shown(app)) == len(source_view.rows))
+
+
+def test_a_table_of_only_old_idle_rows_says_so_and_how_to_see_them() -> None:
+    from tui.app.screens.main import empty_message
+
+    said = empty_message(views.every_state(), [], 0, folded=12)
+    assert said is not None and "o shows the 12 folded away" in said.plain
+    said = empty_message(views.every_state(), [], 0, state_filter="busy", folded=12)
+    assert said is not None and "No session matches" in said.plain

@@ -112,6 +112,7 @@ class OcwatchApp(App[None]):
         read_only: bool = False,
         launcher: Launcher | None = None,
         peek: Peek | None = None,
+        fold_idle_after: float | None = None,
     ) -> None:
         super().__init__()
         self.terminal_driver: Driver | None = None
@@ -200,6 +201,8 @@ class OcwatchApp(App[None]):
         for other in [n for n in self.available_themes if n not in self.ocwatch_themes]:
             self.unregister_theme(other)
         self.main_screen = MainScreen(self.dashboard)
+        if fold_idle_after is not None:
+            self.main_screen.fold_after = fold_idle_after
 
     # -- Textual hooks ------------------------------------------------------------------------
 
@@ -855,6 +858,7 @@ def create_app(
     read_only: bool = False,
     launcher: Launcher | None = None,
     peek: Peek | None = None,
+    fold_idle_after: float | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -876,6 +880,8 @@ def create_app(
     needs a live server).
     `peek`: reads what the selected session is doing (`FleetPeek(fleet)`; None: the details
     say it needs a live server).
+    `fold_idle_after`: seconds after which an idle session folds away (None: 12 hours; 0:
+    never).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(
@@ -894,6 +900,7 @@ def create_app(
         read_only=read_only,
         launcher=launcher,
         peek=peek,
+        fold_idle_after=fold_idle_after,
     )
 
 

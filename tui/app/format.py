@@ -147,6 +147,23 @@ def matches_state(row: SessionRow, state_filter: str) -> bool:
     return row.state == state_filter
 
 
+def coarse(seconds: float) -> str:
+    """A span of time as `age` says it, without the "ago": `12h`, `3d`, `45m`."""
+    return age(0.0, seconds).removesuffix(" ago")
+
+
+def is_old(row: SessionRow, cutoff: float) -> bool:
+    """An idle row that has not moved since `cutoff` (folded away by the dashboard's ageing):
+    settled, not stale, nothing asked; a row with no date is never old."""
+    return (
+        row.state == "idle"
+        and row.settled
+        and not row.stale
+        and row.updated is not None
+        and row.updated < cutoff
+    )
+
+
 def matches_text(row: SessionRow, needle: str) -> bool:
     """Case-insensitive substring match on title, id and folder."""
     if not needle:

@@ -170,6 +170,7 @@ def run_dashboard(
             read_only=opts.read_only,
             launcher=launcher,
             peek=FleetPeek(fleet),
+            fold_idle_after=opts.fold_idle_after,
         )
         with logs_off_the_screen():
             app.run()
@@ -229,6 +230,7 @@ def run_demo(
                 read_only=opts.read_only,
                 launcher=launcher_for(opts, fleet),
                 peek=FleetPeek(fleet),
+                fold_idle_after=opts.fold_idle_after,
             )
             wire_demo(app, server, read_only=opts.read_only)
             with logs_off_the_screen():

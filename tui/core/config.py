@@ -133,6 +133,9 @@ class Config(BaseModel):
         default_factory=lambda: list(DEFAULT_ATTACH_V2), min_length=1
     )
     """The same for a session of a V2 server (`opencode --server {url} --session {session}`)."""
+    fold_idle_after: float = Field(default=12 * 3600.0, ge=0)
+    """Seconds after which an idle session folds away in the dashboard's table (counted in
+    the line above it; `o` shows them; a filter looks at every session). 0: never."""
     attach_in: Literal["auto", "tmux-window", "tmux-split", "terminal"] = "auto"
     """Where `A` opens the session: a new tmux window or a pane beside the dashboard (which
     keeps watching, alerting and exporting meanwhile), or this terminal, handed over until
@@ -164,6 +167,7 @@ ENV_NAMES: dict[str, str] = {
     "resync_interval": "OCWATCH_RESYNC",
     "read_only": "OCWATCH_READ_ONLY",  # anything but 0, false, no, off turns it on
     "command_deadline": "OCWATCH_COMMAND_DEADLINE",
+    "fold_idle_after": "OCWATCH_FOLD_IDLE_AFTER",
 }
 
 
@@ -299,6 +303,7 @@ class Options:
     attach_command: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH))
     attach_command_v2: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH_V2))
     attach_in: str = "auto"
+    fold_idle_after: float = 12 * 3600.0
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
@@ -415,6 +420,7 @@ def resolve_options(
         attach_command=list(config.attach_command),
         attach_command_v2=list(config.attach_command_v2),
         attach_in=config.attach_in,
+        fold_idle_after=config.fold_idle_after,
     )
 
 

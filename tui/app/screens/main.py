@@ -17,7 +17,7 @@ from ..dashboard import OpenDetails
 from ..tree import TreeLine
 from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
-from ..widgets.session_table import SessionTable
+from ..widgets.session_table import FOLD_AFTER, SessionTable
 from ..widgets.summary import FilterStatus, Summary
 from . import session_keys
 from .view_screen import ViewScreen
@@ -56,13 +56,21 @@ def empty_message(
     *,
     typing: bool = False,
     state_filter: str = "all",
+    folded: int = 0,
 ) -> Content | None:
     """What to say when the table shows no row (None when it shows `shown` > 0 rows); `typing`:
-    the filter box has the keys (a `1` would type into it), `state_filter`: the table's."""
+    the filter box has the keys (a `1` would type into it), `state_filter`: the table's,
+    `folded`: the old idle rows ageing leaves out."""
     servers = list(view.servers) if view is not None else []
     if shown:
         return None
     if view is not None and view.rows:
+        if folded and not typing and state_filter == "all":
+            return Content.assemble(
+                ("Every session has been idle for a long while. ", "bold"),
+                ("o", "bold"),
+                (f" shows the {folded:,} folded away.", ""),
+            )
         if typing:
             return Content.assemble(
                 ("No session matches the filter. ", "bold"),
@@ -136,6 +144,9 @@ class MainScreen(ViewScreen):
     AUTO_FOCUS = "SessionTable"
     _highlighted: tuple[str, str] | None = None
     _counted_lines: tuple[list[TreeLine], int] | None = None  # the table's lines, rows shown
+    _folded_for: tuple[list[TreeLine], int] | None = None  # the table's lines, old rows folded
+    fold_after = FOLD_AFTER
+    """Seconds after which an idle session folds away (the config's fold_idle_after)."""
     BINDINGS = [
         *session_keys.action("r", "respond", "Respond"),
         *session_keys.action("a", "abort", "Abort"),
@@ -161,6 +172,13 @@ class MainScreen(ViewScreen):
         Binding("space", "toggle_fold", "Fold", show=False),
         Binding("e", "fold_all(False)", "Expand all", show=False),
         Binding("c", "fold_all(True)", "Collapse all", show=False),
+        Binding(
+            "o",
+            "toggle_old",
+            "Old idle sessions: show / fold",
+            tooltip="Show the sessions idle for longer than fold_idle_after, or fold them again",
+            show=False,
+        ),
         Binding("i", "app.servers", "Servers: connection, snapshot, drift", show=False),
         *[
             Binding(
@@ -180,7 +198,9 @@ class MainScreen(ViewScreen):
         yield FilterStatus(id="filter-status")
         yield Static(id="empty")
         with Horizontal(id="body"):
-            yield SessionTable(id="sessions")
+            table = SessionTable(id="sessions")
+            table.fold_after = self.fold_after
+            yield table
             yield DetailsPane(id="pane")
         yield Input(
             placeholder="filter by title, id or folder, or a regular expression (enter "
@@ -269,8 +289,17 @@ class MainScreen(ViewScreen):
         if self._counted_lines is None or self._counted_lines[0] is not lines:
             self._counted_lines = (lines, sum(1 for line in lines if not line.context))
         shown = self._counted_lines[1]
+        if self._folded_for is None or self._folded_for[0] is not lines:
+            self._folded_for = (lines, table.folded_old())
+        folded = self._folded_for[1]
         self.query_one(FilterStatus).show(
-            table.state_filter, table.text_filter, shown, total, table.text_kind
+            table.state_filter,
+            table.text_filter,
+            shown,
+            total,
+            table.text_kind,
+            folded=folded,
+            fold_after=table.fold_after,
         )
         typing = isinstance(self.app.focused, Input)
         message = empty_message(
@@ -279,6 +308,7 @@ class MainScreen(ViewScreen):
             len(table.lines),
             typing=typing,
             state_filter=table.state_filter,
+            folded=folded,
         )
         empty = self.query_one("#empty", Static)
         empty.display = message is not None
@@ -369,6 +399,16 @@ class MainScreen(ViewScreen):
     def action_toggle_fold(self) -> None:
         """Collapse or expand the sub-agents under the cursor."""
         self.table.toggle_fold()
+
+    def action_toggle_old(self) -> None:
+        """Show the idle sessions ageing folded away, or fold them again."""
+        table = self.table
+        if table.fold_after <= 0:
+            self.notify("Nothing folds away: fold_idle_after is 0 in the config.", timeout=4)
+            return
+        table.toggle_old()
+        said = "shown" if table.show_old else "folded away"
+        self.notify(f"Sessions idle for over {fmt.coarse(table.fold_after)}: {said} (o)", timeout=3)
 
     def action_fold_all(self, collapse: bool) -> None:
         """Collapse or expand every parent."""

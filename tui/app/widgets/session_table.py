@@ -62,6 +62,8 @@ DEFER_UNLAID = 500
 row is rendered again when the width turns out different)."""
 TINY_BELOW = 70
 """Columns under which the folder column goes too (the rest would not fit whole)."""
+FOLD_AFTER = 12 * 3600.0
+"""Seconds after which an idle session folds away by default (config fold_idle_after)."""
 
 
 def columns_for(width: int) -> tuple[list[ColumnSpec], int]:
@@ -121,6 +123,12 @@ class SessionTable(RowTable):
         self.sort_reverse = False
         self.state_filter = "all"
         self.text_filter = ""
+        self.fold_after = FOLD_AFTER
+        """Seconds after which an idle session folds away (0: never; config fold_idle_after)."""
+        self.show_old = False
+        """The old idle sessions are shown (`o`)."""
+        self.old_cutoff: float | None = None
+        """While ageing folds rows: the clock second before which an idle row is old."""
         self.text_kind = "text"  # how the filter text was read (format.text_match)
         self.collapsed: set[Key] = set()
         self.lines: list[TreeLine] = []
@@ -291,6 +299,22 @@ class SessionTable(RowTable):
         self._sync()
         self.post_message(self.Changed())
 
+    def toggle_old(self) -> None:
+        """Show the idle sessions ageing folded away, or fold them again."""
+        self.show_old = not self.show_old
+        self._sync()
+        self.post_message(self.Changed())
+
+    def folded_old(self) -> int:
+        """How many rows ageing keeps out of the table (0 when it is off or shows them)."""
+        view, cutoff = self._view, self.old_cutoff
+        if view is None or cutoff is None:
+            return 0
+        present = {line.key for line in self.lines}
+        return sum(
+            1 for key, row in view.rows.items() if key not in present and fmt.is_old(row, cutoff)
+        )
+
     @property
     def filtering(self) -> bool:
         """Whether a state or text filter is active."""
@@ -412,12 +436,21 @@ class SessionTable(RowTable):
         scroll = self.scroll_offset
         rebuilt = self._ensure_columns()
         match = None
+        self.old_cutoff = None
         if self.filtering:
             state = self.state_filter
             self.text_kind, text_match = fmt.text_match(self.text_filter, view.rows.values())
 
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and text_match(row)
+
+        elif self.fold_after > 0 and not self.show_old:
+            # ageing, when no filter is set (a filter looks at every row, old ones too): the
+            # cutoff moves once a minute, so the layout is not redone every second
+            cutoff = self.old_cutoff = (self._now // 60) * 60 - self.fold_after
+
+            def match(row: SessionRow) -> bool:
+                return not fmt.is_old(row, cutoff)
 
         multi = len({k[0] for k in view.rows}) > 1
         context = (multi,)
@@ -435,7 +468,7 @@ class SessionTable(RowTable):
             reverse=self.sort_reverse,
             collapsed=self.collapsed,
             match=match,
-            match_key=(self.state_filter, self.text_filter),
+            match_key=(self.state_filter, self.text_filter, self.old_cutoff),
             changed=changes,
         )
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}

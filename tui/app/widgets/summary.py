@@ -130,11 +130,29 @@ class FilterStatus(LiveStatic):
     }
     """
 
-    def show(self, state: str, text: str, shown: int, total: int, kind: str = "text") -> None:
-        """`kind`: how the text was read (format.text_match): said when not as text."""
+    def show(
+        self,
+        state: str,
+        text: str,
+        shown: int,
+        total: int,
+        kind: str = "text",
+        *,
+        folded: int = 0,
+        fold_after: float = 0.0,
+    ) -> None:
+        """`kind`: how the text was read (format.text_match): said when not as text; `folded`:
+        idle rows older than `fold_after` seconds the table leaves out (ageing)."""
         active = state != "all" or bool(text)
-        self.display = active
+        self.display = active or bool(folded)
         if not active:
+            if folded:
+                self.show_content(
+                    Content.assemble(
+                        (f"{folded:,} idle for over {fmt.coarse(fold_after)} folded", ""),
+                        ("  (o shows them)", "$foreground-muted"),
+                    )
+                )
             return
         parts: list[str | tuple[str, str]] = [("filter ", "$foreground-muted")]
         if state == "active":
