@@ -37,3 +37,7 @@ class FakeActions:
 
     async def prompt(self, server: str, session_id: str, text: str) -> None:
         await self._do("prompt", server, session_id, text)
+
+    async def new_session(self, server: str, folder: str, text: str) -> str:
+        await self._do("new_session", server, folder, text)
+        return "ses_new"

@@ -50,3 +50,65 @@ async def test_read_only_offers_no_prompt() -> None:
         await open_on(pilot, app, BUSY, "p")
         assert not isinstance(app.screen, PromptScreen)
         assert fake.calls == []
+
+
+async def test_N_creates_a_session_in_a_folder_with_a_first_prompt_and_selects_it() -> None:
+    """N opens on the selected row's server and folder; the folder can be changed; enter in
+    the folder goes to the prompt (it creates nothing); ctrl+s creates, then the new session
+    is selected as soon as the table shows it."""
+    from dataclasses import replace
+
+    from textual.widgets import Input
+
+    from tui.app.screens.prompt import NewSessionScreen
+
+    from . import views
+
+    fake = FakeActions()
+    app, source = make_app(actions=fake)
+    async with app.run_test(size=(100, 30)) as pilot:
+        row = source.current().rows[BUSY]
+        await open_on(pilot, app, BUSY, "N")
+        assert isinstance(app.screen, NewSessionScreen)
+        folder = app.screen.query_one("#new-folder", Input)
+        assert folder.value == row.directory
+        assert isinstance(app.focused, TextArea)
+        folder.value = ""
+        folder.focus()
+        await pilot.press(*"/srv/shop", "enter")
+        assert isinstance(app.focused, TextArea) and fake.calls == []
+        await pilot.press(*"Add a dark mode.", "enter", *"Keep it small.")
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert fake.calls == [
+            ("new_session", BUSY[0], "/srv/shop", "Add a dark mode.\nKeep it small.")
+        ]
+        assert any("New session ses_new in /srv/shop" in n for n in notes(app))
+        made = replace(row, id="ses_new", title="Add a dark mode.", directory="/srv/shop")
+        view = source.current()
+        source.set(views.View(view.generated_at, view.servers, {**view.rows, made.key: made}))
+        await until(pilot, lambda: app.main_screen.table.cursor_key == made.key)
+
+
+async def test_a_new_session_needs_an_absolute_folder_and_is_off_in_read_only() -> None:
+    from textual.widgets import Input
+
+    from tui.app.app import READ_ONLY
+    from tui.app.screens.prompt import NewSessionScreen
+
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "N")
+        app.screen.query_one("#new-folder", Input).value = "shop"
+        await pilot.press("ctrl+s")
+        assert isinstance(app.screen, NewSessionScreen) and fake.calls == []
+        note = str(app.screen.query_one("#prompt-note").render())
+        assert "absolute path" in note
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, NewSessionScreen))
+    app, _ = make_app(actions=fake, read_only=True)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "N")
+        await until(pilot, lambda: READ_ONLY in notes(app))
+        assert not isinstance(app.screen, NewSessionScreen) and fake.calls == []

@@ -498,3 +498,25 @@ def test_prompt_to_a_new_session_in_a_folder(oc_server: OpenCodeServer, oc: Driv
     assert info["directory"] == folder and info["title"].startswith("fresh start")
     relative = ocwatch("prompt", "--new", "relative/dir", "x", "--server", oc_server.url)
     assert relative.returncode == 2 and "absolute path" in relative.stderr
+
+
+def test_the_dashboards_new_session_runs_its_first_prompt(
+    oc_server: OpenCodeServer, oc: Driver
+) -> None:
+    """Issue 41: `N` in the dashboard (Actions.new_session, core.start_session) makes a session
+    in the folder, titled after the prompt, and sends the prompt: its run completes; a blank
+    prompt makes a session that waits idle."""
+    from tui.app.actions import ClientActions
+
+    from .scripted_model import marker
+
+    folder = str(oc_server.project2)
+    acts = ClientActions(oc_server.auth)
+    sid = asyncio.run(
+        acts.new_session(oc_server.url, folder, f"from the dashboard {marker('text')}")
+    )
+    info = oc.session(sid)
+    assert info["directory"] == folder and info["title"].startswith("from the dashboard")
+    oc.wait_assistant_completed(sid)
+    idle = asyncio.run(acts.new_session(oc_server.url, folder, "  "))
+    assert oc.messages(idle) == []

@@ -755,3 +755,31 @@ async def test_a_restart_is_told_to_whoever_listens() -> None:
     async with server:
         await server.restart()
     assert heard == [1]
+
+
+@pytest.mark.parametrize("protocol", ["v1", "v2"])
+async def test_a_session_made_in_the_demo_runs_its_first_prompt(protocol: str) -> None:
+    """The dashboard's `N` (and `ocwatch prompt --new`) work on the demo too, on both
+    protocols: the session is made in the folder, titled after the prompt, and its run ends
+    with the demo's scripted reply; a folder the world does not know becomes a project."""
+    from tui.app.actions import ClientActions
+    from tui.demo.cast import SCRIPTED_REPLY
+
+    async with DemoServer(speed=400, heartbeat=0.05, protocol=protocol) as server:
+        sid = await ClientActions().new_session(server.url, "/srv/new", "Hi\nthere")
+        world = server.world
+        info = world.sessions[sid]
+        assert (info["directory"], info["title"]) == ("/srv/new", "Hi")
+        assert "/srv/new" in world.projects
+        for _ in range(400):
+            texts = [
+                p.get("text")
+                for m in world.messages[sid]
+                for p in m["parts"]
+                if m["info"]["role"] == "assistant"
+            ]
+            if SCRIPTED_REPLY in texts and sid not in world.status:
+                break
+            await asyncio.sleep(0.01)
+        else:
+            raise AssertionError(f"no scripted reply in {world.messages[sid]}")

@@ -43,6 +43,11 @@ class Actions(Protocol):
         """Send the session a prompt (its run starts on the server)."""
         ...
 
+    async def new_session(self, server: str, folder: str, text: str) -> str:
+        """A new session in the project `folder`, sent `text` as its first prompt ("": none);
+        its id."""
+        ...
+
 
 class _ThroughClient:
     """The three actions, each through `_on(server, act)`, which subclasses provide."""
@@ -70,6 +75,9 @@ class _ThroughClient:
 
     async def prompt(self, server: str, session_id: str, text: str) -> None:
         await self._on(server, lambda c: core.prompt(c, session_id, text))
+
+    async def new_session(self, server: str, folder: str, text: str) -> str:
+        return await self._on(server, lambda c: core.start_session(c, folder, text))
 
 
 class FleetActions(_ThroughClient):

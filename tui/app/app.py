@@ -63,8 +63,9 @@ from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
 Key = tuple[str, str]
-READ_ONLY = "Read-only dashboard: abort, reply, answer, prompt and attach are off."
-REPLAY_OFF = "This is a replay of a recording: abort, reply, answer, prompt and attach are off."
+OFF = "abort, reply, answer, prompt, new session and attach are off"
+READ_ONLY = f"Read-only dashboard: {OFF}."
+REPLAY_OFF = f"This is a replay of a recording: {OFF}."
 PULL_INTERVAL = 0.05
 """Least seconds between two pulls (at most 20 redraws a second)."""
 TICK_CHECK = 0.25
@@ -466,6 +467,8 @@ class OcwatchApp(App[None]):
             for observe in self.observers:
                 observe(view, self.source.last_changes)
         self.view_changed.publish(view)
+        if self.responder.select_when_shown is not None:
+            self.call_after_refresh(self.responder.select_new)
         if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
             self.heap.loaded(self.call_after_refresh, complete=not self._loading)
 
@@ -571,6 +574,10 @@ class OcwatchApp(App[None]):
             self.action_off("prompt")
             return
         self.responder.prompt(self.selected_key())
+
+    def action_new_session(self) -> None:
+        """A new session: a project folder (the selected row's to start from), a first prompt."""
+        self.responder.new_session(self.selected_key())
 
     def action_abort(self) -> None:
         """Abort the selected session's run (after a confirmation)."""

@@ -20,7 +20,7 @@ from tui.core.view import RUNNING, Pending, SessionRow
 from .actions import Actions
 from .screens.confirm import ConfirmScreen
 from .screens.permission import PermissionReply, PermissionScreen
-from .screens.prompt import PromptScreen
+from .screens.prompt import NewSession, NewSessionScreen, PromptScreen
 from .screens.question import QuestionReply, QuestionScreen, describe
 
 if TYPE_CHECKING:
@@ -43,6 +43,8 @@ class Responder:
         """Request ids (and `abort:` session ids) whose action is on its way."""
         self.sent: set[str] = set()
         """Request ids the server accepted an answer for, until the View drops them."""
+        self.select_when_shown: Key | None = None
+        """A session created from the dashboard, selected as soon as the table has it."""
 
     def forget_closed(self) -> None:
         """Drop answered requests the View no longer lists (called on each new View)."""
@@ -130,6 +132,41 @@ class Responder:
         what = f"Prompt ({lines} line{'s' if lines != 1 else ''})"
         self._run(what, f"prompt:{row.id}", lambda: actions.prompt(row.server, row.id, text))
 
+    def new_session(self, key: Key | None) -> None:
+        """Open the new-session dialog, on the selected row's server and in its folder (to
+        start from); create it on confirm, and select it once the table shows it."""
+        view = self.app.view
+        row = view.rows.get(key) if view is not None and key is not None else None
+        server = row.server if row is not None else next(iter(self.app.server_urls), None)
+        if server is None:
+            self.app.notify("No server to create a session on.", severity="warning", timeout=4)
+            return
+        if self._ready() is None:
+            return
+        folder = row.directory if row is not None else ""
+        self.app.push_screen(
+            NewSessionScreen(server, folder), lambda made: self._new_session(server, made)
+        )
+
+    def _new_session(self, server: str, made: NewSession | None) -> None:
+        if made is None or self.actions is None:
+            return
+        actions = self.actions
+
+        async def create() -> None:
+            session_id = await actions.new_session(server, made.folder, made.text)
+            self.select_when_shown = (server, session_id)
+            self.app.notify(f"New session {session_id} in {made.folder}.", markup=False)
+
+        self._run("New session", f"new:{server}:{made.folder}", create)
+
+    def select_new(self) -> None:
+        """Select the session just created once the View has it (called on each new View)."""
+        key, view = self.select_when_shown, self.app.view
+        if key is not None and view is not None and key in view.rows:
+            self.select_when_shown = None
+            self.app.main_screen.table.select_key(key)
+
     # -- abort --------------------------------------------------------------------------------
 
     def abort(self, key: Key | None) -> None:
@@ -214,7 +251,7 @@ class Responder:
             return
         finally:
             self.sending.discard(token)
-        if not token.startswith(("abort:", "prompt:")):
+        if not token.startswith(("abort:", "prompt:", "new:")):
             self.sent.add(token)
         self.app.notify(f"{what}: accepted by the server.", timeout=4, markup=False)
         self.app.mark_dirty()

@@ -73,10 +73,9 @@ def run_prompt(
 async def _new(folder: str, prompt: str, url: str, auth: Auth | None) -> str:
     """A new session in `folder`, titled after the prompt's first line."""
     from ..core.client import Client
-    from ..core.text import first_line
 
     async with Client(url, auth) as client:
-        return await actions.new_session(client, folder, first_line(prompt)[:80] or None)
+        return await actions.new_session(client, folder, actions.title_of(prompt))
 
 
 async def _send(session_id: str, prompt: str, url: str, auth: Auth | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 from .client import Client, NotFound, OcwatchError, Unreachable, WrongProtocol
 from .models import PermissionRequest, QuestionRequest, Session
 from .protocols.v2 import wire
+from .text import lines_of
 
 
 class ActionError(OcwatchError):
@@ -171,6 +172,25 @@ async def new_session(client: Client, directory: str, title: str | None = None) 
         return await client.create_session(directory, title)
     except NotFound as exc:
         raise ActionError(f"no session created: {exc.message}") from None
+
+
+def title_of(text: str) -> str | None:
+    """A new session's title: its first prompt's first line that says something, cut to 80
+    characters (None: a blank prompt)."""
+    said = [line.strip() for line in lines_of(text) if line.strip()]
+    return said[0][:80] if said else None
+
+
+async def start_session(client: Client, directory: str, text: str) -> str:
+    """A new session in `directory`, titled after the prompt's first line and sent the prompt
+    (none when `text` is blank: the session waits idle); its id. ActionError: as
+    `new_session` and `prompt` say."""
+    if len(text) > MAX_PROMPT:  # (refused before a session is made for nothing)
+        raise ActionError(f"the prompt is longer than {MAX_PROMPT:,} characters")
+    session_id = await new_session(client, directory, title_of(text))
+    if text.strip():
+        await prompt(client, session_id, text)
+    return session_id
 
 
 async def _v2_abort(client: Client, session_id: str) -> bool:

@@ -16,6 +16,7 @@ from typing import Any
 
 from .cast import (
     ERRORS,
+    FOLDERS,
     PERMISSION_FEEDBACK,
     PERMISSION_REJECTED,
     QUESTION_REJECTED,
@@ -230,8 +231,15 @@ class Director:
         self.world.abort(sid)
 
     def prompt(self, sid: str, text: str) -> None:
-        """A prompt from outside: the session runs it after its current run."""
+        """A prompt from outside: the session runs it after its current run (a session a user
+        made gets an actor that runs each prompt with the scripted reply, and nothing else)."""
         actor = self.actors.get(sid)
+        info = self.world.sessions.get(sid)
+        if actor is None and info is not None:
+            directory = info["directory"] if info["directory"] in FOLDERS else next(iter(FOLDERS))
+            spec = Spec(sid, directory, info["title"], info["slug"], "completed", (), (), cycle=())
+            actor = self.actors[sid] = Actor(self, spec, random.Random(sid))
+            actor.loop_task = asyncio.create_task(actor.loop(None), name=f"demo-loop:{sid}")
         if actor is not None:
             actor.prompt_text = text
             actor.wake.set()

@@ -291,6 +291,12 @@ class DemoServer:
 
     def _post(self, req: Request, path: str) -> Response | None:
         w = self.world
+        if path == "/session":
+            body = req.json() or {}
+            if not isinstance(body, dict):
+                raise ValueError("body must be a JSON object")
+            title = body.get("title") if isinstance(body.get("title"), str) else None
+            return json_response(w.new_session(self._directory(req), title))
         match = _SESSION.match(path)
         if match is not None and match.group(2) in ("/abort", "/prompt_async"):
             sid, sub = match.groups()

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 Json = dict[str, Any]
 
 VERSION = "2.0.15"
-_SESSION = re.compile(r"^/api/session/([^/]+)(?:/(message|interrupt))?$")
+_SESSION = re.compile(r"^/api/session/([^/]+)(?:/(message|interrupt|prompt))?$")
 _REPLY = re.compile(r"^/api/session/([^/]+)/(permission|form)/([^/]+)(/reply)?$")
 #: V1 tool names as V2's tools are called
 TOOLS = {"bash": "shell", "task": "subagent"}
@@ -275,7 +275,7 @@ class V2Face:
             data = [self.form(r) for r in w.questions_for(directory)]
             return json_response({"location": {"directory": directory}, "data": data})
         match = _SESSION.match(path)
-        if match is None or match.group(2) == "interrupt":
+        if match is None or match.group(2) in ("interrupt", "prompt"):
             return None if not path.startswith("/api/") else _not_found("NotFound", path)
         sid, sub = match.groups()
         if sid not in w.sessions:
@@ -290,7 +290,25 @@ class V2Face:
 
     def post(self, req: Request, path: str) -> Response | None:
         w = self.world
+        if path == "/api/session":
+            body = req.json() or {}
+            location = body.get("location") if isinstance(body, dict) else None
+            directory = location.get("directory") if isinstance(location, dict) else None
+            if not isinstance(directory, str):
+                raise ValueError("location.directory must be a folder")
+            title = body.get("title") if isinstance(body.get("title"), str) else None
+            return json_response({"data": self.session(w.new_session(directory, title))})
         match = _SESSION.match(path)
+        if match is not None and match.group(2) == "prompt":
+            sid = match.group(1)
+            if sid not in w.sessions:
+                return _not_found("SessionNotFoundError", f"session {sid}")
+            body = req.json() or {}
+            text = body.get("text") if isinstance(body, dict) else None
+            if not isinstance(text, str):
+                raise ValueError("text must be a string")
+            self.director.prompt(sid, text.strip() or "Continue.")
+            return Response(204)
         if match is not None and match.group(2) == "interrupt":
             sid = match.group(1)
             if sid not in w.sessions:

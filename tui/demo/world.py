@@ -269,6 +269,16 @@ class World:
         self._emit_session(sid, "session.created")
         return info
 
+    def new_session(self, directory: str, title: str | None) -> Json:
+        """A session a user made (ocwatch's `N`, `ocwatch prompt --new`): in any absolute
+        folder, a project of its own when the world has none there."""
+        if not directory.startswith("/"):
+            raise ValueError("directory must be an absolute path")
+        if directory not in self.projects:
+            self.add_project(directory)
+        sid = self.new_id("ses")
+        return self.create_session(sid, directory, title or "New session", sid.removeprefix("ses_"))
+
     def touch(self, sid: str) -> None:
         self.sessions[sid]["time"]["updated"] = self.now()
         self._emit_session(sid)

@@ -153,6 +153,9 @@ class MainScreen(ViewScreen):
         *session_keys.action(
             "p", "prompt", "Send the session a prompt (lines; ctrl+s sends)", show=False
         ),
+        *session_keys.action(
+            "N", "new_session", "New session: a project folder, a first prompt", show=False
+        ),
         session_keys.messages(show=False),
         *session_keys.ATTACH,
         session_keys.WEB,
@@ -272,7 +275,7 @@ class MainScreen(ViewScreen):
         banner = self.query_one("#banner", Static)
         said = None
         if app.read_only:
-            said = "read-only: abort, reply, answer, prompt and attach are off"
+            said = "read-only: abort, reply, answer, prompt, new session and attach are off"
         if app.replay is not None:
             said = fmt.literal(app.replay.status()) + "  (p pause · . step · +/- speed · </> seek)"
         elif app.recording is not None and (status := app.recording.status()) is not None:

@@ -1,4 +1,5 @@
-"""The prompt dialog (`p`): write a prompt of any number of lines, then send it on confirm.
+"""The prompt dialog (`p`): write a prompt of any number of lines, then send it on confirm; the
+new-session dialog (`N`): a project folder and a first prompt.
 
 enter writes a new line (a prompt is often several); ctrl+s sends; esc cancels. Nothing is
 sent until ctrl+s (or the Send button): a stray key from the table cannot send anything.
@@ -6,12 +7,14 @@ sent until ctrl+s (or the Send button): a stray key from the table cannot send a
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static, TextArea
+from textual.widgets import Button, Input, Static, TextArea
 
 from tui.app.format import literal
 from tui.core.view import SessionRow
@@ -69,6 +72,80 @@ class PromptScreen(ModalScreen[str | None]):
             )
             return
         self.dismiss(text)
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class NewSession(NamedTuple):
+    """What the new-session dialog was confirmed with."""
+
+    folder: str
+    text: str  # the first prompt ("": none, the session waits idle)
+
+
+class NewSessionScreen(ModalScreen[NewSession | None]):
+    """A new session: its project folder (the selected row's, to start from) and a first
+    prompt of any number of lines; dismissed with both (None: cancelled)."""
+
+    BINDINGS = [
+        Binding("ctrl+s", "send", "Create", priority=True),
+        Binding("escape", "cancel", "Cancel"),
+    ]
+
+    def __init__(self, server: str, folder: str) -> None:
+        super().__init__()
+        self.server = server
+        self.folder = folder
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="new-session", classes="dialog") as box:
+            box.border_title = "New session"
+            box.border_subtitle = "tab next field · ctrl+s create · esc cancel"
+            yield Static(
+                Content.assemble(("on ", "$foreground-muted"), (literal(self.server), "bold")),
+                classes="dialog-who",
+            )
+            yield Static(Content.styled("project folder (absolute)", "$foreground-muted"))
+            yield Input(self.folder, id="new-folder", placeholder="/path/to/project")
+            yield Static(
+                Content.styled("first prompt (optional; enter new line)", "$foreground-muted")
+            )
+            yield TextArea(id="prompt-text", soft_wrap=True, show_line_numbers=False)
+            yield Static("", id="prompt-note", classes="dialog-note")
+            with Horizontal(classes="dialog-buttons"):
+                yield Button("Create (ctrl+s)", variant="primary", id="send")
+                yield Button("Cancel (esc)", variant="default", id="cancel")
+
+    def on_mount(self) -> None:
+        target = "#prompt-text" if self.folder else "#new-folder"
+        self.query_one(target).focus()
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "send":
+            self.action_send()
+        else:
+            self.dismiss(None)
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        event.stop()  # enter in the folder goes to the prompt, it creates nothing
+        self.query_one("#prompt-text", TextArea).focus()
+
+    def action_send(self) -> None:
+        """Create it (a folder that is not an absolute path is said, not sent)."""
+        folder = self.query_one("#new-folder", Input).value.strip()
+        if not folder.startswith("/"):
+            self.query_one("#prompt-note", Static).update(
+                Content.styled(
+                    "The project folder must be an absolute path (/…): the server runs the "
+                    "agent there.",
+                    "$warning",
+                )
+            )
+            self.query_one("#new-folder", Input).focus()
+            return
+        self.dismiss(NewSession(folder, self.query_one("#prompt-text", TextArea).text))
 
     def action_cancel(self) -> None:
         self.dismiss(None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from textual.binding import Binding
 
-ACTIONS = frozenset({"respond", "abort", "attach", "prompt"})
+ACTIONS = frozenset({"respond", "abort", "attach", "prompt", "new_session"})
 """The actions on a session that read-only mode and a replay turn off."""
 
 
