@@ -6,6 +6,7 @@ from textual.widgets import Static
 
 from tui.app.screens.conversation import ConversationScreen
 from tui.app.screens.detail import DetailScreen
+from tui.app.widgets.conversation_log import BlockLog
 from tui.core.client import Unreachable
 from tui.core.conversation import FIRST_PAGE
 
@@ -154,3 +155,162 @@ async def test_a_failed_read_is_tried_again() -> None:
         screen._read_at = 0.0  # (instead of waiting RETRY_AFTER)
         app.pull()
         await until(pilot, lambda: "Reply 3" in body(app) and "cannot connect" not in body(app))
+
+
+# -- tool calls: expanded, folded; runs that ended ---------------------------------------------
+
+COMMAND = "echo one\nprintf 'two'\necho three"
+HOSTILE = "[bold]x[/] \x1b[31mred\x1b[0m \x07bell"
+
+
+def with_calls(*parts: dict[str, object], completed: bool = True) -> list[dict[str, object]]:
+    """A short chat whose last reply made these tool calls."""
+    messages = chat(4)
+    last = messages[-1]
+    last["parts"] = [{"type": "text", "text": "Working."}, *parts]  # type: ignore[index]
+    if not completed:
+        last["info"]["time"].pop("completed")  # type: ignore[index, union-attr]
+    return messages
+
+
+def bash_part(output: str = HOSTILE, status: str = "completed") -> dict[str, object]:
+    state: dict[str, object] = {
+        "status": status,
+        "input": {"command": COMMAND, "description": "Three steps"},
+        "time": {"start": int(views.clock() * 1000) - 5_000},
+    }
+    if status == "completed":
+        state["output"] = output
+        state["time"] = {
+            "start": int(views.clock() * 1000) - 5_000,
+            "end": int(views.clock() * 1000),
+        }
+    return {"type": "tool", "tool": "bash", "callID": "call_1", "state": state}
+
+
+async def test_a_tool_call_expands_to_its_command_and_output_and_folds_again() -> None:
+    app, _ = make_app(peek=ChatPeek(with_calls(bash_part())))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await conversation(pilot, app)
+        await until(pilot, lambda: "▸ ✓ bash: echo one (+2 lines)" in body(app))
+        assert "$ echo one" not in body(app)  # folded: one line
+        await pilot.press("tab")  # the call is selected (the cursor is drawn on it)
+        assert screen.cursor is not None and screen.body.cursor is not None
+        await pilot.press("enter")
+        await until(pilot, lambda: "$ echo one" in body(app))
+        text = body(app)
+        assert "▾ ✓ bash" in text
+        assert "  printf 'two'\n" in text and "  echo three\n" in text  # its line breaks kept
+        assert "description: Three steps" in text
+        # the output, literally: markup is text, the escape and the bell are shown as pictures
+        assert "[bold]x[/] ␛[31mred␛[0m ␇bell" in text
+        assert "\x1b" not in text and "\x07" not in text
+        await pilot.press("enter")  # a second press folds it
+        await until(pilot, lambda: "$ echo one" not in body(app))
+        assert "▸ ✓ bash" in body(app)
+
+
+async def test_a_click_on_a_tool_call_expands_it_and_a_second_folds_it() -> None:
+    app, _ = make_app(peek=ChatPeek(with_calls(bash_part())))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await conversation(pilot, app)
+        await until(pilot, lambda: "▸ ✓ bash" in body(app) and screen.body.complete)
+        log = screen.body
+
+        async def click_head() -> None:
+            (spot,) = screen.calls
+            span = log.span(spot.head)
+            assert span is not None
+            await pilot.click(BlockLog, offset=(6, span[0] - int(log.scroll_y)))
+            await pilot.pause()
+
+        await click_head()
+        await until(pilot, lambda: "$ echo one" in body(app))
+        await click_head()
+        await until(pilot, lambda: "$ echo one" not in body(app))
+
+
+async def test_e_expands_every_tool_call_and_folds_them_all() -> None:
+    edit = {
+        "type": "tool",
+        "tool": "edit",
+        "state": {
+            "status": "completed",
+            "input": {"filePath": "/p/a.py", "oldString": "x = 1", "newString": "x = 2"},
+            "output": "Edit applied successfully.",
+            "metadata": {
+                "diff": "Index: /p/a.py\n=====\n--- /p/a.py\n+++ /p/a.py\n"
+                "@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+            },
+        },
+    }
+    app, _ = make_app(peek=ChatPeek(with_calls(bash_part(), edit)))
+    async with app.run_test(size=(100, 40)) as pilot:
+        await conversation(pilot, app)
+        await until(pilot, lambda: "▸ ✓ edit" in body(app))
+        await pilot.press("e")
+        await until(pilot, lambda: "$ echo one" in body(app) and "+x = 2" in body(app))
+        text = body(app)
+        assert "-x = 1" in text and "@@ -1 +1 @@" in text and "Index:" not in text
+        assert "oldString" not in text  # the diff says it
+        await pilot.press("e")
+        await until(pilot, lambda: "$ echo one" not in body(app) and "+x = 2" not in body(app))
+
+
+async def test_a_long_output_is_bounded_and_says_how_much_is_left_out() -> None:
+    output = "\n".join(f"row {i}" for i in range(1, 1001))
+    app, _ = make_app(peek=ChatPeek(with_calls(bash_part(output))))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await conversation(pilot, app)
+        await pilot.press("enter")  # (nothing selected: the call in view)
+        await until(pilot, lambda: "(… 800 more lines)" in body(app))
+        assert "row 200\n" in body(app) and "row 201" not in body(app)
+
+
+async def test_a_reply_whose_run_ended_says_interrupted_not_writing() -> None:
+    """The session's row says whether its run goes on: busy, the unfinished reply is being
+    written and its call runs; idle, both were interrupted (a crash, a restart)."""
+    app, source = make_app(peek=ChatPeek(with_calls(bash_part(status="running"), completed=False)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await conversation(pilot, app)
+        await until(pilot, lambda: "writing …" in body(app))
+        assert "… bash: echo one (+2 lines)  running 5s" in body(app)
+        source.set(views.with_row(source.current(), BUSY, state="unknown", reason="interrupted"))
+        app.pull()
+        await until(pilot, lambda: "writing …" not in body(app))
+        text = body(app)
+        assert "· interrupted" in text and "◌ bash: echo one (+2 lines)  interrupted" in text
+        assert "running" not in text
+        assert "◌ interrupted: the run ended before this reply was finished" in text
+
+
+async def test_a_rejected_tool_call_says_so_and_why() -> None:
+    rejected = {
+        "type": "tool",
+        "tool": "bash",
+        "state": {
+            "status": "error",
+            "input": {"command": "rm -rf build"},
+            "error": "The user rejected permission to use this specific tool call with the "
+            "following feedback: Use make clean instead, please.",
+        },
+    }
+    app, _ = make_app(peek=ChatPeek(with_calls(rejected)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await conversation(pilot, app)
+        await until(pilot, lambda: "⊘ bash: rm -rf build  rejected: Use make clean" in body(app))
+        await pilot.press("enter")
+        await until(
+            pilot, lambda: "rejected by the user: Use make clean instead, please." in body(app)
+        )
+
+
+async def test_the_help_lists_the_tool_call_keys() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(100, 40)) as pilot:
+        await pilot.pause()
+        groups = dict(app.help_groups())
+        keys = dict(groups["Conversation"])
+        assert "Expand the selected tool call" in keys["enter, space"]
+        assert keys["e"] == "Expand every tool call, or fold them all"
+        assert keys["tab"] == "Select the next tool call"

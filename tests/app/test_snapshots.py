@@ -112,6 +112,94 @@ def test_conversation(snap_compare, size: tuple[int, int]) -> None:
     assert snap_compare(app, terminal_size=size, run_before=open_conversation)
 
 
+#: A test run and a fix, in the shape a real 1.18.33 server stores them
+PYTEST_OUTPUT = """\
+....F.
+=================================== FAILURES ===================================
+____________________________ test_total_with_coupon ____________________________
+
+    def test_total_with_coupon():
+        cart = Cart([Item("shoe", 100)], coupon=Coupon(10))
+>       assert cart.total() == 90
+E       assert 100 == 90
+
+tests/test_cart.py:14: AssertionError
+1 failed, 5 passed in 0.12s
+"""
+CART_DIFF = """\
+Index: /home/dev/src/shop/src/cart.py
+===================================================================
+--- /home/dev/src/shop/src/cart.py
++++ /home/dev/src/shop/src/cart.py
+@@ -10,5 +10,8 @@
+     coupon: Coupon | None = None
+     def total(self) -> int:
+-        return sum(i.price for i in self.items)
++        gross = sum(i.price for i in self.items)
++        if self.coupon:
++            gross -= gross * self.coupon.percent // 100
++        return gross
+"""
+TOOL_PARTS = {
+    "bash": {
+        "type": "tool",
+        "tool": "bash",
+        "callID": "call_1",
+        "state": {
+            "status": "completed",
+            "input": {
+                "command": "cd tests\npytest -q test_cart.py",
+                "description": "Run the cart tests",
+            },
+            "output": PYTEST_OUTPUT,
+            "metadata": {"output": PYTEST_OUTPUT, "exit": 1},
+        },
+    },
+    "edit": {
+        "type": "tool",
+        "tool": "edit",
+        "callID": "call_2",
+        "state": {
+            "status": "completed",
+            "input": {
+                "filePath": "/home/dev/src/shop/src/cart.py",
+                "oldString": "        return sum(i.price for i in self.items)",
+                "newString": "        gross = ...",
+            },
+            "output": "Edit applied successfully.",
+            "title": "src/cart.py",
+            "metadata": {"diff": CART_DIFF, "filediff": {"additions": 4, "deletions": 1}},
+        },
+    },
+}
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("tool", ["bash", "edit"])
+def test_conversation_tool_call_expanded(snap_compare, tool: str, size: tuple[int, int]) -> None:
+    """A tool call expanded (enter): a command with its lines and its output, or an edit's
+    diff, under a gutter, the call's line drawn as the cursor."""
+    messages = chat(6)
+    t = int(views.clock() * 1000) - 60_000
+    part = {**TOOL_PARTS[tool]}
+    part["state"] = {**part["state"], "time": {"start": t, "end": t + 2_300}}  # type: ignore[dict-item]
+    messages[-1]["parts"] = [{"type": "text", "text": "Let me check."}, part]
+    app, _ = make_app(peek=ChatPeek(messages))
+
+    async def expand(pilot: Pilot) -> None:
+        await pilot.pause()
+        assert app.main_screen.table.select_key((views.A, "ses_busy"))
+        await pilot.press("m")
+        for _ in range(100):
+            await pilot.pause(0.05)
+            if getattr(app.screen, "loaded_all", False) and app.screen.calls:
+                break
+        await pilot.press("enter")
+        await pilot.pause(0.2)
+
+    assert snap_compare(app, terminal_size=size, run_before=expand)
+
+
 def test_main_tiny_60x15(snap_compare) -> None:
     """60 columns: no folder either, the header says what is left out, no value cut."""
     app, _ = make_app()

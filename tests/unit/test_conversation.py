@@ -125,6 +125,7 @@ def shown(call: ToolCall, e: Entry, active: bool = False) -> dict[str, list[str]
 def test_a_command_expands_to_its_lines_and_its_output_shown_literally(read: Any) -> None:
     call, e = the_call(read("bash"))
     assert call.tool in ("bash", "shell") and call.status == "completed"
+    assert call.summary == "echo one (+2 lines)"  # its one line never runs its lines together
     got = shown(call, e)
     assert got["command"] == [
         "$ echo one",

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from .activity import ToolRun, _dict, _ms, tool_run
-from .text import dumps, lines_of, literal
+from .text import dumps, first_line, lines_of, literal
 
 FIRST_PAGE = 60
 """Messages read first (the newest): the screen paints from these, the rest follow."""
@@ -83,9 +83,13 @@ def tool_call(part: Mapping[str, Any]) -> ToolCall:
     if isinstance(error, dict):
         error = _error_text(error)
     call_id = part.get("callID") or part.get("id")
+    command = _dict(args).get("command")
+    summary = run.summary
+    if run.tool in COMMAND_TOOLS and isinstance(command, str) and command.strip():
+        summary = first_line(command)  # (its first line and how many more, never run together)
     return ToolCall(
         run.tool,
-        run.summary,
+        summary,
         run.status,
         run.started,
         run.ended,

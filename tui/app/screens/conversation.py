@@ -1,16 +1,17 @@
 """The conversation of one session (`m`): user prompts, replies, tool calls folded to one line
-each, errors; loaded on demand and following new messages live.
+each (enter or a click expands one to its input, output or error and an edit's diff; `e` all of
+them), errors; loaded on demand and following new messages live.
 
 The newest FIRST_PAGE messages are read and painted first, then the whole list; while the
 session changes (its `updated` time moves) the newest page is read again and laid over what is
-shown. The view stays at the end while the user is there; scrolled up, it stays put.
+shown. The view stays at the end while the user is there; scrolled up, it stays put. A reply
+whose run ended unfinished says so (interrupted, cut off), never "writing …" (the session's row
+says whether its run goes on: tui.core.conversation.run_active).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from functools import partial
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -18,12 +19,13 @@ from textual.content import Content
 from textual.widgets import Footer, Static
 
 from tui.core.client import OcwatchError
-from tui.core.conversation import FIRST_PAGE, Entry, entries, merge
+from tui.core.conversation import FIRST_PAGE, Entry, entries, merge, run_active
 from tui.core.view import SessionRow
 
 from .. import format as fmt
 from ..dashboard import Dashboard
-from ..widgets.conversation_log import Block, BlockLog
+from ..transcript import CallKey, Spot, conversation_blocks
+from ..widgets.conversation_log import BlockLog
 from . import session_keys
 from .view_screen import ViewScreen
 
@@ -39,92 +41,28 @@ RETRY_AFTER = 5.0
 """Seconds before a failed read is tried again."""
 
 
-def _tool_line(entry: Entry, directory: str, now: float) -> list[Part]:
-    parts: list[Part] = []
-    for run in entry.tools:
-        mark, style = {
-            "completed": ("✓", "$state-idle"),
-            "error": ("✗", "$state-error"),
-            "running": ("…", "$state-busy"),
-            "pending": ("…", "$state-busy"),
-        }.get(run.status, ("·", MUTED))
-        summary = run.summary_in(directory)
-        took = ""
-        if run.started is not None and run.ended is not None:
-            took = f"  {fmt.duration(run.ended - run.started)}"
-        elif run.started is not None and run.status == "running":
-            took = f"  running {fmt.duration(now - run.started)}"
-        parts += ["\n  ", (mark, style), " ", (fmt.literal(run.tool), "bold")]
-        if summary:
-            parts += [": ", fmt.literal(fmt.truncate(summary, 200))]
-        if took:
-            parts.append((took, MUTED))
-    return parts
-
-
-def running(e: Entry) -> bool:
-    """Whether what the message shows changes with the clock (it is still being written, or
-    a tool of it runs)."""
-    return (e.role == "assistant" and e.completed is None and not e.error) or any(
-        t.status == "running" for t in e.tools
-    )
-
-
-def entry_content(e: Entry, now: float, directory: str = "") -> Content:
-    """One message: a heading (who, model, when, how long), its text, one line per tool call,
-    its error. Text from the server is shown literally, line by line."""
-    when = fmt.clock_time(e.created, now)
-    parts: list[Part]
-    if e.role == "idle":  # V2: the run ended here
-        return Content.assemble((f"── idle ({fmt.literal(e.text)})  {when}", MUTED))
-    if e.role == "user":
-        parts = [("▌ you", "bold $accent"), (f"  {when}", MUTED)]
-    else:
-        parts = [(f"▌ {fmt.literal(e.agent or 'assistant')}", "bold $primary")]
-        if e.model:
-            parts.append((f" · {fmt.literal(e.model)}", MUTED))
-        parts.append((f"  {when}", MUTED))
-        if e.created is not None and e.completed is not None:
-            parts.append((f" · {fmt.duration(e.completed - e.created)}", MUTED))
-        elif e.completed is None and not e.error:
-            parts.append((" · writing …", "$state-busy"))
-    if e.reasoning:
-        parts += ["\n", (f"  (thought for {e.reasoning:,} characters)", f"{MUTED} italic")]
-    for line in e.text.splitlines():
-        parts += ["\n", fmt.literal(line)]
-    parts += _tool_line(e, directory, now)
-    if e.retry and e.completed is None:
-        nxt = f", next {fmt.clock_time(e.retry_at, now)}" if e.retry_at else ""
-        parts += ["\n", (f"↻ retry {fmt.literal(e.retry)}{nxt}", "$state-retry")]
-    if e.error:
-        parts += ["\n", (f"✗ {fmt.literal(e.error)}", "$state-error bold")]
-    return Content.assemble(*parts)
-
-
-def _block(e: Entry, now: float, directory: str, first: bool) -> Content:
-    content = entry_content(e, now, directory)
-    return content if first else Content("\n") + content
-
-
-def conversation_blocks(items: Sequence[Entry], now: float, directory: str = "") -> list[Block]:
-    """One block per message, a blank line before each but the first; a block's key changes
-    exactly when its text does (a message whose text follows the clock, each second). The
-    content is made only for a key the log has not laid out yet."""
-    return [
-        (
-            (e, i == 0, int(now) if running(e) else None, directory),
-            partial(_block, e, now, directory, i == 0),
-        )
-        for i, e in enumerate(items)
-    ]
-
-
 class ConversationScreen(ViewScreen):
     """One session's messages, scrollable, following new ones."""
 
     BINDINGS = [
         Binding("escape,m", "back", "Back"),
         *session_keys.ATTACH,
+        Binding(
+            "enter,space",
+            "toggle_call",
+            "Expand",
+            tooltip="Expand the selected tool call (its input, output or error, an edit's diff) "
+            "or fold it; a click on a tool call does the same",
+        ),
+        Binding("tab", "next_call", "Next tool", tooltip="Select the next tool call"),
+        Binding(
+            "shift+tab",
+            "previous_call",
+            "Previous tool",
+            tooltip="Select the previous tool call",
+            show=False,
+        ),
+        Binding("e", "toggle_all", "All tools", tooltip="Expand every tool call, or fold them all"),
         Binding("home,g", "top", "First message", show=False),
         Binding("end,G", "bottom", "Last message (and follow)", show=False),
     ]
@@ -141,6 +79,13 @@ class ConversationScreen(ViewScreen):
         self._read_at = 0.0
         self._reading = False
         self._painted_tick = 0
+        self._painted_active: bool | None = None
+        self._ticking = False
+        self.expand_all = False
+        self.toggled: set[CallKey] = set()
+        """Calls the user expanded (or, with expand_all, folded) one by one."""
+        self.cursor: CallKey | None = None
+        self.calls: list[Spot] = []
 
     @property
     def session_key(self) -> Key:
@@ -223,13 +168,29 @@ class ConversationScreen(ViewScreen):
         finally:
             self._reading = False
 
-    def _paint(self, stick: bool = False) -> None:
-        """Show the messages; stay at the end when the user was there (or `stick`)."""
-        at_end = stick or self._at_end()
+    def expanded(self, call: CallKey) -> bool:
+        """Whether a tool call shows its details."""
+        return (call in self.toggled) != self.expand_all
+
+    @property
+    def active(self) -> bool:
+        """Whether the session's run goes on (its newest reply may still be written)."""
+        row = self.row
+        return run_active(row.state, row.settled) if row is not None else True
+
+    def _paint(self, stick: bool = False, follow: bool = True) -> None:
+        """Show the messages; stay at the end when the user was there (or `stick`; not when
+        not `follow`: the caller shows what it changed)."""
+        at_end = stick or (follow and self._at_end())
         now = self.dashboard.now
         directory = self.row.directory if self.row is not None else ""
         self._painted_tick = int(now)
-        blocks = conversation_blocks(self.items, now, directory)
+        self._painted_active = active = self.active
+        layout = conversation_blocks(
+            self.items, now, directory, active=active, expanded=self.expanded
+        )
+        self.calls, self._ticking = layout.calls, layout.ticking
+        blocks = layout.blocks
         if not blocks and not self.unavailable:  # (none read is not none sent)
             blocks = [("empty", Content.styled("No message yet.", MUTED))]
         if self.error:
@@ -239,10 +200,18 @@ class ConversationScreen(ViewScreen):
                     Content.styled("\n" + fmt.literal(self.error), "$state-error"),
                 )
             )
-        self.body.set_blocks(blocks)
+        body = self.body
+        body.set_blocks(blocks)
+        if self.cursor is not None and self._spot(self.cursor) is None:
+            self.cursor = None  # (its message was removed)
+        spot = self._spot(self.cursor) if self.cursor is not None else None
+        body.cursor = spot.head if spot is not None else None
         self._title()
         if at_end:
-            self.call_after_refresh(self.body.scroll_end, animate=False)
+            self.call_after_refresh(body.scroll_end, animate=False)
+
+    def _spot(self, call: CallKey) -> Spot | None:
+        return next((s for s in self.calls if s.call == call), None)
 
     def _title(self) -> None:
         row = self.row
@@ -280,8 +249,8 @@ class ConversationScreen(ViewScreen):
             self.run_worker(work, group="conversation", exclusive=True, exit_on_error=False)
             return
         tick = int(self.dashboard.now)
-        if tick != self._painted_tick and any(running(e) for e in self.items[-FIRST_PAGE:]):
-            self._paint()  # a running tool's time counts up
+        if (tick != self._painted_tick and self._ticking) or self.active != self._painted_active:
+            self._paint()  # a running tool's time counts up; the run ended (or began)
         if (
             row is None
             or self._reading
@@ -300,3 +269,94 @@ class ConversationScreen(ViewScreen):
 
     def action_bottom(self) -> None:
         self.body.scroll_end(animate=False)
+
+    # -- tool calls: the cursor, expanding and folding ------------------------------------------
+
+    def _in_view(self) -> Spot | None:
+        """The tool call to start from: the first whose line is in view (at the end of the
+        conversation, the last: the newest), else the next one below, else the last above."""
+        body = self.body
+        top = int(body.scroll_y)
+        bottom = top + body.scrollable_content_region.height
+        seen: list[Spot] = []
+        below = None
+        for spot in self.calls:
+            span = body.span(spot.head)
+            if span is None:
+                continue
+            if top <= span[0] < bottom:
+                seen.append(spot)
+            elif span[0] >= bottom and below is None:
+                below = spot
+        if seen:
+            return seen[-1] if self._at_end() else seen[0]
+        return below or (self.calls[-1] if self.calls else None)
+
+    def _select(self, spot: Spot) -> None:
+        self.cursor = spot.call
+        self.body.cursor = spot.head
+        self.body.reveal(spot.head, spot.details)
+
+    def _move(self, step: int) -> None:
+        if not self.calls:
+            self.notify("No tool call in this conversation.", timeout=3)
+            return
+        keys = [s.call for s in self.calls]
+        if self.cursor not in keys:
+            spot = self._in_view()
+        else:
+            i = keys.index(self.cursor) + step
+            spot = self.calls[min(max(i, 0), len(keys) - 1)]
+        if spot is not None:
+            self._select(spot)
+
+    def action_next_call(self) -> None:
+        """Select the next tool call."""
+        self._move(1)
+
+    def action_previous_call(self) -> None:
+        """Select the previous tool call."""
+        self._move(-1)
+
+    def action_toggle_call(self) -> None:
+        """Expand the selected tool call, or fold it (none selected: the first in view)."""
+        spot = self._spot(self.cursor) if self.cursor is not None else None
+        if spot is None:
+            spot = self._in_view()
+        if spot is None:
+            self.notify("No tool call in this conversation.", timeout=3)
+            return
+        self._toggle(spot.call)
+
+    def _toggle(self, call: CallKey) -> None:
+        self.toggled ^= {call}
+        self.cursor = call
+        self._paint(follow=False)
+        spot = self._spot(call)
+        if spot is not None:  # (once the log's new height is laid out)
+            self.call_after_refresh(self.body.reveal, spot.head, spot.details)
+
+    def action_toggle_all(self) -> None:
+        """Expand every tool call, or fold them all (when every one is expanded)."""
+        self.expand_all = (
+            not all(self.expanded(s.call) for s in self.calls)
+            if self.calls
+            else (not self.expand_all)
+        )
+        self.toggled.clear()
+        anchor = self._spot(self.cursor) if self.cursor is not None else None
+        self._paint(follow=anchor is None)
+        if anchor is not None:
+            spot = self._spot(anchor.call)
+            if spot is not None:
+                self.call_after_refresh(self.body.reveal, spot.head)
+
+    def on_block_log_clicked(self, event: BlockLog.Clicked) -> None:
+        """A click on a tool call's line expands or folds it; on its details, selects it."""
+        for spot in self.calls:
+            if event.key == spot.head:
+                self._toggle(spot.call)
+                return
+            if event.key == spot.details:
+                self._select(spot)
+                return
