@@ -56,6 +56,24 @@ def stand_in(folder: Path, code: int = 0) -> Path:
     return out
 
 
+def waiting_stand_in(folder: Path, release: Path) -> Path:
+    """An `opencode` that records how it was started, then runs until `release` exists (or 60
+    seconds pass: exit 9): OpenCode while the user is in it."""
+    out = stand_in(folder)
+    exe = folder / "opencode"
+    exe.write_text(
+        exe.read_text().replace(
+            "sys.exit(0)\n",
+            "import time\n"
+            "end = time.monotonic() + 60\n"
+            f"while not os.path.exists({str(release)!r}):\n"
+            "    if time.monotonic() > end: sys.exit(9)\n"
+            "    time.sleep(0.02)\n",
+        )
+    )
+    return out
+
+
 def launcher(
     bin_dir: Path, refreshed: list[str] | None = None, auth: Auth | None = A_AUTH
 ) -> Launcher:
@@ -175,7 +193,7 @@ async def test_A_runs_opencode_attach_on_the_session_with_the_password_in_the_en
     app, _ = make_app(launcher=launcher(tmp_path / "bin", refreshed))
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, BUSY, "A")
-        await pilot.pause()
+        await until(pilot, lambda: refreshed != [])
         seen = json.loads(called.read_text())
         row = app.view.rows[BUSY] if app.view else None
         assert row is not None
@@ -201,7 +219,8 @@ async def test_a_server_without_a_password_gets_none_of_the_environments(tmp_pat
     app, _ = make_app(launcher=launcher(tmp_path / "bin", auth=None))
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, BUSY, "A")
-        await pilot.pause()
+        await until(pilot, called.exists)
+        await until(pilot, lambda: not app.handed_over)
         env = json.loads(called.read_text())["env"]
         assert "OPENCODE_SERVER_PASSWORD" not in env and "OPENCODE_SERVER_USERNAME" not in env
 
@@ -212,9 +231,8 @@ async def test_A_from_the_detail_view_and_a_failing_exit_is_said(tmp_path: Path)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, PERM, "enter")
         await pilot.press("A")
-        await pilot.pause()
+        await until(pilot, lambda: any("exited with code 3" in n for n in notes(app, "warning")))
         assert "ses_perm" in json.loads(called.read_text())["argv"]
-        assert any("exited with code 3" in n for n in notes(app, "warning"))
 
 
 async def test_without_opencode_installed_A_says_how_to_get_it(tmp_path: Path) -> None:
@@ -401,3 +419,38 @@ def test_fold_idle_after_from_the_config_and_the_environment(tmp_path: Path) -> 
     assert not warnings and resolve_options(config, env={}).fold_idle_after == 60
     app, _ = make_app(fold_idle_after=60)
     assert app.main_screen.fold_after == 60
+
+
+async def test_while_opencode_has_the_terminal_the_dashboard_keeps_watching(
+    tmp_path: Path,
+) -> None:
+    """Issue 41: `A` outside tmux hands the terminal over without stopping the app: while the
+    stand-in OpenCode runs, new Views are taken in, a session that starts asking is marked
+    unread, and the alerts that would write to the terminal are held back; once it exits the
+    dashboard is back and the next alert rings."""
+    from tui.core.config import AlertConfig
+
+    from .test_alerts import DONE, later, spy
+
+    release = tmp_path / "release"
+    called = waiting_stand_in(tmp_path / "bin", release)
+    lau = launcher(tmp_path / "bin")
+    lau.attach_in = "terminal"
+    app, source = make_app(launcher=lau, alerts=AlertConfig(bell=True))
+    written = spy(app)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, BUSY, "A")
+        await until(pilot, lambda: called.exists() and app.handed_over)
+        asking = later(
+            source.current(),
+            1,
+            ses_done={"state": "input", "reason": None, "pending": (views.PERMISSION,)},
+        )
+        source.set(asking)
+        await until(pilot, lambda: app.view is not None and app.view.rows[DONE].state == "input")
+        await until(pilot, lambda: DONE in app.unread)
+        assert written == []  # nothing written to a terminal OpenCode has
+        release.touch()
+        await until(pilot, lambda: not app.handed_over)
+        source.set(later(asking, 1, ses_busy={"state": "idle", "reason": "error"}))
+        await until(pilot, lambda: written == ["BEL"])

@@ -18,7 +18,8 @@ import os
 import subprocess
 import time
 import webbrowser
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -119,10 +120,13 @@ class OcwatchApp(App[None]):
         self.terminal_driver: Driver | None = None
         """The driver of the terminal the app runs on, once it runs (see `get_driver_class`)."""
         config = alerts or AlertConfig()
+        self.handed_over = False
+        """The terminal is handed over to another program (A outside tmux): nothing may be
+        written to it (frames are held by a batch; the bell and OSC 9 alerts are skipped)."""
         sinks = app_sinks(
             config,
-            lambda: self.bell(),
-            lambda data: self.write_terminal(data),
+            self.ring,
+            self.osc,
             focused=lambda: self.app_focus,
         )
         self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
@@ -520,6 +524,30 @@ class OcwatchApp(App[None]):
         if not self.is_headless and self.terminal_driver is not None:
             self.terminal_driver.write(data)
 
+    def ring(self) -> None:
+        """The bell alert (not while another program has the terminal)."""
+        if not self.handed_over:
+            self.bell()
+
+    def osc(self, data: str) -> None:
+        """An OSC 9 alert (not while another program has the terminal)."""
+        if not self.handed_over:
+            self.write_terminal(data)
+
+    @contextmanager
+    def _hand_over(self) -> Iterator[None]:
+        """The terminal to another program, for the block: no frame is drawn (a batch held
+        open) and no alert writes to it; headless (tests) there is no terminal to give."""
+        self.handed_over = True
+        try:
+            if self.is_headless:
+                yield
+            else:
+                with self.batch_update(), self.suspend():
+                    yield
+        finally:
+            self.handed_over = False
+
     def get_driver_class(self) -> type[Driver]:
         """The platform's driver, made to say it drives this app's terminal (Textual keeps its
         own reference to it private): `write_terminal` writes through it."""
@@ -632,8 +660,15 @@ class OcwatchApp(App[None]):
         if self.launcher.place() != "terminal":
             self._open_beside(launch, row)
             return
-        code = self._run_attached(launch)
-        self.launcher.refresh(row.server)
+        self._attach_here(launch, row)
+
+    @work(exclusive=True, exit_on_error=False, group="attach")
+    async def _attach_here(self, launch: Launch, row: SessionRow) -> None:
+        """OpenCode on this terminal until it exits; meanwhile the event loop goes on: the
+        monitors, the alerts that do not need the terminal and the exporter keep going."""
+        code = await self._run_attached(launch)
+        if self.launcher is not None:
+            self.launcher.refresh(row.server)
         self.mark_dirty()
         if code is not None and code != 0:
             self.notify(
@@ -686,20 +721,19 @@ class OcwatchApp(App[None]):
         where = "a pane beside this one" if place == "tmux-split" else "a new tmux window"
         self.notify(f"Opened in {where}; this dashboard keeps watching.", timeout=5, markup=False)
 
-    def _run_attached(self, launch: Launch) -> int | None:
+    async def _run_attached(self, launch: Launch) -> int | None:
         """Run the command with the terminal handed over; its exit code (None: not run).
-        Headless (tests), it runs without a terminal."""
+        Awaited, not run in a blocking call: the app's loop (the monitors, the alerts, the
+        exporter) goes on while the child has the terminal; nothing is drawn meanwhile (a
+        batch held open), and the alerts that write to the terminal (bell, OSC 9) are held
+        back (`handed_over`). Headless (tests), it runs without a terminal."""
+        quiet = subprocess.DEVNULL if self.is_headless else None
         try:
-            if self.is_headless:
-                return subprocess.run(
-                    launch.argv,
-                    env=dict(launch.env),
-                    check=False,
-                    stdin=subprocess.DEVNULL,
-                    capture_output=True,
-                ).returncode
-            with self.suspend():
-                return subprocess.run(launch.argv, env=dict(launch.env), check=False).returncode
+            with self._hand_over():
+                child = await asyncio.create_subprocess_exec(
+                    *launch.argv, env=dict(launch.env), stdin=quiet, stdout=quiet, stderr=quiet
+                )
+                return await child.wait()
         except SuspendNotSupported:
             self.notify(
                 "This terminal cannot be handed over to OpenCode; run "
