@@ -169,3 +169,52 @@ async def test_a_request_answered_elsewhere_shows_the_server_error(
         assert error.startswith(f"no open permission or question {screen.pending.id} on ")
         assert error.endswith("(already answered, or never asked)")
         await until_row(pilot, app, sid, idle("completed"), "completed (the other answer)")
+
+
+async def test_while_attached_alerts_and_the_exporter_keep_counting(
+    oc: Driver, oc_server: OpenCodeServer, tmp_path
+) -> None:
+    """Issue 41: `A` hands the terminal to OpenCode (a stand-in that runs until released)
+    without stopping the dashboard: a session that starts asking for a permission meanwhile
+    on the real server reaches the View, is marked unread, and the exporter counts its
+    request; the dashboard is back when OpenCode exits."""
+    from tests.app.test_launch import waiting_stand_in
+    from tui.app.launch import DEFAULT_ATTACH, Launcher
+    from tui.export.metrics import Metrics
+
+    release = tmp_path / "release"
+    called = waiting_stand_in(tmp_path / "bin", release)
+    fleet = Fleet([oc_server.url])
+    metrics = Metrics()
+    launcher = Launcher(
+        DEFAULT_ATTACH,
+        auth_of=fleet.auth_of,
+        env={"PATH": f"{tmp_path / 'bin'}:/usr/bin:/bin", "HOME": str(tmp_path)},
+        attach_in="terminal",
+    )
+    here = oc.create_session(title="attached to")["id"]
+    app = create_app(
+        fleet,
+        server_urls=[oc_server.url],
+        actions=FleetActions(fleet),
+        observers=[metrics.publish],
+        launcher=launcher,
+    )
+
+    def pending() -> float:
+        family = next(f for f in metrics.collect() if f.name == "ocwatch_pending_requests")
+        return sum(s.value for s in family.samples if s.labels.get("kind") == "permission")
+
+    async with app.run_test(size=SIZE) as pilot:
+        row = await until_row(pilot, app, here, lambda r: r.state == "idle", "the session")
+        await press_on(pilot, app, row, "A")
+        await until(pilot, lambda: called.exists() and app.handed_over, "OpenCode running")
+        before = pending()
+        sid = oc.run("permission", title="asks while attached")["id"]
+        asked = await until_row(pilot, app, sid, asking("permission"), "the permission")
+        await until(pilot, lambda: pending() == before + 1, "the exporter's count")
+        await until(pilot, lambda: asked.key in app.unread, "the unread mark")
+        assert app.handed_over
+        release.touch()
+        await until(pilot, lambda: not app.handed_over, "the dashboard back")
+        oc.reply_permission(asked.pending[0].id, "reject")
