@@ -306,6 +306,15 @@ def test_a_command_of_two_lines_is_shown_as_two(snap_compare, size: tuple[int, i
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", "r"))
 
 
+def test_a_long_command_scrolls_with_a_sign_of_more_at_80x24(snap_compare) -> None:
+    """Issue 41: a command of 30 lines at 80x24: the dialog's body scrolls (its scrollbar
+    says there is more) and the buttons stay in view; the patterns and always rows below the
+    command are reached by scrolling, never cut off without a sign."""
+    command = "\n".join(f"echo step {i}" for i in range(1, 30)) + "\nrm -rf ~/projects"
+    app, _ = make_app(views.sneaky_permission(command), actions=FakeActions())
+    assert snap_compare(app, terminal_size=NARROW, run_before=press_on("ses_perm", "r"))
+
+
 def test_permission_dialog_long_diff_scrolls(snap_compare) -> None:
     """The diff scrolls; the buttons stay in view."""
     app, _ = make_app(views.sub_agent_edit(), actions=FakeActions())

@@ -472,16 +472,16 @@ def sub_agent_edit() -> View:
 SNEAKY_COMMAND = "echo cleaning build cache\nrm -rf ~/projects"
 
 
-def sneaky_permission() -> View:
-    """Every state, the permission row asking to run a command of two lines."""
+def sneaky_permission(command: str = SNEAKY_COMMAND) -> View:
+    """Every state, the permission row asking to run a command of two lines (or `command`)."""
     from tui.core.decide import pending_of
 
     req = permission_request(
         "per_sneaky",
         "ses_perm",
         permission="bash",
-        patterns=[SNEAKY_COMMAND],
-        metadata={"command": SNEAKY_COMMAND, "description": "Clean the build cache"},
+        patterns=[command],
+        metadata={"command": command, "description": "Clean the build cache"},
         always=["echo *", "rm *"],
         tool={"messageID": "msg_1", "callID": "call_1"},
     )

@@ -75,3 +75,13 @@ def test_a_question_of_several_lines_is_asked_whole() -> None:
     asked = questions_of(pending_of(question("que_1", "ses_1", "Deploy?\nThis drops the prod DB.")))
     shown = heading(1, asked[0]).plain
     assert "Deploy?\n" in shown and "This drops the prod DB." in shown
+
+
+def test_a_command_of_several_lines_says_how_many_under_its_label() -> None:
+    """A command that scrolls out of the dialog is not read as its first screen: its label
+    says how many lines it has; a one-line command says nothing more."""
+    many = "\n".join(f"echo {i}" for i in range(29)) + "\nrm -rf ~"
+    shown = permission_fields(pending_of(permission("per_1", "ses_1", many))).plain
+    assert "command     echo 0\n30 lines    echo 1\n" in shown
+    one = permission_fields(pending_of(permission("per_1", "ses_1", "ls"))).plain
+    assert "lines" not in one

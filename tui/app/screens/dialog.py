@@ -25,16 +25,21 @@ def label(name: str, width: int = 12) -> tuple[str, str]:
     return (f"{name:<{width - 1}} ", "$foreground-muted")
 
 
-def value_lines(text: str, indent: str, style: str = "") -> list[Part]:
+def value_lines(text: str, indent: str, style: str = "", *, tally: bool = False) -> list[Part]:
     """A value a person decides on (a command, a pattern, a question), every line of it shown
     (controls still neutralised: fmt.literal_lines), the lines after the first under it at
-    `indent`."""
+    `indent`; `tally`: a value of several lines says how many under its label (`30 lines`),
+    so that one that scrolls out of the dialog is not read as its first screen."""
     lines = literal_lines(text) or [""]
     parts: list[Part] = [(lines[0], style)]
-    for line in lines[1:]:
+    for n, line in enumerate(lines[1:]):
         # (the indent a span of its own: run into unstyled text, a line's leading spaces are
         # dropped when the dialog wraps it)
-        parts += ["\n", (indent, "$foreground-muted"), (line, style)]
+        said = f"{len(lines):,} lines" if tally and n == 0 else ""
+        if said and len(said) < len(indent):
+            parts += ["\n", (said.ljust(len(indent)), "$warning"), (line, style)]
+        else:
+            parts += ["\n", (indent, "$foreground-muted"), (line, style)]
     return parts
 
 

@@ -54,7 +54,11 @@ def permission_fields(pending: Pending) -> Content:
     ]
     command = metadata.get("command") or metadata.get("cmd")
     if command:  # every line of it: what will run, as it will run
-        parts += ["\n", label("command"), *value_lines(str(command), INDENT, "bold")]
+        parts += [
+            "\n",
+            label("command"),
+            *value_lines(str(command), INDENT, "bold", tally=True),
+        ]
     blocks: list[Part] = []
     for key, value in metadata.items():
         if (
