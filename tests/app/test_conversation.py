@@ -163,9 +163,11 @@ COMMAND = "echo one\nprintf 'two'\necho three"
 HOSTILE = "[bold]x[/] \x1b[31mred\x1b[0m \x07bell"
 
 
-def with_calls(*parts: dict[str, object], completed: bool = True) -> list[dict[str, object]]:
-    """A short chat whose last reply made these tool calls."""
-    messages = chat(4)
+def with_calls(
+    *parts: dict[str, object], completed: bool = True, n: int = 4
+) -> list[dict[str, object]]:
+    """A chat of `n` messages (n even) whose last reply made these tool calls."""
+    messages = chat(n)
     last = messages[-1]
     last["parts"] = [{"type": "text", "text": "Working."}, *parts]  # type: ignore[index]
     if not completed:
@@ -314,3 +316,25 @@ async def test_the_help_lists_the_tool_call_keys() -> None:
         assert "Expand the selected tool call" in keys["enter, space"]
         assert keys["e"] == "Expand every tool call, or fold them all"
         assert keys["tab"] == "Select the next tool call"
+
+
+async def test_expand_all_shows_the_selected_call_with_its_details() -> None:
+    """The selected call stays in view when `e` expands everything, its details under it
+    (not its line alone at the bottom of the view)."""
+    app, _ = make_app(peek=ChatPeek(with_calls(bash_part(), n=30)))
+    async with app.run_test(size=(100, 24)) as pilot:
+        screen = await conversation(pilot, app)
+        await until(pilot, lambda: screen.loaded_all and screen.body.complete)
+        await pilot.press("tab")  # at the end: the newest call, the bash one
+        spot = screen.calls[-1]
+        assert screen.cursor == spot.call
+        await pilot.press("g")  # the reader scrolls to the top; the cursor stays
+        await pilot.press("e")
+        await until(pilot, lambda: "$ echo one" in body(app))
+        await pilot.pause()
+        log = screen.body
+        spot = next(s for s in screen.calls if s.call == spot.call)  # (its blocks, expanded)
+        head, more = log.span(spot.head), log.span(spot.details)  # type: ignore[arg-type]
+        assert head is not None and more is not None
+        top, height = int(log.scroll_y), log.scrollable_content_region.height
+        assert top <= head[0] and more[0] + more[1] <= top + height

@@ -349,7 +349,7 @@ class ConversationScreen(ViewScreen):
         if anchor is not None:
             spot = self._spot(anchor.call)
             if spot is not None:
-                self.call_after_refresh(self.body.reveal, spot.head)
+                self.call_after_refresh(self.body.reveal, spot.head, spot.details)
 
     def on_block_log_clicked(self, event: BlockLog.Clicked) -> None:
         """A click on a tool call's line expands or folds it; on its details, selects it."""
