@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
+from . import tools
 from .cast import (
     ERRORS,
     INFRA,
@@ -23,6 +24,11 @@ from .cast import (
     reply_to,
 )
 from .world import Json, Run, World, random_tokens
+
+
+def _edit_tokens() -> Json:
+    """An edit step's tokens (fixed: the initial world's random draws stay as they were)."""
+    return {"input": 2100, "output": 340, "reasoning": 0, "cache": {"read": 18000, "write": 600}}
 
 
 class _Builder:
@@ -56,9 +62,24 @@ class _Builder:
         with self.at(dt):
             return self.w.start_tool(run, "bash", {"command": cmd, "description": desc})
 
+    def edit(self, spec: Spec, run: Run, dt: float) -> None:
+        """An edit of the folder's first file, its diff in its metadata (no random draw: the
+        rest of the world stays as it was)."""
+        rel = spec.folder.files[0]
+        path = f"{spec.directory}/{rel}"
+        old, new = tools.edit_of(rel)
+        with self.at(dt):
+            args = {"filePath": path, "oldString": old, "newString": new}
+            part = self.w.start_tool(run, "edit", args)
+        with self.at(dt + 1):
+            meta = tools.edit_metadata(path, rel, old, new)
+            self.w.finish_tool(run, part, "Edit applied successfully.", title=rel, metadata=meta)
+            self.w.next_step(run, _edit_tokens())
+
     def completed(self, spec: Spec, dt: float, prompt: str | None = None) -> None:
         run = self.begin(spec, dt, prompt)
         self.read(spec, run, dt + 3)
+        self.edit(spec, run, dt + 10)
         with self.at(dt + 30):
             self.w.add_text(run, reply_to(spec, run.prompt))
             self.w.complete_run(run, random_tokens(self.rng))
@@ -172,7 +193,8 @@ class _Builder:
         run = self.begin(spec, -300)
         self.read(spec, run, -295)
         part = self.bash(spec, run, -280, 1)
-        cmd, _desc, out = spec.folder.commands[1]
+        cmd, _desc, short = spec.folder.commands[1]
+        out = tools.output_of(cmd, short)
         with self.at(-200):
             self.w.finish_tool(
                 run, part, out, title=cmd, metadata={"output": out, "exit": 0, "truncated": False}

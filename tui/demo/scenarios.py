@@ -14,6 +14,7 @@ import random
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any
 
+from . import tools
 from .cast import (
     ERRORS,
     FOLDERS,
@@ -268,17 +269,21 @@ def complete_tool(a: Actor, run: Run, part: Json) -> None:
     tool = part["tool"]
     if tool == "bash":
         command = args.get("command", "")
-        out = next((o for c, _d, o in a.spec.folder.commands if c == command), "")
+        short = next((o for c, _d, o in a.spec.folder.commands if c == command), "")
+        out = tools.output_of(command, short)
         a.world.finish_tool(
             run, part, out, title=command, metadata={"output": out, "exit": 0, "truncated": False}
         )
-    elif tool in ("read", "edit"):
+    elif tool == "read":
         path = args.get("filePath", "")
         rel = path.removeprefix(f"{a.spec.directory}/")
-        out = (
-            f"<file>\n00001| // {rel}\n</file>" if tool == "read" else "Edit applied successfully."
-        )
-        a.world.finish_tool(run, part, out, title=rel)
+        a.world.finish_tool(run, part, f"<file>\n00001| // {rel}\n</file>", title=rel)
+    elif tool == "edit":
+        path = args.get("filePath", "")
+        rel = path.removeprefix(f"{a.spec.directory}/")
+        old, new = args.get("oldString", ""), args.get("newString", "")
+        meta = tools.edit_metadata(path, rel, old, new)
+        a.world.finish_tool(run, part, "Edit applied successfully.", title=rel, metadata=meta)
     else:
         a.world.finish_tool(run, part, "Found 7 matches", title=str(args.get("pattern", "")))
 
@@ -322,10 +327,12 @@ def advance_todos(a: Actor) -> None:
 
 async def edit_step(a: Actor, run: Run) -> None:
     advance_todos(a)
+    rel = _rel(a)
+    old, new = tools.edit_of(rel)
     part = a.world.start_tool(
         run,
         "edit",
-        {"filePath": f"{a.spec.directory}/{_rel(a)}", "oldString": "TODO", "newString": "done"},
+        {"filePath": f"{a.spec.directory}/{rel}", "oldString": old, "newString": new},
     )
     await a.sleep(4)
     complete_tool(a, run, part)

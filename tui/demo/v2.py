@@ -145,6 +145,19 @@ class V2Face:
                     item_state["output"] = state["output"]
                 if state.get("title"):
                     item_state["title"] = state["title"]
+                filediff = (state.get("metadata") or {}).get("filediff")
+                if filediff:  # (an edit: V2 keeps its diff as metadata.files[].patch)
+                    item_state["metadata"] = {
+                        "files": [
+                            {
+                                "file": state.get("title") or filediff.get("file"),
+                                "patch": filediff.get("patch"),
+                                "status": "modified",
+                                "additions": filediff.get("additions"),
+                                "deletions": filediff.get("deletions"),
+                            }
+                        ]
+                    }
                 if state["status"] == "error":
                     why = str(state.get("error", ""))
                     refused = refused or "user" in why.lower()
