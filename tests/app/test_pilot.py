@@ -744,3 +744,38 @@ def test_a_table_of_only_old_idle_rows_says_so_and_how_to_see_them() -> None:
     assert said is not None and "o shows the 12 folded away" in said.plain
     said = empty_message(views.every_state(), [], 0, state_filter="busy", folded=12)
     assert said is not None and "No session matches" in said.plain
+
+
+async def test_f_groups_by_folder_then_server_and_a_group_folds() -> None:
+    """f: a line per folder with its sessions under it (counted by state), then per server,
+    then none; enter on a group's line folds it, c folds every group; an action on a group's
+    line says no session is selected."""
+    from tui.app.tree import is_group
+
+    app, source = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        folders = {r.directory for r in source.current().rows.values()}
+        await pilot.press("f")
+        await until(pilot, lambda: any(is_group(ln.key) for ln in t.lines))
+        heads = [ln for ln in t.lines if is_group(ln.key)]
+        assert len(heads) == len(folders) and t.lines[0] is heads[0]
+        title = t.get_cell(_cell(heads[0].key), "title").plain
+        assert title.startswith("▾ ") and "? " in title  # the most urgent group first
+        assert t.select_key(heads[0].key)
+        await pilot.press("enter")
+        await until(pilot, lambda: t.lines[0].hidden > 0 and not t.lines[0].expanded)
+        assert "folded" in t.get_cell(_cell(heads[0].key), "title").plain
+        await pilot.press("a")  # no session under the cursor: said, nothing done
+        await until(
+            pilot, lambda: "No session selected." in [n.message for n in app._notifications]
+        )
+        await pilot.press("f")
+        await until(pilot, lambda: t.grouping == "server")
+        servers = {r.server for r in source.current().rows.values()}
+        await until(pilot, lambda: sum(is_group(ln.key) for ln in t.lines) == len(servers))
+        await pilot.press("c")
+        await until(pilot, lambda: all(is_group(ln.key) for ln in t.lines))
+        await pilot.press("f")
+        await until(pilot, lambda: not any(is_group(ln.key) for ln in t.lines))

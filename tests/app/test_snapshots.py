@@ -40,6 +40,13 @@ def test_an_outage_keeps_the_rows_dimmed_in_their_places(snap_compare, size) -> 
 
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_grouped_by_folder(snap_compare, size) -> None:
+    """f: a line per folder, its sessions counted by state, the most urgent group first."""
+    app, _ = make_app()
+    assert snap_compare(app, terminal_size=size, press=["f"])
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
 def test_a_first_snapshot_shown_while_it_loads(snap_compare, size: tuple[int, int]) -> None:
     """Rows whose last message is not read yet say `loading` and sort last; the counts line
     and the server bar say how many are still loading."""

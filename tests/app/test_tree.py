@@ -108,3 +108,29 @@ def test_layouts_reuses_lines_only_while_nothing_it_reads_changed() -> None:
     idle = layouts(rows, match=lambda r: matches_state(r, "idle"), match_key="idle")
     assert idle == layout(rows, match=lambda r: matches_state(r, "idle"))
     assert layouts(rows) == layout(rows)
+
+
+def test_grouping_hangs_each_root_under_its_folder_and_a_filter_keeps_only_groups_with_matches():
+    from tui.app.tree import GROUP, Grouping, is_group
+
+    rows = dict(views.every_state().rows)
+    grouping = Grouping("folder", rows)
+    assert all(is_group(k) and k[0] == GROUP for k in grouping.rows)
+    folders = {r.directory for r in rows.values()}
+    assert {g.directory for g in grouping.rows.values()} == folders
+    merged = {**rows, **grouping.rows}
+    lines = layout(merged, group_of=grouping.of)
+    groups = [ln for ln in lines if is_group(ln.key)]
+    assert len(groups) == len(folders) and all(ln.depth == 0 for ln in groups)
+    assert all(ln.depth >= 1 for ln in lines if not is_group(ln.key))
+    assert len(lines) == len(merged)
+    for g in groups:  # every session of the group is under it, counted by state
+        assert sum(int(c.rsplit(" ", 1)[1]) for c in merged[g.key].evidence) == sum(
+            1 for r in rows.values() if grouping.of(r) == g.key
+        )
+    busy = layout(merged, group_of=grouping.of, match=lambda r: r.state == "busy")
+    kept = {ln.key for ln in busy if is_group(ln.key)}
+    assert kept == {grouping.of(r) for r in rows.values() if r.state == "busy"}
+    assert not any(ln.context for ln in busy if is_group(ln.key))  # a heading, not context
+    folded = layout(merged, group_of=grouping.of, collapsed=[groups[0].key])
+    assert folded[0].hidden == sum(1 for r in rows.values() if grouping.of(r) == groups[0].key)

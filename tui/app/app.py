@@ -60,6 +60,7 @@ from .screens.question import QUESTION_EXTRA, QuestionScreen
 from .screens.servers import ServersScreen
 from .screens.session_keys import ACTIONS
 from .themes import DEFAULT_THEME, load_themes
+from .tree import is_group
 from .widgets.cells import COLUMNS
 from .widgets.session_table import SessionTable
 
@@ -590,7 +591,8 @@ class OcwatchApp(App[None]):
         screen = screen or self.screen
         if isinstance(screen, DetailScreen | ConversationScreen):
             return screen.key
-        return self.main_screen.table.cursor_key
+        key = self.main_screen.table.cursor_key
+        return None if key is not None and is_group(key) else key  # (a group's line)
 
     def action_respond(self) -> None:
         """Answer the selected session's first open permission or question."""

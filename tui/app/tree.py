@@ -11,7 +11,7 @@ from typing import Any
 
 from tui.core.view import SessionRow
 
-from .format import attention_rank, reason_key
+from .format import attention_rank, reason_key, server_label, short_folder
 
 Key = tuple[str, str]
 
@@ -75,6 +75,15 @@ def sort_arrow(column: str, reverse: bool) -> str:
     return "▼" if (column in DESCENDING) != reverse else "▲"
 
 
+GROUP = "\x1egroup"
+"""The `server` of a group's line (grouping by folder or server): no URL reads like it."""
+
+
+def is_group(key: Key) -> bool:
+    """Whether a table line is a group's (not a session's)."""
+    return key[0] == GROUP
+
+
 def parent_key(row: SessionRow, rows: Mapping[Key, SessionRow]) -> Key | None:
     """The key of the row's parent when that parent is in the View, else None (a root)."""
     if row.parent_id is None:
@@ -97,29 +106,39 @@ def layout(
     reverse: bool = False,
     collapsed: Iterable[Key] = (),
     match: Callable[[SessionRow], bool] | None = None,
+    group_of: Callable[[SessionRow], Key] | None = None,
 ) -> list[TreeLine]:
     """Rows in display order: roots then their descendants, depth first.
 
     With `match`, only matching rows and their ancestors (as `context`) are shown. Siblings are
     sorted by `sort` (ties by session id: stable under a stream of events). Children of a
-    collapsed key are hidden and counted in its `hidden`.
+    collapsed key are hidden and counted in its `hidden`. With `group_of`, `rows` holds group
+    lines too (keys `is_group`): each root session goes under its group's line, and a group
+    is shown when one of its sessions is (never as context: it is a heading).
     """
+
+    def parent(row: SessionRow) -> Key | None:
+        up = parent_key(row, rows)
+        if up is None and group_of is not None and row.server != GROUP:
+            return group_of(row)
+        return up
+
     children: dict[Key | None, list[Key]] = {}
     for key, row in rows.items():
-        children.setdefault(parent_key(row, rows), []).append(key)
+        children.setdefault(parent(row), []).append(key)
 
     shown: set[Key] | None = None
     if match is not None:
         shown = set()
         for key, row in rows.items():
-            if match(row):
+            if row.server != GROUP and match(row):
                 k: Key | None = key
                 seen: set[Key] = set()
                 while k is not None and k not in seen and k in rows:
                     seen.add(k)
                     shown.add(k)
-                    k = parent_key(rows[k], rows)
-        matched = {key for key in shown if match(rows[key])}
+                    k = parent(rows[k])
+        matched = {key for key in shown if is_group(key) or match(rows[key])}
     else:
         matched = set(rows)
 
@@ -194,18 +213,26 @@ class Layouts:
         match: Callable[[SessionRow], bool] | None = None,
         match_key: object = None,
         changed: Iterable[Key] | None = None,
+        group_of: Callable[[SessionRow], Key] | None = None,
+        group_key: object = None,
     ) -> list[TreeLine]:
         """As `layout()`; `match_key` identifies the filter `match` applies (equal keys, equal
-        filters). `changed`: the caller knows these are the only rows that are other objects
-        than at the last call, over the same sessions (only they are looked at)."""
+        filters), `group_key` the grouping `group_of` makes. `changed`: the caller knows these
+        are the only rows that are other objects than at the last call, over the same
+        sessions (only they are looked at)."""
         folded = frozenset(collapsed)
-        params = (sort, reverse, folded, match_key, match is None)
+        params = (sort, reverse, folded, match_key, match is None, group_key)
         if params != self._params:
             self._params, self._seen, changed = params, {}, None
         old = self._seen
 
         def facts_of(row: SessionRow) -> tuple[object, ...]:
-            return (row.parent_id, sort_value(row, sort), match(row) if match else True)
+            return (
+                row.parent_id,
+                sort_value(row, sort),
+                match(row) if match else True,
+                group_of(row) if group_of is not None and row.server != GROUP else None,
+            )
 
         if changed is not None and old:
             same = True
@@ -219,7 +246,14 @@ class Layouts:
                     same = False
                 old[key] = (row, facts)
             if not same:
-                self.lines = layout(rows, sort=sort, reverse=reverse, collapsed=folded, match=match)
+                self.lines = layout(
+                    rows,
+                    sort=sort,
+                    reverse=reverse,
+                    collapsed=folded,
+                    match=match,
+                    group_of=group_of,
+                )
             return self.lines
         same = len(rows) == len(old)
         seen: dict[Key, tuple[SessionRow, tuple[object, ...]]] = {}
@@ -233,6 +267,77 @@ class Layouts:
                 same = False
             seen[key] = (row, facts)
         if not same or not old:
-            self.lines = layout(rows, sort=sort, reverse=reverse, collapsed=folded, match=match)
+            self.lines = layout(
+                rows,
+                sort=sort,
+                reverse=reverse,
+                collapsed=folded,
+                match=match,
+                group_of=group_of,
+            )
         self._seen = seen
         return self.lines
+
+
+GROUPINGS = ("none", "folder", "server")
+"""How the table can group its sessions (`f` cycles them)."""
+
+
+class Grouping:
+    """The group lines of one View for one grouping: a row per folder (per server and folder
+    when several servers are shown) or per server, under which its root sessions hang. A
+    group's row sums its sessions (cost, tokens, the latest activity), takes the state of its
+    most urgent session (what the state sort orders groups by) and counts them by state in
+    `evidence` (`● 2  ? 1  idle 9`, shown beside its name)."""
+
+    def __init__(
+        self, by: str, rows: Mapping[Key, SessionRow], names: Mapping[str, str] | None = None
+    ) -> None:
+        self.by = by
+        names = names or {}
+        multi = len({k[0] for k in rows}) > 1
+        members: dict[Key, list[SessionRow]] = {}
+        titles: dict[Key, tuple[str, str]] = {}
+        for row in rows.values():
+            gid = self.of(row)
+            members.setdefault(gid, []).append(row)
+            if gid not in titles:
+                server = names.get(row.server) or server_label(row.server)
+                if by == "server":
+                    titles[gid] = (server, "")
+                else:
+                    name = short_folder(row.directory)
+                    titles[gid] = (f"{server} {name}" if multi else name, row.directory)
+        self.rows: dict[Key, SessionRow] = {}
+        for gid, group in members.items():
+            lead = min(group, key=attention_rank)
+            counts: dict[str, int] = {}
+            for r in group:
+                word = "stale" if r.stale else r.state
+                counts[word] = counts.get(word, 0) + 1
+            updated = [r.updated for r in group if r.updated is not None]
+            costs = [r.cost for r in group if r.cost is not None]
+            tokens = [r.tokens for r in group if r.tokens is not None]
+            title, directory = titles[gid]
+            self.rows[gid] = SessionRow(
+                GROUP,
+                gid[1],
+                title,
+                directory,
+                None,
+                lead.state,
+                lead.reason,
+                lead.stale,
+                tuple(f"{word} {n}" for word, n in sorted(counts.items())),
+                (),
+                None,
+                max(updated) if updated else None,
+                sum(costs) if costs else None,
+                sum(tokens) if tokens else None,
+            )
+
+    def of(self, row: SessionRow) -> Key:
+        """The key of the group a session belongs to."""
+        if self.by == "server":
+            return (GROUP, f"server\x1f{row.server}")
+        return (GROUP, f"folder\x1f{row.server}\x1f{row.directory}")

@@ -14,7 +14,7 @@ from tui.core.view import View, loaded
 
 from .. import format as fmt
 from ..dashboard import OpenDetails
-from ..tree import TreeLine
+from ..tree import TreeLine, is_group
 from ..widgets.activity import DetailsPane
 from ..widgets.server_bar import ServerBar, health
 from ..widgets.session_table import FOLD_AFTER, SessionTable
@@ -175,6 +175,13 @@ class MainScreen(ViewScreen):
         Binding("space", "toggle_fold", "Fold", show=False),
         Binding("e", "fold_all(False)", "Expand all", show=False),
         Binding("c", "fold_all(True)", "Collapse all", show=False),
+        Binding(
+            "f",
+            "cycle_grouping",
+            "Group: folder, server, none",
+            tooltip="Group the sessions under a line per folder, then per server, then not",
+            show=False,
+        ),
         Binding(
             "o",
             "toggle_old",
@@ -340,7 +347,9 @@ class MainScreen(ViewScreen):
     def on_row_table_row_selected(self, event: SessionTable.RowSelected) -> None:
         event.stop()
         key = self.table.cursor_key
-        if key is not None:
+        if key is not None and is_group(key):
+            self.table.toggle_fold()  # a group's line: enter folds or unfolds it
+        elif key is not None:
             self.post_message(OpenDetails(key))
 
     def on_descendant_focus(self, _event: events.DescendantFocus) -> None:
@@ -402,6 +411,12 @@ class MainScreen(ViewScreen):
     def action_toggle_fold(self) -> None:
         """Collapse or expand the sub-agents under the cursor."""
         self.table.toggle_fold()
+
+    def action_cycle_grouping(self) -> None:
+        """Group the sessions by folder, then by server, then not at all."""
+        now = self.table.cycle_grouping()
+        said = "not grouped" if now == "none" else f"grouped by {now}"
+        self.notify(f"Sessions {said} (f; space or enter folds a group, c folds all)", timeout=3)
 
     def action_toggle_old(self) -> None:
         """Show the idle sessions ageing folded away, or fold them again."""

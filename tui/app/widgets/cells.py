@@ -13,7 +13,7 @@ from rich.text import Text
 from tui.core.view import SessionRow
 
 from .. import format as fmt
-from ..tree import TreeLine
+from ..tree import GROUP, TreeLine
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +119,8 @@ class CellRenderer:
 
     def cell(self, column: str, row: SessionRow, line: TreeLine, multi: bool) -> Text:
         """Render one cell (styles from theme variables; text never parsed as markup)."""
+        if row.server == GROUP:
+            return self.group_cell(column, row, line)
         dim = "dim" if line.context or row.last_known is not None else ""
         state_var = fmt.state_variable(row)
         if column == "state":
@@ -166,6 +168,30 @@ class CellRenderer:
         return CellText(
             value, no_wrap=True, justify="right" if right else "left", style=self.style(dim)
         )
+
+    def group_cell(self, column: str, row: SessionRow, line: TreeLine) -> Text:
+        """A group's line (tree.Grouping): its name and how many of its sessions are in each
+        state, the sums; the rest of the row empty."""
+        if column == "title":  # (its state cell is empty: a group is in no state)
+            text = CellText(no_wrap=True, overflow="ellipsis")
+            text.append("▾ " if line.expanded else "▸ ", style=self.style("$foreground-muted"))
+            text.append(fmt.literal(row.title) or "–", style=self.style("bold"))
+            counts = dict(c.rsplit(" ", 1) for c in row.evidence)
+            for state in ("input", "stale", "retry", "busy", "unknown", "idle"):
+                if state in counts:
+                    glyph = fmt.STALE_GLYPH if state == "stale" else fmt.STATE_GLYPH[state]
+                    text.append("\u00a0\u00a0")
+                    text.append(f"{glyph} {counts[state]}", style=self.style(f"$state-{state}"))
+            if line.hidden:
+                text.append(f"  ({line.hidden} folded)", style=self.style("$foreground-muted"))
+            return text
+        if column == "activity":
+            return CellText(fmt.age(row.updated, self.now), no_wrap=True)
+        if column == "cost":
+            return CellText(fmt.money(row.cost), no_wrap=True, justify="right")
+        if column == "tokens":
+            return CellText(fmt.tokens(row.tokens), no_wrap=True, justify="right")
+        return CellText("")
 
     def title(self, row: SessionRow, line: TreeLine, loud: bool) -> Text:
         # Roots keep a two-cell gutter for the fold marker; children hang under their parent.

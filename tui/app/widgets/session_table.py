@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import gc
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, replace
 
@@ -30,7 +30,7 @@ from textual.theme import Theme
 from tui.core.view import SessionRow, View
 
 from .. import format as fmt
-from ..tree import SORT_COLUMNS, Key, Layouts, TreeLine, sort_arrow
+from ..tree import GROUPINGS, SORT_COLUMNS, Grouping, Key, Layouts, TreeLine, is_group, sort_arrow
 from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, TITLE_ROOM, CellRenderer, ColumnSpec
 from .row_table import PAD, RowTable
 
@@ -123,6 +123,9 @@ class SessionTable(RowTable):
         self.sort_reverse = False
         self.state_filter = "all"
         self.text_filter = ""
+        self.grouping = "none"
+        """Sessions grouped by `folder` or `server` under a line each (GROUPINGS), or not."""
+        self._group_of: Callable[[SessionRow], Key] | None = None
         self.fold_after = FOLD_AFTER
         """Seconds after which an idle session folds away (0: never; config fold_idle_after)."""
         self.show_old = False
@@ -166,7 +169,7 @@ class SessionTable(RowTable):
         # changed cell makes the table re-render its visible lines).
         self._now = self.cells.now = float(math.floor(now))
         flipped = self._mark_unread(unread)
-        collapsed = {k for k in self.collapsed if k in view.rows}
+        collapsed = {k for k in self.collapsed if k in view.rows or is_group(k)}
         changes = self._changes(view)
         if (
             not flipped
@@ -276,7 +279,9 @@ class SessionTable(RowTable):
         if not line.has_children:
             row = self._view.rows.get(key)
             parent = (key[0], row.parent_id) if row and row.parent_id else None
-            if parent is None or parent not in self._view.rows:
+            if (parent is None or parent not in self._view.rows) and row is not None:
+                parent = self._group_of(row) if self._group_of is not None else None
+            if parent is None:
                 return
             key = parent
         if key in self.collapsed:
@@ -294,10 +299,19 @@ class SessionTable(RowTable):
         if collapse:
             parents = {(r.server, r.parent_id) for r in self._view.rows.values() if r.parent_id}
             self.collapsed = {k for k in parents if k in self._view.rows}
+            self.collapsed |= {line.key for line in self.lines if is_group(line.key)}
         else:
             self.collapsed = set()
         self._sync()
         self.post_message(self.Changed())
+
+    def cycle_grouping(self) -> str:
+        """Group by folder, then by server, then not at all; the grouping now."""
+        self.grouping = GROUPINGS[(GROUPINGS.index(self.grouping) + 1) % len(GROUPINGS)]
+        self.collapsed = {k for k in self.collapsed if not is_group(k)}
+        self._sync()
+        self.post_message(self.Changed())
+        return self.grouping
 
     def toggle_old(self) -> None:
         """Show the idle sessions ageing folded away, or fold them again."""
@@ -462,14 +476,24 @@ class SessionTable(RowTable):
         # every row is looked at again).
         if changes is not None and (rebuilt or not same_context or not self._times_hold()):
             changes = None
+        rows: Mapping[Key, SessionRow] = view.rows
+        group_of = None
+        if self.grouping != "none":
+            # group lines are made again for each View (their counts move with any row): every
+            # line is looked at
+            grouping = Grouping(self.grouping, view.rows, {s.url: s.name for s in view.servers})
+            rows, group_of, changes = {**view.rows, **grouping.rows}, grouping.of, None
+        self._group_of = group_of
         self.lines = self._layouts(
-            view.rows,
+            rows,
             sort=self.sort_column,
             reverse=self.sort_reverse,
             collapsed=self.collapsed,
             match=match,
             match_key=(self.state_filter, self.text_filter, self.old_cutoff),
             changed=changes,
+            group_of=group_of,
+            group_key=self.grouping,
         )
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
         if now < self._synced_at:  # the clock stepped back: every row's times are looked at again
@@ -500,7 +524,7 @@ class SessionTable(RowTable):
                 line = wanted.get(k)
                 if line is None:
                     continue  # (a changed row not shown: filtered out, or folded away)
-                row = view.rows[line.key]
+                row = rows[line.key]
                 cached = self._cache.get(k)  # (a row of the table: they come and go together)
                 if (
                     same_context
