@@ -16,6 +16,7 @@ from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
 from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
+from .targets import Keeper, Target
 from .view import Changes, ServerInfo, SessionRow, Transition, TransitionFeed, View
 
 if TYPE_CHECKING:
@@ -39,12 +40,15 @@ class Fleet:
         auths: Mapping[str, Auth | None] | None = None,
         names: Mapping[str, str] | None = None,
         progressive: bool = False,
+        keeper: Keeper | None = None,
     ) -> None:
         """`auth` is the first server's credentials only (a password is never sent to a
         server it was not given for); `auths` (normalized URL -> credentials) sets each
         server's, overriding that; `names` (normalized URL -> name) what each is called.
         `progressive`: show each server's first snapshot as it arrives (the dashboard: rows
-        whose last message is not read yet say `loading`; ServerMonitor.progressive)."""
+        whose last message is not read yet say `loading`; ServerMonitor.progressive).
+        `keeper`: reads where the servers come from (discovery, an inventory file) while the
+        fleet runs, and reconciles the fleet to them (tui.core.targets)."""
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
@@ -62,6 +66,15 @@ class Fleet:
             )
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
+        self._transport = transport
+        self.keeper = keeper
+        self._progressive = progressive
+        self._notify: Notify | None = None
+        self._group: asyncio.TaskGroup | None = None
+        self._tasks: dict[str, asyncio.Task[None]] = {}
+        self._members_moved = False
+        self.gone: dict[str, tuple[float, str]] = {}
+        """Servers taken out of the fleet (URL -> when, why): said, not silently dropped."""
         self._feed = TransitionFeed()
         self.last_changes: Changes | None = None
         self._history: dict[tuple[str, str], list[Transition]] = {}
@@ -101,6 +114,8 @@ class Fleet:
                 rows.update(m.rows(now))
                 theirs = m.take_changed()
                 changed = None if theirs is None or changed is None else changed + theirs
+        if self._members_moved:  # a server added or removed: every row is compared (its
+            changed, self._members_moved = None, False  # rows came or went all at once)
         view = View(now, self.servers(), rows)
         self.last_changes = changes = self._feed.feed(view, changed)
         for tr in changes.transitions:
@@ -158,9 +173,86 @@ class Fleet:
         return raw_facts(key[1], monitor.recent, monitor.snapshot, limit, monitor.journal.facts())
 
     async def run(self, notify: Notify) -> None:
-        async with asyncio.TaskGroup() as tg:
-            for m in self.monitors:
-                tg.create_task(m.run(notify))
+        """Run every server's monitor, and those `add`ed meanwhile, until cancelled (a
+        monitor's failure ends the run, as before)."""
+        self._notify = notify
+        try:
+            async with asyncio.TaskGroup() as tg:
+                self._group = tg
+                for m in self.monitors:
+                    self._start(m)
+                tg.create_task(asyncio.Event().wait())  # a fleet may be empty for a while
+                if self.keeper is not None:
+                    tg.create_task(self.keeper.keep(self, self.clock))
+        finally:
+            self._group, self._notify = None, None
+            self._tasks.clear()
+
+    def _start(self, monitor: ServerMonitor) -> None:
+        if self._group is not None and self._notify is not None:
+            self._tasks[monitor.url] = self._group.create_task(monitor.run(self._notify))
+
+    def add(self, url: str, *, auth: Auth | None = None, name: str = "") -> ServerMonitor:
+        """Watch one more server (running at once when the fleet runs); the monitor already
+        watching that URL when there is one."""
+        key = normalize_url(url)
+        for m in self.monitors:
+            if m.url == key:
+                return m
+        monitor = ServerMonitor(
+            url,
+            auth=auth,
+            settings=self.settings,
+            clock=self.clock,
+            transport=self._transport,
+            name=name,
+            progressive=self._progressive,
+        )
+        self.monitors.append(monitor)
+        self._members_moved = True
+        self.gone.pop(monitor.url, None)
+        self._start(monitor)
+        if self._notify is not None:
+            self._notify()
+        return monitor
+
+    def remove(self, url: str, why: str = "no longer listed") -> bool:
+        """Stop watching a server: its rows leave the View (each a transition to gone), and
+        it is remembered in `gone` with `why`. False: it was not watched."""
+        monitor = self.monitor(normalize_url(url))
+        if monitor is None:
+            return False
+        self.monitors.remove(monitor)
+        self._members_moved = True
+        task = self._tasks.pop(monitor.url, None)
+        if task is not None:
+            task.cancel()
+        self.gone[monitor.url] = (self.clock(), why)
+        try:
+            closing = asyncio.get_running_loop().create_task(monitor.client.aclose())
+        except RuntimeError:  # no loop: nothing was opened
+            pass
+        else:
+            closing.add_done_callback(lambda f: f.cancelled() or f.exception())
+        if self._notify is not None:
+            self._notify()
+        return True
+
+    def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]:
+        """Make the watched servers exactly `targets` (full reconciliation, never a patch):
+        the missing ones added, the ones not listed removed (why: their target source's
+        word). Returns (added URLs, removed URLs)."""
+        wanted = {normalize_url(t.url): t for t in targets}
+        removed = [m.url for m in list(self.monitors) if m.url not in wanted]
+        for url in removed:
+            self.remove(url)
+        have = {m.url for m in self.monitors}
+        added = []
+        for key, t in wanted.items():
+            if key not in have:
+                self.add(t.url, auth=t.auth, name=t.name)
+                added.append(key)
+        return added, removed
 
     async def snapshot_once(self, notify: Notify | None = None) -> View:
         """One snapshot per server, no stream (what `status` does). `notify` is called as the

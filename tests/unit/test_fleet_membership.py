@@ -1,0 +1,122 @@
+"""A fleet's servers change while it runs (issue 44: discovery and an inventory file add and
+remove servers live): `add` watches one more at once, `remove` takes one out (its rows leave
+the View as transitions to gone, and it is remembered as gone), `reconcile` makes the
+watched servers exactly a list, and the others keep their state meanwhile."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from tui.core.fleet import Fleet
+from tui.core.settings import Settings
+from tui.core.targets import Target
+from tui.demo.server import DemoServer
+
+FAST = Settings(grace=0.5, resync_interval=60)
+
+
+async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.02)
+
+
+async def test_servers_come_and_go_while_the_fleet_runs() -> None:
+    one, two = DemoServer(speed=400, heartbeat=0.05), DemoServer(speed=400, heartbeat=0.05)
+    one.freeze()
+    two.freeze()
+    async with one, two:
+        fleet = Fleet([one.url], settings=FAST)
+        changed = asyncio.Event()
+        task = asyncio.create_task(fleet.run(changed.set))
+        try:
+
+            def servers() -> set[str]:
+                return {k[0] for k in fleet.current().rows}
+
+            await until(lambda: servers() == {one.url})
+            kept = fleet.current().rows
+            fleet.add(two.url, name="second")
+            await until(lambda: servers() == {one.url, two.url})
+            assert fleet.servers()[1].name == "second"
+            again = fleet.current().rows
+            assert all(again[k] is kept[k] or again[k] == kept[k] for k in kept)  # untouched
+            assert fleet.add(two.url) is fleet.monitors[1]  # one monitor per URL
+            assert fleet.remove(one.url, "went away")
+            view = fleet.current()
+            assert {k[0] for k in view.rows} == {two.url}
+            changes = fleet.last_changes
+            assert changes is not None
+            gone = [t for t in changes.transitions if t.after is None]
+            assert {t.key[0] for t in gone} == {one.url} and len(gone) == len(kept)
+            assert fleet.gone[one.url][1] == "went away" and not fleet.remove(one.url)
+            added, removed = fleet.reconcile([Target(one.url), Target(two.url)])
+            assert (added, removed) == ([one.url], [])
+            await until(lambda: servers() == {one.url, two.url})
+            assert one.url not in fleet.gone  # back
+            added, removed = fleet.reconcile([Target(one.url)])
+            assert (added, removed) == ([], [two.url])
+            await until(lambda: servers() == {one.url})
+            assert not task.done()  # a server going away is no failure of the fleet
+            fleet.reconcile([])
+            await until(lambda: not fleet.current().rows)
+            await asyncio.sleep(0)
+            assert not task.done()  # an empty fleet keeps running, for servers to come
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await fleet.aclose()
+
+
+class Listed:
+    """A source whose list the test changes; `fail` makes it unreadable."""
+
+    label = "test list"
+    every = 0.05
+
+    def __init__(self, *targets: Target) -> None:
+        self.targets = list(targets)
+        self.fail: str | None = None
+
+    def read(self) -> list[Target]:
+        from tui.core.targets import TargetError
+
+        if self.fail:
+            raise TargetError(self.fail)
+        return list(self.targets)
+
+
+async def test_a_keeper_reconciles_the_fleet_to_its_sources_and_keeps_a_bad_sources_last_list():
+    from tui.core.targets import Fixed, Keeper
+
+    one, two = DemoServer(speed=400, heartbeat=0.05), DemoServer(speed=400, heartbeat=0.05)
+    one.freeze()
+    two.freeze()
+    async with one, two:
+        listed = Listed()
+        notes: list[str] = []
+        keeper = Keeper([Fixed([Target(one.url)]), listed], notes.append)
+        fleet = Fleet([], settings=FAST, keeper=keeper)
+        task = asyncio.create_task(fleet.run(lambda: None))
+        try:
+
+            def servers() -> set[str]:
+                return {m.url for m in fleet.monitors}
+
+            await until(lambda: servers() == {one.url})
+            listed.targets = [Target(two.url, name="two", how="in a test")]
+            await until(lambda: servers() == {one.url, two.url})
+            assert any("watching" in n and "in a test" in n for n in notes)
+            listed.fail = "cannot read it"
+            await until(lambda: any("cannot read it" in n for n in notes))
+            assert servers() == {one.url, two.url}  # the last good list holds
+            listed.fail, listed.targets = None, []
+            await until(lambda: servers() == {one.url})
+            assert any("no longer listed" in n for n in notes)
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await fleet.aclose()

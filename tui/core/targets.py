@@ -1,0 +1,127 @@
+"""What servers to watch, and where that list comes from: the config and flags, local
+discovery, an inventory file. Each source says its current list; the fleet is reconciled to
+their union (`Fleet.reconcile`), so a source's change adds and removes servers live."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from .client import normalize_url
+from .settings import Auth
+
+
+@dataclass(frozen=True)
+class Target:
+    """One server to watch: where, with which credentials (never shown), what it is called,
+    its extra labels, and which source listed it (`config`, `discovered`, `file`)."""
+
+    url: str
+    auth: Auth | None = field(default=None, repr=False)
+    name: str = ""
+    labels: tuple[tuple[str, str], ...] = ()
+    source: str = "config"
+    how: str = ""  # how it was found (`opencode serve, pid 123, /home/me/app`), for people
+
+
+class TargetError(Exception):
+    """A source could not say its list (said once; its last good list is kept)."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+class TargetSource(Protocol):
+    """Where a list of servers comes from. `read()` is called every `every` seconds, off the
+    event loop (it may read files or /proc); it raises TargetError when it cannot say."""
+
+    label: str
+    every: float
+
+    def read(self) -> list[Target]: ...
+
+
+@dataclass
+class Fixed:
+    """The servers the config and flags name: the same list every time."""
+
+    targets: list[Target]
+    label: str = "config"
+    every: float = math.inf
+
+    def read(self) -> list[Target]:
+        return list(self.targets)
+
+
+Note = Callable[[str], None]
+
+
+class Keeper:
+    """Reads each source when it is due and reconciles the fleet to their union (the first
+    source naming a URL wins it). A source that fails keeps its last good list, and its
+    error is said once until it changes; servers added and removed are said too."""
+
+    def __init__(self, sources: Sequence[TargetSource], note: Note | None = None) -> None:
+        self.sources = list(sources)
+        self.note = note or (lambda _text: None)
+        self.last: dict[int, list[Target]] = {}
+        self.errors: dict[int, str] = {}
+        self._due: dict[int, float] = {}
+
+    def wanted(self) -> list[Target]:
+        """The union of every source's last good list, in source order, one per URL."""
+        seen: dict[str, Target] = {}
+        for i in range(len(self.sources)):
+            for t in self.last.get(i, ()):
+                seen.setdefault(normalize_url(t.url), t)
+        return list(seen.values())
+
+    async def read_due(self, now: float) -> bool:
+        """Read the sources that are due; True when a list changed."""
+        moved = False
+        for i, source in enumerate(self.sources):
+            if self._due.get(i, -math.inf) > now:
+                continue
+            self._due[i] = now + source.every
+            try:
+                got = await asyncio.to_thread(source.read)
+            except TargetError as exc:
+                if self.errors.get(i) != exc.why:
+                    self.errors[i] = exc.why
+                    kept = len(self.last.get(i, ()))
+                    self.note(f"{source.label}: {exc.why} (keeping the {kept} server(s) it gave)")
+                continue
+            if self.errors.pop(i, None) is not None:
+                self.note(f"{source.label}: readable again")
+            if got != self.last.get(i):
+                self.last[i] = got
+                moved = True
+        return moved
+
+    def next_due(self) -> float:
+        return min(self._due.values(), default=math.inf)
+
+    async def keep(self, fleet: Reconciled, clock: Callable[[], float]) -> None:
+        """Until cancelled: read the sources when due, reconcile the fleet when a list moved."""
+        while True:
+            if await self.read_due(clock()):
+                added, removed = fleet.reconcile(self.wanted())
+                by_url = {normalize_url(t.url): t for t in self.wanted()}
+                for url in added:
+                    t = by_url.get(url)
+                    how = f" ({t.how})" if t is not None and t.how else ""
+                    self.note(f"watching {url}{how}")
+                for url in removed:
+                    self.note(f"{url} is no longer listed: not watched any more")
+            wait = self.next_due() - clock()
+            if math.isinf(wait):
+                return
+            await asyncio.sleep(max(0.05, wait))
+
+
+class Reconciled(Protocol):
+    def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]: ...
