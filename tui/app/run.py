@@ -17,10 +17,11 @@ from tui.core.config import Options, load_config
 from tui.core.config import resolve_options as resolve
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
+from tui.core.targets import keeper_for
 from tui.core.view import Changes, View
 
 from .actions import FleetActions
-from .app import create_app
+from .app import OcwatchApp, create_app
 from .inspect import FleetPeek
 from .launch import Launcher, check_template
 
@@ -146,6 +147,12 @@ def run_dashboard(
         alert_flags=alert_flags,
         read_only=read_only,
     )
+    said: list[OcwatchApp] = []  # (the app, once made: where the keeper's notes go)
+
+    def note(text: str) -> None:
+        for app in said:
+            app.notify(text, title="Servers", timeout=8, markup=False)
+
     fleet = Fleet(
         opts.urls,
         auth=opts.auth,
@@ -153,6 +160,7 @@ def run_dashboard(
         auths=opts.auths,
         names=opts.names,
         progressive=True,
+        keeper=keeper_for(opts.urls, opts.sources, note),
     )
     deliverer = off_terminal(opts, fleet)
     launcher = launcher_for(opts, fleet)
@@ -172,6 +180,7 @@ def run_dashboard(
             peek=FleetPeek(fleet),
             fold_idle_after=opts.fold_idle_after,
         )
+        said.append(app)
         with logs_off_the_screen():
             app.run()
     return app.return_code or 0

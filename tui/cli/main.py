@@ -653,6 +653,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             any_=args.any_,
             auths=opts.auths,
             names=opts.names,
+            sources=opts.sources,
         )
     if cmd == "watch":
         from .watch import run_watch
@@ -665,6 +666,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             as_json=args.json,
             auths=opts.auths,
             names=opts.names,
+            sources=opts.sources,
         )
     if cmd == "metrics":
         from .metrics import run_metrics
@@ -676,6 +678,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             settings=settings,
             auths=opts.auths,
             names=opts.names,
+            sources=opts.sources,
             session_info=args.session_info,
             alerts=opts.alerts,
         )

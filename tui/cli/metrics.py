@@ -18,6 +18,7 @@ from ..core.alerts import Alerter
 from ..core.config import AlertConfig
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import Changes, View
 from .output import stop_on_signals
@@ -64,6 +65,7 @@ def run_metrics(
     settings: Settings,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
     session_info: bool = False,
     observers: Sequence[Callable[[View, Changes | None], None]] = (),
     alerts: AlertConfig | None = None,
@@ -77,10 +79,18 @@ def run_metrics(
     from ..export.serve import follow, start_exporter
 
     err = err or sys.stderr
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
 
     def report(text: str) -> None:
         print(f"ocwatch metrics: {literal(text, escapes=True)}", file=err, flush=True)
+
+    fleet = Fleet(
+        urls,
+        auth=auth,
+        settings=settings,
+        auths=auths,
+        names=names,
+        keeper=keeper_for(urls, sources, report),
+    )
 
     deliverer = deliverer_for(alerts, fleet, report) if alerts is not None else None
     metrics = Metrics(

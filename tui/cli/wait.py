@@ -13,6 +13,7 @@ from typing import Any
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow
 from .output import pipe_safe
@@ -85,6 +86,7 @@ async def wait_many(
     on_ready: Callable[[], None] | None = None,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
 ) -> list[Outcome]:
     """Follow every server until each session settles (`any_`: until the first does).
 
@@ -92,7 +94,16 @@ async def wait_many(
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
     still open at the end get EXIT_TIMEOUT; a server unreachable for longer than
     UNREACHABLE_PATIENCE gives EXIT_USAGE to the sessions it holds (or might hold)."""
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+    fleet = Fleet(
+        urls,
+        auth=auth,
+        settings=settings,
+        auths=auths,
+        names=names,
+        keeper=keeper_for(
+            urls, sources, lambda text: print(f"ocwatch wait: {text}", file=sys.stderr)
+        ),
+    )
     outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
@@ -225,6 +236,7 @@ def run_wait(
     any_: bool = False,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
 ) -> int:
     outs = asyncio.run(
         wait_many(
@@ -236,6 +248,7 @@ def run_wait(
             any_=any_,
             auths=auths,
             names=names,
+            sources=sources,
         )
     )
     if len(outs) == 1:

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 from ..core import text
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
+from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
 from .output import state_word, stop_on_signals
@@ -82,6 +83,7 @@ async def watch(
     on_line: Callable[[str], None] | None = None,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
 ) -> int:
     """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
 
@@ -92,7 +94,14 @@ async def watch(
     err = err or sys.stderr
     stop = stop or asyncio.Event()
     wanted = set(sessions)
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+    fleet = Fleet(
+        urls,
+        auth=auth,
+        settings=settings,
+        auths=auths,
+        names=names,
+        keeper=keeper_for(urls, sources, lambda text: print(f"ocwatch: {text}", file=err)),
+    )
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     try:
@@ -215,6 +224,7 @@ def run_watch(
     as_json: bool,
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
 ) -> int:
     """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
     a reader that closes the pipe ends it quietly."""
@@ -231,6 +241,7 @@ def run_watch(
             stop=stop,
             auths=auths,
             names=names,
+            sources=sources,
         )
 
     try:

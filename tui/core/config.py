@@ -24,6 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from . import paths, tls
 from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
+from .targets import TargetSource
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -304,6 +305,9 @@ class Options:
     attach_command_v2: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH_V2))
     attach_in: str = "auto"
     fold_idle_after: float = 12 * 3600.0
+    sources: list[TargetSource] = field(default_factory=list)
+    """Where more servers come from while ocwatch runs (discovery, an inventory file): the
+    fleet is reconciled to them and `urls` (tui.core.targets)."""
 
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""

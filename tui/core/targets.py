@@ -125,3 +125,13 @@ class Keeper:
 
 class Reconciled(Protocol):
     def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]: ...
+
+
+def keeper_for(
+    urls: Sequence[str], sources: Sequence[TargetSource], note: Note | None = None
+) -> Keeper | None:
+    """The keeper of a fleet made over `urls` (the config's and flags' servers, which stay)
+    when other sources add to them (discovery, an inventory file); None: nothing moves."""
+    if not sources:
+        return None
+    return Keeper([Fixed([Target(u) for u in urls]), *sources], note)
