@@ -437,7 +437,7 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
         await pilot.press("i")
         await pilot.pause()
         assert isinstance(app.screen, ServersScreen)
-        a, b = servers_text(app)
+        b, a = servers_text(app)  # (the unreachable one first: it needs attention)
         assert a["line"].startswith("● connected") and "drift 3" in a["line"]
         assert a["sessions"] == "13: busy 4, retry 1, input 2, idle 5, unknown 1, stale 1"
         assert a["events skipped"] == "2 malformed · 5 of unknown types"
@@ -453,7 +453,7 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
         assert b["error"] == "ConnectError: [Errno 111] Connection refused"
         source.set(views.every_state())  # it follows the View
         await pilot.pause(0.2)
-        assert servers_text(app)[0]["drift"] == "none: every snapshot agreed with the events"
+        assert servers_text(app)[1]["drift"] == "none: every snapshot agreed with the events"
         source.set(views.unreachable())  # servers come and go
         await pilot.pause(0.2)
         (only,) = servers_text(app)

@@ -40,6 +40,14 @@ def test_an_outage_keeps_the_rows_dimmed_in_their_places(snap_compare, size) -> 
 
 
 @pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
+def test_a_fleet_of_five_servers(snap_compare, size) -> None:
+    """Five servers: one header line of counts, the sessions grouped by server."""
+    view = views.fleet()
+    app, _ = make_app(view, server_urls=[s.url for s in view.servers])
+    assert snap_compare(app, terminal_size=size)
+
+
+@pytest.mark.parametrize("size", [NARROW, WIDE], ids=["80x24", "160x48"])
 def test_grouped_by_folder(snap_compare, size) -> None:
     """f: a line per folder, its sessions counted by state, the most urgent group first."""
     app, _ = make_app()

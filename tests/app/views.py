@@ -520,3 +520,37 @@ def down(view: View, url: str, since: float) -> View:
         for s in view.servers
     )
     return View(generated_at=view.generated_at, servers=servers, rows=rows)
+
+
+def fleet() -> View:
+    """Five servers: three healthy (one drifting a lot), one failing snapshots, one
+    unreachable; the sessions of every_state spread over the healthy ones."""
+    healthy = [
+        ServerInfo(
+            url=f"http://build-{i}:4096",
+            name=f"build-{i}",
+            version="1.18.33",
+            reachable=True,
+            connected=True,
+            last_event_at=NOW - 2,
+            snapshot_at=NOW - 20,
+            drift_count=25 if i == 2 else 0,
+        )
+        for i in (1, 2, 3)
+    ]
+    failing = replace(healthy[0], url="http://build-4:4096", name="build-4", error="ReadTimeout")
+    down = ServerInfo(
+        url="http://build-5:4096", name="build-5", reachable=False, error="ConnectError"
+    )
+    rows = {}
+    for i, r in enumerate(ROWS):
+        server = healthy[i % 3].url
+        moved = replace(r, server=server)
+        rows[moved.key] = moved
+    # a child stays on its parent's server
+    for key, r in list(rows.items()):
+        if r.parent_id is not None:
+            parent = next(p for p in rows.values() if p.id == r.parent_id)
+            del rows[key]
+            rows[(parent.server, r.id)] = replace(r, server=parent.server)
+    return View(generated_at=NOW, servers=(*healthy, failing, down), rows=rows)

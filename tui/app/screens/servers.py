@@ -17,7 +17,7 @@ from tui.core.view import ServerInfo, SessionRow, count_states, loaded
 
 from .. import format as fmt
 from ..dashboard import Dashboard
-from ..widgets.server_bar import server_line, shown_servers
+from ..widgets.server_bar import attention, server_line, shown_servers
 from ..widgets.summary import COUNTED
 from .view_screen import ViewScreen
 
@@ -154,6 +154,7 @@ class ServerPanel(Vertical):
 
     def __init__(self, server: ServerInfo, rows: list[SessionRow], now: float) -> None:
         super().__init__()
+        self.url = server.url
         self._shown = (server, rows, now)
         self._ready = False
 
@@ -211,6 +212,9 @@ class ServersScreen(ViewScreen):
         view = app.view
         listed = shown_servers(view, app.server_urls)
         servers = list({s.url: s for s in listed}.values())  # one panel per URL
+        # the ones that need attention first (unreachable, snapshots failing, drift); the
+        # order moves only when a server's attention does (a stable sort)
+        servers.sort(key=attention)
         by_server: dict[str, list[SessionRow]] = {s.url: [] for s in servers}
         if view is not None:
             for row in view.rows.values():

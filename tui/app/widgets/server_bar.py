@@ -34,6 +34,61 @@ def health(server: ServerInfo) -> str:
     return "connecting"
 
 
+MANY = 4
+"""Servers from which the header is one line of counts (the servers view, i, lists each)."""
+
+_ATTENTION = {"unreachable": 0, "foreign": 0, "reconnecting": 3, "stalled": 3, "connecting": 4}
+
+
+def attention(server: ServerInfo) -> tuple[int, int]:
+    """Lower first: unreachable (or not OpenCode), then snapshots failing, then drift, then
+    reconnecting or stalled, then connecting; the healthy last (the servers view's order)."""
+    state = health(server)
+    rank = _ATTENTION.get(state, 5)
+    if rank == 5 and server.error:
+        rank = 1  # the stream beats, the snapshots fail
+    elif rank == 5 and server.drift_count:
+        rank = 2 if server.drift_count > 10 else 4
+    return rank, -server.drift_count
+
+
+def fleet_line(servers: list[ServerInfo], width: int = 0) -> Content:
+    """Many servers in one line (of `width` cells at most, when given): how many in each
+    health, those failing snapshots, the first that needs attention named
+    (`✗ 1 unreachable  ● 7 connected  first: build-3  8 servers (i: each)`); shorter forms
+    (glyphs and counts) when the long one does not fit."""
+    counts: dict[str, int] = {}
+    for s in servers:
+        counts[health(s)] = counts.get(health(s), 0) + 1
+    failing = sum(1 for s in servers if s.reachable and s.error)
+    worst = min(servers, key=attention)
+    first = fmt.literal(worst.label) if attention(worst)[0] < 5 else None
+    forms = []
+    for short in (False, True):
+        parts: list[str | tuple[str, str]] = []
+        for state in ("unreachable", "foreign", "reconnecting", "stalled", "connecting"):
+            if state in counts:
+                glyph, word, style = HEALTH[state]
+                said = f"{glyph} {counts[state]}" + ("" if short else f" {word}")
+                parts += [(said, f"{style} bold"), "  "]
+        if "connected" in counts:
+            glyph, word, style = HEALTH["connected"]
+            said = f"{glyph} {counts['connected']}" + ("" if short else f" {word}")
+            parts += [(said, f"{style} bold"), "  "]
+        if failing:
+            parts += [(f"{failing} failing" + ("" if short else " snapshots"), "$state-retry")]
+            parts += ["  "]
+        if first is not None:
+            parts += [("first: ", "$foreground-muted"), (first, "bold"), "  "]
+        total = f"{len(servers)} servers"
+        forms.append(Content.assemble(*parts, (f"{total} (i: each)", "$foreground-muted")))
+        forms.append(Content.assemble(*parts, (total, "$foreground-muted")))
+    for form in forms:
+        if not width or form.cell_length <= width:
+            return form
+    return forms[-1]
+
+
 def shown_servers(view: View | None, urls: list[str]) -> list[ServerInfo]:
     """The servers of `view`, or the configured URLs (not yet connected) before the first View."""
     if view is not None and view.servers:
@@ -80,7 +135,7 @@ def server_line(server: ServerInfo, now: float) -> Content:
 
 
 class ServerBar(LiveStatic):
-    """Connection health of every server, one line each."""
+    """Connection health of every server, one line each (from MANY servers, one line)."""
 
     DEFAULT_CSS = """
     ServerBar {
@@ -95,5 +150,10 @@ class ServerBar(LiveStatic):
 
     def show(self, view: View | None, now: float, urls: list[str]) -> None:
         """Show the servers of `view` (or the configured URLs before the first View)."""
-        lines = [server_line(s, now) for s in shown_servers(view, urls)]
+        servers = shown_servers(view, urls)
+        if len(servers) >= MANY:  # the header stays one line
+            width = (self.size.width or self.app.size.width) - 2  # (its padding)
+            self.show_content(fleet_line(servers, width))
+            return
+        lines = [server_line(s, now) for s in servers]
         self.show_content(Content("\n").join(lines))

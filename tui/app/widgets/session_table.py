@@ -33,6 +33,7 @@ from .. import format as fmt
 from ..tree import GROUPINGS, SORT_COLUMNS, Grouping, Key, Layouts, TreeLine, is_group, sort_arrow
 from .cells import ALL_COLUMNS, COLUMNS, MIN_TITLE, TITLE_ROOM, CellRenderer, ColumnSpec
 from .row_table import PAD, RowTable
+from .server_bar import MANY
 
 WIDE_AT = 110
 """Terminal columns from which stale, activity, cost and tokens get their own columns."""
@@ -123,8 +124,9 @@ class SessionTable(RowTable):
         self.sort_reverse = False
         self.state_filter = "all"
         self.text_filter = ""
-        self.grouping = "none"
-        """Sessions grouped by `folder` or `server` under a line each (GROUPINGS), or not."""
+        self.grouping = "auto"
+        """Sessions grouped by `folder` or `server` under a line each (GROUPINGS), or not;
+        `auto`: by server from MANY servers (a fleet), else not."""
         self._group_of: Callable[[SessionRow], Key] | None = None
         self.fold_after = FOLD_AFTER
         """Seconds after which an idle session folds away (0: never; config fold_idle_after)."""
@@ -305,9 +307,17 @@ class SessionTable(RowTable):
         self._sync()
         self.post_message(self.Changed())
 
+    def grouped_by(self) -> str:
+        """The grouping in effect: the chosen one, or for `auto` by server from MANY servers."""
+        if self.grouping != "auto":
+            return self.grouping
+        view = self._view
+        return "server" if view is not None and len(view.servers) >= MANY else "none"
+
     def cycle_grouping(self) -> str:
         """Group by folder, then by server, then not at all; the grouping now."""
-        self.grouping = GROUPINGS[(GROUPINGS.index(self.grouping) + 1) % len(GROUPINGS)]
+        now = self.grouped_by()
+        self.grouping = GROUPINGS[(GROUPINGS.index(now) + 1) % len(GROUPINGS)]
         self.collapsed = {k for k in self.collapsed if not is_group(k)}
         self._sync()
         self.post_message(self.Changed())
@@ -478,10 +488,11 @@ class SessionTable(RowTable):
             changes = None
         rows: Mapping[Key, SessionRow] = view.rows
         group_of = None
-        if self.grouping != "none":
+        by = self.grouped_by()
+        if by != "none":
             # group lines are made again for each View (their counts move with any row): every
             # line is looked at
-            grouping = Grouping(self.grouping, view.rows, {s.url: s.name for s in view.servers})
+            grouping = Grouping(by, view.rows, {s.url: s.name for s in view.servers})
             rows, group_of, changes = {**view.rows, **grouping.rows}, grouping.of, None
         self._group_of = group_of
         self.lines = self._layouts(
@@ -493,7 +504,7 @@ class SessionTable(RowTable):
             match_key=(self.state_filter, self.text_filter, self.old_cutoff),
             changed=changes,
             group_of=group_of,
-            group_key=self.grouping,
+            group_key=by,
         )
         self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
         if now < self._synced_at:  # the clock stepped back: every row's times are looked at again

@@ -1,0 +1,48 @@
+"""Many servers (issue 44 item 4): the header stays one line, the sessions are grouped by
+server (counted, each server folds), and the servers view puts first the ones that need
+attention (unreachable, snapshots failing, drift)."""
+
+from __future__ import annotations
+
+from tui.app.screens.servers import ServerPanel, ServersScreen
+from tui.app.tree import is_group
+
+from . import views
+from .conftest import make_app
+from .test_actions import until
+
+
+async def test_many_servers_one_header_line_grouped_by_server_worst_first() -> None:
+    view = views.fleet()
+    app, _ = make_app(view, server_urls=[s.url for s in view.servers])
+    async with app.run_test(size=(160, 40)) as pilot:
+        t = app.main_screen.table
+        await until(pilot, lambda: any(is_group(ln.key) for ln in t.lines))
+        bar = app.main_screen.query_one("#servers")
+        said = str(bar.render())
+        assert "\n" not in said.strip()
+        assert "4 connected" in said and "1 unreachable" in said and "1 failing" in said
+        assert "first: build-5" in said and "5 servers" in said
+        await pilot.resize_terminal(80, 24)
+        await until(pilot, lambda: "failing snapshots" not in str(bar.render()))
+        narrow = str(bar.render())
+        assert "\n" not in narrow.strip() and len(narrow.strip()) <= 78 and "build-5" in narrow
+        heads = [ln for ln in t.lines if is_group(ln.key)]
+        assert len(heads) == 3  # the servers with sessions, one line each
+        assert t.grouped_by() == "server"
+        await pilot.press("c")
+        await until(pilot, lambda: all(is_group(ln.key) for ln in t.lines))
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, ServersScreen))
+        await until(pilot, lambda: len(app.screen.query(ServerPanel)) == 5)
+        order = [p.url for p in app.screen.query(ServerPanel)]
+        assert order[:3] == ["http://build-5:4096", "http://build-4:4096", "http://build-2:4096"]
+
+
+async def test_a_few_servers_keep_a_line_each_and_no_grouping() -> None:
+    app, _ = make_app()
+    async with app.run_test(size=(160, 40)) as pilot:
+        await pilot.pause()
+        said = str(app.main_screen.query_one("#servers").render())
+        assert said.count("\n") == 1  # two servers, two lines
+        assert app.main_screen.table.grouped_by() == "none"
