@@ -779,3 +779,21 @@ async def test_f_groups_by_folder_then_server_and_a_group_folds() -> None:
         await until(pilot, lambda: all(is_group(ln.key) for ln in t.lines))
         await pilot.press("f")
         await until(pilot, lambda: not any(is_group(ln.key) for ln in t.lines))
+
+
+async def test_a_view_the_table_has_not_laid_out_yet_is_not_said_to_match_nothing(
+    monkeypatch,
+) -> None:
+    """Issue 42: a large first View waits for the table's size before it is laid out; the
+    screen said "No session matches the filter" (with no filter set) meanwhile."""
+    empty = View(generated_at=views.NOW, servers=views.SERVERS, rows={})
+    app, source = make_app(empty)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        monkeypatch.setattr(t, "_sync", lambda *args, **kwargs: None)  # not laid out yet
+        source.set(views.every_state())
+        await until(pilot, lambda: t.behind)
+        await pilot.pause()
+        said = app.main_screen.query_one("#empty", Static)
+        assert not said.display or "No session matches" not in str(said.render())

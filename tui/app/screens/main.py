@@ -315,7 +315,9 @@ class MainScreen(ViewScreen):
         message = empty_message(
             view,
             self.dashboard.server_urls,
-            len(table.lines),
+            # a View the table has not laid out yet is not "nothing matches" (that flashed
+            # for half a second while a large first View waited for the table's size)
+            len(table.lines) or (len(view.rows) if table.behind and view is not None else 0),
             typing=typing,
             state_filter=table.state_filter,
             folded=folded,

@@ -340,6 +340,13 @@ class SessionTable(RowTable):
         )
 
     @property
+    def behind(self) -> bool:
+        """The table has a View it has not laid out yet (a large first one waits for the
+        table's size): its lines say nothing of that View yet."""
+        view = self._view
+        return view is not None and self._synced_rows is not view.rows
+
+    @property
     def filtering(self) -> bool:
         """Whether a state or text filter is active."""
         return self.state_filter != "all" or bool(self.text_filter)
