@@ -29,6 +29,7 @@ class Service:
     auth: Auth | None = field(repr=False)
     path: Path
     version: str | None = None
+    pid: int | None = None  # the service's process, as the file says (not checked here)
 
 
 def service_path(env: Mapping[str, str]) -> Path:
@@ -72,7 +73,9 @@ def read_service(env: Mapping[str, str], notices: list[str]) -> Service | None:
     user = env.get("OPENCODE_SERVER_USERNAME") or DEFAULT_USERNAME
     auth = Auth(user, password) if isinstance(password, str) and password else None
     version = data.get("version") if isinstance(data.get("version"), str) else None
-    return Service(url.rstrip("/"), auth, path, version)
+    pid = data.get("pid")
+    pid = pid if isinstance(pid, int) and not isinstance(pid, bool) and 0 < pid < 2**31 else None
+    return Service(url.rstrip("/"), auth, path, version, pid)
 
 
 def listening(url: str, timeout: float = 0.25) -> bool:

@@ -37,7 +37,9 @@ class TargetError(Exception):
 
 class TargetSource(Protocol):
     """Where a list of servers comes from. `read()` is called every `every` seconds, off the
-    event loop (it may read files or /proc); it raises TargetError when it cannot say."""
+    event loop (it may read files or /proc); it raises TargetError when it cannot say. A
+    source may say how a server it no longer lists left in a `gone` attribute (discovery:
+    `went away ...`; default: `is no longer listed`)."""
 
     label: str
     every: float
@@ -80,6 +82,14 @@ class Keeper:
                 seen.setdefault(normalize_url(t.url), t)
         return list(seen.values())
 
+    def listed(self) -> dict[str, tuple[Target, TargetSource]]:
+        """Each wanted URL (normalized) -> its target and the source that lists it."""
+        out: dict[str, tuple[Target, TargetSource]] = {}
+        for i, source in enumerate(self.sources):
+            for t in self.last.get(i, ()):
+                out.setdefault(normalize_url(t.url), (t, source))
+        return out
+
     async def read_due(self, now: float) -> bool:
         """Read the sources that are due; True when a list changed."""
         moved = False
@@ -108,15 +118,22 @@ class Keeper:
     async def keep(self, fleet: Reconciled, clock: Callable[[], float]) -> None:
         """Until cancelled: read the sources when due, reconcile the fleet when a list moved."""
         while True:
+            before = self.listed()
             if await self.read_due(clock()):
                 added, removed = fleet.reconcile(self.wanted())
-                by_url = {normalize_url(t.url): t for t in self.wanted()}
+                by_url = self.listed()
                 for url in added:
-                    t = by_url.get(url)
+                    t, _ = by_url.get(url, (None, None))
+                    named = f"{t.name} " if t is not None and t.name else ""
                     how = f" ({t.how})" if t is not None and t.how else ""
-                    self.note(f"watching {url}{how}")
+                    self.note(f"watching {named}{url}{how}")
                 for url in removed:
-                    self.note(f"{url} is no longer listed: not watched any more")
+                    t, source = before.get(url, (None, None))
+                    named = f"{t.name} " if t is not None and t.name else ""
+                    how = f" ({t.how})" if t is not None and t.how else ""
+                    # the source's own words (discovery: the server went away)
+                    said = getattr(source, "gone", None) or "is no longer listed"
+                    self.note(f"{named}{url}{how} {said}: not watched any more")
             wait = self.next_due() - clock()
             if math.isinf(wait):
                 return
