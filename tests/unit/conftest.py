@@ -13,6 +13,7 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for name in (
         "OCWATCH_CONFIG",
         "OCWATCH_SERVERS",
+        "OCWATCH_SERVERS_FILE",
         "OCWATCH_THEME",
         "OCWATCH_GRACE",
         "OCWATCH_RESYNC",

@@ -33,6 +33,7 @@ GIVEN: dict[str, tuple[list[str], object]] = {
     "grace": (["--grace", "30"], 30.0),
     "verbose": (["--verbose"], True),
     "server": (["--server", "http://h:1"], "http://h:1"),
+    "servers_file": (["--servers-file", "servers.json"], "servers.json"),
     "theme": (["--theme", "ocwatch-light"], "ocwatch-light"),
     "read_only": (["--read-only"], True),
     "metrics": (["--metrics", "127.0.0.1:9999"], "127.0.0.1:9999"),

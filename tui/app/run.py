@@ -128,6 +128,7 @@ def run_dashboard(
     metrics: str | None = None,
     alert_flags: Mapping[str, object] | None = None,
     read_only: bool = False,
+    servers_file: str | None = None,
 ) -> int:
     """Run the dashboard until the user quits; the exit code.
 
@@ -146,6 +147,7 @@ def run_dashboard(
         notices=warnings,
         alert_flags=alert_flags,
         read_only=read_only,
+        servers_file=servers_file,
     )
     said: list[OcwatchApp] = []  # (the app, once made: where the keeper's notes go)
 

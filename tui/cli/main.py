@@ -41,6 +41,7 @@ DEFAULT_LISTEN = "127.0.0.1:9464"
 
 if TYPE_CHECKING:
     from ..core.fleet import Fleet
+    from ..core.targets import TargetSource
 
 
 THEME_HELP = (
@@ -211,6 +212,13 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         default=None,
         help=f"server URL (repeatable; default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
+    )
+    parser.add_argument(
+        "--servers-file",
+        metavar="PATH",
+        default=None,
+        help="also watch the servers of PATH, an inventory in Prometheus's file_sd JSON "
+        "format, re-read when it changes (config: servers_file)",
     )
     parser.add_argument("--theme", help=THEME_HELP)
     parser.add_argument(
@@ -474,6 +482,7 @@ DASHBOARD_OPTIONS = {
         | {"status", "wait", "metrics", "watch", "report", "record", "prompt"}
         | {"abort", "reply", "answer"},
     ),
+    "servers_file": ("--servers-file", {None, "status", "wait", "metrics", "watch"}),
     "theme": ("--theme", {None, "demo", "replay"}),
     "read_only": ("--read-only", {None, "demo"}),
     "metrics": ("--metrics", {None, "demo"}),
@@ -543,6 +552,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             metrics=args.metrics,
             alert_flags=alert_flags(args),
             read_only=args.read_only,
+            servers_file=args.servers_file,
         )
     if cmd == "demo":
         from ..app.run import run_demo
@@ -568,6 +578,8 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
+    if not honours(cmd, "servers_file"):  # (a command on one server, a report, a recording)
+        config = config.model_copy(update={"servers_file": None})
     opts = resolve_options(
         config,
         urls=_flag_urls(args),
@@ -575,6 +587,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         auth=auth,
         notices=warnings,
         alert_flags=alert_flags(args),
+        servers_file=args.servers_file if honours(cmd, "servers_file") else None,
     )
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice, escapes=True)}", file=sys.stderr)
@@ -641,6 +654,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             form=args.format,
             auths=opts.auths,
             names=opts.names,
+            sources=opts.sources,
         )
     if cmd == "wait":
         return run_wait(
@@ -762,10 +776,34 @@ def run_status(
     form: str = "table",
     auths: dict[str, Auth | None] | None = None,
     names: dict[str, str] | None = None,
+    sources: Sequence[TargetSource] = (),
 ) -> int:
-    """Print the View once. Exit 0, or 2 when any server could not be read."""
+    """Print the View once. Exit 0, or 2 when any server could not be read. `sources` (an
+    inventory file) are read once, their servers beside `urls`; one that cannot be read is
+    said, and the command exits 2 after printing what it could read."""
+    from ..core.client import normalize_url
     from ..core.fleet import Fleet
+    from ..core.inventory import read_once
 
+    unread: list[str] = []
+
+    def said(why: str) -> None:
+        unread.append(why)
+        print(f"ocwatch: {literal(why, escapes=True)}", file=sys.stderr)
+
+    extra = read_once(sources, said)
+    if extra:
+        urls = list(urls)
+        auths = {**(auths or {})}
+        names = {**(names or {})}
+        for t in extra:
+            key = normalize_url(t.url)
+            if key in {normalize_url(u) for u in urls}:
+                continue  # the config's server (with its own name and credentials) holds
+            urls.append(t.url)
+            auths[key] = t.auth
+            if t.name:
+                names[key] = t.name
     fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
     progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux" else None
     try:
@@ -773,7 +811,8 @@ def run_status(
     finally:
         if progress is not None:
             sys.stderr.write("\r\x1b[K")
-    return print_view(view, form)
+    code = print_view(view, form)
+    return EXIT_USAGE if unread else code
 
 
 def tmux_line(view: View) -> str:

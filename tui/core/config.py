@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import paths, tls
+from .inventory import InventoryFile
 from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
 from .targets import TargetSource
@@ -142,6 +143,10 @@ class Config(BaseModel):
     keeps watching, alerting and exporting meanwhile), or this terminal, handed over until
     OpenCode exits. auto: a tmux window inside tmux, else this terminal."""
 
+    servers_file: str | None = None
+    """An inventory file in Prometheus's file_sd JSON format (`--servers-file`): its servers
+    are watched beside `servers`, and it is re-read when it changes (docs/CONFIGURATION.md)."""
+
     def settings(self) -> Settings:
         return Settings(
             grace=self.grace,
@@ -169,6 +174,7 @@ ENV_NAMES: dict[str, str] = {
     "read_only": "OCWATCH_READ_ONLY",  # anything but 0, false, no, off turns it on
     "command_deadline": "OCWATCH_COMMAND_DEADLINE",
     "fold_idle_after": "OCWATCH_FOLD_IDLE_AFTER",
+    "servers_file": "OCWATCH_SERVERS_FILE",
 }
 
 
@@ -328,6 +334,7 @@ def resolve_options(
     notices: Sequence[str] = (),
     alert_flags: Mapping[str, Any] | None = None,
     read_only: bool = False,
+    servers_file: str | None = None,
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
 
@@ -337,9 +344,12 @@ def resolve_options(
     on; a flag's value (`notify_cmd`, `webhook`, ...) replaces the config's. The config's
     `password_file` is read only when the environment gives no password, its `ca_file` at once
     (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`). `read_only` (--read-only)
-    turns the actions off whatever the config says; the config cannot turn them back on."""
+    turns the actions off whatever the config says; the config cannot turn them back on.
+    `servers_file` (--servers-file, else the config's): an InventoryFile among the sources
+    (its servers join the others; read when the fleet runs, not here)."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
+    inventory = servers_file or config.servers_file
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
     by_name: dict[str, ServerEntry] = {}
     for e in entries.values():
@@ -353,7 +363,9 @@ def resolve_options(
         [e if isinstance(e, str) else e.url for e in config.servers] or default_server_urls(env)
     )
     found: Service | None = None
-    if not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
+    if inventory and not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
+        chosen = []  # the inventory names the servers (not the default, unreachable for ever)
+    elif not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
         # nothing names a server: V2's background service too, if its file says where (and
         # the V1 default only if something listens there, not to read "unreachable" for ever)
         found = read_service(env, out)
@@ -425,6 +437,7 @@ def resolve_options(
         attach_command_v2=list(config.attach_command_v2),
         attach_in=config.attach_in,
         fold_idle_after=config.fold_idle_after,
+        sources=[InventoryFile(inventory, env=env)] if inventory else [],
     )
 
 

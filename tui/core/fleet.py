@@ -192,9 +192,16 @@ class Fleet:
         if self._group is not None and self._notify is not None:
             self._tasks[monitor.url] = self._group.create_task(monitor.run(self._notify))
 
-    def add(self, url: str, *, auth: Auth | None = None, name: str = "") -> ServerMonitor:
+    def add(
+        self,
+        url: str,
+        *,
+        auth: Auth | None = None,
+        name: str = "",
+        labels: tuple[tuple[str, str], ...] = (),
+    ) -> ServerMonitor:
         """Watch one more server (running at once when the fleet runs); the monitor already
-        watching that URL when there is one."""
+        watching that URL when there is one. `labels`: its extra labels (the exporter's)."""
         key = normalize_url(url)
         for m in self.monitors:
             if m.url == key:
@@ -208,6 +215,7 @@ class Fleet:
             name=name,
             progressive=self._progressive,
         )
+        monitor.labels = labels
         self.monitors.append(monitor)
         self._members_moved = True
         self.gone.pop(monitor.url, None)
@@ -241,17 +249,22 @@ class Fleet:
     def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]:
         """Make the watched servers exactly `targets` (full reconciliation, never a patch):
         the missing ones added, the ones not listed removed (why: their target source's
-        word). Returns (added URLs, removed URLs)."""
+        word); a listed one whose name or labels changed in its source (an inventory file's)
+        takes them, keeping its state. Returns (added URLs, removed URLs)."""
         wanted = {normalize_url(t.url): t for t in targets}
         removed = [m.url for m in list(self.monitors) if m.url not in wanted]
         for url in removed:
             self.remove(url)
-        have = {m.url for m in self.monitors}
+        have = {m.url: m for m in self.monitors}
         added = []
         for key, t in wanted.items():
-            if key not in have:
-                self.add(t.url, auth=t.auth, name=t.name)
+            m = have.get(key)
+            if m is None:
+                self.add(t.url, auth=t.auth, name=t.name, labels=t.labels)
                 added.append(key)
+            elif t.source != "config" and (m.name, m.labels) != (t.name, t.labels):
+                m.name, m.labels = t.name, t.labels  # (the config's keep theirs)
+                self._members_moved = True
         return added, removed
 
     async def snapshot_once(self, notify: Notify | None = None) -> View:

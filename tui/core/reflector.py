@@ -71,6 +71,7 @@ class Reflector:
     ) -> None:
         self.settings = settings
         self.name = name  # the config's name for it ("": none, called by its URL)
+        self.labels: tuple[tuple[str, str], ...] = ()  # its inventory's extra labels
         self.auth = auth  # its own credentials (an attached OpenCode TUI gets them too)
         self.client = client
         self.url = client.url
@@ -257,6 +258,7 @@ class Reflector:
         return ServerInfo(
             url=self.url,
             name=self.name,
+            labels=self.labels,
             version=snap.version if snap else None,
             protocol=self.protocol.name if self.protocol is not None else None,
             foreign=self._foreign,

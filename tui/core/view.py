@@ -190,6 +190,7 @@ class ServerInfo:
     protocol: str | None = None  # "v1" | "v2" once probed (tui.core.protocols)
     foreign: bool = False  # it answers, but speaks no OpenCode protocol (its error says how)
     name: str = ""  # what the config calls it (metric labels, alerts); "" : its URL
+    labels: tuple[tuple[str, str], ...] = ()  # extra labels (an inventory file's), sorted
     error: str | None = None
     error_since: float | None = None  # when the current error began
     connected: bool = False  # event stream up
