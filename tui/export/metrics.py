@@ -8,7 +8,10 @@ Nothing is counted per event and nothing is asked of the servers per scrape.
 
 Label values are bounded: `server` is the configured name (else the URL), states, reasons and
 kinds come from the vocabulary. Session ids and titles appear only in the opt-in
-`ocwatch_session_info`, whose series grow with the fleet (documented as unbounded).
+`ocwatch_session_info`, whose series grow with the fleet (documented as unbounded). An
+inventory file's extra labels of a server (at most 10, bounded in size: tui.core.inventory)
+are on one series per server, `ocwatch_server_labels`, never on every family: a query joins
+them on `server`.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from ..core.view import (
     STATE_REASONS,
     STATES,
     Changes,
+    ServerInfo,
     SessionRow,
     View,
     run_outcome,
@@ -159,6 +163,12 @@ class Metrics(Collector):
                 self._wait_seconds[server].observe(at - start)
 
     # -- read by the scrape -------------------------------------------------------------------
+    def servers(self) -> tuple[ServerInfo, ...]:
+        """The servers of the last View (none before the first)."""
+        with self._lock:
+            view = self._view
+        return view.servers if view is not None else ()
+
     def collect(self) -> Iterator[Metric]:
         with self._lock:
             view = self._view
@@ -352,6 +362,12 @@ class Metrics(Collector):
             "Snapshots that disagreed with what the events had said.",
             labels=["server"],
         )
+        labelled = Metric(
+            "ocwatch_server_labels",
+            "The server's extra labels, from the inventory file (value 1; join on server: "
+            "`... * on(server) group_left(team) ocwatch_server_labels`).",
+            "gauge",
+        )
         skipped = CounterMetricFamily(
             "ocwatch_events_skipped",
             "Stream frames not used: malformed (unreadable) or unknown_type.",
@@ -361,6 +377,8 @@ class Metrics(Collector):
             name = s.label
             up.add_metric([name], int(s.reachable))
             srv.add_metric([name, s.url, plain(s.version or "", 80), s.protocol or ""], 1)
+            extra = {k: v for k, v in s.labels if k != "server"}
+            labelled.add_sample("ocwatch_server_labels", {"server": name, **extra}, 1)
             stream.add_metric([name], int(s.connected))
             snap_up.add_metric([name], int(s.error is None and s.snapshot_at is not None))
             if s.last_event_at is not None:
@@ -377,6 +395,7 @@ class Metrics(Collector):
         yield from (
             up,
             srv,
+            labelled,
             snap_up,
             stream,
             event_age,

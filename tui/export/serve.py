@@ -6,19 +6,24 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ipaddress
+import json
 import logging
 import os
+import re
 import socket
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 from prometheus_client import CollectorRegistry, ProcessCollector
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from ..core.client import OcwatchError
 from ..core.fleet import Fleet
-from ..core.view import Changes, View
+from ..core.view import Changes, ServerInfo, View
+from .metrics import Metrics
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 #: Seconds between two Views at most (ages count up, grace periods end) ...
@@ -137,9 +142,12 @@ class Exporter:
             self._thread.join(5)
 
 
-def metrics_app(registry: CollectorRegistry) -> Any:
+def metrics_app(registry: CollectorRegistry, metrics: Metrics | None = None, own: str = "") -> Any:
     """The ASGI app: `/metrics` and `/` answer the registry (prometheus_client's app: text or
-    OpenMetrics as asked, gzip when accepted), anything else 404; lifespan is acknowledged."""
+    OpenMetrics as asked, gzip when accepted), anything else 404; lifespan is acknowledged.
+    With `metrics` (the exporter's collector) also `/metrics?target=SERVER`, that server's
+    series only (404 when it is not watched), and `/sd`, Prometheus's HTTP service discovery
+    (sd_groups; `own`: the listening address, when the request names none)."""
     from prometheus_client import make_asgi_app
 
     scrape = make_asgi_app(registry)
@@ -155,20 +163,109 @@ def metrics_app(registry: CollectorRegistry) -> Any:
                     return
         if scope["type"] != "http":
             return
-        if scope["path"] in ("/metrics", "/") and scope["method"] in ("GET", "HEAD"):
+        reads = scope["method"] in ("GET", "HEAD")
+        target = _target_of(scope)
+        if scope["path"] in ("/metrics", "/") and reads and (target is None or metrics is None):
             async with asyncio.timeout(ANSWER_DEADLINE):
                 await scrape(scope, receive, send)
             return
+        status, kind, body = 404, b"text/plain; charset=utf-8", b"not found: try /metrics\n"
+        if scope["path"] in ("/metrics", "/") and reads and metrics is not None:
+            status, kind, body = _one_server(metrics, target or "", _header(scope, b"accept"))
+        elif scope["path"] == "/sd" and reads and metrics is not None:
+            groups = sd_groups(metrics, _header(scope, b"host") or own)
+            status, kind, body = 200, b"application/json", json.dumps(groups).encode()
         await send(
             {
                 "type": "http.response.start",
-                "status": 404,
-                "headers": [(b"content-type", b"text/plain; charset=utf-8")],
+                "status": status,
+                "headers": [(b"content-type", kind), (b"content-length", b"%d" % len(body))],
             }
         )
-        await send({"type": "http.response.body", "body": b"not found: try /metrics\n"})
+        await send(
+            {"type": "http.response.body", "body": b"" if scope["method"] == "HEAD" else body}
+        )
 
     return app
+
+
+def _header(scope: dict[str, Any], name: bytes) -> str:
+    for key, value in scope.get("headers", ()):
+        if key.lower() == name:
+            return bytes(value).decode("latin-1")
+    return ""
+
+
+def _target_of(scope: dict[str, Any]) -> str | None:
+    """The `target` of the query (the multi-target pattern's `__param_target`), or None."""
+    query = parse_qs(bytes(scope.get("query_string", b"")).decode("latin-1"))
+    got = query.get("target")
+    return got[0] if got else None
+
+
+def _one_server(metrics: Metrics, target: str, accept: str) -> tuple[int, bytes, bytes]:
+    """(status, content type, body) of `/metrics?target=...`: the series of the watched server
+    that target names (its `host:port`, URL or name), or 404 saying it is not watched."""
+    from prometheus_client.exposition import choose_encoder
+
+    server = pick(metrics.servers(), target)
+    if server is None:
+        body = f"not found: ocwatch does not watch {target!r} (yet)\n"
+        return 404, b"text/plain; charset=utf-8", body.encode()
+    encoder, kind = choose_encoder(accept)
+    return 200, kind.encode(), encoder(OneServer(metrics, server.label))
+
+
+def pick(servers: Sequence[ServerInfo], target: str) -> ServerInfo | None:
+    """The watched server `target` names: its `host:port` (what an inventory file lists), its
+    URL or its name."""
+    for s in servers:
+        if target in (s.url, s.name, urlsplit(s.url).netloc):
+            return s
+    return None
+
+
+class OneServer:
+    """A registry of one server's series (the families of `metrics` whose `server` label is
+    it; the others, and the families of no server, left out)."""
+
+    def __init__(self, metrics: Metrics, label: str) -> None:
+        self.metrics, self.label = metrics, label
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.metrics.collect():
+            kept = [x for x in family.samples if x.labels.get("server") == self.label]
+            if kept:
+                family.samples = kept
+                yield family
+
+
+#: Distinct values of an extra label said at most in `/sd`'s meta labels (its servers')
+SD_VALUES = 50
+HOST = re.compile(r"[A-Za-z0-9.\-]+(:[0-9]{1,5})?|\[[0-9A-Fa-f:.]+\](:[0-9]{1,5})?")
+
+
+def sd_groups(metrics: Metrics, host: str) -> list[dict[str, Any]]:
+    """Prometheus's HTTP SD answer (`http_sd_configs`): one group, this exporter at `host`
+    (the address its client reached it by), with meta labels for relabelling: its version,
+    how many servers it watches, and for each extra label of theirs its values as
+    `,a,b,` (Consul's tag form: `.*,infra,.*` matches). Never a URL's credentials nor a
+    password: names and the inventory's labels only."""
+    if not HOST.fullmatch(host):
+        return []
+    servers = metrics.servers()
+    labels: dict[str, str] = {
+        "__meta_ocwatch_version": metrics.version,
+        "__meta_ocwatch_servers": str(len(servers)),
+    }
+    values: dict[str, set[str]] = {}
+    for s in servers:
+        for key, value in s.labels:
+            values.setdefault(key, set()).add(value)
+    for key, got in sorted(values.items()):
+        shown = sorted(got)[:SD_VALUES]
+        labels[f"__meta_ocwatch_label_{key}"] = "," + ",".join(shown) + ","
+    return [{"targets": [host], "labels": labels}]
 
 
 def start_exporter(collector: Collector, listen: str, flag: str = "--listen") -> Exporter:
@@ -186,7 +283,10 @@ def start_exporter(collector: Collector, listen: str, flag: str = "--listen") ->
         )
     except OSError as exc:
         raise OcwatchError(f"cannot listen on {listen}: {exc.strerror or exc}") from None
-    return Exporter(metrics_app(registry), sock)
+    own = sock.getsockname()
+    shown = f"[{own[0]}]:{own[1]}" if ":" in own[0] else f"{own[0]}:{own[1]}"
+    mine = collector if isinstance(collector, Metrics) else None
+    return Exporter(metrics_app(registry, mine, shown), sock)
 
 
 async def follow(
