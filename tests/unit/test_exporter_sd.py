@@ -115,3 +115,20 @@ def test_sd_is_the_exporter_s_own_target_for_http_sd_configs() -> None:
         assert httpx.post(sd, timeout=5).status_code == 404
     finally:
         exporter.close()
+
+
+def test_the_shipped_scrape_config_is_valid() -> None:
+    from pathlib import Path
+
+    promtool = shutil.which("promtool")
+    if promtool is None:
+        if os.environ.get("CI"):
+            pytest.fail("promtool is missing: .ci/run installs the prometheus package")
+        pytest.skip("promtool is not installed (apt-get install prometheus)")
+    shipped = Path(__file__).resolve().parents[2] / "deploy" / "prometheus" / "prometheus.yml"
+    check = subprocess.run(
+        [promtool, "check", "config", str(shipped)], capture_output=True, text=True, timeout=60
+    )
+    assert check.returncode == 0, check.stdout + check.stderr
+    text = shipped.read_text()
+    assert "http_sd_configs" in text and "/sd" in text and "file_sd_configs" in text
