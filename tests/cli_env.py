@@ -16,6 +16,8 @@ def cli_env(password: str | None = None) -> dict[str, str]:
     env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
     # (and no V2 background service of the developer's: tui.core.service)
     env["XDG_STATE_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-state")
+    # (and no local discovery: this machine's other OpenCode servers are not the test's)
+    env["OCWATCH_DISCOVER"] = "none"
     if password is not None:
         env["OPENCODE_SERVER_PASSWORD"] = password
     return env

@@ -9,6 +9,7 @@ import pytest
 from tui.app import run
 from tui.cli.main import main
 from tui.core.config import AlertConfig, Config, load_config
+from tui.core.discover import LocalDiscovery
 from tui.core.settings import Auth
 
 from .conftest import make_app
@@ -42,7 +43,12 @@ def test_flags_win_over_the_config() -> None:
 
 def test_servers_fall_back_to_the_environment_then_the_default() -> None:
     assert run.resolve(Config(), env={"OPENCODE_SERVER_URL": "http://e:3"}).urls == ["http://e:3"]
-    assert run.resolve(Config(), env={}).urls == ["http://127.0.0.1:4096"]
+    off = Config(discover="none")
+    assert run.resolve(off, env={}).urls == ["http://127.0.0.1:4096"]
+    # with discovery (the default on Linux): it finds them, the default address among them
+    (found,) = run.resolve(Config(), env={}, discover="local").sources
+    assert isinstance(found, LocalDiscovery) and found.default == "http://127.0.0.1:4096"
+    assert run.resolve(Config(), env={}, discover="local").urls == []
 
 
 def test_password_file_only_without_a_password_in_the_environment(tmp_path: Path) -> None:
@@ -100,6 +106,8 @@ def test_main_passes_the_flags(monkeypatch: pytest.MonkeyPatch) -> None:
         "desktop": True,
         "metrics": None,
         "read_only": False,
+        "discover": None,
+        "servers_file": None,
         "alert_flags": {
             "bell": True,
             "osc9": False,

@@ -145,7 +145,7 @@ def test_a_v1_server_and_a_tui_are_found_with_their_folders(proc: FakeProc, tmp_
     assert (shop.name, shop.how, shop.source) == (
         "shop",
         "opencode serve, pid 101, ~/src/shop",
-        "discovery",
+        "discovered",
     )
     assert (api.name, api.how) == ("api", "opencode TUI, pid 102, ~/src/api")
     assert shop.auth == Auth("opencode", "mine")  # the user's own password, set by the user
@@ -316,3 +316,82 @@ def test_a_server_that_ends_is_said_gone(proc: FakeProc, tmp_path: Path) -> None
         "shop http://127.0.0.1:4096 (opencode serve, pid 101, ~/shop) went away (its process "
         "ended or stopped listening): not watched any more"
     )
+
+
+def test_ocwatch_servers_says_what_it_watches_and_how_it_was_found(
+    proc: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli.servers import run_servers
+
+    proc.process(101, [V1, "serve"], "/home/me/src/shop", [5001])
+    proc.tcp.append(row(0, "0100007F:A46F", "0A", 5001))
+    proc.write()
+    d = discovery(proc, tmp_path)
+    named = "http://10.0.0.5:4096"
+    assert run_servers([named], origins={named: "config"}, names={named: "build"}, sources=[d]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].split() == ["NAME", "URL", "FOUND", "BY"]
+    assert out[1].split() == ["build", named, "config"]
+    assert out[2].split(None, 2) == [
+        "shop",
+        "http://127.0.0.1:42095",
+        "discovered: opencode serve, pid 101, ~/src/shop",
+    ]
+    assert out[4] == "Local discovery looked at (every 3 s):"
+    assert out[5].startswith("  /proc: 1 process of this user, 1 OpenCode, 1 listening")
+    assert out[6].endswith("opencode/service.json: absent")
+    assert run_servers([], origins={}, names={}, sources=[d], as_json=True) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["servers"] == [
+        {
+            "url": "http://127.0.0.1:42095",
+            "name": "shop",
+            "found": "discovered",
+            "how": "opencode serve, pid 101, ~/src/shop",
+        }
+    ]
+    assert data["sources"][0]["source"] == "discovery" and data["sources"][0]["error"] is None
+
+
+def test_ocwatch_servers_says_what_it_looked_at_and_exits_2_when_it_cannot(
+    proc: FakeProc, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tui.cli.servers import run_servers
+
+    proc.process(101, ["/usr/bin/bash"], "/home/me", [])
+    assert run_servers([], origins={}, names={}, sources=[discovery(proc, tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("No server to watch.\n")
+    assert "/proc: 1 process of this user, none OpenCode" in out
+    assert "service.json: absent" in out
+    elsewhere = LocalDiscovery({}, platform="darwin")
+    assert run_servers([], origins={}, names={}, sources=[elsewhere]) == 2
+    got = capsys.readouterr()
+    assert "discovery: local discovery reads /proc: not available on darwin" in got.err
+
+
+def test_on_by_default_only_when_nothing_names_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tui.core.config import Config, resolve_options
+
+    monkeypatch.setattr("sys.platform", "linux")
+    me = Auth("opencode", "mine")
+
+    def found(config: Config, **kw: object) -> list[LocalDiscovery]:
+        opts = resolve_options(config, env=kw.pop("env", {}), **kw)  # type: ignore[arg-type]
+        return [s for s in opts.sources if isinstance(s, LocalDiscovery)]
+
+    (d,) = found(Config(), auth=me)
+    assert d.auth == me and d.default == "http://127.0.0.1:4096"  # the user's own password
+    assert found(Config(), urls=["http://h:1"]) == []
+    assert found(Config(servers=["http://h:1"])) == []
+    assert found(Config(), env={"OPENCODE_SERVER_URL": "http://h:1"}) == []
+    assert found(Config(servers_file="/x.json")) == []
+    assert found(Config(), discover="none") == []
+    assert found(Config(discover="none")) == []
+    # local: beside the servers named (without the default address)
+    (d,) = found(Config(servers=["http://h:1"]), discover="local")
+    assert d.default is None
+    (d,) = found(Config(discover="local"), urls=["http://h:1"])
+    monkeypatch.setattr("sys.platform", "darwin")
+    assert found(Config()) == []  # auto: off where /proc is not
+    assert len(found(Config(), discover="local")) == 1  # asked for: it says it cannot

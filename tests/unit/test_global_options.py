@@ -16,6 +16,7 @@ from tui.cli.main import DASHBOARD_OPTIONS, build_parser, main
 COMMANDS = {
     "demo": [],
     "status": [],
+    "servers": [],
     "wait": ["ses_1"],
     "metrics": [],
     "watch": [],
@@ -34,6 +35,7 @@ GIVEN: dict[str, tuple[list[str], object]] = {
     "verbose": (["--verbose"], True),
     "server": (["--server", "http://h:1"], "http://h:1"),
     "servers_file": (["--servers-file", "servers.json"], "servers.json"),
+    "discover": (["--discover", "local"], "local"),
     "theme": (["--theme", "ocwatch-light"], "ocwatch-light"),
     "read_only": (["--read-only"], True),
     "metrics": (["--metrics", "127.0.0.1:9999"], "127.0.0.1:9999"),

@@ -223,7 +223,7 @@ def test_the_config_the_environment_and_the_flag_name_the_file(tmp_path: Path) -
     assert opts.urls == []  # nothing else names a server: the inventory's only, no default
     opts = resolve_options(Config(servers=["http://h:9"]), env={}, servers_file=inv)
     assert opts.urls == ["http://h:9"] and len(opts.sources) == 1  # they join the config's
-    assert resolve_options(Config(), env={}).sources == []
+    assert resolve_options(Config(discover="none"), env={}).sources == []
     config, warnings = load_config(env={"OCWATCH_SERVERS_FILE": inv})
     assert config.servers_file == inv and not warnings
 

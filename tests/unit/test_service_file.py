@@ -34,7 +34,7 @@ def test_with_nothing_configured_the_service_is_watched_with_its_own_password(
 ) -> None:
     env = state(tmp_path, SERVICE)
     env["OPENCODE_SERVER_PASSWORD"] = "the-v1-password"
-    opts = resolve_options(Config(), env=env)
+    opts = resolve_options(Config(discover="none"), env=env)  # (discovery: test_discover)
     assert "http://127.0.0.1:1" in opts.urls
     got = opts.auth_for("http://127.0.0.1:1")
     assert got is not None and got.password == PW and got.username == "opencode"

@@ -126,6 +126,8 @@ def test_with_no_file_and_no_variable_the_config_is_what_the_layers_give(tmp_pat
             if field_name == "servers"
             else "ocwatch-light"
             if field_name == "theme"
+            else "none"
+            if field_name == "discover"
             else "9"
         )
         assert load_config(missing, {name: value})[0] != Config(), name

@@ -129,6 +129,7 @@ def run_dashboard(
     alert_flags: Mapping[str, object] | None = None,
     read_only: bool = False,
     servers_file: str | None = None,
+    discover: str | None = None,
 ) -> int:
     """Run the dashboard until the user quits; the exit code.
 
@@ -148,6 +149,7 @@ def run_dashboard(
         alert_flags=alert_flags,
         read_only=read_only,
         servers_file=servers_file,
+        discover=discover,
     )
     said: list[OcwatchApp] = []  # (the app, once made: where the keeper's notes go)
 

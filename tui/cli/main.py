@@ -220,6 +220,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="also watch the servers of PATH, an inventory in Prometheus's file_sd JSON "
         "format, re-read when it changes (config: servers_file)",
     )
+    parser.add_argument(
+        "--discover",
+        choices=("auto", "local", "none"),
+        default=None,
+        help="local discovery of this user's OpenCode servers on this machine (/proc, V2's "
+        "service.json): auto (default) when nothing names a server, local beside the named "
+        "ones, none: off (config: discover)",
+    )
     parser.add_argument("--theme", help=THEME_HELP)
     parser.add_argument(
         "--read-only",
@@ -268,6 +276,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="with --replay: the View at TIME (ISO 8601, epoch seconds, or +SECONDS "
         "after the start; default: the end)",
     )
+
+    sv = sub.add_parser(
+        "servers", help="list the servers ocwatch would watch, and how each was found"
+    )
+    _server_arg(sv, many=True)
+    sv.add_argument("--json", action="store_true", help="print one JSON object")
 
     w = sub.add_parser("wait", help="block until sessions settle; the exit code tells how")
     w.add_argument("session_ids", metavar="SESSION_ID", nargs="+")
@@ -479,10 +493,11 @@ DASHBOARD_OPTIONS = {
     "server": (
         "--server",
         {None}
-        | {"status", "wait", "metrics", "watch", "report", "record", "prompt"}
+        | {"status", "wait", "metrics", "watch", "report", "record", "prompt", "servers"}
         | {"abort", "reply", "answer"},
     ),
-    "servers_file": ("--servers-file", {None, "status", "wait", "metrics", "watch"}),
+    "servers_file": ("--servers-file", {None, "status", "wait", "metrics", "watch", "servers"}),
+    "discover": ("--discover", {None, "status", "wait", "metrics", "watch", "servers"}),
     "theme": ("--theme", {None, "demo", "replay"}),
     "read_only": ("--read-only", {None, "demo"}),
     "metrics": ("--metrics", {None, "demo"}),
@@ -553,6 +568,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             alert_flags=alert_flags(args),
             read_only=args.read_only,
             servers_file=args.servers_file,
+            discover=args.discover,
         )
     if cmd == "demo":
         from ..app.run import run_demo
@@ -588,6 +604,8 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         notices=warnings,
         alert_flags=alert_flags(args),
         servers_file=args.servers_file if honours(cmd, "servers_file") else None,
+        # (a command on one server, a report, a recording: the servers named, or the default)
+        discover=args.discover if honours(cmd, "discover") else "none",
     )
     for notice in opts.notices:
         print(f"ocwatch: {literal(notice, escapes=True)}", file=sys.stderr)
@@ -655,6 +673,16 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             auths=opts.auths,
             names=opts.names,
             sources=opts.sources,
+        )
+    if cmd == "servers":
+        from .servers import run_servers
+
+        return run_servers(
+            opts.urls,
+            origins=opts.origins,
+            names=opts.names,
+            sources=opts.sources,
+            as_json=args.json,
         )
     if cmd == "wait":
         return run_wait(

@@ -105,6 +105,8 @@ async def wait_many(
         ),
     )
     outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
+    if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
+        await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     loop = asyncio.get_running_loop()
@@ -118,7 +120,8 @@ async def wait_many(
                 return _close(
                     outcomes, EXIT_TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
                 )
-            return _close(outcomes, EXIT_USAGE, "; ".join(_why(s) for s in servers))
+            why = "; ".join(_why(s) for s in servers) or NO_SERVER
+            return _close(outcomes, EXIT_USAGE, why)
         if on_ready is not None:
             on_ready()
         while True:
@@ -172,6 +175,9 @@ async def wait_many(
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+NO_SERVER = "no server to watch (`ocwatch servers` says what was looked at)"
 
 
 async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | None) -> int:

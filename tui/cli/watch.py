@@ -21,7 +21,7 @@ from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
 from .output import state_word, stop_on_signals
-from .wait import EXIT_USAGE, first_looks
+from .wait import EXIT_USAGE, NO_SERVER, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
 #: the dashboard does.
@@ -102,6 +102,8 @@ async def watch(
         names=names,
         keeper=keeper_for(urls, sources, lambda text: print(f"ocwatch: {text}", file=err)),
     )
+    if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
+        await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     try:
@@ -111,6 +113,8 @@ async def watch(
         if not any(s.first_snapshot for s in servers):
             for s in servers:
                 notes.line(s.error or s.url + ": unreachable")
+            if not servers:
+                notes.line(NO_SERVER)
             return EXIT_USAGE
         with_server = len(fleet.monitors) > 1
         while not stop.is_set():

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import sys
 import tomllib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import paths, tls
+from .discover import LocalDiscovery
 from .inventory import InventoryFile
 from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
@@ -147,6 +149,13 @@ class Config(BaseModel):
     """An inventory file in Prometheus's file_sd JSON format (`--servers-file`): its servers
     are watched beside `servers`, and it is re-read when it changes (docs/CONFIGURATION.md)."""
 
+    discover: Literal["auto", "local", "none"] = "auto"
+    """Local discovery (`--discover`): this user's OpenCode servers on this machine, found in
+    /proc (Linux) and V2's service.json. auto: on when nothing names a server (no `servers`,
+    no servers_file, no --server, no $OPENCODE_SERVER_URL); local: beside the servers named;
+    none: off (then with nothing named, the V2 service's file is read once and
+    127.0.0.1:4096 watched if something listens there)."""
+
     def settings(self) -> Settings:
         return Settings(
             grace=self.grace,
@@ -175,6 +184,7 @@ ENV_NAMES: dict[str, str] = {
     "command_deadline": "OCWATCH_COMMAND_DEADLINE",
     "fold_idle_after": "OCWATCH_FOLD_IDLE_AFTER",
     "servers_file": "OCWATCH_SERVERS_FILE",
+    "discover": "OCWATCH_DISCOVER",
 }
 
 
@@ -190,10 +200,19 @@ def load_config(
     path = path or config_path(environ)
     warnings: list[str] = []
     file_data = _read_file(path, named, warnings)
-    if not file_data and not any(environ.get(name) for name in ENV_NAMES.values()):
+    given = {key: environ[name] for key, name in ENV_NAMES.items() if environ.get(name)}
+    if not file_data and set(given) <= {"discover"}:
         # nothing to layer: the defaults, without importing pydantic-settings (~35 ms of every
-        # `status` and `wait` on a machine with no config)
-        return Config.model_validate({}), warnings
+        # `status` and `wait` on a machine with no config); $OCWATCH_DISCOVER alone (scripts'
+        # and tests' `none`) is no layering either
+        data: dict[str, Any] = {}
+        for key, raw in given.items():
+            problem = _invalid(key, raw)
+            if problem is None:
+                data[key] = raw
+            else:
+                warnings.append(f"${ENV_NAMES[key]}={raw!r} {problem}; ignored")
+        return Config.model_validate(data), warnings
     return _layered(file_data, environ, warnings), warnings
 
 
@@ -311,6 +330,9 @@ class Options:
     attach_command_v2: list[str] = field(default_factory=lambda: list(DEFAULT_ATTACH_V2))
     attach_in: str = "auto"
     fold_idle_after: float = 12 * 3600.0
+    origins: dict[str, str] = field(default_factory=dict)
+    """Per server (normalized URL): where it was named (`--server`, the config, the
+    environment, the default, service.json), for `ocwatch servers`."""
     sources: list[TargetSource] = field(default_factory=list)
     """Where more servers come from while ocwatch runs (discovery, an inventory file): the
     fleet is reconciled to them and `urls` (tui.core.targets)."""
@@ -335,6 +357,7 @@ def resolve_options(
     alert_flags: Mapping[str, Any] | None = None,
     read_only: bool = False,
     servers_file: str | None = None,
+    discover: str | None = None,
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
 
@@ -346,9 +369,12 @@ def resolve_options(
     (`$OPENCODE_SERVER_PASSWORD` or `$OPENCODE_SERVER_PASSWORD_FILE`). `read_only` (--read-only)
     turns the actions off whatever the config says; the config cannot turn them back on.
     `servers_file` (--servers-file, else the config's): an InventoryFile among the sources
-    (its servers join the others; read when the fleet runs, not here)."""
+    (its servers join the others; read when the fleet runs, not here). `discover`
+    (--discover: auto, local, none; else the config's): LocalDiscovery among the sources
+    (tui.core.discover; auto: when nothing names a server, on Linux)."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
+    env_auth = auth  # the user's own password ($OPENCODE_SERVER_PASSWORD), before the config's
     inventory = servers_file or config.servers_file
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
     by_name: dict[str, ServerEntry] = {}
@@ -363,14 +389,23 @@ def resolve_options(
         [e if isinstance(e, str) else e.url for e in config.servers] or default_server_urls(env)
     )
     found: Service | None = None
-    if inventory and not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
+    unnamed = not urls and not config.servers and not env.get("OPENCODE_SERVER_URL")
+    origins = {_url_key(u): _origin(urls, config, env) for u in chosen}
+    mode = discover or config.discover
+    discovering = mode == "local" or (
+        mode == "auto" and unnamed and not inventory and sys.platform.startswith("linux")
+    )
+    if inventory and unnamed:
         chosen = []  # the inventory names the servers (not the default, unreachable for ever)
-    elif not urls and not config.servers and not env.get("OPENCODE_SERVER_URL"):
+    elif unnamed and discovering:
+        chosen = []  # discovery finds them (the V2 service, the default if something listens)
+    elif unnamed:
         # nothing names a server: V2's background service too, if its file says where (and
         # the V1 default only if something listens there, not to read "unreachable" for ever)
         found = read_service(env, out)
         if found is not None:
             chosen = [u for u in chosen if listening(u)] + [found.url]
+            origins[_url_key(found.url)] = f"service.json ({found.path})"
     names = {
         key: e.name for key, e in entries.items() if e.name is not None and by_name.get(e.name) is e
     }
@@ -437,8 +472,34 @@ def resolve_options(
         attach_command_v2=list(config.attach_command_v2),
         attach_in=config.attach_in,
         fold_idle_after=config.fold_idle_after,
-        sources=[InventoryFile(inventory, env=env)] if inventory else [],
+        sources=[
+            *([InventoryFile(inventory, env=env)] if inventory else []),
+            *(
+                [
+                    LocalDiscovery(
+                        env,
+                        auth=env_auth,
+                        default=default_server_urls(env)[0] if unnamed else None,
+                        default_auth=auth,
+                    )
+                ]
+                if discovering
+                else []
+            ),
+        ],
+        origins={key: origins.get(key, "config") for key in auths},
     )
+
+
+def _origin(urls: Sequence[str] | None, config: Config, env: Mapping[str, str]) -> str:
+    """Where the chosen servers were named (they all come from one place)."""
+    if urls:
+        return "flag --server"
+    if config.servers:
+        return "environment $OCWATCH_SERVERS" if env.get("OCWATCH_SERVERS") else "config"
+    if env.get("OPENCODE_SERVER_URL"):
+        return "environment $OPENCODE_SERVER_URL"
+    return "the default address"
 
 
 def _url_key(url: str) -> str:

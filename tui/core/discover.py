@@ -181,7 +181,7 @@ class LocalDiscovery:
                     service.url,
                     service.auth,
                     name="v2-service",
-                    source=self.label,
+                    source="discovered",
                     how=f"V2 service, service.json{pid}",
                 )
             )
@@ -196,7 +196,7 @@ class LocalDiscovery:
                     url,
                     self.auth,
                     name=_name(f.folder, home),
-                    source=self.label,
+                    source="discovered",
                     how=f"{f.kind}, pid {f.pid}, {folder}",
                 )
             )
@@ -208,7 +208,7 @@ class LocalDiscovery:
                     Target(
                         self.default,
                         self.default_auth,
-                        source=self.label,
+                        source="discovered",
                         how="the default address, something listens there",
                     )
                 )

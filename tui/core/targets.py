@@ -118,26 +118,32 @@ class Keeper:
     async def keep(self, fleet: Reconciled, clock: Callable[[], float]) -> None:
         """Until cancelled: read the sources when due, reconcile the fleet when a list moved."""
         while True:
-            before = self.listed()
-            if await self.read_due(clock()):
-                added, removed = fleet.reconcile(self.wanted())
-                by_url = self.listed()
-                for url in added:
-                    t, _ = by_url.get(url, (None, None))
-                    named = f"{t.name} " if t is not None and t.name else ""
-                    how = f" ({t.how})" if t is not None and t.how else ""
-                    self.note(f"watching {named}{url}{how}")
-                for url in removed:
-                    t, source = before.get(url, (None, None))
-                    named = f"{t.name} " if t is not None and t.name else ""
-                    how = f" ({t.how})" if t is not None and t.how else ""
-                    # the source's own words (discovery: the server went away)
-                    said = getattr(source, "gone", None) or "is no longer listed"
-                    self.note(f"{named}{url}{how} {said}: not watched any more")
+            await self.step(fleet, clock)
             wait = self.next_due() - clock()
             if math.isinf(wait):
                 return
             await asyncio.sleep(max(0.05, wait))
+
+    async def step(self, fleet: Reconciled, clock: Callable[[], float]) -> None:
+        """Read the sources that are due and reconcile the fleet, saying what came and went
+        (a command that looks at the servers at once, `watch` or `wait`, steps once before
+        its fleet runs: the first servers discovered are there from the start)."""
+        before = self.listed()
+        if await self.read_due(clock()):
+            added, removed = fleet.reconcile(self.wanted())
+            by_url = self.listed()
+            for url in added:
+                t, _ = by_url.get(url, (None, None))
+                named = f"{t.name} " if t is not None and t.name else ""
+                how = f" ({t.how})" if t is not None and t.how else ""
+                self.note(f"watching {named}{url}{how}")
+            for url in removed:
+                t, source = before.get(url, (None, None))
+                named = f"{t.name} " if t is not None and t.name else ""
+                how = f" ({t.how})" if t is not None and t.how else ""
+                # the source's own words (discovery: the server went away)
+                said = getattr(source, "gone", None) or "is no longer listed"
+                self.note(f"{named}{url}{how} {said}: not watched any more")
 
 
 class Reconciled(Protocol):
