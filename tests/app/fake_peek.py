@@ -22,6 +22,11 @@ class FakePeek:
         """When a look is read (the app's clock, as FleetPeek reads the fleet's)."""
         self.reply: str | None = None
         """The reply every session gave (None: one naming the session)."""
+        self.output_at: dict[str, float] = {}
+        """Servers whose stream is live: when it last carried output (quiet_since)."""
+
+    def quiet_since(self, server: str) -> float | None:
+        return self.output_at.get(server)
 
     async def activity(self, server: str, session_id: str, directory: str) -> Activity:
         self.looks.append(session_id)

@@ -259,3 +259,46 @@ async def test_a_pane_taller_than_the_screen_scrolls_and_comes_back_to_the_top()
         await pilot.press("j")  # another session: shown from its top
         await pilot.pause()
         assert pane.scroll_y == 0
+
+
+async def test_a_running_session_on_a_quiet_live_stream_is_not_read_again_and_again() -> None:
+    """Issue 42: the pane read a running session's messages and todos every 2 s whatever
+    happened. While its server's stream is live and carries nothing, it is read once; output
+    on the stream (streamed tokens) makes it read again after RUNNING_EVERY; a stream that is
+    not live reads it every RUNNING_EVERY as before; a change of the row (its `updated`)
+    reads it at once."""
+    from tui.app import create_app
+    from tui.app.inspect import RUNNING_EVERY
+    from tui.core.source import StaticSource
+
+    from . import views
+
+    now = [views.NOW]
+    peek = FakePeek()
+    peek.clock = lambda: now[0]
+    peek.output_at[views.A] = now[0] - 60  # live, and quiet for a minute
+    source = StaticSource(views.every_state())
+    app = create_app(source, clock=lambda: now[0], server_urls=[views.A], peek=peek)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        assert app.main_screen.table.select_key(BUSY)
+        await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
+        looks = len(peek.looks)
+        for _ in range(5):  # ten quiet seconds: no look
+            now[0] += RUNNING_EVERY
+            app.pull()
+            await pilot.pause(0.1)
+        assert len(peek.looks) == looks
+        peek.output_at[views.A] = now[0]  # tokens stream
+        now[0] += RUNNING_EVERY
+        app.pull()
+        await until(pilot, lambda: len(peek.looks) == looks + 1)
+        row = source.current().rows[BUSY]
+        source.set(views.with_row(source.current(), BUSY, updated=(row.updated or 0) + 60))
+        now[0] += 1
+        app.pull()
+        await until(pilot, lambda: len(peek.looks) == looks + 2)  # its row moved: read
+        del peek.output_at[views.A]  # the stream is not live: read every RUNNING_EVERY
+        now[0] += RUNNING_EVERY
+        app.pull()
+        await until(pilot, lambda: len(peek.looks) == looks + 3)

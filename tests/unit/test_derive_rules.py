@@ -731,3 +731,22 @@ def test_busy_again_after_input_or_a_retry_counts_from_then_not_from_the_runs_st
     new_run = replace(running, messages={"s1": assistant("m9", "s1", created=NOW + 500)})
     fresh = derive_server(new_run, (), NOW + 510, S, previous=through)
     assert fresh[(SERVER, "s1")].since == NOW + 500  # the new run's own start is later
+
+
+def test_a_todo_list_change_moves_the_sessions_updated_time_and_nothing_else():
+    """todo.updated (the whole list, on a live stream) is no longer dropped as noise: its
+    session's `updated` moves (the details re-read its todos then, not every 2 s); its state
+    is what it was."""
+    from tui.core.events import EventParser
+
+    s = snap([session("s1")], status={"s1": busy()}, messages={"s1": completed(at=NOW - 60)})
+    parsed = EventParser().parse(
+        '{"payload":{"id":"evt_t","type":"todo.updated","properties":'
+        '{"sessionID":"s1","todos":[{"content":"x","status":"pending"}]}}}',
+        NOW - 1,
+    )
+    assert parsed.event is not None
+    before = row(s)
+    after = row(s, journal=entries(parsed.event))
+    assert after.updated == NOW - 1 and (before.updated or 0) < NOW - 1
+    assert (after.state, after.reason, after.stale) == (before.state, before.reason, before.stale)

@@ -29,7 +29,9 @@ SETTLE = 0.15
 """Seconds the selection must stay put before it is read."""
 RUNNING_EVERY = 2.0
 """Seconds between two looks at a session that runs (its tool's time counts on screen
-in between)."""
+in between) while its server's stream carries output; a live stream that carries nothing
+(a long tool call, a server at rest) gives no reason to look again: every change of the
+session moves its `updated` time, which asks for a look (a light touch: issue 42)."""
 UPDATED_GAP = 0.5
 """Least seconds between two looks at one session whose `updated` time keeps moving (a
 streaming reply moves it many times a second)."""
@@ -63,6 +65,12 @@ class Peek(Protocol):
         with the transcript's idle entries and retries (Client.conversation)."""
         ...
 
+    def quiet_since(self, server: str) -> float | None:
+        """While the server's event stream is live: when it last carried output (streamed
+        tokens included; -1: none yet), so that a look made after it is still current;
+        None: the stream is not live, nothing vouches for the session between two looks."""
+        ...
+
 
 class FleetPeek:
     """Reads through each watched server's own client (and its credentials); the context
@@ -90,6 +98,12 @@ class FleetPeek:
             return await client.conversation(session_id, limit, directory or None)
 
         return await self.fleet.act(server, read, resync=False)
+
+    def quiet_since(self, server: str) -> float | None:
+        monitor = self.fleet.monitor(server)
+        if monitor is None or not monitor.state.connected:
+            return None
+        return monitor.output_at if monitor.output_at is not None else -1.0
 
 
 class Inspector:
@@ -147,8 +161,11 @@ class Inspector:
             stale = True
         else:
             age = now - kept[0].fetched_at
+            output = self.peek.quiet_since(row.server) if row.state in RUNNING else None
             stale = (kept[1] != row.updated and age >= UPDATED_GAP) or (
-                row.state in RUNNING and age >= RUNNING_EVERY
+                row.state in RUNNING
+                and age >= RUNNING_EVERY
+                and (output is None or output > kept[0].fetched_at)
             )
         if stale and self._wanted != key:
             self._wanted = key  # the newest wish wins; started now, or when a look lands

@@ -35,6 +35,7 @@ RELEVANT = frozenset(
         "question.asked",
         "question.replied",
         "question.rejected",
+        "todo.updated",  # (its session's `updated` moves: the details re-read its todos)
     }
 )
 #: Types that only tell the stream is alive or the server's instances changed.
@@ -57,7 +58,6 @@ NOISE = frozenset(
         "lsp.client.diagnostics",
         "file.edited",
         "file.watcher.updated",
-        "todo.updated",
         "session.compacted",
         "installation.updated",
         "installation.update-available",

@@ -89,6 +89,9 @@ class Reflector:
         """How the server is reached (tui.core.link: replaced whole by each step)."""
         # a frame's arrival, beside the link state (every frame sets them: the hot path)
         self._last_event_at: float | None = None
+        self.output_at: float | None = None
+        """When the stream last carried something else than a heartbeat or a control event
+        (streamed tokens included): whether anything is happening on the server at all."""
         self._stall_checked = False  # a snapshot was asked for the current silence
         # (last messages fetched, to fetch) while a snapshot is being taken
         self._loading: tuple[int, int] | None = None
@@ -533,6 +536,8 @@ class Reflector:
         self._stall_checked = False
         skipped = self.parser.skipped
         parsed = self.parser.parse(data, now)
+        if parsed.control is None and data and not data.isspace():
+            self.output_at = now  # (streamed tokens too: anything but heartbeats)
         if parsed.gap or self.parser.skipped != skipped:
             self.state = self.state.unvouched(now)  # events were missed or unreadable
             self.request_snapshot()
