@@ -116,6 +116,7 @@ class OcwatchApp(App[None]):
         launcher: Launcher | None = None,
         peek: Peek | None = None,
         fold_idle_after: float | None = None,
+        looked: Callable[[], list[str]] | None = None,
     ) -> None:
         super().__init__()
         self.terminal_driver: Driver | None = None
@@ -149,6 +150,7 @@ class OcwatchApp(App[None]):
             recording=recording,
         )
         """What the screens read (the app is its only writer)."""
+        self.dashboard.looked = looked
         self.read_only = read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
         self.launcher = launcher
@@ -902,6 +904,7 @@ def create_app(
     launcher: Launcher | None = None,
     peek: Peek | None = None,
     fold_idle_after: float | None = None,
+    looked: Callable[[], list[str]] | None = None,
 ) -> OcwatchApp:
     """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
 
@@ -925,6 +928,8 @@ def create_app(
     say it needs a live server).
     `fold_idle_after`: seconds after which an idle session folds away (None: 12 hours; 0:
     never).
+    `looked`: what local discovery looked at, a line per place, for the "no server" screen
+    (None: discovery is off).
     """
     urls = list(server_urls) if server_urls is not None else default_server_urls()
     return OcwatchApp(
@@ -944,6 +949,7 @@ def create_app(
         launcher=launcher,
         peek=peek,
         fold_idle_after=fold_idle_after,
+        looked=looked,
     )
 
 

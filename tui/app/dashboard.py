@@ -68,6 +68,8 @@ class Dashboard:
         """The clock the View was derived at."""
         self.server_urls = list(server_urls)
         """The servers given on the command line (shown before they answer)."""
+        self.looked: Callable[[], list[str]] | None = None
+        """What local discovery looked at, a line per place (None: discovery is off)."""
         self.unread = unread
         """Rows that changed while the user looked elsewhere (kept by the app's Attention)."""
         self._read = read

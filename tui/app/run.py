@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from tui.core.config import Options, load_config
 from tui.core.config import resolve_options as resolve
+from tui.core.discover import LocalDiscovery
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 from tui.core.targets import keeper_for
@@ -183,6 +184,7 @@ def run_dashboard(
             launcher=launcher,
             peek=FleetPeek(fleet),
             fold_idle_after=opts.fold_idle_after,
+            looked=next((s.said for s in opts.sources if isinstance(s, LocalDiscovery)), None),
         )
         said.append(app)
         with logs_off_the_screen():

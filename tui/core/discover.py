@@ -148,10 +148,28 @@ class LocalDiscovery:
         self.platform = platform
         self.last: Look | None = None
         """What the last read looked at (None: not read yet, or it could not run)."""
+        self.error: str | None = None
+        """Why the last read could not run (None: it ran)."""
         self.notices: list[str] = []
         """What was wrong with service.json at the last read (said by `lines`)."""
 
+    def said(self) -> list[str]:
+        """What the last read looked at, a line per place (empty: not read yet), or why it
+        could not: for the dashboard's "no server" screen."""
+        if self.error is not None:
+            return [self.error]
+        return self.last.lines() if self.last is not None else []
+
     def read(self) -> list[Target]:
+        try:
+            got = self._read()
+        except TargetError as exc:
+            self.error = exc.why
+            raise
+        self.error = None
+        return got
+
+    def _read(self) -> list[Target]:
         if not self.platform.startswith("linux"):
             raise TargetError(f"local discovery reads /proc: not available on {self.platform}")
         try:

@@ -57,13 +57,17 @@ def empty_message(
     typing: bool = False,
     state_filter: str = "all",
     folded: int = 0,
+    looked: list[str] | None = None,
 ) -> Content | None:
     """What to say when the table shows no row (None when it shows `shown` > 0 rows); `typing`:
     the filter box has the keys (a `1` would type into it), `state_filter`: the table's,
-    `folded`: the old idle rows ageing leaves out."""
+    `folded`: the old idle rows ageing leaves out, `looked`: what local discovery looked at
+    (None: it is off)."""
     servers = list(view.servers) if view is not None else []
     if shown:
         return None
+    if looked is not None and not servers and (view is not None or looked):
+        return _nothing_found(looked)
     if view is not None and view.rows:
         if folded and not typing and state_filter == "all":
             return Content.assemble(
@@ -122,6 +126,9 @@ def empty_message(
                 ),
                 "\n",
             ]
+        if looked:
+            lines += ["\nLocal discovery looked at:\n"]
+            lines += [("  " + fmt.literal(line) + "\n", "$foreground-muted") for line in looked]
         lines += [
             "\nStart a server in your project folder:  ",
             ("opencode serve --port 4096", "bold"),
@@ -136,6 +143,27 @@ def empty_message(
         ("opencode", "bold"),
         (' (or opencode run "…") in a project folder; it shows up here.', ""),
     )
+
+
+def _nothing_found(looked: list[str]) -> Content:
+    """No server named, and discovery found none (yet): where it looked."""
+    if not looked:
+        return Content("Looking for OpenCode servers on this machine …")
+    lines: list[str | tuple[str, str]] = [
+        ("No OpenCode server found on this machine.", "bold"),
+        "\n\nLooked at:\n",
+    ]
+    lines += [("  " + fmt.literal(line) + "\n", "$foreground-muted") for line in looked]
+    lines += [
+        "\nStart a server in your project folder:  ",
+        ("opencode serve", "bold"),
+        "\nor the TUI with a port:                 ",
+        ("opencode --port 0", "bold"),
+        "\nor watch the built-in simulation:       ",
+        ("ocwatch demo", "bold"),
+        ("\n\nocwatch keeps looking; this screen updates by itself.", "$foreground-muted"),
+    ]
+    return Content.assemble(*lines)
 
 
 class MainScreen(ViewScreen):
@@ -321,6 +349,7 @@ class MainScreen(ViewScreen):
             typing=typing,
             state_filter=table.state_filter,
             folded=folded,
+            looked=self.dashboard.looked() if self.dashboard.looked is not None else None,
         )
         empty = self.query_one("#empty", Static)
         empty.display = message is not None
