@@ -12,6 +12,7 @@ from typing import Any
 
 from ..core import text
 from ..core.fleet import Fleet
+from ..core.outcome import Outcome, outcome
 from ..core.settings import Auth, Settings
 from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
@@ -30,21 +31,26 @@ EXIT_TIMEOUT = 124
 UNREACHABLE_PATIENCE = 15.0
 
 
+#: The exit code of each outcome (a stale row's: how its run visibly ended; a session that has
+#: never run: nothing completed).
+EXIT_OF: dict[Outcome, int] = {
+    Outcome.COMPLETED: EXIT_COMPLETED,
+    Outcome.ABORTED: EXIT_ABORTED,
+    Outcome.ERROR: EXIT_ERROR,
+    Outcome.INTERRUPTED: EXIT_UNKNOWN,
+    Outcome.UNKNOWN: EXIT_UNKNOWN,
+    Outcome.NEVER_RAN: EXIT_UNKNOWN,
+    Outcome.INPUT: EXIT_INPUT,
+    Outcome.STALE_COMPLETED: EXIT_COMPLETED,
+    Outcome.STALE_ABORTED: EXIT_ABORTED,
+    Outcome.STALE: EXIT_COMPLETED,
+}
+
+
 def exit_code_for(row: SessionRow) -> int | None:
     """The exit code a settled row gives, or None while the session has not settled."""
-    if not row.settled:
-        return None
-    if row.state == "input":
-        return EXIT_INPUT
-    if row.state == "unknown":
-        return EXIT_UNKNOWN
-    if row.state == "idle":
-        if row.reason is None:  # a session that has never run: nothing completed
-            return EXIT_UNKNOWN
-        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.reason, EXIT_COMPLETED)
-    if row.stale:  # the run visibly ended although the server still says busy
-        return {"error": EXIT_ERROR, "aborted": EXIT_ABORTED}.get(row.ended or "", EXIT_COMPLETED)
-    return None
+    ended = outcome(row)
+    return None if ended is None else EXIT_OF[ended]
 
 
 #: `wait --all`: the exit code of the worst outcome, worst first (documented in the README).
@@ -66,7 +72,7 @@ def worst(codes: Iterable[int]) -> int:
 
 
 @dataclass
-class Outcome:
+class Awaited:
     """How one awaited session ended: its exit code (None while it has not), last row, why."""
 
     session_id: str
@@ -87,7 +93,7 @@ async def wait_many(
     auths: Mapping[str, Auth | None] | None = None,
     names: Mapping[str, str] | None = None,
     sources: Sequence[TargetSource] = (),
-) -> list[Outcome]:
+) -> list[Awaited]:
     """Follow every server until each session settles (`any_`: until the first does).
 
     A session is looked for on every server. `--timeout` bounds the whole wait, the first look
@@ -104,7 +110,7 @@ async def wait_many(
             urls, sources, lambda text: print(f"ocwatch wait: {text}", file=sys.stderr)
         ),
     )
-    outcomes = {sid: Outcome(sid) for sid in dict.fromkeys(session_ids)}
+    outcomes = {sid: Awaited(sid) for sid in dict.fromkeys(session_ids)}
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
@@ -206,7 +212,7 @@ def _why(server: ServerInfo) -> str:
     return server.error or f"{server.url}: unreachable"
 
 
-def _close(outcomes: dict[str, Outcome], code: int, message: str) -> list[Outcome]:
+def _close(outcomes: dict[str, Awaited], code: int, message: str) -> list[Awaited]:
     """Give every open outcome `code` and `message`; return them all."""
     for out in outcomes.values():
         if out.code is None:
@@ -265,7 +271,7 @@ def run_wait(
     return report_many(outs, any_, as_json)
 
 
-def report_many(outs: Sequence[Outcome], any_: bool, as_json: bool) -> int:
+def report_many(outs: Sequence[Awaited], any_: bool, as_json: bool) -> int:
     """Print several sessions' results; returns the overall exit code."""
     # --all: the worst of all; --any: of those that settled (the first, or the worst of the
     # first ones when several settled at once)

@@ -16,8 +16,9 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from .config import AlertConfig
+from .config import AlertConfig, AlertKind
 from .models import id_time
+from .outcome import Outcome, outcome
 from .text import plain
 from .view import SessionRow, Transition
 
@@ -33,18 +34,26 @@ class Alert:
     directory: str = ""  # the session's project folder
 
 
-def _kind(row: SessionRow) -> str | None:
-    if not row.settled:
-        return None
-    if row.state == "input":
-        return "input"
-    if row.stale:
-        return "stale"
-    if row.state == "idle" and row.reason in ("completed", "error", "aborted"):
-        return row.reason
-    if row.state == "unknown":
-        return "unknown"
-    return None
+#: The alert kind of each outcome: a stale run that completed or was aborted alerts as stale
+#: (the server still calls it busy); one that errored as an error (core/outcome.py says why); a
+#: session that has never run, none.
+KIND_OF: dict[Outcome, AlertKind | None] = {
+    Outcome.COMPLETED: "completed",
+    Outcome.ABORTED: "aborted",
+    Outcome.ERROR: "error",
+    Outcome.INTERRUPTED: "unknown",
+    Outcome.UNKNOWN: "unknown",
+    Outcome.NEVER_RAN: None,
+    Outcome.INPUT: "input",
+    Outcome.STALE_COMPLETED: "stale",
+    Outcome.STALE_ABORTED: "stale",
+    Outcome.STALE: "stale",
+}
+
+
+def _kind(row: SessionRow) -> AlertKind | None:
+    ended = outcome(row)
+    return None if ended is None else KIND_OF[ended]
 
 
 #: Seconds of clock difference allowed between the server's request times and ours
@@ -81,6 +90,8 @@ def alerts_for(changes: Iterable[Transition], asked_since: float | None = None) 
             sig = (row.since,)
         else:
             text = f"{kind}" + (f": {row.error}" if row.error and kind != "completed" else "")
+            if row.stale:  # an errored run the server still calls busy
+                text += " (the server still reports busy)"
             sig = (row.since,)
         asked = tuple(p.summary for p in row.pending) if kind == "input" else ()
         out.append(Alert(kind, row.key, sig, title, text, asked, row.directory))

@@ -17,9 +17,10 @@ from .decide import clock_text
 from .derive import DeriveMemo, Link, derive_server
 from .gcpause import gc_paused
 from .journal import Facts, Journal, merge_message
+from .outcome import Outcome, outcome
 from .settings import Settings
 from .snapshot import Snapshot
-from .view import SessionRow, run_outcome, running
+from .view import SessionRow, running
 
 Key = tuple[str, str]
 Rows = dict[Key, SessionRow]
@@ -34,7 +35,7 @@ class ServerStore:
         self.snapshot: Snapshot | None = None
         self.drift_count = 0
         self.drift_examples: deque[str] = deque(maxlen=5)
-        self.unseen_runs: dict[str, int] = {}  # count_unseen_runs: outcome -> runs
+        self.unseen_runs: dict[Outcome, int] = {}  # count_unseen_runs: outcome -> runs
         # each session's last message id as the old snapshot and the journal knew it, at the
         # last install (count_unseen_runs compares the new snapshot's with it)
         self._last_ids: dict[str, str | None] = {}
@@ -130,7 +131,7 @@ class ServerStore:
         snapshots failing): a session the new snapshot shows settled and not running whose last
         message is not the one the old snapshot and the journal knew, and that no transition
         counts (it was not running before, or is new). One per session and install at most (a
-        snapshot shows one last message); its outcome as a transition's (view.run_outcome)."""
+        snapshot shows one last message); its outcome (core/outcome.py)."""
         snap = self.snapshot
         if snap is None or snap.loading:
             return
@@ -148,8 +149,9 @@ class ServerStore:
                     continue  # (derived from the old snapshot, but not shown: no claim)
             elif running(old) or not old.settled or known.get(sid, msg.info.id) == msg.info.id:
                 continue  # a transition counts it, or no claim, or the same last message
-            outcome = run_outcome(row)
-            self.unseen_runs[outcome] = self.unseen_runs.get(outcome, 0) + 1
+            ended = outcome(row)
+            if ended is not None:
+                self.unseen_runs[ended] = self.unseen_runs.get(ended, 0) + 1
 
     def count_drift(self, before: Rows, after: Rows, outage: float | None = None) -> None:
         """Count rows whose settled state the journal had derived differently from the new

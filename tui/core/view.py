@@ -33,12 +33,6 @@ def running(row: SessionRow | None) -> bool:
     return row is not None and row.state in RUNNING and not row.stale
 
 
-def run_outcome(row: SessionRow) -> str:
-    """How the run a row no longer running ended (`ocwatch_runs_total{outcome}`): its idle or
-    unknown reason, how a stale row's messages show it ended, or the bare state."""
-    return (row.ended or "stale") if row.stale else (row.reason or row.state)
-
-
 #: The state a row with each reason is in: a run cut off is unknown (the evidence contradicts
 #: idle), every other ended run idle.
 REASON_STATE: dict[Reason, State] = {
@@ -198,8 +192,8 @@ class ServerInfo:
     snapshot_at: float | None = None
     drift_count: int = 0
     drift_examples: tuple[str, ...] = ()
-    # runs that began and ended while events were missed, seen ended by a snapshot: (outcome,
-    # how many), since the monitor started (ServerStore.count_unseen_runs)
+    # runs that began and ended while events were missed, seen ended by a snapshot: (outcome
+    # (core/outcome.py's Outcome), how many), since the monitor started (count_unseen_runs)
     unseen_runs: tuple[tuple[str, int], ...] = ()
     skipped_events: int = 0
     unknown_events: int = 0

@@ -26,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from ..core.outcome import Outcome, outcome
 from ..core.text import plain
 from ..core.view import (
     REASONS,
@@ -36,7 +37,6 @@ from ..core.view import (
     ServerInfo,
     SessionRow,
     View,
-    run_outcome,
     running,
 )
 
@@ -49,6 +49,28 @@ SESSION_STATES: tuple[tuple[str, str], ...] = STATE_REASONS
 #: How a run ended (`ocwatch_runs_total{outcome}`): an idle or unknown row's reason, `stale`
 #: (the server still says busy; its messages show the run ended), or the bare state.
 OUTCOMES: tuple[str, ...] = (*REASONS, "stale", *(s for s in STATES if s not in RUNNING))
+#: The label of each outcome: a stale row's is how its messages show the run ended (`stale`
+#: when they do not say); a session that has never run, its bare state.
+LABEL_OF: dict[Outcome, str] = {
+    Outcome.COMPLETED: "completed",
+    Outcome.ABORTED: "aborted",
+    Outcome.ERROR: "error",
+    Outcome.INTERRUPTED: "interrupted",
+    Outcome.UNKNOWN: "unknown",
+    Outcome.NEVER_RAN: "idle",
+    Outcome.INPUT: "input",
+    Outcome.STALE_COMPLETED: "completed",
+    Outcome.STALE_ABORTED: "aborted",
+    Outcome.STALE: "stale",
+}
+
+
+def run_label(row: SessionRow) -> str:
+    """The outcome label of a settled row no longer running (its bare state if it has none)."""
+    ended = outcome(row)
+    return row.state if ended is None else LABEL_OF[ended]
+
+
 KINDS: tuple[str, ...] = ("permission", "question")
 
 Key = tuple[str, str]
@@ -144,7 +166,7 @@ class Metrics(Collector):
             start = self._run_start.pop(key, None)
             if after is None:  # deleted mid-run: no outcome to tell
                 return
-            mark = (server, run_outcome(after))
+            mark = (server, run_label(after))
             self._runs[mark] = self._runs.get(mark, 0) + 1
             if start is not None:
                 self._run_seconds[server].observe(at - start)
@@ -198,12 +220,12 @@ class Metrics(Collector):
             labels=["server", "outcome"],
         )
         for info in view.servers if view is not None else ():
-            for outcome, n in info.unseen_runs:  # ended while events were missed
-                mark = (info.label, outcome)
+            for ended_as, n in info.unseen_runs:  # ended while events were missed
+                mark = (info.label, LABEL_OF[Outcome(ended_as)])
                 runs[mark] = runs.get(mark, 0) + n
         for server in sorted(run_hist):
-            for outcome in OUTCOMES:
-                ended.add_metric([server, outcome], runs.get((server, outcome), 0))
+            for label in OUTCOMES:
+                ended.add_metric([server, label], runs.get((server, label), 0))
         yield ended
         for name, doc, hists in (
             (
