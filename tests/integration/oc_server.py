@@ -112,6 +112,18 @@ def opencode_config(model_url: str, **extra: Any) -> dict[str, Any]:
     return cfg
 
 
+def free_port() -> int:
+    """A loopback port nothing listens on now, never 4096 (OpenCode's default)."""
+    import socket
+
+    while True:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = int(sock.getsockname()[1])
+        if port != 4096:
+            return port
+
+
 def git_init(folder: Path, name: str) -> None:
     """A git repo with one commit (distinct per folder, so each gets its own project id)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -210,9 +222,13 @@ class OpenCodeServer:
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self, timeout: float = 90.0, port: int = 0) -> OpenCodeServer:
-        """Start (or restart) the server; `port=0` picks one, a restart may ask for the same."""
+        """Start (or restart) the server; `port=0` picks one (never OpenCode's default 4096,
+        which `--port 0` takes first when it is free: a test of "nothing configured" would
+        find another test's server there), a restart may ask for the same."""
         self.prepare()
         self.url = ""
+        if port == 0:
+            port = free_port()
         self.proc = subprocess.Popen(
             [self.bin, "serve", "--port", str(port), "--hostname", "127.0.0.1", *self.serve_args],
             cwd=self.project,
