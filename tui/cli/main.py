@@ -30,12 +30,13 @@ from typing import TYPE_CHECKING, TextIO
 from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import CORE, load_config, resolve_options
+from ..core.exitcodes import ExitCode
 from ..core.settings import DEFAULT_URL, Auth, Settings
 from ..core.text import literal
 from ..core.view import View, count_states, loaded, waiting_requests
 from . import actions
-from .output import pipe_safe, render_table
-from .wait import EXIT_USAGE, run_wait
+from .output import pipe_safe, render_table, say
+from .wait import run_wait
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
 
@@ -540,14 +541,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         auth = Auth.from_env()
     except (OSError, ValueError) as exc:
         why = exc.strerror if isinstance(exc, OSError) else getattr(exc, "why", str(exc))
-        print(f"ocwatch: cannot read the password file: {why}", file=sys.stderr)
-        return EXIT_USAGE
+        say("", f"cannot read the password file: {why}")
+        return ExitCode.USAGE
     try:
         return _dispatch(args, auth)
     except KeyboardInterrupt:
         return 130
     except OcwatchError as exc:
-        print(f"ocwatch: {literal(exc.message, escapes=True)}", file=sys.stderr)
+        say("", exc.message)
         return exc.exit_code
 
 
@@ -590,7 +591,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
 
         if not (args.speed > 0 and math.isfinite(args.speed)):
             print("ocwatch: --speed must be a number above 0", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
     # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
@@ -608,26 +609,23 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         discover=args.discover if honours(cmd, "discover") else "none",
     )
     for notice in opts.notices:
-        print(f"ocwatch: {literal(notice, escapes=True)}", file=sys.stderr)
+        say("", notice)
     auth, settings = opts.auth, opts.settings
     if cmd == "status":
         if args.format is not None and args.json and args.format != "json":
-            print("ocwatch: --json and --format tmux/table: choose one", file=sys.stderr)
-            return EXIT_USAGE
+            say("", "--json and --format tmux/table: choose one")
+            return ExitCode.USAGE
         args.format = "json" if args.json else (args.format or "table")
     if cmd in ("status", "watch") and args.replay is not None and _flag_urls(args):
-        print(
-            "ocwatch: --server does not go with --replay FILE (the recording names its servers)",
-            file=sys.stderr,
-        )
-        return EXIT_USAGE
+        say("", "--server does not go with --replay FILE (the recording names its servers)")
+        return ExitCode.USAGE
     if cmd == "status" and args.replay is not None:
         from .record import run_status_replay
 
         return run_status_replay(args.replay, args.at, args.format)
     if cmd == "status" and args.at is not None:
-        print("ocwatch: --at goes with --replay FILE", file=sys.stderr)
-        return EXIT_USAGE
+        say("", "--at goes with --replay FILE")
+        return ExitCode.USAGE
     if cmd == "watch" and args.replay is not None:
         from .record import run_watch_replay
 
@@ -654,7 +652,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             limit = parse_size(args.max_size) if args.max_size is not None else None
         except ValueError as exc:
             print(f"ocwatch: {exc}", file=sys.stderr)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         return run_record(
             args.file,
             opts.urls,
@@ -733,7 +731,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
                 "ocwatch prompt: give SESSION_ID TEXT, or --new FOLDER TEXT",
                 file=sys.stderr,
             )
-            return 2
+            return ExitCode.USAGE
         return run_prompt(
             None if args.new else args.target[0],
             args.target[-1],
@@ -761,7 +759,7 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
                 "ocwatch answer: give --option and/or --text, or --reject (not both)",
                 file=sys.stderr,
             )
-            return 2
+            return ExitCode.USAGE
         return actions.run_answer(
             args.request_id,
             args.option,
@@ -817,7 +815,7 @@ def run_status(
 
     def said(why: str) -> None:
         unread.append(why)
-        print(f"ocwatch: {literal(why, escapes=True)}", file=sys.stderr)
+        say("", why)
 
     extra = read_once(sources, said)
     if extra:
@@ -840,7 +838,7 @@ def run_status(
         if progress is not None:
             sys.stderr.write("\r\x1b[K")
     code = print_view(view, form)
-    return EXIT_USAGE if unread else code
+    return ExitCode.USAGE if unread else code
 
 
 def tmux_line(view: View) -> str:
@@ -881,17 +879,17 @@ def print_view(view: View, form: str) -> int:
         why = s.error or (
             f"{s.url}: unreachable" if s.snapshot_at is not None else f"{s.url}: not read yet"
         )
-        print(f"ocwatch: {literal(why, escapes=True)}", file=sys.stderr)
+        say("", why)
     partial = [s for s in view.servers if s.reachable and s.malformed]
     for s in partial:  # what could not be read is said, never passed over as nothing
-        examples = literal(", ".join(s.malformed_examples), escapes=True)
-        print(
-            f"ocwatch: {literal(s.url, escapes=True)}: skipped {s.malformed} malformed record"
+        examples = ", ".join(s.malformed_examples)
+        say(
+            "",
+            f"{s.url}: skipped {s.malformed} malformed record"
             f"{'s' if s.malformed != 1 else ''} ({examples}"
             f"{', ...' if s.malformed > len(s.malformed_examples) else ''})",
-            file=sys.stderr,
         )
-    return EXIT_USAGE if bad or partial else 0
+    return ExitCode.USAGE if bad or partial else ExitCode.OK
 
 
 def entry() -> None:  # pragma: no cover - the process's own exit

@@ -10,6 +10,7 @@ import sys
 import time
 import unicodedata
 from collections.abc import Iterator
+from typing import TextIO
 
 from ..core.text import literal
 from ..core.view import SessionRow, View, attention_rank, duration
@@ -26,6 +27,15 @@ def pipe_safe() -> Iterator[None]:
         # stdout is gone: point it at /dev/null so the interpreter's last flush is quiet too
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def say(prefix: str, text: str, file: TextIO | None = None) -> None:
+    """One diagnostic line on stderr (or `file`), the one way the commands write one:
+    `ocwatch PREFIX: TEXT`, the prefix naming the command (`wait`; "" for what the program as a
+    whole says: `ocwatch: TEXT`), the text made literal (a server's words can carry escapes and
+    newlines: they are shown as characters, on this one line)."""
+    head = f"ocwatch {prefix}" if prefix else "ocwatch"
+    print(f"{head}: {literal(text, escapes=True)}", file=file or sys.stderr, flush=True)
 
 
 def state_word(row: SessionRow) -> str:

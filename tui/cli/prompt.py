@@ -11,12 +11,13 @@ from typing import TextIO
 
 from ..core import actions
 from ..core.client import OcwatchError
+from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import SessionRow, running
 from .output import pipe_safe
-from .wait import EXIT_TIMEOUT, EXIT_USAGE, exit_code_for, report
+from .wait import exit_code_for, report
 
 
 def read_prompt(value: str, stdin: TextIO) -> str:
@@ -138,10 +139,10 @@ async def _send_and_wait(
             if deadline is not None:
                 left = deadline - loop.time()
                 if left <= 0:
-                    return EXIT_TIMEOUT, row, f"timed out after {timeout:g}s"
+                    return ExitCode.TIMEOUT, row, f"timed out after {timeout:g}s"
                 wake = min(wake, left)
             if task.done():
-                return EXIT_USAGE, row, f"monitor stopped: {task.exception()}"
+                return ExitCode.USAGE, row, f"monitor stopped: {task.exception()}"
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout=wake)
     finally:

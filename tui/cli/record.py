@@ -12,6 +12,7 @@ from typing import TextIO
 from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
+from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
@@ -129,7 +130,6 @@ def run_watch_replay(
     """`watch --replay FILE`: the transitions as they were, at their recorded times."""
     from ..record.replay import Replay
     from .output import pipe_safe
-    from .wait import EXIT_USAGE
     from .watch import LinkNotes, transition_json, transition_text
 
     out = out or sys.stdout
@@ -160,5 +160,5 @@ def run_watch_replay(
         for s in servers:
             if s.error is None:  # (one that failed was said above)
                 notes.line(f"{s.url}: not read yet")
-        return EXIT_USAGE
-    return 0
+        return ExitCode.USAGE
+    return ExitCode.OK

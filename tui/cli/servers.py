@@ -11,11 +11,10 @@ from typing import Any
 from ..core import text
 from ..core.client import OcwatchError, normalize_url
 from ..core.discover import LocalDiscovery
+from ..core.exitcodes import ExitCode
 from ..core.targets import Target, TargetError, TargetSource
 from ..core.text import literal
 from .output import pipe_safe
-
-EXIT_CANNOT = 2
 
 
 def _key(url: str) -> str:
@@ -82,7 +81,7 @@ def run_servers(
     failed = [r for r in reads if r["error"] is not None]
     for r in failed:
         print(f"ocwatch: {literal(r['source'] + ': ' + r['error'], escapes=True)}", file=sys.stderr)
-    return EXIT_CANNOT if failed else 0
+    return ExitCode.USAGE if failed else ExitCode.OK
 
 
 def render(servers: list[dict[str, str]], reads: list[dict[str, Any]]) -> str:

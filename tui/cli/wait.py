@@ -4,28 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import sys
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ..core import text
+from ..core.exitcodes import ExitCode, worst
 from ..core.fleet import Fleet
 from ..core.outcome import Outcome, outcome
 from ..core.settings import Auth, Settings
 from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow
-from .output import pipe_safe
-
-EXIT_COMPLETED = 0
-EXIT_ERROR = 1
-EXIT_USAGE = 2
-EXIT_ABORTED = 3
-EXIT_INPUT = 4
-EXIT_UNKNOWN = 5
-EXIT_TIMEOUT = 124
+from .output import pipe_safe, say
 
 #: How long the server may stay unreachable mid-wait (a restart) before `wait` gives up.
 UNREACHABLE_PATIENCE = 15.0
@@ -33,17 +25,17 @@ UNREACHABLE_PATIENCE = 15.0
 
 #: The exit code of each outcome (a stale row's: how its run visibly ended; a session that has
 #: never run: nothing completed).
-EXIT_OF: dict[Outcome, int] = {
-    Outcome.COMPLETED: EXIT_COMPLETED,
-    Outcome.ABORTED: EXIT_ABORTED,
-    Outcome.ERROR: EXIT_ERROR,
-    Outcome.INTERRUPTED: EXIT_UNKNOWN,
-    Outcome.UNKNOWN: EXIT_UNKNOWN,
-    Outcome.NEVER_RAN: EXIT_UNKNOWN,
-    Outcome.INPUT: EXIT_INPUT,
-    Outcome.STALE_COMPLETED: EXIT_COMPLETED,
-    Outcome.STALE_ABORTED: EXIT_ABORTED,
-    Outcome.STALE: EXIT_COMPLETED,
+EXIT_OF: dict[Outcome, ExitCode] = {
+    Outcome.COMPLETED: ExitCode.COMPLETED,
+    Outcome.ABORTED: ExitCode.ABORTED,
+    Outcome.ERROR: ExitCode.ERROR,
+    Outcome.INTERRUPTED: ExitCode.UNKNOWN,
+    Outcome.UNKNOWN: ExitCode.UNKNOWN,
+    Outcome.NEVER_RAN: ExitCode.UNKNOWN,
+    Outcome.INPUT: ExitCode.INPUT,
+    Outcome.STALE_COMPLETED: ExitCode.COMPLETED,
+    Outcome.STALE_ABORTED: ExitCode.ABORTED,
+    Outcome.STALE: ExitCode.COMPLETED,
 }
 
 
@@ -51,24 +43,6 @@ def exit_code_for(row: SessionRow) -> int | None:
     """The exit code a settled row gives, or None while the session has not settled."""
     ended = outcome(row)
     return None if ended is None else EXIT_OF[ended]
-
-
-#: `wait --all`: the exit code of the worst outcome, worst first (documented in the README).
-WORST_FIRST = (
-    EXIT_USAGE,
-    EXIT_TIMEOUT,
-    EXIT_ERROR,
-    EXIT_UNKNOWN,
-    EXIT_ABORTED,
-    EXIT_INPUT,
-    EXIT_COMPLETED,
-)
-
-
-def worst(codes: Iterable[int]) -> int:
-    """The worst of several exit codes by WORST_FIRST."""
-    rank = {c: i for i, c in enumerate(WORST_FIRST)}
-    return min(codes, key=lambda c: rank.get(c, 0), default=EXIT_USAGE)
 
 
 @dataclass
@@ -98,17 +72,15 @@ async def wait_many(
 
     A session is looked for on every server. `--timeout` bounds the whole wait, the first look
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
-    still open at the end get EXIT_TIMEOUT; a server unreachable for longer than
-    UNREACHABLE_PATIENCE gives EXIT_USAGE to the sessions it holds (or might hold)."""
+    still open at the end get ExitCode.TIMEOUT; a server unreachable for longer than
+    UNREACHABLE_PATIENCE gives ExitCode.USAGE to the sessions it holds (or might hold)."""
     fleet = Fleet(
         urls,
         auth=auth,
         settings=settings,
         auths=auths,
         names=names,
-        keeper=keeper_for(
-            urls, sources, lambda text: print(f"ocwatch wait: {text}", file=sys.stderr)
-        ),
+        keeper=keeper_for(urls, sources, lambda text: say("wait", text)),
     )
     outcomes = {sid: Awaited(sid) for sid in dict.fromkeys(session_ids)}
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
@@ -124,10 +96,10 @@ async def wait_many(
         if not any(s.first_snapshot for s in servers):
             if pending:
                 return _close(
-                    outcomes, EXIT_TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
+                    outcomes, ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
                 )
             why = "; ".join(_why(s) for s in servers) or NO_SERVER
-            return _close(outcomes, EXIT_USAGE, why)
+            return _close(outcomes, ExitCode.USAGE, why)
         if on_ready is not None:
             on_ready()
         while True:
@@ -149,7 +121,7 @@ async def wait_many(
                 if row is not None:
                     out.row = row
                 if not down:
-                    out.code = EXIT_USAGE
+                    out.code = ExitCode.USAGE
                     urls = ", ".join(s.url for s in view.servers)
                     out.message = f"unknown session {sid} on {urls}"
                     continue
@@ -159,7 +131,7 @@ async def wait_many(
                 out.message = "; ".join(_why(s) for s in holders)
                 gave_up = now - since > UNREACHABLE_PATIENCE
                 if gave_up or not any(s.first_snapshot for s in holders):
-                    out.code = EXIT_USAGE
+                    out.code = ExitCode.USAGE
                     if gave_up:
                         out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
             settled = [o for o in outcomes.values() if o.code is not None]
@@ -169,11 +141,11 @@ async def wait_many(
             if deadline is not None:
                 left = deadline - loop.time()
                 if left <= 0:
-                    return _close(outcomes, EXIT_TIMEOUT, f"timed out after {timeout:g}s")
+                    return _close(outcomes, ExitCode.TIMEOUT, f"timed out after {timeout:g}s")
                 wake = min(wake, left)
             if task.done():
                 exc = task.exception()
-                return _close(outcomes, EXIT_USAGE, f"monitor stopped: {exc}")
+                return _close(outcomes, ExitCode.USAGE, f"monitor stopped: {exc}")
             # woken by the stream; the short timer only re-evaluates grace deadlines locally
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(changed.wait(), timeout=wake)
@@ -234,7 +206,7 @@ async def wait_for(
     (out,) = await wait_many(
         [session_id], [url], auth=auth, settings=settings, timeout=timeout, on_ready=on_ready
     )
-    return out.code if out.code is not None else EXIT_USAGE, out.row, out.message
+    return out.code if out.code is not None else ExitCode.USAGE, out.row, out.message
 
 
 def run_wait(
@@ -266,7 +238,7 @@ def run_wait(
     if len(outs) == 1:
         out = outs[0]
         return report(
-            out.code if out.code is not None else EXIT_USAGE, out.row, out.message, as_json
+            out.code if out.code is not None else ExitCode.USAGE, out.row, out.message, as_json
         )
     return report_many(outs, any_, as_json)
 
@@ -305,12 +277,8 @@ def report_many(outs: Sequence[Awaited], any_: bool, as_json: bool) -> int:
                     + (f" [exit {o.code}]" if o.code is not None else "")
                 )
     for o in outs:
-        if o.message and o.code not in (None, EXIT_COMPLETED):
-            print(
-                f"ocwatch wait: {literal(o.session_id, escapes=True)}: "
-                f"{literal(o.message, escapes=True)}",
-                file=sys.stderr,
-            )
+        if o.message and o.code not in (None, ExitCode.COMPLETED):
+            say("wait", f"{o.session_id}: {o.message}")
     return code
 
 
@@ -341,5 +309,5 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
                     f"[{literal(p.id, escapes=True)}]"
                 )
     if message:
-        print(f"ocwatch wait: {literal(message, escapes=True)}", file=sys.stderr)
+        say("wait", message)
     return code

@@ -15,13 +15,14 @@ from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from ..core import text
+from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.targets import TargetSource, keeper_for
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
-from .output import state_word, stop_on_signals
-from .wait import EXIT_USAGE, NO_SERVER, first_looks
+from .output import say, state_word, stop_on_signals
+from .wait import NO_SERVER, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
 #: the dashboard does.
@@ -87,7 +88,7 @@ async def watch(
 ) -> int:
     """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
 
-    Returns 0, or EXIT_USAGE when no server could be read at start. A server that cannot be
+    Returns 0, or ExitCode.USAGE when no server could be read at start. A server that cannot be
     read at start or later is said on `err` (and again when it is back); its rows print
     nothing while it is away (they are not settled)."""
     out = out or sys.stdout
@@ -100,7 +101,7 @@ async def watch(
         settings=settings,
         auths=auths,
         names=names,
-        keeper=keeper_for(urls, sources, lambda text: print(f"ocwatch: {text}", file=err)),
+        keeper=keeper_for(urls, sources, lambda text: say("", text, err)),
     )
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
@@ -115,7 +116,7 @@ async def watch(
                 notes.line(s.error or s.url + ": unreachable")
             if not servers:
                 notes.line(NO_SERVER)
-            return EXIT_USAGE
+            return ExitCode.USAGE
         with_server = len(fleet.monitors) > 1
         while not stop.is_set():
             changed.clear()
@@ -133,12 +134,12 @@ async def watch(
                 if on_line is not None:
                     on_line(line)
             if task.done():
-                print(f"ocwatch watch: monitor stopped: {task.exception()}", file=err)
-                return EXIT_USAGE
+                say("watch", f"monitor stopped: {task.exception()}", err)
+                return ExitCode.USAGE
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(TICK):
                     await _first(changed.wait(), stop.wait())
-        return 0
+        return ExitCode.OK
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):
@@ -207,7 +208,7 @@ class LinkNotes:
 
     def line(self, what: str) -> None:
         """One line on stderr, as `watch` says things there."""
-        print(f"ocwatch watch: {literal(what, escapes=True)}", file=self.err, flush=True)
+        say("watch", what, self.err)
 
 
 async def _first(*aws: Any) -> None:

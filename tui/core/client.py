@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, urlencode, urlsplit
 
 from . import text, tls
+from .exitcodes import ExitCode
 from .models import Session
 from .quick import QuickGet, Stalled
 from .settings import Auth
@@ -46,7 +47,7 @@ def no_tls() -> ssl.SSLContext:
 class OcwatchError(Exception):
     """An error with a one-line message fit for users. Never carries credentials."""
 
-    exit_code = 2
+    exit_code: int = ExitCode.USAGE
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
