@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.builders import SERVER, T0, assistant, busy, permission, question, session, snap
 from tui.app.widgets.summary import counts_line
-from tui.cli.main import tmux_line
+from tui.cli.status import tmux_line
 from tui.core.derive import derive_server
 from tui.core.settings import Settings
 from tui.core.view import ServerInfo, View, waiting_requests

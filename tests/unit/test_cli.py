@@ -171,7 +171,7 @@ def test_status_on_a_terminal_shows_and_erases_how_far_loading_is():
     import io
     from types import SimpleNamespace
 
-    from tui.cli.main import _progress_line
+    from tui.cli.status import _progress_line
 
     a = SimpleNamespace(url="http://a:1", loading=(510, 3000))
     b = SimpleNamespace(url="http://b\x1b[2J:2", loading=None)

@@ -14,7 +14,7 @@ from dataclasses import fields, replace
 import pytest
 
 from tests.unit.test_hostile import HOSTILE
-from tui.cli.main import print_view
+from tui.cli.status import print_view
 from tui.cli.watch import transition_json, transition_text
 from tui.core import text
 from tui.core.view import Pending, ServerInfo, SessionRow, Transition, View

@@ -94,7 +94,7 @@ def test_status_for_a_tmux_status_bar(capsys: pytest.CaptureFixture[str]) -> Non
 
 def test_a_tmux_line_names_stale_unknown_and_servers_that_are_down() -> None:
     from tests.app.views import row
-    from tui.cli.main import tmux_line
+    from tui.cli.status import tmux_line
     from tui.core.view import ServerInfo, View
 
     rows = {

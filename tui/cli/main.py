@@ -16,33 +16,25 @@ gc.disable()
 
 # ruff: noqa: E402 (the imports below come after the pause)
 import argparse
-import asyncio
 import contextlib
 import copy
 import logging
 import math
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
-from ..core import text
 from ..core.client import OcwatchError
 from ..core.config import CORE, load_config, resolve_options
 from ..core.exitcodes import ExitCode
-from ..core.settings import DEFAULT_URL, Auth, Settings
-from ..core.text import literal
-from ..core.view import View, count_states, loaded, waiting_requests
+from ..core.settings import DEFAULT_URL, Auth
 from . import actions
-from .output import pipe_safe, render_table, say
+from .output import say
+from .status import run_status, run_status_replay
 from .wait import run_wait
 
 DEFAULT_LISTEN = "127.0.0.1:9464"
-
-if TYPE_CHECKING:
-    from ..core.fleet import Fleet
-    from ..core.targets import TargetSource
 
 
 THEME_HELP = (
@@ -620,8 +612,6 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
         say("", "--server does not go with --replay FILE (the recording names its servers)")
         return ExitCode.USAGE
     if cmd == "status" and args.replay is not None:
-        from .record import run_status_replay
-
         return run_status_replay(args.replay, args.at, args.format)
     if cmd == "status" and args.at is not None:
         say("", "--at goes with --replay FILE")
@@ -769,127 +759,6 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
             auth=opts.auth_for(opts.urls[0]),
         )
     raise AssertionError(cmd)
-
-
-def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
-    """On a terminal: one self-erasing line saying how far the first snapshots have loaded (cut
-    to the terminal's width: a wrapped line would not erase)."""
-    try:
-        width = os.get_terminal_size(stream.fileno()).columns - 1
-    except (OSError, ValueError):
-        width = 79
-
-    def show() -> None:
-        parts = [
-            f"{literal(s.url, escapes=True)} {loaded(s.loading)}"
-            for s in fleet.servers()
-            if s.loading is not None
-        ]
-        text = "ocwatch: loading sessions of " + ", ".join(parts) if parts else ""
-        if len(text) > width:
-            text = text[: max(0, width - 1)] + "…"
-        stream.write("\r\x1b[K" + text)
-        stream.flush()
-
-    return show
-
-
-def run_status(
-    urls: list[str],
-    *,
-    auth: Auth | None,
-    settings: Settings,
-    form: str = "table",
-    auths: dict[str, Auth | None] | None = None,
-    names: dict[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
-) -> int:
-    """Print the View once. Exit 0, or 2 when any server could not be read. `sources` (an
-    inventory file) are read once, their servers beside `urls`; one that cannot be read is
-    said, and the command exits 2 after printing what it could read."""
-    from ..core.client import normalize_url
-    from ..core.fleet import Fleet
-    from ..core.inventory import read_once
-
-    unread: list[str] = []
-
-    def said(why: str) -> None:
-        unread.append(why)
-        say("", why)
-
-    extra = read_once(sources, said)
-    if extra:
-        urls = list(urls)
-        auths = {**(auths or {})}
-        names = {**(names or {})}
-        for t in extra:
-            key = normalize_url(t.url)
-            if key in {normalize_url(u) for u in urls}:
-                continue  # the config's server (with its own name and credentials) holds
-            urls.append(t.url)
-            auths[key] = t.auth
-            if t.name:
-                names[key] = t.name
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
-    progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux" else None
-    try:
-        view = asyncio.run(fleet.snapshot_once(progress))
-    finally:
-        if progress is not None:
-            sys.stderr.write("\r\x1b[K")
-    code = print_view(view, form)
-    return ExitCode.USAGE if unread else code
-
-
-def tmux_line(view: View) -> str:
-    """One short line for a tmux status bar: what needs someone first (the requests waiting
-    for input, each once; stale, retrying, unknown rows), then the busy rows, and the servers
-    that cannot be read; tmux style codes colour it. Only counts: no server text reaches the
-    status bar."""
-    counts = count_states(view.rows.values())
-    parts = []
-    for glyph, n, colour in (
-        ("?", waiting_requests(view.rows.values()) if counts["input"] else 0, "yellow"),
-        ("⚠", counts["stale"], "red"),
-        ("↻", counts["retry"], "magenta"),
-        ("◌", counts["unknown"], "colour245"),
-        ("●", counts["busy"] - counts["stale"], "cyan"),
-    ):
-        if n:
-            parts.append(f"#[fg={colour}]{glyph} {n}#[default]")
-    down = sum(not s.reachable for s in view.servers)
-    if down:
-        parts.append(f"#[fg=red,bold]✗ {down} down#[default]")
-    return " ".join(parts) if parts else "○ idle"
-
-
-def print_view(view: View, form: str) -> int:
-    """Print a View as `status` does (`form`: table, json or tmux); 0, or 2 when a server
-    could not be read (said on stderr, with the records skipped as malformed)."""
-    with pipe_safe():
-        if form == "json":
-            print(text.dumps(view.to_json(), indent=2))
-        elif form == "tmux":
-            print(tmux_line(view))
-        else:
-            print(render_table(view, view.generated_at))
-    bad = [s for s in view.servers if not s.reachable]
-    for s in bad:
-        # no error and no snapshot: not read yet (a recording's moment before its first one)
-        why = s.error or (
-            f"{s.url}: unreachable" if s.snapshot_at is not None else f"{s.url}: not read yet"
-        )
-        say("", why)
-    partial = [s for s in view.servers if s.reachable and s.malformed]
-    for s in partial:  # what could not be read is said, never passed over as nothing
-        examples = ", ".join(s.malformed_examples)
-        say(
-            "",
-            f"{s.url}: skipped {s.malformed} malformed record"
-            f"{'s' if s.malformed != 1 else ''} ({examples}"
-            f"{', ...' if s.malformed > len(s.malformed_examples) else ''})",
-        )
-    return ExitCode.USAGE if bad or partial else ExitCode.OK
 
 
 def entry() -> None:  # pragma: no cover - the process's own exit

@@ -1,5 +1,5 @@
-"""`ocwatch record`, and the replays of a recording for scripts: `status --replay` and
-`watch --replay` (the dashboard's replay is `ocwatch replay`, in tui.app.replay)."""
+"""`ocwatch record`, and `watch --replay` (`status --replay` is in tui.cli.status; the
+dashboard's replay is `ocwatch replay`, in tui.app.replay)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,6 @@ from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import Changes, View
-from ..record.format import after_the_end, parse_time
 from .output import stop_on_signals
 
 
@@ -98,20 +97,6 @@ def run_record(
         file=err,
     )
     return 1 if recorder.failed else 0
-
-
-def run_status_replay(path: Path, at: str | None, form: str) -> int:
-    """`status --replay FILE [--at TIME]`: the View as it was (exit as `status` would have)."""
-    from ..record.replay import Replay
-    from .main import print_view
-
-    replay = Replay(path)
-    moment = parse_time(at, replay.header.created) if at is not None else None
-    asyncio.run(replay.follow(lambda _v, _c: None, until=moment))
-    if at is not None and moment is not None and moment > replay.last_at and replay.peek() is None:
-        raise after_the_end(at.strip(), replay.last_at)
-    say_notes(replay.notes(), sys.stderr)
-    return print_view(replay.view(), form)
 
 
 def say_notes(notes: Sequence[str], err: TextIO) -> None:
