@@ -275,3 +275,16 @@ def test_an_option_before_the_command_means_what_it_means_after_or_is_refused(ca
             main(argv)
         assert ei.value.code == 2
         assert "has no effect on `ocwatch" in capsys.readouterr().err
+
+
+def test_every_command_of_the_parser_has_a_handler_and_every_handler_a_command() -> None:
+    """A new command is a parser in build_parser and a function in COMMANDS: one without the
+    other is caught here, and DASHBOARD_OPTIONS names only commands that exist."""
+    import argparse
+
+    from tui.cli.main import COMMANDS, DASHBOARD_OPTIONS, build_parser
+
+    sub = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(COMMANDS) == {None, *sub.choices}
+    for flag, commands in DASHBOARD_OPTIONS.values():
+        assert commands <= set(COMMANDS), flag

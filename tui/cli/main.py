@@ -22,11 +22,11 @@ import logging
 import math
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..core.client import OcwatchError
-from ..core.config import CORE, load_config, resolve_options
+from ..core.config import CORE, Options, load_config, resolve_options
 from ..core.exitcodes import ExitCode
 from ..core.settings import DEFAULT_URL, Auth
 from . import actions
@@ -545,47 +545,63 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
+    return COMMANDS[args.command](args, auth)
+
+
+# The commands. Each is a function (args, auth) -> int, the exit code, registered in COMMANDS
+# under its name (None: no command, the dashboard). A command for scripts starts with
+# `_script_options`: the config file's servers, grace and password_file apply to it too.
+
+
+def _dashboard(args: argparse.Namespace, auth: Auth | None) -> int:
+    from ..app.run import run_dashboard
+
+    return run_dashboard(
+        args.server,
+        auth=auth,
+        grace=args.grace,
+        theme=args.theme,
+        bell=args.bell,
+        osc9=args.osc9,
+        desktop=args.notify,
+        metrics=args.metrics,
+        alert_flags=alert_flags(args),
+        read_only=args.read_only,
+        servers_file=args.servers_file,
+        discover=args.discover,
+    )
+
+
+def _demo(args: argparse.Namespace, auth: Auth | None) -> int:
+    from ..app.run import run_demo
+
+    return run_demo(
+        theme=args.theme,
+        speed=args.speed,
+        protocol=args.protocol,
+        grace=args.grace,
+        bell=args.bell,
+        osc9=args.osc9,
+        desktop=args.notify,
+        metrics=args.metrics,
+        alert_flags=alert_flags(args),
+        read_only=args.read_only,
+    )
+
+
+def _replay(args: argparse.Namespace, auth: Auth | None) -> int:
+    from ..app.run import run_replay
+
+    if not (args.speed > 0 and math.isfinite(args.speed)):
+        print("ocwatch: --speed must be a number above 0", file=sys.stderr)
+        return ExitCode.USAGE
+    return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
+
+
+def _script_options(args: argparse.Namespace, auth: Auth | None) -> Options:
+    """The options of a command for scripts: the config file's servers, grace and
+    password_file apply too (flags win); its notices are said."""
     cmd = args.command
-    if cmd is None:
-        from ..app.run import run_dashboard
-
-        return run_dashboard(
-            args.server,
-            auth=auth,
-            grace=args.grace,
-            theme=args.theme,
-            bell=args.bell,
-            osc9=args.osc9,
-            desktop=args.notify,
-            metrics=args.metrics,
-            alert_flags=alert_flags(args),
-            read_only=args.read_only,
-            servers_file=args.servers_file,
-            discover=args.discover,
-        )
-    if cmd == "demo":
-        from ..app.run import run_demo
-
-        return run_demo(
-            theme=args.theme,
-            speed=args.speed,
-            protocol=args.protocol,
-            grace=args.grace,
-            bell=args.bell,
-            osc9=args.osc9,
-            desktop=args.notify,
-            metrics=args.metrics,
-            alert_flags=alert_flags(args),
-            read_only=args.read_only,
-        )
-    if cmd == "replay":
-        from ..app.run import run_replay
-
-        if not (args.speed > 0 and math.isfinite(args.speed)):
-            print("ocwatch: --speed must be a number above 0", file=sys.stderr)
-            return ExitCode.USAGE
-        return run_replay(args.file, speed=args.speed, start=args.start, theme=args.theme)
-    # scripts: the config file's servers, grace and password_file apply too (flags win)
     config, warnings = load_config()
     if not honours(cmd, "servers_file"):  # (a command on one server, a report, a recording)
         config = config.model_copy(update={"servers_file": None})
@@ -602,163 +618,213 @@ def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
     )
     for notice in opts.notices:
         say("", notice)
-    auth, settings = opts.auth, opts.settings
-    if cmd == "status":
-        if args.format is not None and args.json and args.format != "json":
-            say("", "--json and --format tmux/table: choose one")
-            return ExitCode.USAGE
-        args.format = "json" if args.json else (args.format or "table")
-    if cmd in ("status", "watch") and args.replay is not None and _flag_urls(args):
+    return opts
+
+
+def _replay_alone(args: argparse.Namespace) -> bool:
+    """`--replay FILE` with `--server` (status, watch): said, a usage error."""
+    if args.replay is not None and _flag_urls(args):
         say("", "--server does not go with --replay FILE (the recording names its servers)")
+        return False
+    return True
+
+
+def _status(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    if args.format is not None and args.json and args.format != "json":
+        say("", "--json and --format tmux/table: choose one")
         return ExitCode.USAGE
-    if cmd == "status" and args.replay is not None:
+    args.format = "json" if args.json else (args.format or "table")
+    if not _replay_alone(args):
+        return ExitCode.USAGE
+    if args.replay is not None:
         return run_status_replay(args.replay, args.at, args.format)
-    if cmd == "status" and args.at is not None:
+    if args.at is not None:
         say("", "--at goes with --replay FILE")
         return ExitCode.USAGE
-    if cmd == "watch" and args.replay is not None:
+    return run_status(
+        opts.urls,
+        auth=opts.auth,
+        settings=opts.settings,
+        form=args.format,
+        auths=opts.auths,
+        names=opts.names,
+        sources=opts.sources,
+    )
+
+
+def _watch(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    if not _replay_alone(args):
+        return ExitCode.USAGE
+    if args.replay is not None:
         from .record import run_watch_replay
 
         return run_watch_replay(args.replay, args.session, args.json)
-    if cmd == "report":
-        from .report import run_report
+    from .watch import run_watch
 
-        return run_report(
-            args.session_id,
-            opts.urls,
-            auth=auth,
-            settings=settings,
-            auths=opts.auths,
-            names=opts.names,
-            seconds=args.seconds,
-            output=args.output,
-            redacted=args.redact,
-        )
-    if cmd == "record":
-        from ..record.writer import parse_size
-        from .record import run_record
+    return run_watch(
+        opts.urls,
+        auth=opts.auth,
+        settings=opts.settings,
+        sessions=args.session,
+        as_json=args.json,
+        auths=opts.auths,
+        names=opts.names,
+        sources=opts.sources,
+    )
 
-        try:
-            limit = parse_size(args.max_size) if args.max_size is not None else None
-        except ValueError as exc:
-            print(f"ocwatch: {exc}", file=sys.stderr)
-            return ExitCode.USAGE
-        return run_record(
-            args.file,
-            opts.urls,
-            auth=auth,
-            settings=settings,
-            auths=opts.auths,
-            names=opts.names,
-            max_size=limit,
-        )
-    if cmd == "status":
-        return run_status(
-            opts.urls,
-            auth=auth,
-            settings=settings,
-            form=args.format,
-            auths=opts.auths,
-            names=opts.names,
-            sources=opts.sources,
-        )
-    if cmd == "servers":
-        from .servers import run_servers
 
-        return run_servers(
-            opts.urls,
-            origins=opts.origins,
-            names=opts.names,
-            sources=opts.sources,
-            as_json=args.json,
-        )
-    if cmd == "wait":
-        return run_wait(
-            args.session_ids,
-            opts.urls,
-            auth=auth,
-            settings=settings,
-            timeout=args.timeout,
-            as_json=args.json,
-            any_=args.any_,
-            auths=opts.auths,
-            names=opts.names,
-            sources=opts.sources,
-        )
-    if cmd == "watch":
-        from .watch import run_watch
+def _report(args: argparse.Namespace, auth: Auth | None) -> int:
+    from .report import run_report
 
-        return run_watch(
-            opts.urls,
-            auth=auth,
-            settings=settings,
-            sessions=args.session,
-            as_json=args.json,
-            auths=opts.auths,
-            names=opts.names,
-            sources=opts.sources,
-        )
-    if cmd == "metrics":
-        from .metrics import run_metrics
+    opts = _script_options(args, auth)
+    return run_report(
+        args.session_id,
+        opts.urls,
+        auth=opts.auth,
+        settings=opts.settings,
+        auths=opts.auths,
+        names=opts.names,
+        seconds=args.seconds,
+        output=args.output,
+        redacted=args.redact,
+    )
 
-        return run_metrics(
-            opts.urls,
-            listen=args.listen,
-            auth=auth,
-            settings=settings,
-            auths=opts.auths,
-            names=opts.names,
-            sources=opts.sources,
-            session_info=args.session_info,
-            alerts=opts.alerts,
-        )
-    if cmd == "prompt":
-        from .prompt import run_prompt
 
-        want = 1 if args.new else 2
-        if len(args.target) != want:
-            print(
-                "ocwatch prompt: give SESSION_ID TEXT, or --new FOLDER TEXT",
-                file=sys.stderr,
-            )
-            return ExitCode.USAGE
-        return run_prompt(
-            None if args.new else args.target[0],
-            args.target[-1],
-            opts.urls[0],
-            new_in=args.new,
-            auth=opts.auth_for(opts.urls[0]),
-            settings=settings,
-            wait=args.wait,
-            timeout=args.timeout,
-            as_json=args.json,
+def _record(args: argparse.Namespace, auth: Auth | None) -> int:
+    from ..record.writer import parse_size
+    from .record import run_record
+
+    opts = _script_options(args, auth)
+    try:
+        limit = parse_size(args.max_size) if args.max_size is not None else None
+    except ValueError as exc:
+        print(f"ocwatch: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    return run_record(
+        args.file,
+        opts.urls,
+        auth=opts.auth,
+        settings=opts.settings,
+        auths=opts.auths,
+        names=opts.names,
+        max_size=limit,
+    )
+
+
+def _servers(args: argparse.Namespace, auth: Auth | None) -> int:
+    from .servers import run_servers
+
+    opts = _script_options(args, auth)
+    return run_servers(
+        opts.urls,
+        origins=opts.origins,
+        names=opts.names,
+        sources=opts.sources,
+        as_json=args.json,
+    )
+
+
+def _wait(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    return run_wait(
+        args.session_ids,
+        opts.urls,
+        auth=opts.auth,
+        settings=opts.settings,
+        timeout=args.timeout,
+        as_json=args.json,
+        any_=args.any_,
+        auths=opts.auths,
+        names=opts.names,
+        sources=opts.sources,
+    )
+
+
+def _metrics(args: argparse.Namespace, auth: Auth | None) -> int:
+    from .metrics import run_metrics
+
+    opts = _script_options(args, auth)
+    return run_metrics(
+        opts.urls,
+        listen=args.listen,
+        auth=opts.auth,
+        settings=opts.settings,
+        auths=opts.auths,
+        names=opts.names,
+        sources=opts.sources,
+        session_info=args.session_info,
+        alerts=opts.alerts,
+    )
+
+
+def _prompt(args: argparse.Namespace, auth: Auth | None) -> int:
+    from .prompt import run_prompt
+
+    opts = _script_options(args, auth)
+    if len(args.target) != (1 if args.new else 2):
+        print("ocwatch prompt: give SESSION_ID TEXT, or --new FOLDER TEXT", file=sys.stderr)
+        return ExitCode.USAGE
+    return run_prompt(
+        None if args.new else args.target[0],
+        args.target[-1],
+        opts.urls[0],
+        new_in=args.new,
+        auth=opts.auth_for(opts.urls[0]),
+        settings=opts.settings,
+        wait=args.wait,
+        timeout=args.timeout,
+        as_json=args.json,
+    )
+
+
+def _abort(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))
+
+
+def _reply(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    url = opts.urls[0]
+    return actions.run_reply(
+        args.request_id, args.reply, args.message, url, auth=opts.auth_for(url)
+    )
+
+
+def _answer(args: argparse.Namespace, auth: Auth | None) -> int:
+    opts = _script_options(args, auth)
+    if args.reject == bool(args.option or args.text):
+        print(
+            "ocwatch answer: give --option and/or --text, or --reject (not both)",
+            file=sys.stderr,
         )
-    if cmd == "abort":
-        return actions.run_abort(args.session_id, opts.urls[0], auth=opts.auth_for(opts.urls[0]))
-    if cmd == "reply":
-        return actions.run_reply(
-            args.request_id,
-            args.reply,
-            args.message,
-            opts.urls[0],
-            auth=opts.auth_for(opts.urls[0]),
-        )
-    if cmd == "answer":
-        if args.reject == bool(args.option or args.text):
-            print(
-                "ocwatch answer: give --option and/or --text, or --reject (not both)",
-                file=sys.stderr,
-            )
-            return ExitCode.USAGE
-        return actions.run_answer(
-            args.request_id,
-            args.option,
-            args.text,
-            args.reject,
-            opts.urls[0],
-            auth=opts.auth_for(opts.urls[0]),
-        )
-    raise AssertionError(cmd)
+        return ExitCode.USAGE
+    url = opts.urls[0]
+    return actions.run_answer(
+        args.request_id, args.option, args.text, args.reject, url, auth=opts.auth_for(url)
+    )
+
+
+#: Every command by name (None: the dashboard), each a function (args, auth) -> exit code; a
+#: new command is a parser in build_parser and a function here (tests/unit/test_cli.py checks
+#: that the two agree)
+COMMANDS: dict[str | None, Callable[[argparse.Namespace, Auth | None], int]] = {
+    None: _dashboard,
+    "demo": _demo,
+    "replay": _replay,
+    "status": _status,
+    "servers": _servers,
+    "wait": _wait,
+    "metrics": _metrics,
+    "watch": _watch,
+    "report": _report,
+    "record": _record,
+    "prompt": _prompt,
+    "abort": _abort,
+    "reply": _reply,
+    "answer": _answer,
+}
 
 
 def entry() -> None:  # pragma: no cover - the process's own exit
