@@ -303,3 +303,44 @@ async def test_servers_added_to_and_removed_from_the_file_come_and_go_live(tmp_p
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await fleet.aclose()
+
+
+def test_servers_join_a_list_read_once_the_named_server_holding_its_url() -> None:
+    """Servers.joined (status reads an inventory once): new URLs come after the named ones with
+    their credentials and names; a URL already named, or listed twice, adds nothing."""
+    from tui.core.targets import Servers
+
+    mine, theirs = Auth("me", "p1"), Auth("them", "p2")
+    servers = Servers(("http://a:1",), Settings(), mine, {"http://a:1": mine}, {"http://a:1": "a"})
+    got = servers.joined(
+        [
+            Target("http://a:1/", auth=theirs, name="not a"),
+            Target("http://b:2", auth=theirs, name="b"),
+            Target("http://b:2/", auth=None, name="b again"),
+            Target("http://c:3"),
+        ]
+    )
+    assert got.urls == ("http://a:1", "http://b:2", "http://c:3")
+    assert got.auths == {"http://a:1": mine, "http://b:2": theirs, "http://c:3": None}
+    assert got.names == {"http://a:1": "a", "http://b:2": "b"}
+    assert servers.urls == ("http://a:1",) and servers.joined([]) is servers
+    fleet = Fleet.of_servers(got)
+    assert [(m.url, m.name) for m in fleet.monitors] == [
+        ("http://a:1", "a"),
+        ("http://b:2", "b"),
+        ("http://c:3", ""),
+    ]
+    assert "p1" not in repr(got) and "p2" not in repr(got)  # credentials never in a repr
+
+
+def test_the_options_make_one_servers_value() -> None:
+    opts = resolve_options(
+        Config(servers=[{"url": "http://a:1", "name": "a"}]),
+        auth=Auth("me", "pw"),
+        env={},
+        discover="none",
+    )
+    servers = opts.servers()
+    assert servers.urls == tuple(opts.urls) and servers.settings is opts.settings
+    assert servers.auth is opts.auth and dict(servers.auths) == opts.auths
+    assert dict(servers.names) == opts.names and servers.sources == tuple(opts.sources)

@@ -14,6 +14,7 @@ from tui.cli.report import capture, redact, redact_bundle
 from tui.core import text
 from tui.core.client import OcwatchError
 from tui.core.settings import Settings
+from tui.core.targets import Servers
 
 SECRET = "the launch codes are 0000"
 
@@ -67,11 +68,7 @@ async def bundle(tmp_path: Path, redacted: bool, sid: str = "ses_1") -> dict:
     fake = api()
     return await capture(
         sid,
-        ["http://fake:4096"],
-        auth=None,
-        settings=Settings(),
-        auths=None,
-        names={"http://fake:4096": "fake"},
+        Servers(("http://fake:4096",), Settings(), names={"http://fake:4096": "fake"}),
         seconds=0.2,
         recording=tmp_path / "c.ndjson",
         redacted=redacted,
@@ -195,11 +192,7 @@ async def test_hostile_frames_leave_a_valid_bundle(tmp_path: Path, redacted: boo
 
     got = await capture(
         "ses_1",
-        ["http://fake:4096"],
-        auth=None,
-        settings=Settings(),
-        auths=None,
-        names=None,
+        Servers(("http://fake:4096",), Settings()),
         seconds=0.2,
         recording=tmp_path / "c.ndjson",
         redacted=redacted,
@@ -271,11 +264,7 @@ async def test_redact_keeps_every_session_id_and_still_hides_the_titles(tmp_path
         folder.mkdir(exist_ok=True)
         return await capture(
             "ses_1",
-            ["http://fake:4096"],
-            auth=None,
-            settings=Settings(),
-            auths=None,
-            names=None,
+            Servers(("http://fake:4096",), Settings()),
             seconds=0.2,
             recording=folder / "c.ndjson",
             redacted=redacted,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -18,7 +19,6 @@ from tui.core.config import resolve_options as resolve
 from tui.core.discover import LocalDiscovery
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
-from tui.core.targets import keeper_for
 from tui.core.view import Changes, View
 
 from .actions import FleetActions
@@ -158,15 +158,10 @@ def run_dashboard(
         for app in said:
             app.notify(text, title="Servers", timeout=8, markup=False)
 
-    fleet = Fleet(
-        opts.urls,
-        auth=opts.auth,
-        settings=settings or opts.settings,
-        auths=opts.auths,
-        names=opts.names,
-        progressive=True,
-        keeper=keeper_for(opts.urls, opts.sources, note),
-    )
+    servers = opts.servers()
+    if settings is not None:
+        servers = dataclasses.replace(servers, settings=settings)
+    fleet = Fleet.of_servers(servers, progressive=True, keeper=servers.keeper(note))
     deliverer = off_terminal(opts, fleet)
     launcher = launcher_for(opts, fleet)
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:

@@ -642,15 +642,7 @@ def _status(args: argparse.Namespace, auth: Auth | None) -> int:
     if args.at is not None:
         say("", "--at goes with --replay FILE")
         return ExitCode.USAGE
-    return run_status(
-        opts.urls,
-        auth=opts.auth,
-        settings=opts.settings,
-        form=args.format,
-        auths=opts.auths,
-        names=opts.names,
-        sources=opts.sources,
-    )
+    return run_status(opts.servers(), form=args.format)
 
 
 def _watch(args: argparse.Namespace, auth: Auth | None) -> int:
@@ -663,16 +655,7 @@ def _watch(args: argparse.Namespace, auth: Auth | None) -> int:
         return run_watch_replay(args.replay, args.session, args.json)
     from .watch import run_watch
 
-    return run_watch(
-        opts.urls,
-        auth=opts.auth,
-        settings=opts.settings,
-        sessions=args.session,
-        as_json=args.json,
-        auths=opts.auths,
-        names=opts.names,
-        sources=opts.sources,
-    )
+    return run_watch(opts.servers(), sessions=args.session, as_json=args.json)
 
 
 def _report(args: argparse.Namespace, auth: Auth | None) -> int:
@@ -681,11 +664,7 @@ def _report(args: argparse.Namespace, auth: Auth | None) -> int:
     opts = _script_options(args, auth)
     return run_report(
         args.session_id,
-        opts.urls,
-        auth=opts.auth,
-        settings=opts.settings,
-        auths=opts.auths,
-        names=opts.names,
+        opts.servers(),
         seconds=args.seconds,
         output=args.output,
         redacted=args.redact,
@@ -702,15 +681,7 @@ def _record(args: argparse.Namespace, auth: Auth | None) -> int:
     except ValueError as exc:
         print(f"ocwatch: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return run_record(
-        args.file,
-        opts.urls,
-        auth=opts.auth,
-        settings=opts.settings,
-        auths=opts.auths,
-        names=opts.names,
-        max_size=limit,
-    )
+    return run_record(args.file, opts.servers(), max_size=limit)
 
 
 def _servers(args: argparse.Namespace, auth: Auth | None) -> int:
@@ -718,27 +689,14 @@ def _servers(args: argparse.Namespace, auth: Auth | None) -> int:
 
     opts = _script_options(args, auth)
     return run_servers(
-        opts.urls,
-        origins=opts.origins,
-        names=opts.names,
-        sources=opts.sources,
-        as_json=args.json,
+        opts.urls, origins=opts.origins, names=opts.names, sources=opts.sources, as_json=args.json
     )
 
 
 def _wait(args: argparse.Namespace, auth: Auth | None) -> int:
     opts = _script_options(args, auth)
     return run_wait(
-        args.session_ids,
-        opts.urls,
-        auth=opts.auth,
-        settings=opts.settings,
-        timeout=args.timeout,
-        as_json=args.json,
-        any_=args.any_,
-        auths=opts.auths,
-        names=opts.names,
-        sources=opts.sources,
+        args.session_ids, opts.servers(), timeout=args.timeout, as_json=args.json, any_=args.any_
     )
 
 
@@ -747,13 +705,8 @@ def _metrics(args: argparse.Namespace, auth: Auth | None) -> int:
 
     opts = _script_options(args, auth)
     return run_metrics(
-        opts.urls,
+        opts.servers(),
         listen=args.listen,
-        auth=opts.auth,
-        settings=opts.settings,
-        auths=opts.auths,
-        names=opts.names,
-        sources=opts.sources,
         session_info=args.session_info,
         alerts=opts.alerts,
     )

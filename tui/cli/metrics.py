@@ -10,15 +10,14 @@ import asyncio
 import contextlib
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from .. import __version__
 from ..core.alerts import Alerter
 from ..core.config import AlertConfig
 from ..core.fleet import Fleet
-from ..core.settings import Auth, Settings
-from ..core.targets import TargetSource, keeper_for
+from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import Changes, View
 from .output import stop_on_signals
@@ -58,14 +57,9 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
 
 
 def run_metrics(
-    urls: Sequence[str],
+    servers: Servers,
     *,
     listen: str,
-    auth: Auth | None,
-    settings: Settings,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
     session_info: bool = False,
     observers: Sequence[Callable[[View, Changes | None], None]] = (),
     alerts: AlertConfig | None = None,
@@ -83,14 +77,7 @@ def run_metrics(
     def report(text: str) -> None:
         print(f"ocwatch metrics: {literal(text, escapes=True)}", file=err, flush=True)
 
-    fleet = Fleet(
-        urls,
-        auth=auth,
-        settings=settings,
-        auths=auths,
-        names=names,
-        keeper=keeper_for(urls, sources, report),
-    )
+    fleet = Fleet.of_servers(servers, keeper=servers.keeper(report))
 
     deliverer = deliverer_for(alerts, fleet, report) if alerts is not None else None
     metrics = Metrics(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -14,7 +14,7 @@ from ..core import text
 from ..core.client import OcwatchError
 from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
-from ..core.settings import Auth, Settings
+from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import Changes, View
 from .output import stop_on_signals
@@ -22,12 +22,8 @@ from .output import stop_on_signals
 
 def run_record(
     path: Path,
-    urls: Sequence[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
     max_size: int | None = None,
     err: TextIO | None = None,
 ) -> int:
@@ -37,7 +33,8 @@ def run_record(
     from ..record.writer import FLUSH_EVERY, Recorder
 
     err = err or sys.stderr
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+    settings = servers.settings
+    fleet = Fleet.of_servers(servers)
     stop = asyncio.Event()
     try:
         recorder = Recorder(

@@ -28,7 +28,8 @@ from ..core.derive import inputs_of
 from ..core.fleet import Fleet
 from ..core.models import Wire
 from ..core.raw import about
-from ..core.settings import Auth, Settings
+from ..core.settings import Settings
+from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import SessionRow, View, iso
 from .watch import transition_json
@@ -124,12 +125,8 @@ def redact(value: Any, key: str | None = None) -> Any:
 
 async def capture(
     session_id: str,
-    urls: list[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
-    auths: Mapping[str, Auth | None] | None,
-    names: Mapping[str, str] | None,
     seconds: float,
     recording: Path,
     redacted: bool,
@@ -141,7 +138,8 @@ async def capture(
     from ..record.format import read
     from ..record.writer import Recorder
 
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names, transport=transport)
+    settings = servers.settings
+    fleet = Fleet.of_servers(servers, transport=transport)
     recorder = Recorder(
         recording, [(m.url, m.name) for m in fleet.monitors], settings, version=__version__
     )
@@ -381,12 +379,8 @@ def redacted_evidence(
 
 def run_report(
     session_id: str,
-    urls: list[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
     seconds: float = 3.0,
     output: Path | None = None,
     redacted: bool = False,
@@ -412,11 +406,7 @@ def run_report(
         bundle = asyncio.run(
             capture(
                 session_id,
-                urls,
-                auth=auth,
-                settings=settings,
-                auths=auths,
-                names=names,
+                servers,
                 seconds=seconds,
                 recording=recording,
                 redacted=redacted,

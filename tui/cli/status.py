@@ -6,20 +6,19 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from ..core import text
 from ..core.exitcodes import ExitCode
-from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import View, count_states, loaded, waiting_requests
 from .output import pipe_safe, render_table, say
 
 if TYPE_CHECKING:
     from ..core.fleet import Fleet
-    from ..core.targets import TargetSource
+    from ..core.targets import Servers
 
 
 def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
@@ -45,20 +44,10 @@ def _progress_line(fleet: Fleet, stream: TextIO) -> Callable[[], None]:
     return show
 
 
-def run_status(
-    urls: list[str],
-    *,
-    auth: Auth | None,
-    settings: Settings,
-    form: str = "table",
-    auths: dict[str, Auth | None] | None = None,
-    names: dict[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
-) -> int:
-    """Print the View once. Exit 0, or 2 when any server could not be read. `sources` (an
-    inventory file) are read once, their servers beside `urls`; one that cannot be read is
-    said, and the command exits 2 after printing what it could read."""
-    from ..core.client import normalize_url
+def run_status(servers: Servers, *, form: str = "table") -> int:
+    """Print the View once. Exit 0, or 2 when any server could not be read. The servers'
+    `sources` (an inventory file) are read once, their servers beside the named ones; one that
+    cannot be read is said, and the command exits 2 after printing what it could read."""
     from ..core.fleet import Fleet
     from ..core.inventory import read_once
 
@@ -68,20 +57,7 @@ def run_status(
         unread.append(why)
         say("", why)
 
-    extra = read_once(sources, said)
-    if extra:
-        urls = list(urls)
-        auths = {**(auths or {})}
-        names = {**(names or {})}
-        for t in extra:
-            key = normalize_url(t.url)
-            if key in {normalize_url(u) for u in urls}:
-                continue  # the config's server (with its own name and credentials) holds
-            urls.append(t.url)
-            auths[key] = t.auth
-            if t.name:
-                names[key] = t.name
-    fleet = Fleet(urls, auth=auth, settings=settings, auths=auths, names=names)
+    fleet = Fleet.of_servers(servers.joined(read_once(servers.sources, said)))
     progress = _progress_line(fleet, sys.stderr) if sys.stderr.isatty() and form != "tmux" else None
     try:
         view = asyncio.run(fleet.snapshot_once(progress))

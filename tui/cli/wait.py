@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,7 +14,7 @@ from ..core.exitcodes import ExitCode, worst
 from ..core.fleet import Fleet
 from ..core.outcome import Outcome, outcome
 from ..core.settings import Auth, Settings
-from ..core.targets import TargetSource, keeper_for
+from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow
 from .output import pipe_safe, say
@@ -57,16 +57,11 @@ class Awaited:
 
 async def wait_many(
     session_ids: Sequence[str],
-    urls: Sequence[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
     timeout: float | None,
     any_: bool = False,
     on_ready: Callable[[], None] | None = None,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
 ) -> list[Awaited]:
     """Follow every server until each session settles (`any_`: until the first does).
 
@@ -74,14 +69,8 @@ async def wait_many(
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
     still open at the end get ExitCode.TIMEOUT; a server unreachable for longer than
     UNREACHABLE_PATIENCE gives ExitCode.USAGE to the sessions it holds (or might hold)."""
-    fleet = Fleet(
-        urls,
-        auth=auth,
-        settings=settings,
-        auths=auths,
-        names=names,
-        keeper=keeper_for(urls, sources, lambda text: say("wait", text)),
-    )
+    settings = servers.settings
+    fleet = Fleet.of_servers(servers, keeper=servers.keeper(lambda text: say("wait", text)))
     outcomes = {sid: Awaited(sid) for sid in dict.fromkeys(session_ids)}
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
@@ -92,13 +81,13 @@ async def wait_many(
     first_look = None if timeout is None else (timeout or settings.request_timeout)
     try:
         pending = await first_looks(fleet, task, first_look)
-        servers = fleet.current().servers  # what the monitors published, as every reader sees
-        if not any(s.first_snapshot for s in servers):
+        read = fleet.current().servers  # what the monitors published, as every reader sees
+        if not any(s.first_snapshot for s in read):
             if pending:
                 return _close(
                     outcomes, ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
                 )
-            why = "; ".join(_why(s) for s in servers) or NO_SERVER
+            why = "; ".join(_why(s) for s in read) or NO_SERVER
             return _close(outcomes, ExitCode.USAGE, why)
         if on_ready is not None:
             on_ready()
@@ -203,38 +192,20 @@ async def wait_for(
 ) -> tuple[int, SessionRow | None, str | None]:
     """One session on one server: (exit code, last row seen, message for stderr). `on_ready` is
     called once the first snapshot is in (tests use it to know the waiter follows the server)."""
-    (out,) = await wait_many(
-        [session_id], [url], auth=auth, settings=settings, timeout=timeout, on_ready=on_ready
-    )
+    servers = Servers((url,), settings, auth)
+    (out,) = await wait_many([session_id], servers, timeout=timeout, on_ready=on_ready)
     return out.code if out.code is not None else ExitCode.USAGE, out.row, out.message
 
 
 def run_wait(
     session_ids: Sequence[str],
-    urls: Sequence[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
     timeout: float | None,
     as_json: bool,
     any_: bool = False,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
 ) -> int:
-    outs = asyncio.run(
-        wait_many(
-            session_ids,
-            urls,
-            auth=auth,
-            settings=settings,
-            timeout=timeout,
-            any_=any_,
-            auths=auths,
-            names=names,
-            sources=sources,
-        )
-    )
+    outs = asyncio.run(wait_many(session_ids, servers, timeout=timeout, any_=any_))
     if len(outs) == 1:
         out = outs[0]
         return report(

@@ -11,14 +11,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import sys
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable
 from typing import Any, TextIO
 
 from ..core import text
 from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
-from ..core.settings import Auth, Settings
-from ..core.targets import TargetSource, keeper_for
+from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
 from .output import say, state_word, stop_on_signals
@@ -72,21 +71,16 @@ def transition_text(tr: Transition, with_server: bool) -> str:
 
 
 async def watch(
-    urls: Sequence[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
     sessions: Collection[str] = (),
     as_json: bool = False,
     out: TextIO | None = None,
     err: TextIO | None = None,
     stop: asyncio.Event | None = None,
     on_line: Callable[[str], None] | None = None,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
 ) -> int:
-    """Follow `urls` and write a line per transition until `stop` is set (or cancelled).
+    """Follow `servers` and write a line per transition until `stop` is set (or cancelled).
 
     Returns 0, or ExitCode.USAGE when no server could be read at start. A server that cannot be
     read at start or later is said on `err` (and again when it is back); its rows print
@@ -95,26 +89,20 @@ async def watch(
     err = err or sys.stderr
     stop = stop or asyncio.Event()
     wanted = set(sessions)
-    fleet = Fleet(
-        urls,
-        auth=auth,
-        settings=settings,
-        auths=auths,
-        names=names,
-        keeper=keeper_for(urls, sources, lambda text: say("", text, err)),
-    )
+    settings = servers.settings
+    fleet = Fleet.of_servers(servers, keeper=servers.keeper(lambda text: say("", text, err)))
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     try:
         await first_looks(fleet, task, settings.request_timeout * 2)
-        servers = fleet.servers()
+        read = fleet.servers()
         notes = LinkNotes(err)
-        if not any(s.first_snapshot for s in servers):
-            for s in servers:
+        if not any(s.first_snapshot for s in read):
+            for s in read:
                 notes.line(s.error or s.url + ": unreachable")
-            if not servers:
+            if not read:
                 notes.line(NO_SERVER)
             return ExitCode.USAGE
         with_server = len(fleet.monitors) > 1
@@ -221,15 +209,10 @@ async def _first(*aws: Any) -> None:
 
 
 def run_watch(
-    urls: Sequence[str],
+    servers: Servers,
     *,
-    auth: Auth | None,
-    settings: Settings,
     sessions: Collection[str],
     as_json: bool,
-    auths: Mapping[str, Auth | None] | None = None,
-    names: Mapping[str, str] | None = None,
-    sources: Sequence[TargetSource] = (),
 ) -> int:
     """`ocwatch watch`: exit 0 on Ctrl-C or SIGTERM, 2 when no server could be read at start;
     a reader that closes the pipe ends it quietly."""
@@ -237,17 +220,7 @@ def run_watch(
     async def main() -> int:
         stop = asyncio.Event()
         stop_on_signals(stop)
-        return await watch(
-            urls,
-            auth=auth,
-            settings=settings,
-            sessions=sessions,
-            as_json=as_json,
-            stop=stop,
-            auths=auths,
-            names=names,
-            sources=sources,
-        )
+        return await watch(servers, sessions=sessions, as_json=as_json, stop=stop)
 
     try:
         return asyncio.run(main())

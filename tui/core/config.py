@@ -27,7 +27,7 @@ from .discover import LocalDiscovery
 from .inventory import InventoryFile
 from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
-from .targets import TargetSource
+from .targets import Servers, TargetSource
 
 if TYPE_CHECKING:
     from pydantic.fields import FieldInfo
@@ -340,6 +340,17 @@ class Options:
     def auth_for(self, url: str) -> Auth | None:
         """The credentials of one of the chosen servers (None: it gets none)."""
         return self.auths.get(_url_key(url))
+
+    def servers(self) -> Servers:
+        """The chosen servers as one value, for a command and its fleet."""
+        return Servers(
+            tuple(self.urls),
+            self.settings,
+            self.auth,
+            dict(self.auths),
+            dict(self.names),
+            tuple(self.sources),
+        )
 
 
 def resolve_options(

@@ -16,7 +16,7 @@ from .client import Client, normalize_url
 from .monitor import Notify, ServerMonitor
 from .raw import RawFacts, raw_facts
 from .settings import Auth, Settings
-from .targets import Keeper, Target
+from .targets import Keeper, Servers, Target
 from .view import Changes, ServerInfo, SessionRow, Transition, TransitionFeed, View
 
 if TYPE_CHECKING:
@@ -79,6 +79,30 @@ class Fleet:
         self.last_changes: Changes | None = None
         self._history: dict[tuple[str, str], list[Transition]] = {}
         self._history_limit = history_limit
+
+    @classmethod
+    def of_servers(
+        cls,
+        servers: Servers,
+        *,
+        clock: Callable[[], float] = time.time,
+        transport: httpx.AsyncBaseTransport | None = None,
+        progressive: bool = False,
+        keeper: Keeper | None = None,
+    ) -> Fleet:
+        """A Fleet over `servers` (their credentials, names and settings); `keeper`, when the
+        servers' sources are followed while it runs (`servers.keeper(note)`)."""
+        return cls(
+            servers.urls,
+            auth=servers.auth,
+            settings=servers.settings,
+            clock=clock,
+            transport=transport,
+            auths=servers.auths,
+            names=servers.names,
+            progressive=progressive,
+            keeper=keeper,
+        )
 
     @classmethod
     def of(

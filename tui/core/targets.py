@@ -5,13 +5,14 @@ their union (`Fleet.reconcile`), so a source's change adds and removes servers l
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from .client import normalize_url
-from .settings import Auth
+from .settings import Auth, Settings
 
 
 @dataclass(frozen=True)
@@ -158,3 +159,44 @@ def keeper_for(
     if not sources:
         return None
     return Keeper([Fixed([Target(u) for u in urls]), *sources], note)
+
+
+@dataclass(frozen=True)
+class Servers:
+    """The servers a command watches and how to reach each: made once from the options
+    (`Options.servers()`), handed to the command and on to its fleet (`Fleet.of_servers`).
+
+    `auth` is the first server's credentials only (a password is never sent to a server it
+    was not given for); `auths` (normalized URL -> credentials) sets each server's, overriding
+    that; `names` (normalized URL -> name) what each is called; `sources` where more servers
+    come from while the command runs (discovery, an inventory file)."""
+
+    urls: tuple[str, ...]
+    settings: Settings = field(default_factory=Settings)
+    auth: Auth | None = field(default=None, repr=False)
+    auths: Mapping[str, Auth | None] = field(default_factory=dict, repr=False)
+    names: Mapping[str, str] = field(default_factory=dict)
+    sources: tuple[TargetSource, ...] = ()
+
+    def keeper(self, note: Note | None = None) -> Keeper | None:
+        """The keeper of a fleet over these servers (None: no source adds to them)."""
+        return keeper_for(self.urls, self.sources, note)
+
+    def joined(self, targets: Sequence[Target]) -> Servers:
+        """These servers and `targets` (a source's list, read once) after them; a target at a
+        URL already here adds nothing (the server named first, with its own name and
+        credentials, holds)."""
+        if not targets:
+            return self
+        urls = list(self.urls)
+        auths = dict(self.auths)
+        names = dict(self.names)
+        for t in targets:
+            key = normalize_url(t.url)
+            if key in {normalize_url(u) for u in urls}:
+                continue
+            urls.append(t.url)
+            auths[key] = t.auth
+            if t.name:
+                names[key] = t.name
+        return dataclasses.replace(self, urls=tuple(urls), auths=auths, names=names)
