@@ -66,8 +66,7 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
         app.pull()
         await until(pilot, lambda: "Fresh 101" in body(app))
         assert "Streamed further 99" in body(app) and "Reply 99" not in body(app)
-        await pilot.pause(0.1)
-        assert screen.body.scroll_y == screen.body.max_scroll_y  # followed to the end
+        await until(pilot, lambda: screen.body.scroll_y == screen.body.max_scroll_y)  # followed
         await pilot.press("g")
         messages.append(chat(1, start=103, text="Later")[0])
         screen._read_at = 0.0

@@ -101,12 +101,19 @@ async def test_recording_from_the_dashboard(
             if app.view is not None and app.view.rows:
                 break
         assert not banner.display
+        taken = fleet.servers()[0].snapshots
         await pilot.press("R")
-        await pilot.pause(0.5)  # the snapshot it asks for is taken
+        for _ in range(500):  # until the snapshot it asks for is taken (and so recorded)
+            if fleet.servers()[0].snapshots > taken and "● REC ocwatch-" in str(banner.render()):
+                break
+            await pilot.pause(0.02)
         assert banner.display and "● REC ocwatch-" in str(banner.render())
         assert any(n.startswith("Recording to ") for n in notes)
         await pilot.press("R")
-        await pilot.pause(0.05)
+        for _ in range(500):
+            if not banner.display:
+                break
+            await pilot.pause(0.02)
         assert not banner.display
     (path,) = (tmp_path / "state" / "ocwatch" / "recordings").iterdir()
     assert any(f"to {path}" in n for n in notes)
