@@ -23,7 +23,7 @@ from tests.cli_env import cli_env
 from tui.demo.server import DemoServer
 
 from .driver import wait_until
-from .test_prometheus import Prometheus, end, free_port, need, parse, value
+from .test_prometheus import Prometheus, end, free_port, need, parse, prometheus_on, value
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "deploy" / "prometheus" / "prometheus.yml"
@@ -64,34 +64,9 @@ def shipped_config(exporter: str, inventory: Path) -> str:
 
 @contextlib.contextmanager
 def prometheus_with(tmp_path: Path, config: str) -> Iterator[Prometheus]:
-    binary = need("prometheus")
     (tmp_path / "ocwatch-rules.yml").write_text(RULES.read_text())
-    (tmp_path / "prometheus.yml").write_text(config)
-    port = free_port()
-    log = (tmp_path / "prometheus.log").open("wb")
-    proc = subprocess.Popen(
-        [
-            binary,
-            f"--config.file={tmp_path / 'prometheus.yml'}",
-            f"--storage.tsdb.path={tmp_path / 'data'}",
-            f"--web.listen-address=127.0.0.1:{port}",
-        ],
-        stdout=log,
-        stderr=log,
-        cwd=tmp_path,
-    )
-    prom = Prometheus(f"http://127.0.0.1:{port}", proc)
-    try:
-
-        def ready() -> bool:
-            assert proc.poll() is None, (tmp_path / "prometheus.log").read_text()[-3000:]
-            return httpx.get(prom.url + "/-/ready", timeout=2).status_code == 200
-
-        wait_until(ready, 60, what="Prometheus ready")
+    with prometheus_on(tmp_path, config) as prom:
         yield prom
-    finally:
-        end(proc, 15)
-        log.close()
 
 
 def targets(prom: Prometheus, job: str) -> dict[str, dict[str, Any]]:

@@ -282,15 +282,25 @@ class Prometheus:
 
 @contextlib.contextmanager
 def prometheus(tmp_path: Path, target: str, rules: str) -> Iterator[Prometheus]:
-    binary = need("prometheus")
+    """A real Prometheus scraping `target` every second with `rules`."""
     (tmp_path / "rules.yml").write_text(rules)
-    (tmp_path / "prometheus.yml").write_text(
+    config = (
         "global: {scrape_interval: 1s, evaluation_interval: 1s}\n"
         "rule_files: [rules.yml]\n"
         "scrape_configs:\n"
         "  - job_name: ocwatch\n"
         f"    static_configs: [{{targets: ['{target}']}}]\n"
     )
+    with prometheus_on(tmp_path, config) as prom:
+        yield prom
+
+
+@contextlib.contextmanager
+def prometheus_on(tmp_path: Path, config: str) -> Iterator[Prometheus]:
+    """A real Prometheus run on `config` (written to tmp_path, its files beside it), until
+    it answers ready; stopped on the way out."""
+    binary = need("prometheus")
+    (tmp_path / "prometheus.yml").write_text(config)
     port = free_port()
     log = (tmp_path / "prometheus.log").open("wb")
     proc = subprocess.Popen(
