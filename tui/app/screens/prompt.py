@@ -7,7 +7,7 @@ sent until ctrl+s (or the Send button): a stray key from the table cannot send a
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -20,9 +20,41 @@ from tui.app.format import literal
 from tui.core.view import SessionRow
 
 Key = tuple[str, str]
+T = TypeVar("T")
 
 
-class PromptScreen(ModalScreen[str | None]):
+class Writing(ModalScreen[T | None]):
+    """A dialog where something is written and sent only on ctrl+s or its button (a stray
+    key sends nothing); esc or Cancel dismisses it with None. Subclasses compose their fields
+    then `ending()`, and say what is wrong with `note()`."""
+
+    VERB = "Send"
+
+    def ending(self) -> ComposeResult:
+        """The note line and the two buttons, under the fields."""
+        yield Static("", id="prompt-note", classes="dialog-note")
+        with Horizontal(classes="dialog-buttons"):
+            yield Button(f"{self.VERB} (ctrl+s)", variant="primary", id="send")
+            yield Button("Cancel (esc)", variant="default", id="cancel")
+
+    def note(self, text: str) -> None:
+        self.query_one("#prompt-note", Static).update(Content.styled(text, "$warning"))
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        event.stop()
+        if event.button.id == "send":
+            self.action_send()
+        else:
+            self.dismiss(None)
+
+    def action_send(self) -> None:
+        raise NotImplementedError
+
+    def action_cancel(self) -> None:
+        self.dismiss(None)
+
+
+class PromptScreen(Writing[str]):
     """A multi-line prompt for a session; dismissed with its text (None: cancelled)."""
 
     BINDINGS = [
@@ -48,33 +80,18 @@ class PromptScreen(ModalScreen[str | None]):
                 classes="dialog-who",
             )
             yield TextArea(id="prompt-text", soft_wrap=True, show_line_numbers=False)
-            yield Static("", id="prompt-note", classes="dialog-note")
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Send (ctrl+s)", variant="primary", id="send")
-                yield Button("Cancel (esc)", variant="default", id="cancel")
+            yield from self.ending()
 
     def on_mount(self) -> None:
         self.query_one("#prompt-text", TextArea).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "send":
-            self.action_send()
-        else:
-            self.dismiss(None)
 
     def action_send(self) -> None:
         """Send what is written (an empty prompt is said, not sent)."""
         text = self.query_one("#prompt-text", TextArea).text
         if not text.strip():
-            self.query_one("#prompt-note", Static).update(
-                Content.styled("Write the prompt first: an empty one is not sent.", "$warning")
-            )
+            self.note("Write the prompt first: an empty one is not sent.")
             return
         self.dismiss(text)
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
 
 
 class NewSession(NamedTuple):
@@ -84,9 +101,11 @@ class NewSession(NamedTuple):
     text: str  # the first prompt ("": none, the session waits idle)
 
 
-class NewSessionScreen(ModalScreen[NewSession | None]):
+class NewSessionScreen(Writing[NewSession]):
     """A new session: its project folder (the selected row's, to start from) and a first
     prompt of any number of lines; dismissed with both (None: cancelled)."""
+
+    VERB = "Create"
 
     BINDINGS = [
         Binding("ctrl+s", "send", "Create", priority=True),
@@ -112,21 +131,11 @@ class NewSessionScreen(ModalScreen[NewSession | None]):
                 Content.styled("first prompt (optional; enter new line)", "$foreground-muted")
             )
             yield TextArea(id="prompt-text", soft_wrap=True, show_line_numbers=False)
-            yield Static("", id="prompt-note", classes="dialog-note")
-            with Horizontal(classes="dialog-buttons"):
-                yield Button("Create (ctrl+s)", variant="primary", id="send")
-                yield Button("Cancel (esc)", variant="default", id="cancel")
+            yield from self.ending()
 
     def on_mount(self) -> None:
         target = "#prompt-text" if self.folder else "#new-folder"
         self.query_one(target).focus()
-
-    def on_button_pressed(self, event: Button.Pressed) -> None:
-        event.stop()
-        if event.button.id == "send":
-            self.action_send()
-        else:
-            self.dismiss(None)
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()  # enter in the folder goes to the prompt, it creates nothing
@@ -136,16 +145,9 @@ class NewSessionScreen(ModalScreen[NewSession | None]):
         """Create it (a folder that is not an absolute path is said, not sent)."""
         folder = self.query_one("#new-folder", Input).value.strip()
         if not folder.startswith("/"):
-            self.query_one("#prompt-note", Static).update(
-                Content.styled(
-                    "The project folder must be an absolute path (/…): the server runs the "
-                    "agent there.",
-                    "$warning",
-                )
+            self.note(
+                "The project folder must be an absolute path (/…): the server runs the agent there."
             )
             self.query_one("#new-folder", Input).focus()
             return
         self.dismiss(NewSession(folder, self.query_one("#prompt-text", TextArea).text))
-
-    def action_cancel(self) -> None:
-        self.dismiss(None)
