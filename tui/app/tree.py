@@ -226,6 +226,16 @@ class Layouts:
             self._params, self._seen, changed = params, {}, None
         old = self._seen
 
+        def relayout() -> list[TreeLine]:
+            return layout(
+                rows,
+                sort=sort,
+                reverse=reverse,
+                collapsed=folded,
+                match=match,
+                group_of=group_of,
+            )
+
         def facts_of(row: SessionRow) -> tuple[object, ...]:
             return (
                 row.parent_id,
@@ -246,14 +256,7 @@ class Layouts:
                     same = False
                 old[key] = (row, facts)
             if not same:
-                self.lines = layout(
-                    rows,
-                    sort=sort,
-                    reverse=reverse,
-                    collapsed=folded,
-                    match=match,
-                    group_of=group_of,
-                )
+                self.lines = relayout()
             return self.lines
         same = len(rows) == len(old)
         seen: dict[Key, tuple[SessionRow, tuple[object, ...]]] = {}
@@ -267,14 +270,7 @@ class Layouts:
                 same = False
             seen[key] = (row, facts)
         if not same or not old:
-            self.lines = layout(
-                rows,
-                sort=sort,
-                reverse=reverse,
-                collapsed=folded,
-                match=match,
-                group_of=group_of,
-            )
+            self.lines = relayout()
         self._seen = seen
         return self.lines
 
