@@ -657,9 +657,7 @@ class OcwatchApp(App[None]):
         try:
             launch = self.launcher.attach(row.server, row.id, row.directory)
         except LaunchError as exc:
-            self.notify(
-                str(exc), title="Open in OpenCode", severity="error", timeout=10, markup=False
-            )
+            self._attach_failed(str(exc))
             return
         if self.launcher.place() != "terminal":
             self._open_beside(launch, row)
@@ -703,23 +701,13 @@ class OcwatchApp(App[None]):
                 timeout=10,
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.notify(
-                f"Cannot run tmux: {fmt.literal(why)}",
-                title="Open in OpenCode",
-                severity="error",
-                timeout=10,
-                markup=False,
-            )
+            why = getattr(exc, "strerror", None) or str(exc)
+            self._attach_failed(f"Cannot run tmux: {fmt.literal(why)}")
             return
         if done.returncode != 0:
             said = done.stderr.decode("utf-8", "replace").strip().splitlines()
-            self.notify(
-                f"tmux refused ({fmt.literal(said[0] if said else str(done.returncode))})",
-                title="Open in OpenCode",
-                severity="error",
-                timeout=10,
-                markup=False,
+            self._attach_failed(
+                f"tmux refused ({fmt.literal(said[0] if said else str(done.returncode))})"
             )
             return
         where = "a pane beside this one" if place == "tmux-split" else "a new tmux window"
@@ -739,24 +727,18 @@ class OcwatchApp(App[None]):
                 )
                 return await child.wait()
         except SuspendNotSupported:
-            self.notify(
+            self._attach_failed(
                 "This terminal cannot be handed over to OpenCode; run "
-                f"{Path(launch.argv[0]).name} attach in another one.",
-                title="Open in OpenCode",
-                severity="error",
-                timeout=10,
-                markup=False,
+                f"{Path(launch.argv[0]).name} attach in another one."
             )
         except (OSError, ValueError) as exc:
-            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
-            self.notify(
-                f"Cannot run {launch.argv[0]}: {fmt.literal(why)}",
-                title="Open in OpenCode",
-                severity="error",
-                timeout=10,
-                markup=False,
-            )
+            why = getattr(exc, "strerror", None) or str(exc)
+            self._attach_failed(f"Cannot run {launch.argv[0]}: {fmt.literal(why)}")
         return None
+
+    def _attach_failed(self, text: str) -> None:
+        """Why `A` could not open the session in OpenCode (text already literal)."""
+        self.notify(text, title="Open in OpenCode", severity="error", timeout=10, markup=False)
 
     def action_web(self) -> None:
         """Open the server's web UI on the selected session (and copy its address)."""
