@@ -11,13 +11,12 @@ from typing import TextIO
 
 from ..core import actions
 from ..core.client import OcwatchError
-from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import SessionRow, running
 from .output import pipe_safe
-from .wait import exit_code_for, report
+from .wait import exit_code_for, next_change, report
 
 
 def read_prompt(value: str, stdin: TextIO) -> str:
@@ -135,16 +134,9 @@ async def _send_and_wait(
                 code = exit_code_for(row) if seen_running and not running(row) else None
                 if code is not None:
                     return code, row, None
-            wake = 0.5
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    return ExitCode.TIMEOUT, row, f"timed out after {timeout:g}s"
-                wake = min(wake, left)
-            if task.done():
-                return ExitCode.USAGE, row, f"monitor stopped: {task.exception()}"
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=wake)
+            stop = await next_change(changed, task, deadline, timeout, 0.5)
+            if stop is not None:
+                return stop[0], row, stop[1]
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):

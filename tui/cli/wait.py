@@ -126,22 +126,36 @@ async def wait_many(
             settled = [o for o in outcomes.values() if o.code is not None]
             if len(settled) == len(outcomes) or (any_ and settled):
                 return list(outcomes.values())
-            wake = 0.5 if not down else 1.0
-            if deadline is not None:
-                left = deadline - loop.time()
-                if left <= 0:
-                    return _close(outcomes, ExitCode.TIMEOUT, f"timed out after {timeout:g}s")
-                wake = min(wake, left)
-            if task.done():
-                exc = task.exception()
-                return _close(outcomes, ExitCode.USAGE, f"monitor stopped: {exc}")
             # woken by the stream; the short timer only re-evaluates grace deadlines locally
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), timeout=wake)
+            stop = await next_change(changed, task, deadline, timeout, 0.5 if not down else 1.0)
+            if stop is not None:
+                return _close(outcomes, *stop)
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+async def next_change(
+    changed: asyncio.Event,
+    task: asyncio.Task[None],
+    deadline: float | None,
+    timeout: float | None,
+    wake: float,
+) -> tuple[ExitCode, str] | None:
+    """Wait for the fleet's next change, at most `wake` seconds (less when the deadline is
+    nearer); why to stop instead: the deadline passed (TIMEOUT, after `timeout` s) or the
+    monitor stopped (USAGE). None: look again."""
+    if deadline is not None:
+        left = deadline - asyncio.get_running_loop().time()
+        if left <= 0:
+            return ExitCode.TIMEOUT, f"timed out after {timeout:g}s"
+        wake = min(wake, left)
+    if task.done():
+        return ExitCode.USAGE, f"monitor stopped: {task.exception()}"
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(changed.wait(), timeout=wake)
+    return None
 
 
 NO_SERVER = "no server to watch (`ocwatch servers` says what was looked at)"
