@@ -10,20 +10,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
-
 from tests.cli_env import cli_env
 from tui.demo.server import DemoServer
 
 from .driver import wait_until
-from .test_prometheus import Prometheus, end, free_port, need, parse, prometheus_on, value
+from .test_prometheus import Prometheus, exporter, need, prometheus_on, value
 
 ROOT = Path(__file__).resolve().parents[2]
 SHIPPED = ROOT / "deploy" / "prometheus" / "prometheus.yml"
@@ -85,43 +81,27 @@ def test_one_inventory_drives_ocwatch_and_prometheus_live(tmp_path: Path) -> Non
         inventory = tmp_path / "servers.json"
         first = [{"targets": [at_one], "labels": {"name": "one", "team": "infra"}}]
         inventory.write_text(json.dumps(first))
-        port = free_port()
-        err = tmp_path / "exporter.err"
-        with err.open("wb") as sink:
-            proc = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "tui.cli.main",
-                    "metrics",
-                    "--listen",
-                    f"127.0.0.1:{port}",
-                    "--servers-file",
-                    str(inventory),
-                ],
-                env=cli_env(),
-                stdout=subprocess.DEVNULL,
-                stderr=sink,
-            )
-        metrics_url = f"http://127.0.0.1:{port}/metrics"
+        with exporter(inventory, cli_env(), ("one",), "--servers-file", str(inventory)) as ex:
+            proc, err = ex.proc, ex.stderr
+            address = ex.url.removeprefix("http://").removesuffix("/metrics")
 
-        def scrape() -> dict[Any, float]:
-            assert proc.poll() is None, err.read_text()
-            return parse(httpx.get(metrics_url, timeout=10).text)
+            def scrape() -> dict[Any, float]:
+                assert proc.poll() is None, err.read_text()
+                return ex.scrape()
 
-        def servers_in_ocwatch() -> set[str]:
-            return {
-                dict(labels)["server"] for name, labels in scrape() if name == "ocwatch_server_up"
-            }
+            def servers_in_ocwatch() -> set[str]:
+                return {
+                    dict(labels)["server"]
+                    for name, labels in scrape()
+                    if name == "ocwatch_server_up"
+                }
 
-        try:
             wait_until(
                 lambda: value(scrape(), "ocwatch_server_up", server="one") == 1,
                 60,
                 what="ocwatch reads the inventory's first server",
             )
-            exporter = f"127.0.0.1:{port}"
-            with prometheus_with(tmp_path, shipped_config(exporter, inventory)) as prom:
+            with prometheus_with(tmp_path, shipped_config(address, inventory)) as prom:
 
                 def opencode_targets_up() -> dict[str, str]:
                     return {k: t["health"] for k, t in targets(prom, "opencode").items()}
@@ -132,8 +112,8 @@ def test_one_inventory_drives_ocwatch_and_prometheus_live(tmp_path: Path) -> Non
                     what="Prometheus scrapes the inventory's server through ocwatch",
                 )
                 found = targets(prom, "ocwatch")
-                assert list(found) == [exporter]  # found through /sd
-                assert found[exporter]["discoveredLabels"]["__meta_ocwatch_servers"] == "1"
+                assert list(found) == [address]  # found through /sd
+                assert found[address]["discoveredLabels"]["__meta_ocwatch_servers"] == "1"
                 labelled = targets(prom, "opencode")[at_one]["labels"]
                 assert labelled["name"] == "one" and labelled["team"] == "infra"
                 assert "password_file" not in labelled
@@ -167,7 +147,7 @@ def test_one_inventory_drives_ocwatch_and_prometheus_live(tmp_path: Path) -> Non
                 )
                 wait_until(
                     lambda: (
-                        targets(prom, "ocwatch")[exporter]["discoveredLabels"].get(
+                        targets(prom, "ocwatch")[address]["discoveredLabels"].get(
                             "__meta_ocwatch_servers"
                         )
                         == "2"
@@ -210,5 +190,3 @@ def test_one_inventory_drives_ocwatch_and_prometheus_live(tmp_path: Path) -> Non
                 said = err.read_text()
                 assert "two-secret" not in said
                 assert "was taken out of the servers file" in said, said
-        finally:
-            end(proc, 10)
