@@ -77,11 +77,7 @@ class Keeper:
 
     def wanted(self) -> list[Target]:
         """The union of every source's last good list, in source order, one per URL."""
-        seen: dict[str, Target] = {}
-        for i in range(len(self.sources)):
-            for t in self.last.get(i, ()):
-                seen.setdefault(normalize_url(t.url), t)
-        return list(seen.values())
+        return [t for t, _source in self.listed().values()]
 
     def listed(self) -> dict[str, tuple[Target, TargetSource]]:
         """Each wanted URL (normalized) -> its target and the source that lists it."""
@@ -131,20 +127,22 @@ class Keeper:
         its fleet runs: the first servers discovered are there from the start)."""
         before = self.listed()
         if await self.read_due(clock()):
-            added, removed = fleet.reconcile(self.wanted())
-            by_url = self.listed()
+            now = self.listed()
+            added, removed = fleet.reconcile([t for t, _source in now.values()])
             for url in added:
-                t, _ = by_url.get(url, (None, None))
-                named = f"{t.name} " if t is not None and t.name else ""
-                how = f" ({t.how})" if t is not None and t.how else ""
-                self.note(f"watching {named}{url}{how}")
+                self.note(f"watching {_who(url, now.get(url, (None, None))[0])}")
             for url in removed:
                 t, source = before.get(url, (None, None))
-                named = f"{t.name} " if t is not None and t.name else ""
-                how = f" ({t.how})" if t is not None and t.how else ""
                 # the source's own words (discovery: the server went away)
                 said = getattr(source, "gone", None) or "is no longer listed"
-                self.note(f"{named}{url}{how} {said}: not watched any more")
+                self.note(f"{_who(url, t)} {said}: not watched any more")
+
+
+def _who(url: str, target: Target | None) -> str:
+    """`name URL (how it was found)`, as much as the target says."""
+    named = f"{target.name} " if target is not None and target.name else ""
+    how = f" ({target.how})" if target is not None and target.how else ""
+    return f"{named}{url}{how}"
 
 
 class Reconciled(Protocol):
