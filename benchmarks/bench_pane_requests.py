@@ -40,7 +40,7 @@ class OldPeek(FleetPeek):
     """The pane's previous rule: the stream never vouches, a running session is read every
     RUNNING_EVERY seconds."""
 
-    def quiet_since(self, server: str) -> float | None:
+    def stream_output_at(self, server: str) -> float | None:
         return None
 
 

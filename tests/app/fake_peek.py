@@ -23,9 +23,9 @@ class FakePeek:
         self.reply: str | None = None
         """The reply every session gave (None: one naming the session)."""
         self.output_at: dict[str, float] = {}
-        """Servers whose stream is live: when it last carried output (quiet_since)."""
+        """Servers whose stream is live: when it last carried output (stream_output_at)."""
 
-    def quiet_since(self, server: str) -> float | None:
+    def stream_output_at(self, server: str) -> float | None:
         return self.output_at.get(server)
 
     async def activity(self, server: str, session_id: str, directory: str) -> Activity:

@@ -65,7 +65,7 @@ class Peek(Protocol):
         with the transcript's idle entries and retries (Client.conversation)."""
         ...
 
-    def quiet_since(self, server: str) -> float | None:
+    def stream_output_at(self, server: str) -> float | None:
         """While the server's event stream is live: when it last carried output (streamed
         tokens included; -1: none yet), so that a look made after it is still current;
         None: the stream is not live, nothing vouches for the session between two looks."""
@@ -99,7 +99,7 @@ class FleetPeek:
 
         return await self.fleet.act(server, read, resync=False)
 
-    def quiet_since(self, server: str) -> float | None:
+    def stream_output_at(self, server: str) -> float | None:
         monitor = self.fleet.monitor(server)
         if monitor is None or not monitor.state.connected:
             return None
@@ -161,7 +161,7 @@ class Inspector:
             stale = True
         else:
             age = now - kept[0].fetched_at
-            output = self.peek.quiet_since(row.server) if row.state in RUNNING else None
+            output = self.peek.stream_output_at(row.server) if row.state in RUNNING else None
             stale = (kept[1] != row.updated and age >= UPDATED_GAP) or (
                 row.state in RUNNING
                 and age >= RUNNING_EVERY
