@@ -58,6 +58,7 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await conversation(pilot, app)
         await until(pilot, lambda: "100 messages" in title(app))
+        height = screen.body.max_scroll_y
         # the session goes on: a new reply, and the last one streamed further
         messages.append(chat(1, start=101, text="Fresh")[0])
         messages[99] = chat(1, start=99, text="Streamed further")[0]
@@ -66,8 +67,11 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
         app.pull()
         await until(pilot, lambda: "Fresh 101" in body(app))
         assert "Streamed further 99" in body(app) and "Reply 99" not in body(app)
-        await until(pilot, lambda: screen.body.scroll_y == screen.body.max_scroll_y)  # followed
+        await until(  # the new reply laid out, and followed to the end
+            pilot, lambda: height < screen.body.max_scroll_y == screen.body.scroll_y
+        )
         await pilot.press("g")
+        await until(pilot, lambda: screen.body.scroll_y == 0)
         messages.append(chat(1, start=103, text="Later")[0])
         screen._read_at = 0.0
         source.set(views.with_row(source.current(), BUSY, updated=views.clock()))
