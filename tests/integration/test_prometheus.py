@@ -25,7 +25,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.cli_env import cli_env
 
-from .driver import AllStates, Driver, wait_until
+from .driver import AllStates, Driver, WaitTimeout, wait_until
 from .oc_server import OpenCodeServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -488,7 +488,21 @@ def test_runs_that_end_inside_an_outage_are_counted_from_the_next_snapshot(
                 oc.wait_absent(sid)
                 proxy.fail.clear()
                 wait_until(shown_idle, 90, what="the server back in the exporter")
-                wait_until(lambda n=n: counted() == base + n, 60, what=f"run {n} counted")
+                try:
+                    wait_until(lambda n=n: counted() == base + n, 60, what=f"run {n} counted")
+                except WaitTimeout:
+                    said = [
+                        line
+                        for line in ex.text().splitlines()
+                        if line.startswith(("ocwatch_runs", "ocwatch_state_transitions"))
+                        or "snapshot" in line
+                    ]
+                    raise AssertionError(
+                        f"run {n}: {counted() - base:g} runs counted; the exporter said:\n"
+                        + "\n".join(said)
+                        + "\nits log:\n"
+                        + ex.stderr.read_text()[-4000:]
+                    ) from None
             assert counted() == base + 2  # once each, never twice
 
 

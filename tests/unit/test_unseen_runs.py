@@ -61,3 +61,19 @@ def test_a_session_created_and_run_unseen_is_counted() -> None:
     first = snap([S], messages={"ses_1": DONE})
     second = snap([S, other], messages={"ses_1": DONE, "ses_2": ran}, started_at=T0 + 5)
     assert store_after(first, second).unseen_runs == {"completed": 1}
+
+
+def test_a_run_whose_last_message_could_not_be_read_is_counted_by_the_next_snapshot() -> None:
+    """A snapshot that could not read the session's last message (unreadable: a timeout under
+    load) makes no claim; the next one that reads it still finds the run (it failed in CI:
+    the run was never counted, "could not read" taken for "nothing new")."""
+    from dataclasses import replace
+
+    first = snap([S], messages={"ses_1": DONE})
+    blind = replace(
+        snap([S], messages={"ses_1": DONE}, started_at=T0 + 5),
+        unreadable={"ses_1": "timed out"},
+    )
+    third = snap([S], messages={"ses_1": FAILED}, started_at=T0 + 15)
+    assert store_after(first, blind, third).unseen_runs == {"error": 1}
+    assert store_after(first, blind, third, third).unseen_runs == {"error": 1}

@@ -11,7 +11,7 @@ It does no I/O and keeps no clock: the monitor passes the time and how it reache
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from .decide import clock_text
 from .derive import DeriveMemo, Link, derive_server
@@ -108,9 +108,12 @@ class ServerStore:
         if old is not None and old.loading:
             old = None  # a first snapshot shown as it arrived: no complete one to compare
         before: Rows | None = None
-        self._last_ids = {}
-        if old is not None:
-            self._last_ids = _last_ids(old, self.journal.facts())
+        if old is None:
+            self._last_ids = {}
+        else:
+            # a session the old snapshot could not read keeps the id known before it: "could
+            # not read" is no claim that nothing new happened
+            self._last_ids = _last_ids(old, self.journal.facts(), self._last_ids)
             with gc_paused():
                 before = derive_server(
                     old,
@@ -201,12 +204,17 @@ class ServerStore:
         self.drift_examples.extend(changed)
 
 
-def _last_ids(snap: Snapshot, facts: Facts) -> dict[str, str | None]:
-    """Each session's last message id, as the snapshot and the journal over it say."""
+def _last_ids(
+    snap: Snapshot, facts: Facts, earlier: Mapping[str, str | None]
+) -> dict[str, str | None]:
+    """Each session's last message id, as the snapshot and the journal over it say; one the
+    snapshot could not read (still loading, unreadable), as `earlier` knew it, if it did."""
     laid = bool(facts.messages or facts.parts)
     out: dict[str, str | None] = {}
     for sid, msg in snap.messages.items():
         if sid in snap.loading or sid in snap.unreadable:
+            if sid in earlier:
+                out[sid] = earlier[sid]
             continue
         if laid:
             msg = merge_message(msg, facts, sid)
