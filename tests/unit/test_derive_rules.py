@@ -1,4 +1,5 @@
-"""One test (at least) per rule of DESIGN.md's decision order, edges included."""
+"""One test (at least) per rule of the decision order (docs/STATES.md#how-it-decides), edges
+included."""
 
 from __future__ import annotations
 

@@ -1,12 +1,16 @@
 """The README stays a user guide and the documents hold together: the README is at most 15 KB,
 every relative link of README.md, CONTRIBUTING.md and docs/*.md reaches a file (and a heading,
 when it names one), the README's two set-up commands are there and its test command is the one
-CI runs (.ci/run), and the config example of docs/CONFIGURATION.md shows every config key."""
+CI runs (.ci/run), the config example of docs/CONFIGURATION.md shows every config key, and every
+document the code's comments and docstrings cite is in the repository (with the heading cited)."""
 
 from __future__ import annotations
 
+import ast
+import io
 import re
 import shlex
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -142,3 +146,61 @@ def test_the_config_example_shows_every_config_key() -> None:
     shown |= {"alerts"} if "\n[alerts]\n" in block.group(1) else set()
     assert set(Config.model_fields) - shown == set()
     assert set(AlertConfig.model_fields) - shown == set()
+
+
+# -- documents cited by the code's comments and docstrings --------------------------------------
+
+_CITED = re.compile(r"(?<![\w./-])([\w./-]*\w\.md)(?:#([\w-]+))?")
+SOURCES = sorted((ROOT / "tui").rglob("*.py"))
+
+
+def commentary(source: str) -> list[str]:
+    """The comments and docstrings of a Python source (its other strings left out: text a demo
+    or a command shows is not a citation)."""
+    found = [
+        tok.string
+        for tok in tokenize.generate_tokens(io.StringIO(source).readline)
+        if tok.type == tokenize.COMMENT
+    ]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            doc = ast.get_docstring(node, clean=False)
+            if doc:
+                found.append(doc)
+    return found
+
+
+def broken_citations(texts: list[str]) -> list[str]:
+    """The Markdown documents `texts` cite (`docs/STATES.md`, `README.md#a-heading`, a path
+    from the repository's root) that are not in the repository, or have no such heading."""
+    broken = []
+    for text in texts:
+        for name, anchor in _CITED.findall(text):
+            file = (ROOT / name).resolve()
+            if ROOT not in file.parents or not file.is_file():
+                broken.append(f"{name} (no such file in the repository)")
+            elif anchor and anchor not in anchors(file.read_text(encoding="utf-8")):
+                broken.append(f"{name}#{anchor} (no such heading)")
+    return broken
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_document_the_code_cites_is_there(path: Path) -> None:
+    assert broken_citations(commentary(path.read_text(encoding="utf-8"))) == []
+
+
+def test_a_stale_citation_is_found() -> None:
+    """The citation check itself: a document that moved, a heading that is not there, a path
+    outside the repository; a demo's text and a string that is no docstring are not citations."""
+    source = (
+        '"""Reads the decision order (DESIGN.md, docs/STATES.md#how-it-decides)."""\n'
+        "# drift: docs/STATES.md#drifting, see ../shared/API.md\n"
+        'SHOWN = "CHANGELOG.md has a new section"\n'
+        "def f():\n"
+        '    """The exit codes (README.md#ocwatch-wait-exit-codes, docs/DESIGN.md)."""\n'
+    )
+    assert broken_citations(commentary(source)) == [
+        "docs/STATES.md#drifting (no such heading)",  # the comments first
+        "../shared/API.md (no such file in the repository)",
+        "DESIGN.md (no such file in the repository)",
+    ]

@@ -1,5 +1,6 @@
-"""decide(): one session's row from its inputs, in the design's decision order (DESIGN.md):
-input > retry > busy (stale detection) > idle with reason > unknown.
+"""decide(): one session's row from its inputs, in the decision order
+(docs/STATES.md#how-it-decides): input > retry > busy (stale detection) > idle with reason >
+unknown.
 
 Pure: the row and how long it holds come from `SessionInputs`, the clock passed in and the
 settings; nothing here reads a clock, does I/O, keeps a cache or mutates its arguments. What

@@ -1,4 +1,4 @@
-"""The exit codes of the `ocwatch` commands, in one place (README.md, "`ocwatch wait` exit codes").
+"""The exit codes of the `ocwatch` commands, in one place (README.md#ocwatch-wait-exit-codes).
 
 The members are listed worst first: `wait --all` exits with the worst code of its sessions, in
 this order (tests/unit/test_exit_codes.py holds the README's table and order to it). A newcomer

@@ -149,7 +149,7 @@ class Reflector:
 
     @property
     def drift_count(self) -> int:
-        """Snapshots that corrected what the events had derived (DESIGN.md: drift)."""
+        """Snapshots that corrected what the events had derived (docs/STATES.md#drift)."""
         return self.store.drift_count
 
     @property

@@ -12,7 +12,7 @@ from typing import Any, Literal, NamedTuple, get_args
 
 from .models import PermissionRequest, QuestionRequest
 
-#: A session's state (DESIGN.md), and an idle (or unknown) row's reason: the one vocabulary.
+#: A session's state (docs/STATES.md), and an idle (or unknown) row's reason: the one vocabulary.
 State = Literal["busy", "retry", "input", "idle", "unknown"]
 Reason = Literal["completed", "aborted", "error", "interrupted"]
 #: Why a row is not settled: a prompt the server accepted but does not report busy for yet; an

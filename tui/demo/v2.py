@@ -1,5 +1,5 @@
 """The demo server's V2 face (`ocwatch demo --protocol v2`): the same simulated world, served as
-OpenCode 2.0.15 serves it (`../shared/OPENCODE_V2_API.md`, tests/fixtures/v2).
+OpenCode 2.0.15 serves it (docs/STATES.md#on-a-v2-server-2x, tests/fixtures/v2).
 
 The world keeps V1's shapes and says what happens as V1 events; this face turns both into V2's:
 the routes under `/api` (sessions with their `outcome` and `time.idle`, the server-wide active
