@@ -203,6 +203,9 @@ class FaultProxy:
                     await up_w.drain()
                     if path in ("/global/event", "/api/event"):
                         self._streams.add(writer)
+                        if path in self.fail:  # failed (and cut) while this one connected
+                            writer.transport.abort()
+                            break
                         await self._pipe_events(up_r, writer)
                         break
                     head = await up_r.readuntil(b"\r\n\r\n")

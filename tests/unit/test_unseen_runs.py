@@ -4,7 +4,7 @@ left to its transition (issue 40, should-fix)."""
 
 from __future__ import annotations
 
-from tests.builders import T0, assistant, message_event, session, snap, status_event
+from tests.builders import T0, assistant, busy, message_event, session, snap, status_event
 from tui.core.derive import Link
 from tui.core.settings import Settings
 from tui.core.store import ServerStore
@@ -77,3 +77,49 @@ def test_a_run_whose_last_message_could_not_be_read_is_counted_by_the_next_snaps
     third = snap([S], messages={"ses_1": FAILED}, started_at=T0 + 15)
     assert store_after(first, blind, third).unseen_runs == {"error": 1}
     assert store_after(first, blind, third, third).unseen_runs == {"error": 1}
+
+
+DOWN = Link(False, "snapshot failed: 503", T0 + 2)
+
+
+def masked(first, events, second) -> ServerStore:
+    """`first` installed and shown; then the server shown unreachable (snapshots failing, rows
+    masked) while the stream, still live, carried `events`; then `second` installed."""
+    store = ServerStore(Settings())
+    store.install(first, 0, T0)
+    store.rows(T0, Link())
+    store.rows(T0 + 2, DOWN)
+    for ev in events:
+        store.journal.add(ev)
+    store.rows(T0 + 3, DOWN)
+    before = store.install(second, store.journal.seq, T0 + 10)
+    assert before is not None
+    store.count_unseen_runs(before, store.rows(T0 + 10, Link()))
+    return store
+
+
+def test_a_run_the_stream_saw_while_rows_were_shown_unreachable_is_counted() -> None:
+    """Snapshots failing after a gap mask the rows (unknown, unreachable) even if the stream
+    came back: a run it carried from start to end was shown to no one, so no transition
+    counted it; the snapshot after the outage does (it failed in CI: the journal knew the
+    run's message, so it was taken for one a transition had counted)."""
+    first = snap([S], messages={"ses_1": DONE})
+    second = snap([S], messages={"ses_1": FAILED}, started_at=T0 + 5)
+    seen = (
+        status_event("ses_1", "busy", T0 + 2.5),
+        message_event(FAILED, T0 + 2.6),
+        status_event("ses_1", "idle", T0 + 2.7),
+    )
+    assert masked(first, seen, second).unseen_runs == {"error": 1}
+
+
+def test_a_run_shown_running_before_the_outage_is_left_to_its_transition() -> None:
+    """A run shown busy before the rows were masked is counted by its transition (busy to idle,
+    across the unsettled rows between): not a second time as unseen, even when the stream saw
+    it end and its last step is a message the outage hid."""
+    running = assistant("msg_2", "ses_1", created=T0 - 5)
+    last = assistant("msg_4", "ses_1", created=T0 + 2.5, completed=T0 + 2.6, error="APIError")
+    first = snap([S], messages={"ses_1": running}, status={"ses_1": busy()})
+    second = snap([S], messages={"ses_1": last}, started_at=T0 + 5)
+    seen = (message_event(last, T0 + 2.6), status_event("ses_1", "idle", T0 + 2.7))
+    assert masked(first, seen, second).unseen_runs == {}

@@ -39,6 +39,12 @@ class ServerStore:
         # each session's last message id as the old snapshot and the journal knew it, at the
         # last install (count_unseen_runs compares the new snapshot's with it)
         self._last_ids: dict[str, str | None] = {}
+        # the rows last shown live and their last message ids, kept when the rows were first
+        # masked (unknown, unreachable) and until the next install: what the consumers last
+        # saw, for count_unseen_runs (a run the stream carried while the rows were masked was
+        # shown to no one, so no transition counted it)
+        self._shown: tuple[Rows, dict[str, str | None]] | None = None
+        self._masked: tuple[Rows, dict[str, str | None]] | None = None
         self._rows: Rows = {}
         self._memo = DeriveMemo()
         # the keys of rows changed since take_changed() (None: any), and those confirming a
@@ -53,6 +59,11 @@ class ServerStore:
         if self.snapshot is None:
             self._changed = None
             return {}
+        if not link.reachable and self._shown is None and not self.snapshot.loading:
+            self._shown = (
+                self._rows,
+                _last_ids(self.snapshot, self.journal.facts(), self._last_ids),
+            )
         with gc_paused():
             self._rows = rows = derive_server(
                 self.snapshot,
@@ -108,6 +119,7 @@ class ServerStore:
         if old is not None and old.loading:
             old = None  # a first snapshot shown as it arrived: no complete one to compare
         before: Rows | None = None
+        self._masked, self._shown = self._shown, None
         if old is None:
             self._last_ids = {}
         else:
@@ -134,11 +146,15 @@ class ServerStore:
         snapshots failing): a session the new snapshot shows settled and not running whose last
         message is not the one the old snapshot and the journal knew, and that no transition
         counts (it was not running before, or is new). One per session and install at most (a
-        snapshot shows one last message); its outcome (core/outcome.py)."""
+        snapshot shows one last message); its outcome (core/outcome.py). After rows were masked
+        (unknown, unreachable) `before` and the ids known are those last shown live: a run the
+        stream carried meanwhile was shown to no one."""
         snap = self.snapshot
         if snap is None or snap.loading:
             return
         known = self._last_ids
+        if self._masked is not None:  # the rows were masked: what was last shown live
+            before, known = self._masked
         for key, row in after.items():
             if not row.settled or running(row):
                 continue
