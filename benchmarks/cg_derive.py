@@ -3,9 +3,11 @@
     valgrind --tool=callgrind --callgrind-out-file=/dev/null \\
         python benchmarks/cg_derive.py [REPO] MODE K
 
-MODE: `cold` (K derives over fresh worlds of 10,000 sessions) or `resync` (K derives after a
-resync with 1 % changed, with the monitor's memo), and `cold0` / `resync0`, which build the same
-inputs and derive nothing. Per derive: (instructions of MODE - instructions of MODE0) / K. REPO
+MODE: `cold` (K derives over fresh worlds of 10,000 sessions, no memo), `first` (the same, each
+with a fresh DeriveMemo: a monitor's first derive, as production runs it) or `resync` (K derives
+after a resync with 1 % changed, with the monitor's memo), and `cold0` / `first0` / `resync0`,
+which build the same inputs and derive nothing. Per derive: (instructions of MODE - instructions
+of MODE0) / K. REPO
 (default: this checkout) lets another checkout's code be counted by the same script, e.g. a
 worktree of an older commit.
 """
@@ -39,12 +41,13 @@ def settled() -> None:
     gc.freeze()
 
 
-if mode.startswith("cold"):
+if mode.startswith(("cold", "first")):
     worlds = [bench.world(n) for _ in range(k)]
+    memos = [bench.DeriveMemo() if mode.startswith("first") else None for _ in range(k)]
     settled()
-    if mode == "cold":
-        for s, j in worlds:
-            derive(s, j, bench.T0, settings)
+    if mode in ("cold", "first"):
+        for (s, j), memo in zip(worlds, memos, strict=True):
+            derive(s, j, bench.T0, settings, memo=memo)
 else:
     s, j = bench.world(n)
     memo = bench.DeriveMemo()
