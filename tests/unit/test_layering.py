@@ -4,6 +4,7 @@ interpreter that imports every core and script-command module and looks at sys.m
 
 from __future__ import annotations
 
+import ast
 import pkgutil
 import shutil
 import subprocess
@@ -69,3 +70,34 @@ def test_one_module_of_the_app_does_not_load_the_whole_app():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=ROOT
     )
     assert proc.stdout.strip() == ""
+
+
+def imports_of(path: Path) -> set[str]:
+    """The top-level names of the modules a source imports (`import a.b`, `from a import b`:
+    `a`), wherever in the file (a function's import counts too)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.partition(".")[0])
+    return names
+
+
+def test_only_the_gc_policy_module_touches_the_garbage_collector():
+    """How ocwatch handles CPython's cyclic collector is decided in one place,
+    tui/core/gcpause.py; the rest call its named steps."""
+    sources = sorted((ROOT / "tui").rglob("*.py"))
+    touching = [str(p.relative_to(ROOT)) for p in sources if "gc" in imports_of(p)]
+    assert touching == ["tui/core/gcpause.py"]
+
+
+def test_an_import_of_gc_is_found(tmp_path: Path):
+    (tmp_path / "a.py").write_text("def f():\n    import gc\n")
+    (tmp_path / "b.py").write_text("from gc import freeze\n")
+    (tmp_path / "c.py").write_text("from . import gc\nimport gcpause\n# import gc\n")
+    assert [("gc" in imports_of(tmp_path / n)) for n in ("a.py", "b.py", "c.py")] == [
+        True,
+        True,
+        False,
+    ]

@@ -1,25 +1,26 @@
 """Keep CPython's cyclic garbage collector from pausing the dashboard in the middle of a frame.
 
-With 2,000 sessions the app holds about 340,000 objects the collector tracks (wire models, rows,
-rendered cells, Textual's own widgets). A full collection walks every one of them: about 165 ms on
-a 2-core VM, and under a stream of events CPython starts one every few seconds, which is most of
-the slow frames `benchmarks/bench_dashboard.py` saw.
+The app holds hundreds of thousands of objects the collector tracks (wire models, rows, rendered
+cells, Textual's own widgets), nearly all of them long-lived. A full collection walks every one
+of them, long enough to be seen as a slow frame, and under a stream of events CPython starts one
+every few seconds (docs/PERFORMANCE.md has what it cost).
 
 Once the first sessions are on screen, the app collects once and then freezes what survived
-(`gc.freeze()`): later collections walk only newer objects. A progressive first snapshot shows
-its rows before the last messages are read; once every message is in, the heap is frozen once
-more, so the bulk of it (the parsed messages) is not walked again either. Reference counting
-still frees frozen objects as usual; only a reference *cycle* among frozen objects waits. So
-every `refreeze` seconds the keeper unfreezes, collects and freezes again (one full pause per
-period, instead of one every few seconds), and on exit it unfreezes, leaving the process as it
-found it.
+(`tui.core.gcpause.freeze_heap`): later collections walk only newer objects. A progressive
+first snapshot shows its rows before the last messages are read; once every message is in, the
+heap is frozen once more, so the bulk of it (the parsed messages) is not walked again either.
+Reference counting still frees frozen objects as usual; only a reference *cycle* among frozen
+objects waits. So every `refreeze` seconds the keeper unfreezes, collects and freezes again (one
+full pause per period, instead of one every few seconds), and on exit it unfreezes, leaving the
+process as it found it.
 """
 
 from __future__ import annotations
 
-import gc
 import time
 from collections.abc import Callable
+
+from ..core.gcpause import freeze_heap, thaw_heap
 
 REFREEZE = 600.0
 """Seconds between full collections once the heap is frozen."""
@@ -58,9 +59,7 @@ class HeapKeeper:
         self._scheduled = False
         if complete is not None:
             self.complete = self.complete or complete
-        gc.unfreeze()
-        gc.collect()
-        gc.freeze()
+        freeze_heap()
         self.frozen_at = self.clock()
 
     def maintain(self) -> None:
@@ -71,5 +70,5 @@ class HeapKeeper:
     def release(self) -> None:
         """Unfreeze: the frozen objects are collectable again (call on exit)."""
         if self.frozen_at is not None:
-            gc.unfreeze()
+            thaw_heap()
             self.frozen_at, self.complete = None, False

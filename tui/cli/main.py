@@ -3,16 +3,15 @@ answer."""
 
 from __future__ import annotations
 
-import gc
+from ..core import gcpause
 
-# The cyclic collector is paused while the command line's modules load: they make ~100,000
-# objects, nearly none of them garbage (a few hundred, ~170 KB, kept for good by the freeze),
-# and the collections they trigger cost ~15 ms of every `status` and `wait`. Once the module
-# is loaded (the end of this file) they are frozen (kept out of every later collection: they
-# live as long as the process) and the collector runs again. (An import that fails leaves it
-# paused: the command cannot run then, and the process ends.)
-_GC_WAS_ON = gc.isenabled()
-gc.disable()
+# The cyclic collector is paused while the command line's modules load (tui.core.gcpause): they
+# make many objects, nearly none of them garbage, and the collections they would trigger walk
+# them again and again for nothing. Once the module is loaded (the end of this file) they are
+# frozen (kept out of every later collection: they live as long as the process) and the
+# collector runs again. (An import that fails leaves it paused: the command cannot run then,
+# and the process ends.)
+_GC_WAS_ON = gcpause.pause_for_imports()
 
 # ruff: noqa: E402 (the imports below come after the pause)
 import argparse
@@ -802,9 +801,7 @@ def entry() -> None:  # pragma: no cover - the process's own exit
     os._exit(code)
 
 
-if _GC_WAS_ON:  # the modules are loaded: frozen, and the collector runs again
-    gc.freeze()
-    gc.enable()
+gcpause.imports_loaded(_GC_WAS_ON)  # frozen, and the collector runs again
 
 if __name__ == "__main__":  # pragma: no cover
     entry()

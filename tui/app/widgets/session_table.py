@@ -14,7 +14,6 @@ paints equals what it paints with every cache dropped.
 
 from __future__ import annotations
 
-import gc
 import math
 from collections.abc import Callable, Iterable, Mapping
 from collections.abc import Set as AbstractSet
@@ -27,6 +26,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.theme import Theme
 
+from tui.core.gcpause import gc_paused
 from tui.core.view import SessionRow, View
 
 from .. import format as fmt
@@ -452,15 +452,10 @@ class SessionTable(RowTable):
             # not laid out yet: a large View waits for its first resize, to be taken in once,
             # at the table's real width (a small one is shown at once, at the app's)
             return
-        # Rendering allocates many short-lived, acyclic objects; a full collection over the
-        # app's heap in the middle of it costs more than the update itself.
-        was_enabled = gc.isenabled()
-        gc.disable()
-        try:
+        # Rendering allocates many short-lived, acyclic objects; a collection started in the
+        # middle of it would walk the app's whole heap for nothing (tui.core.gcpause).
+        with gc_paused():
             self._sync_view(view, changes)
-        finally:
-            if was_enabled:
-                gc.enable()
 
     def _sync_view(self, view: View, changes: list[Key] | None = None) -> None:
         cursor = self.cursor_key
