@@ -25,7 +25,7 @@ from bench_dashboard import painted_after, pct, record_paints  # noqa: E402
 
 from tests.app import views  # noqa: E402
 from tests.app.fake_peek import ChatPeek, chat  # noqa: E402
-from tui.app import create_app  # noqa: E402
+from tui.app import DashboardOptions, create_app  # noqa: E402
 from tui.app.screens.conversation import ConversationScreen  # noqa: E402
 from tui.core.source import StaticSource  # noqa: E402
 
@@ -33,7 +33,9 @@ from tui.core.source import StaticSource  # noqa: E402
 async def run(n: int, repeat: int) -> None:
     record_paints()
     source = StaticSource(views.every_state(), views.history())
-    app = create_app(source, clock=views.clock, server_urls=[views.A], peek=ChatPeek(chat(n)))
+    app = create_app(
+        source, DashboardOptions(clock=views.clock, server_urls=[views.A], peek=ChatPeek(chat(n)))
+    )
     first: list[float] = []
     whole: list[float] = []
     async with app.run_test(size=(160, 48)) as pilot:

@@ -34,7 +34,7 @@ from textual.screen import Screen
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.fakes import FakeAPI, wire_session  # noqa: E402
-from tui.app import create_app  # noqa: E402
+from tui.app import DashboardOptions, create_app  # noqa: E402
 from tui.app.inspect import FleetPeek  # noqa: E402
 from tui.app.widgets.session_table import SessionTable, row_key_str  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
@@ -221,7 +221,9 @@ async def run(n: int, rate: int, changes: int, pane: bool = False) -> None:
     record_table_changes()
     api = StreamAPI(n, busy=200, rate=rate)
     fleet = Fleet([URL], settings=Settings(), transport=api.transport(), progressive=True)
-    app = create_app(fleet, server_urls=[URL], peek=FleetPeek(fleet) if pane else None)
+    app = create_app(
+        fleet, DashboardOptions(server_urls=[URL], peek=FleetPeek(fleet) if pane else None)
+    )
     app.show_pane = pane
     t0 = time.perf_counter()
     async with app.run_test(size=(160, 48)) as pilot:

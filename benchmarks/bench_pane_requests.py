@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.driver import Driver  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
-from tui.app import create_app  # noqa: E402
+from tui.app import DashboardOptions, create_app  # noqa: E402
 from tui.app.actions import FleetActions  # noqa: E402
 from tui.app.inspect import FleetPeek  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
@@ -65,7 +65,9 @@ async def monitor_alone(url: str, seconds: float) -> float:
 async def dashboard(url: str, sid: str, seconds: float, old: bool) -> float:
     fleet = Fleet([url], progressive=True)
     peek = OldPeek(fleet) if old else FleetPeek(fleet)
-    app = create_app(fleet, server_urls=[url], actions=FleetActions(fleet), peek=peek)
+    app = create_app(
+        fleet, DashboardOptions(server_urls=[url], actions=FleetActions(fleet), peek=peek)
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         deadline = time.monotonic() + 60
         while not (app.view and any(k[1] == sid for k in app.view.rows)):

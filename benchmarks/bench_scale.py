@@ -187,14 +187,14 @@ async def dashboard(url: str, n: int, idle: float) -> tuple[float, float, float,
     """(first frame with every row, every last message read, RSS MB then, idle CPU %, peak
     RSS MB)."""
     from benchmarks.bench_dashboard import painted_after, record_paints
-    from tui.app import create_app
+    from tui.app import DashboardOptions, create_app
     from tui.app.widgets.session_table import SessionTable
     from tui.core.fleet import Fleet
 
     record_paints()
     t0 = time.perf_counter()
     fleet = Fleet([url], progressive=True)
-    app = create_app(fleet, server_urls=[url])
+    app = create_app(fleet, DashboardOptions(server_urls=[url]))
     async with app.run_test(size=(160, 48)):
         table = app.main_screen.query_one(SessionTable)
         while table.row_count < n:

@@ -119,7 +119,7 @@ async def dashboard(url: str, n: int) -> tuple[float, float]:
     """The dashboard (the real app, headless): start to the first frame painted with every row,
     and to every transcript read."""
     from benchmarks.bench_dashboard import painted_after, record_paints
-    from tui.app import create_app
+    from tui.app import DashboardOptions, create_app
     from tui.app.widgets.session_table import SessionTable
     from tui.core.fleet import Fleet
     from tui.core.settings import Auth
@@ -127,7 +127,7 @@ async def dashboard(url: str, n: int) -> tuple[float, float]:
     record_paints()
     t0 = time.perf_counter()
     fleet = Fleet([url], auth=Auth(*AUTH), progressive=True)
-    app = create_app(fleet, server_urls=[url])
+    app = create_app(fleet, DashboardOptions(server_urls=[url]))
     async with app.run_test(size=(160, 48)):
         table = app.main_screen.query_one(SessionTable)
         while table.row_count < n:

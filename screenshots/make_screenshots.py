@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from tui.app import create_app  # noqa: E402
+from tui.app import DashboardOptions, create_app  # noqa: E402
 from tui.app.actions import FleetActions  # noqa: E402
 from tui.app.inspect import FleetPeek  # noqa: E402
 from tui.core.fleet import Fleet  # noqa: E402
@@ -51,11 +51,13 @@ async def shoot(
         fleet = Fleet([server.url], settings=Settings(), clock=clock)
         app = create_app(
             fleet,
-            theme=theme,
-            server_urls=[server.url],
-            clock=clock,
-            actions=FleetActions(fleet),
-            peek=FleetPeek(fleet),
+            DashboardOptions(
+                theme=theme,
+                server_urls=[server.url],
+                clock=clock,
+                actions=FleetActions(fleet),
+                peek=FleetPeek(fleet),
+            ),
         )
         async with app.run_test(size=size) as pilot:
             for _ in range(200):  # until the first snapshot is on screen

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tui.app import OcwatchApp, create_app
+from tui.app import DashboardOptions, OcwatchApp, create_app
 from tui.core.source import StaticSource
 from tui.core.view import View
 
@@ -47,8 +47,8 @@ def isolated(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def make_app(view: View | None = None, **kwargs: object) -> tuple[OcwatchApp, StaticSource]:
-    """The app on a StaticSource with the test clock."""
+    """The app on a StaticSource with the test clock; `kwargs` are DashboardOptions fields."""
     source = StaticSource(view if view is not None else views.every_state(), views.history())
     kwargs.setdefault("server_urls", [views.A, views.B])
-    app = create_app(source, clock=views.clock, **kwargs)  # type: ignore[arg-type]
+    app = create_app(source, DashboardOptions(clock=views.clock, **kwargs))  # type: ignore[arg-type]
     return app, source

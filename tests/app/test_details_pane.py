@@ -148,7 +148,7 @@ async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:
 
 
 async def test_a_failed_look_is_tried_again_after_a_while() -> None:
-    from tui.app import create_app
+    from tui.app import DashboardOptions, create_app
     from tui.app.inspect import RETRY_AFTER
     from tui.core.source import StaticSource
 
@@ -159,7 +159,8 @@ async def test_a_failed_look_is_tried_again_after_a_while() -> None:
     peek.clock = lambda: now[0]
     peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")
     app = create_app(
-        StaticSource(views.every_state()), clock=lambda: now[0], server_urls=[views.A], peek=peek
+        StaticSource(views.every_state()),
+        DashboardOptions(clock=lambda: now[0], server_urls=[views.A], peek=peek),
     )
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
@@ -267,7 +268,7 @@ async def test_a_running_session_on_a_quiet_live_stream_is_not_read_again_and_ag
     on the stream (streamed tokens) makes it read again after RUNNING_EVERY; a stream that is
     not live reads it every RUNNING_EVERY as before; a change of the row (its `updated`)
     reads it at once."""
-    from tui.app import create_app
+    from tui.app import DashboardOptions, create_app
     from tui.app.inspect import RUNNING_EVERY
     from tui.core.source import StaticSource
 
@@ -278,7 +279,9 @@ async def test_a_running_session_on_a_quiet_live_stream_is_not_read_again_and_ag
     peek.clock = lambda: now[0]
     peek.output_at[views.A] = now[0] - 60  # live, and quiet for a minute
     source = StaticSource(views.every_state())
-    app = create_app(source, clock=lambda: now[0], server_urls=[views.A], peek=peek)
+    app = create_app(
+        source, DashboardOptions(clock=lambda: now[0], server_urls=[views.A], peek=peek)
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
         assert app.main_screen.table.select_key(BUSY)

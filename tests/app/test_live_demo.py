@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from tui.app import create_app
+from tui.app import DashboardOptions, create_app
 from tui.app.actions import FleetActions
 from tui.app.widgets.session_table import SessionTable
 from tui.core.fleet import Fleet
@@ -18,7 +18,9 @@ demo_server = pytest.importorskip("tui.demo.server")
 async def test_demo_state_change_reaches_the_table() -> None:
     async with demo_server.DemoServer(speed=20.0, heartbeat=1.0) as server:
         fleet = Fleet([server.url])
-        app = create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
+        app = create_app(
+            fleet, DashboardOptions(server_urls=[server.url], actions=FleetActions(fleet))
+        )
         async with app.run_test(size=(160, 48)) as pilot:
             table = app.main_screen.query_one(SessionTable)
 
@@ -48,7 +50,9 @@ async def test_a_scripted_restart_is_told_as_one() -> None:
     server.freeze()
     async with server:
         fleet = Fleet([server.url])
-        app = create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
+        app = create_app(
+            fleet, DashboardOptions(server_urls=[server.url], actions=FleetActions(fleet))
+        )
         wire_demo(app, server, read_only=False)
         async with app.run_test(size=(120, 30)) as pilot:
             await server.restart()

@@ -8,7 +8,7 @@ import asyncio
 
 from tests.app.test_actions import until
 from tests.unit.test_progressive import URL, Held, server
-from tui.app import create_app
+from tui.app import DashboardOptions, create_app
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
 
@@ -21,7 +21,7 @@ def cells(app, sid: str) -> list[str]:  # type: ignore[no-untyped-def]
 async def test_rows_show_while_their_last_messages_load() -> None:
     api = Held(server())
     fleet = Fleet([URL], transport=api.transport(), progressive=True)
-    app = create_app(fleet, server_urls=[URL])
+    app = create_app(fleet, DashboardOptions(server_urls=[URL]))
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.main_screen.table
         for _ in range(200):

@@ -9,7 +9,7 @@ import pytest
 from textual.widgets import Static
 
 from tests.unit.test_recording import record_a_run
-from tui.app import create_app
+from tui.app import DashboardOptions, create_app
 from tui.app.app import REPLAY_OFF
 from tui.record.replay import ReplaySource
 
@@ -18,7 +18,10 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
     path = tmp_path / "run.ndjson"
     await record_a_run(path)
     source = ReplaySource(path, speed=1000)
-    app = create_app(source, clock=source.clock, server_urls=["http://test:4096"], replay=source)
+    app = create_app(
+        source,
+        DashboardOptions(clock=source.clock, server_urls=["http://test:4096"], replay=source),
+    )
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=(100, 30)) as pilot:
@@ -90,7 +93,8 @@ async def test_recording_from_the_dashboard(
     )
     fleet = Fleet(["http://fake:4096"], transport=httpx.MockTransport(api.handle))
     app = create_app(
-        fleet, server_urls=["http://fake:4096"], recording=FleetRecording(fleet, "test")
+        fleet,
+        DashboardOptions(server_urls=["http://fake:4096"], recording=FleetRecording(fleet, "test")),
     )
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]

@@ -11,7 +11,7 @@ from tests.app.fake_actions import FakeActions
 from tests.app.test_actions import until
 from tests.app.test_pilot import servers_text
 from tests.fakes_v2 import FakeV2, last_frame_time, load
-from tui.app import create_app
+from tui.app import DashboardOptions, create_app
 from tui.app.inspect import FleetPeek
 from tui.app.screens.question import QuestionScreen
 from tui.app.screens.servers import ServersScreen
@@ -40,7 +40,9 @@ def v2_app(api: FakeV2, live_details: bool = False, actions: Any = None) -> Any:
     from the server; off for the screenshots, whose pane would then depend on when it lands)."""
     fleet = Fleet([URL], auth=Auth("opencode", "pw"), transport=api.transport(), clock=lambda: NOW)
     peek = FleetPeek(fleet) if live_details else None
-    return create_app(fleet, server_urls=[URL], clock=lambda: NOW, peek=peek, actions=actions)
+    return create_app(
+        fleet, DashboardOptions(server_urls=[URL], clock=lambda: NOW, peek=peek, actions=actions)
+    )
 
 
 def cells(app: Any, sid: str) -> str:

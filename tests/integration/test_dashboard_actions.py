@@ -12,7 +12,7 @@ from collections.abc import Callable
 from textual.pilot import Pilot
 from textual.widgets import RadioSet
 
-from tui.app import OcwatchApp, create_app
+from tui.app import DashboardOptions, OcwatchApp, create_app
 from tui.app.actions import FleetActions
 from tui.app.screens.confirm import ConfirmScreen
 from tui.app.screens.permission import PermissionScreen
@@ -30,7 +30,9 @@ DEADLINE = 90.0
 
 def dashboard(server: OpenCodeServer) -> OcwatchApp:
     fleet = Fleet([server.url])
-    return create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
+    return create_app(
+        fleet, DashboardOptions(server_urls=[server.url], actions=FleetActions(fleet))
+    )
 
 
 def row_of(app: OcwatchApp, sid: str) -> SessionRow | None:
@@ -195,10 +197,12 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
     here = oc.create_session(title="attached to")["id"]
     app = create_app(
         fleet,
-        server_urls=[oc_server.url],
-        actions=FleetActions(fleet),
-        observers=[metrics.publish],
-        launcher=launcher,
+        DashboardOptions(
+            server_urls=[oc_server.url],
+            actions=FleetActions(fleet),
+            observers=[metrics.publish],
+            launcher=launcher,
+        ),
     )
 
     def pending() -> float:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import uuid
 
-from tui.app import OcwatchApp, create_app
+from tui.app import DashboardOptions, OcwatchApp, create_app
 from tui.app.actions import FleetActions
 from tui.app.inspect import FleetPeek
 from tui.core.fleet import Fleet
@@ -33,7 +33,10 @@ async def test_the_pane_shows_what_real_sessions_did(
     user, password = oc_server_auth.auth or ("", "")
     fleet = Fleet([oc_server_auth.url], auth=Auth(user, password))
     app = create_app(
-        fleet, server_urls=[oc_server_auth.url], actions=FleetActions(fleet), peek=FleetPeek(fleet)
+        fleet,
+        DashboardOptions(
+            server_urls=[oc_server_auth.url], actions=FleetActions(fleet), peek=FleetPeek(fleet)
+        ),
     )
     async with app.run_test(size=SIZE) as pilot:
         checks = [

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from tests.cli_env import cli_env
-from tui.app import create_app
+from tui.app import DashboardOptions, create_app
 from tui.app.actions import FleetActions
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
@@ -36,7 +36,9 @@ async def test_the_table_shows_the_states_status_json_reports(
     want = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}
     ids = set(all_states.ids().values())
     fleet = Fleet([oc_server.url])
-    app = create_app(fleet, server_urls=[oc_server.url], actions=FleetActions(fleet))
+    app = create_app(
+        fleet, DashboardOptions(server_urls=[oc_server.url], actions=FleetActions(fleet))
+    )
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.main_screen.table
         loop = asyncio.get_running_loop()

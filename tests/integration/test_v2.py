@@ -433,7 +433,7 @@ async def test_v1_and_v2_side_by_side_in_one_dashboard(
 
     import httpx
 
-    from tui.app import create_app
+    from tui.app import DashboardOptions, create_app
     from tui.app.widgets.session_table import row_key_str
     from tui.core.fleet import Fleet
 
@@ -443,7 +443,7 @@ async def test_v1_and_v2_side_by_side_in_one_dashboard(
     v2_sid = oc2.run("text")
     oc2.wait_outcome(v2_sid, "succeeded")
     fleet = Fleet([oc_server.url, oc2_server.url], auths={oc2_server.url: auth_of(oc2_server)})
-    app = create_app(fleet, server_urls=[oc_server.url, oc2_server.url])
+    app = create_app(fleet, DashboardOptions(server_urls=[oc_server.url, oc2_server.url]))
     async with app.run_test(size=(160, 48)) as pilot:
         table = app.main_screen.table
         loop = asyncio.get_running_loop()

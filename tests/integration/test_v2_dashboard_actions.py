@@ -10,7 +10,7 @@ import uuid
 
 from textual.widgets import RadioSet
 
-from tui.app import OcwatchApp, create_app
+from tui.app import DashboardOptions, OcwatchApp, create_app
 from tui.app.actions import FleetActions
 from tui.app.screens.confirm import ConfirmScreen
 from tui.app.screens.permission import PermissionScreen
@@ -27,7 +27,9 @@ from .test_dashboard_actions import SIZE, asking, errors, idle, press_on, until_
 def dashboard(server: OpenCodeServer) -> OcwatchApp:
     assert server.password is not None
     fleet = Fleet([server.url], auth=Auth("opencode", server.password))
-    return create_app(fleet, server_urls=[server.url], actions=FleetActions(fleet))
+    return create_app(
+        fleet, DashboardOptions(server_urls=[server.url], actions=FleetActions(fleet))
+    )
 
 
 async def test_a_permission_approved_from_the_dashboard_completes(

@@ -1,7 +1,8 @@
 """The Textual dashboard: a consumer of the View (no state logic of its own).
 
 The root is lazy (PEP 562): importing one module of the app (`tui.app.format`, a screen) does
-not load every screen, and `OcwatchApp` / `create_app` are imported on first use.
+not load every screen, and `OcwatchApp`, `create_app` and `DashboardOptions` are imported on
+first use.
 """
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .app import OcwatchApp, create_app
+    from .options import DashboardOptions
 
-__all__ = ["OcwatchApp", "create_app"]
+__all__ = ["DashboardOptions", "OcwatchApp", "create_app"]
 
 
 def __getattr__(name: str) -> Any:

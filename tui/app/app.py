@@ -13,16 +13,17 @@ the action, changes the rows.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import os
 import subprocess
 import time
 import webbrowser
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from textual import work
 from textual.app import App, SuspendNotSupported, SystemCommand
@@ -35,20 +36,15 @@ from tui.core.config import AlertConfig
 from tui.core.paths import state_dir
 from tui.core.settings import default_server_urls
 from tui.core.source import ViewSource
-from tui.core.view import Changes, SessionRow, View
-
-if TYPE_CHECKING:
-    from tui.export.deliver import Deliverer
-    from tui.record.replay import ReplaySource
-    from tui.record.writer import FleetRecording
+from tui.core.view import SessionRow, View
 
 from . import format as fmt
-from .actions import Actions
 from .alerts import Attention, app_sinks
 from .dashboard import Dashboard, OpenDetails
 from .heap import HeapKeeper
-from .inspect import Inspector, Peek
-from .launch import Launch, Launcher, LaunchError, has_graphical_browser, web_url
+from .inspect import Inspector
+from .launch import Launch, LaunchError, has_graphical_browser, web_url
+from .options import DashboardOptions
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
 from .screens.conversation import ConversationScreen
@@ -97,31 +93,13 @@ class OcwatchApp(App[None]):
         Binding("R", "toggle_recording", "Record (start / stop)", show=False),
     ]
 
-    def __init__(
-        self,
-        source: ViewSource,
-        *,
-        theme: str | None = None,
-        server_urls: Sequence[str] = (),
-        clock: Callable[[], float] = time.time,
-        user_theme_dir: Path | None = None,
-        actions: Actions | None = None,
-        alerts: AlertConfig | None = None,
-        notices: Sequence[str] = (),
-        observers: Sequence[Callable[[View, Changes | None], None]] = (),
-        deliverer: Deliverer | None = None,
-        replay: ReplaySource | None = None,
-        recording: FleetRecording | None = None,
-        read_only: bool = False,
-        launcher: Launcher | None = None,
-        peek: Peek | None = None,
-        fold_idle_after: float | None = None,
-        looked: Callable[[], list[str]] | None = None,
-    ) -> None:
+    def __init__(self, source: ViewSource, options: DashboardOptions | None = None) -> None:
+        """The dashboard on `source`, built with `options` (None: every default)."""
+        o = options or DashboardOptions()
         super().__init__()
         self.terminal_driver: Driver | None = None
         """The driver of the terminal the app runs on, once it runs (see `get_driver_class`)."""
-        config = alerts or AlertConfig()
+        config = o.alerts or AlertConfig()
         self.handed_over = False
         """The terminal is handed over to another program (A outside tmux): nothing may be
         written to it (frames are held by a batch; the bell and OSC 9 alerts are skipped)."""
@@ -131,45 +109,45 @@ class OcwatchApp(App[None]):
             self.osc,
             focused=lambda: self.app_focus,
         )
-        self.attention = Attention(config, sinks + ([deliverer] if deliverer else []))
+        self.attention = Attention(config, sinks + ([o.deliverer] if o.deliverer else []))
         self.activity_changed: Signal[Key] = Signal(self, "activity-changed")
-        self.inspector = Inspector(self, peek, changed=self.activity_changed.publish)
+        self.inspector = Inspector(self, o.peek, changed=self.activity_changed.publish)
         """Reads what the selected session is doing (None peek: no live server)."""
         self.dashboard = Dashboard(
             self,
-            clock,
-            server_urls,
+            o.clock,
+            list(o.server_urls or ()),
             inspector=self.inspector,
             activity_changed=self.activity_changed,
             unread=self.attention.unread,
             read=self.attention.read,
             history=source.history,
             raw=getattr(source, "raw", None),  # live servers and replays have it
-            read_only=read_only,
-            replay=replay,
-            recording=recording,
+            read_only=o.read_only,
+            replay=o.replay,
+            recording=o.recording,
         )
         """What the screens read (the app is its only writer)."""
-        self.dashboard.looked = looked
-        self.read_only = read_only
+        self.dashboard.looked = o.looked
+        self.read_only = o.read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
-        self.launcher = launcher
+        self.launcher = o.launcher
         """Builds the command that attaches OpenCode to a session (A); None: no live server."""
-        self.recording = recording
+        self.recording = o.recording
         """Starts and stops a recording of the live servers (R), when there are some."""
-        self.replay = replay
+        self.replay = o.replay
         """A recording's controls when the source is a replay (`ocwatch replay`)."""
-        self.deliverer = deliverer
+        self.deliverer = o.deliverer
         """Delivers alerts off the terminal (--notify-cmd, --webhook) on a worker of its own."""
-        if deliverer is not None:
-            deliverer.report = lambda text: self.notify(
+        if o.deliverer is not None:
+            o.deliverer.report = lambda text: self.notify(
                 text, title="Alerts", severity="warning", timeout=15, markup=False
             )
-        self.observers = list(observers)
+        self.observers = list(o.observers)
         """Called with each new View and its changes (e.g. the metrics of `--metrics`)."""
         self.source = source
-        self.clock = clock
-        self.server_urls = list(server_urls)
+        self.clock = o.clock
+        self.server_urls = list(o.server_urls or ())
         self.view_changed = self.dashboard.view_changed
         self._dirty = True
         self._urgent_pending = False
@@ -178,25 +156,25 @@ class OcwatchApp(App[None]):
         self._source_failures = 0
         self.startup_message: str | None = None
         """Shown once as a notification when the app starts (e.g. what the demo is)."""
-        self.notices = list(notices)
+        self.notices = list(o.notices)
         """Config problems, shown as warnings when the app starts (never fatal)."""
         self.actions_off: str | None = (
-            READ_ONLY if read_only else REPLAY_OFF if replay is not None else None
+            READ_ONLY if o.read_only else REPLAY_OFF if o.replay is not None else None
         )
         """Why the actions (ACTIONS) are off, said when one of their keys is pressed; None:
         they are on."""
-        self.responder = Responder(self, None if read_only else actions)
+        self.responder = Responder(self, None if o.read_only else o.actions)
         if self.actions_off is not None:
             self.responder.no_actions = self.actions_off
         self.heap = HeapKeeper()
-        loaded = load_themes(user_theme_dir)
+        loaded = load_themes(o.user_theme_dir)
         self.theme_warnings = list(loaded.warnings)
         self.ocwatch_themes: list[str] = []
         for t in loaded.themes:
             self.register_theme(t)
             if t.name not in self.ocwatch_themes:
                 self.ocwatch_themes.append(t.name)
-        name = theme or DEFAULT_THEME
+        name = o.theme or DEFAULT_THEME
         if name not in self.ocwatch_themes:
             self.theme_warnings.append(
                 f"Unknown theme {name!r}; using {DEFAULT_THEME}. "
@@ -209,8 +187,8 @@ class OcwatchApp(App[None]):
         for other in [n for n in self.available_themes if n not in self.ocwatch_themes]:
             self.unregister_theme(other)
         self.main_screen = MainScreen(self.dashboard)
-        if fold_idle_after is not None:
-            self.main_screen.fold_after = fold_idle_after
+        if o.fold_idle_after is not None:
+            self.main_screen.fold_after = o.fold_idle_after
 
     # -- Textual hooks ------------------------------------------------------------------------
 
@@ -868,71 +846,14 @@ class _Notify:
         self._changed()
 
 
-def create_app(
-    source: ViewSource,
-    *,
-    theme: str | None = None,
-    server_urls: Sequence[str] | None = None,
-    clock: Callable[[], float] = time.time,
-    user_theme_dir: Path | None = None,
-    actions: Actions | None = None,
-    alerts: AlertConfig | None = None,
-    notices: Sequence[str] = (),
-    observers: Sequence[Callable[[View, Changes | None], None]] = (),
-    deliverer: Deliverer | None = None,
-    replay: ReplaySource | None = None,
-    recording: FleetRecording | None = None,
-    read_only: bool = False,
-    launcher: Launcher | None = None,
-    peek: Peek | None = None,
-    fold_idle_after: float | None = None,
-    looked: Callable[[], list[str]] | None = None,
-) -> OcwatchApp:
-    """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests).
-
-    `theme`: a theme name (default `ocwatch-dark`; an unknown name warns and falls back).
-    `server_urls`: the configured servers, shown while the first View has none
-    (default: `$OPENCODE_SERVER_URL` or http://127.0.0.1:4096).
-    `clock`: the wall clock (epoch seconds), injectable so tests are deterministic.
-    `user_theme_dir`: where user themes live (default `$XDG_CONFIG_HOME/ocwatch/themes`).
-    `actions`: how abort / reply / answer reach the servers (`FleetActions(fleet)` for a live
-    Fleet; None: the dashboard says actions need a live server).
-    `alerts`: which alerts fire and how (default: none; bell, OSC 9, notify-send are opt-in).
-    `notices`: config warnings to show when the app starts.
-    `observers`: called with each new View and its changes (the metrics of `--metrics`).
-    `deliverer`: off-terminal alert deliveries (--notify-cmd, --webhook), run by the app.
-    `replay`: the source's controls when it is a recording's replay (keys p . + - > <).
-    `recording`: starts and stops a recording of the live servers (R; `FleetRecording`).
-    `read_only`: every action off (abort, reply, answer, attach), for wall screens.
-    `launcher`: builds the command `A` runs to attach OpenCode to a session (None: `A` says it
-    needs a live server).
-    `peek`: reads what the selected session is doing (`FleetPeek(fleet)`; None: the details
-    say it needs a live server).
-    `fold_idle_after`: seconds after which an idle session folds away (None: 12 hours; 0:
-    never).
-    `looked`: what local discovery looked at, a line per place, for the "no server" screen
-    (None: discovery is off).
-    """
-    urls = list(server_urls) if server_urls is not None else default_server_urls()
-    return OcwatchApp(
-        source,
-        theme=theme,
-        server_urls=urls,
-        clock=clock,
-        user_theme_dir=user_theme_dir,
-        actions=actions,
-        alerts=alerts,
-        notices=notices,
-        observers=observers,
-        deliverer=deliverer,
-        replay=replay,
-        recording=recording,
-        read_only=read_only,
-        launcher=launcher,
-        peek=peek,
-        fold_idle_after=fold_idle_after,
-        looked=looked,
-    )
+def create_app(source: ViewSource, options: DashboardOptions | None = None) -> OcwatchApp:
+    """Build the dashboard on a ViewSource (the CLI's Fleet, or a StaticSource in tests) with
+    `options` (None: every default; see `DashboardOptions`). Servers not named in the options
+    are the default ones (`$OPENCODE_SERVER_URL` or http://127.0.0.1:4096)."""
+    options = options or DashboardOptions()
+    if options.server_urls is None:
+        options = dataclasses.replace(options, server_urls=default_server_urls())
+    return OcwatchApp(source, options)
 
 
 def announcing(base: type[Driver]) -> type[Driver]:

@@ -25,6 +25,7 @@ from .actions import FleetActions
 from .app import OcwatchApp, create_app
 from .inspect import FleetPeek
 from .launch import Launcher, check_template
+from .options import DashboardOptions
 
 if TYPE_CHECKING:
     from prometheus_client.metrics_core import Metric
@@ -116,6 +117,35 @@ def launcher_for(opts: Options, fleet: Fleet) -> Launcher:
     )
 
 
+def live_options(
+    opts: Options,
+    fleet: Fleet,
+    server_urls: Sequence[str],
+    observers: Sequence[Observer],
+    deliverer: Deliverer | None,
+    launcher: Launcher,
+    *,
+    looked: Callable[[], list[str]] | None = None,
+) -> DashboardOptions:
+    """The dashboard's options on live servers: the resolved config and flags, and what acts
+    on, reads and records `fleet`."""
+    return DashboardOptions(
+        theme=opts.theme,
+        server_urls=server_urls,
+        alerts=opts.alerts,
+        notices=opts.notices,
+        actions=FleetActions(fleet),
+        observers=observers,
+        deliverer=deliverer,
+        recording=recording_of(fleet),
+        read_only=opts.read_only,
+        launcher=launcher,
+        peek=FleetPeek(fleet),
+        fold_idle_after=opts.fold_idle_after,
+        looked=looked,
+    )
+
+
 def run_dashboard(
     urls: Sequence[str] | None,
     *,
@@ -165,21 +195,10 @@ def run_dashboard(
     deliverer = off_terminal(opts, fleet)
     launcher = launcher_for(opts, fleet)
     with metrics_served(metrics, [deliverer.metrics] if deliverer else []) as observers:
+        looked = next((s.said for s in opts.sources if isinstance(s, LocalDiscovery)), None)
         app = create_app(
             fleet,
-            theme=opts.theme,
-            server_urls=opts.urls,
-            alerts=opts.alerts,
-            notices=opts.notices,
-            actions=FleetActions(fleet),
-            observers=observers,
-            deliverer=deliverer,
-            recording=recording_of(fleet),
-            read_only=opts.read_only,
-            launcher=launcher,
-            peek=FleetPeek(fleet),
-            fold_idle_after=opts.fold_idle_after,
-            looked=next((s.said for s in opts.sources if isinstance(s, LocalDiscovery)), None),
+            live_options(opts, fleet, opts.urls, observers, deliverer, launcher, looked=looked),
         )
         said.append(app)
         with logs_off_the_screen():
@@ -227,20 +246,9 @@ def run_demo(
                 names={server.url: "demo"},
                 progressive=True,
             )
+            deliverer, launcher = off_terminal(opts, fleet), launcher_for(opts, fleet)
             app = create_app(
-                fleet,
-                theme=opts.theme,
-                server_urls=[server.url],
-                alerts=opts.alerts,
-                notices=opts.notices,
-                actions=FleetActions(fleet),
-                observers=observers,
-                deliverer=off_terminal(opts, fleet),
-                recording=recording_of(fleet),
-                read_only=opts.read_only,
-                launcher=launcher_for(opts, fleet),
-                peek=FleetPeek(fleet),
-                fold_idle_after=opts.fold_idle_after,
+                fleet, live_options(opts, fleet, [server.url], observers, deliverer, launcher)
             )
             wire_demo(app, server, read_only=opts.read_only)
             with logs_off_the_screen():
@@ -298,11 +306,13 @@ def run_replay(
     source = ReplaySource(path, speed=speed, start=at, notes=notes)
     app = create_app(
         source,
-        theme=theme or config.theme,
-        server_urls=[url for url, _ in header.servers],
-        clock=source.clock,
-        notices=warnings,
-        replay=source,
+        DashboardOptions(
+            theme=theme or config.theme,
+            server_urls=[url for url, _ in header.servers],
+            clock=source.clock,
+            notices=warnings,
+            replay=source,
+        ),
     )
     app.title = f"ocwatch replay: {path.name}"
     with logs_off_the_screen():
