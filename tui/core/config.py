@@ -382,11 +382,53 @@ def resolve_options(
     `servers_file` (--servers-file, else the config's): an InventoryFile among the sources
     (its servers join the others; read when the fleet runs, not here). `discover`
     (--discover: auto, local, none; else the config's): LocalDiscovery among the sources
-    (tui.core.discover; auto: when nothing names a server, on Linux)."""
+    (tui.core.discover; auto: when nothing names a server, on Linux).
+
+    The steps, in the order their notices are said: the config's server entries, the servers
+    chosen, the alert sinks, the trusted CAs, the password, each server's credentials."""
     env = dict(os.environ) if env is None else dict(env)
     out = list(notices)
     env_auth = auth  # the user's own password ($OPENCODE_SERVER_PASSWORD), before the config's
     inventory = servers_file or config.servers_file
+    entries, by_name = _entries(config, out)
+    unnamed = not urls and not config.servers and not env.get("OPENCODE_SERVER_URL")
+    discovering = _discovering(discover or config.discover, unnamed, inventory)
+    chosen, origins, found = _chosen(
+        urls, config, env, by_name, out, unnamed, discovering, inventory
+    )
+    settings = config.settings()
+    if grace is not None:
+        settings = dataclasses.replace(settings, grace=grace)
+    flags: dict[str, Any] = {"bell": bell, "osc9": osc9, "desktop": desktop, **(alert_flags or {})}
+    alerts = _alerts(config.alerts, flags)
+    _trust(config, out)
+    auth = _config_auth(config, auth, env, out)
+    chosen = _once(chosen)
+    auths = _auths(chosen, entries, auth, found, env, out)
+    return Options(
+        chosen,
+        settings,
+        theme or config.theme,
+        alerts,
+        auth,
+        out,
+        auths,
+        _names(entries, by_name, auths),
+        read_only=read_only or config.read_only,
+        attach_command=list(config.attach_command),
+        attach_command_v2=list(config.attach_command_v2),
+        attach_in=config.attach_in,
+        fold_idle_after=config.fold_idle_after,
+        sources=_sources(inventory, discovering, env, env_auth, unnamed, auth),
+        origins={key: origins.get(key, "config") for key in auths},
+    )
+
+
+def _entries(
+    config: Config, out: list[str]
+) -> tuple[dict[str, ServerEntry], dict[str, ServerEntry]]:
+    """The config's server entries by server (normalized URL), and by name: a name given twice
+    is said in `out` and names only the first (the second is called by its URL)."""
     entries = {_url_key(e.url): e for e in config.servers if isinstance(e, ServerEntry)}
     by_name: dict[str, ServerEntry] = {}
     for e in entries.values():
@@ -396,110 +438,177 @@ def resolve_options(
             out.append(f"config: two servers are named {e.name!r}; the second is called by its URL")
             continue
         by_name[e.name] = e
+    return entries, by_name
+
+
+def _chosen(
+    urls: Sequence[str] | None,
+    config: Config,
+    env: dict[str, str],
+    by_name: Mapping[str, ServerEntry],
+    out: list[str],
+    unnamed: bool,
+    discovering: bool,
+    inventory: str | None,
+) -> tuple[list[str], dict[str, str], Service | None]:
+    """The servers named (`--server`, by URL or by a config entry's name; else the config's,
+    else the environment's or the default), where each was named, and V2's background service
+    when it is among them."""
     chosen = [by_name[u].url if u in by_name else u for u in urls or ()] or list(
         [e if isinstance(e, str) else e.url for e in config.servers] or default_server_urls(env)
     )
-    found: Service | None = None
-    unnamed = not urls and not config.servers and not env.get("OPENCODE_SERVER_URL")
     origins = {_url_key(u): _origin(urls, config, env) for u in chosen}
-    mode = discover or config.discover
-    discovering = mode == "local" or (
+    if not unnamed:
+        return chosen, origins, None
+    chosen, found = _unnamed(chosen, inventory, discovering, env, out)
+    if found is not None:
+        origins[_url_key(found.url)] = f"service.json ({found.path})"
+    return chosen, origins, found
+
+
+def _names(
+    entries: Mapping[str, ServerEntry],
+    by_name: Mapping[str, ServerEntry],
+    auths: Mapping[str, Auth | None],
+) -> dict[str, str]:
+    """The chosen servers' names (normalized URL: the name its config entry gives it)."""
+    named = {
+        k: e.name for k, e in entries.items() if e.name is not None and by_name.get(e.name) is e
+    }
+    return {key: named[key] for key in auths if key in named}
+
+
+def _discovering(mode: str, unnamed: bool, inventory: str | None) -> bool:
+    """Whether local discovery looks for servers: asked for (`local`), or `auto` when nothing
+    names a server, nor an inventory, on Linux."""
+    return mode == "local" or (
         mode == "auto" and unnamed and not inventory and sys.platform.startswith("linux")
     )
-    if inventory and unnamed:
-        chosen = []  # the inventory names the servers (not the default, unreachable for ever)
-    elif unnamed and discovering:
-        chosen = []  # discovery finds them (the V2 service, the default if something listens)
-    elif unnamed:
-        # nothing names a server: V2's background service too, if its file says where (and
-        # the V1 default only if something listens there, not to read "unreachable" for ever)
-        found = read_service(env, out)
-        if found is not None:
-            chosen = [u for u in chosen if listening(u)] + [found.url]
-            origins[_url_key(found.url)] = f"service.json ({found.path})"
-    names = {
-        key: e.name for key, e in entries.items() if e.name is not None and by_name.get(e.name) is e
-    }
-    settings = config.settings()
-    if grace is not None:
-        settings = dataclasses.replace(settings, grace=grace)
-    flags: dict[str, Any] = {"bell": bell, "osc9": osc9, "desktop": desktop, **(alert_flags or {})}
+
+
+def _unnamed(
+    defaults: list[str],
+    inventory: str | None,
+    discovering: bool,
+    env: Mapping[str, str],
+    out: list[str],
+) -> tuple[list[str], Service | None]:
+    """The servers when nothing names one, and V2's background service if it is among them."""
+    if inventory or discovering:
+        # the inventory names the servers (not the default, unreachable for ever), or
+        # discovery finds them (the V2 service, the default if something listens)
+        return [], None
+    # V2's background service too, if its file says where (and the V1 default only if
+    # something listens there, not to read "unreachable" for ever)
+    found = read_service(env, out)
+    if found is None:
+        return defaults, None
+    return [u for u in defaults if listening(u)] + [found.url], found
+
+
+def _alerts(config: AlertConfig, flags: Mapping[str, Any]) -> AlertConfig:
+    """The config's alerts with the flags over them: a switch only turns a sink on, a value
+    replaces the config's (TypeError: a flag that is no alert setting)."""
     update: dict[str, Any] = {}
     for key, value in flags.items():
         if key not in AlertConfig.model_fields:
             raise TypeError(f"not an alert setting: {key}")
         if isinstance(value, bool):
-            update[key] = bool(getattr(config.alerts, key)) or value
+            update[key] = bool(getattr(config, key)) or value
         elif value is not None:
             update[key] = value
-    alerts = AlertConfig.model_validate({**config.alerts.model_dump(), **update})
-    try:  # every https client of the process verifies against it (tls.trusted)
+    return AlertConfig.model_validate({**config.model_dump(), **update})
+
+
+def _trust(config: Config, out: list[str]) -> None:
+    """Every https client of the process verifies against the config's `ca_file` (tls.trusted);
+    one that cannot be read is said, and the default CAs are used."""
+    try:
         tls.use_ca_file(os.path.expanduser(config.ca_file) if config.ca_file else None)
     except tls.TrustError as exc:
         out.append(f"config {exc}; https servers are verified against the default CAs")
+
+
+def _config_auth(
+    config: Config, auth: Auth | None, env: Mapping[str, str], out: list[str]
+) -> Auth | None:
+    """The password: the environment's (`auth`), else the config's `password_file` when the
+    environment names no password."""
     env_password = env.get("OPENCODE_SERVER_PASSWORD") or env.get("OPENCODE_SERVER_PASSWORD_FILE")
-    if auth is None and not env_password and config.password_file:
-        auth = _file_auth(
-            config.password_file,
-            env.get("OPENCODE_SERVER_USERNAME", ""),
-            out,
-            f"config password_file {config.password_file}",
-            "; connecting without a password",
-        )
-    # a server named twice (`--server A --server A/`) is one server: the first naming holds,
-    # and with it the first server's password (a later one, not the first, gets none)
+    if auth is not None or env_password or not config.password_file:
+        return auth
+    return _file_auth(
+        config.password_file,
+        env.get("OPENCODE_SERVER_USERNAME", ""),
+        out,
+        f"config password_file {config.password_file}",
+        "; connecting without a password",
+    )
+
+
+def _once(chosen: Sequence[str]) -> list[str]:
+    """A server named twice (`--server A --server A/`) is one server: the first naming holds,
+    and with it the first server's password (a later one, not the first, gets none)."""
     once: dict[str, str] = {}
     for url in chosen:
         once.setdefault(_url_key(url), url)
-    chosen = list(once.values())
+    return list(once.values())
+
+
+def _auths(
+    chosen: Sequence[str],
+    entries: Mapping[str, ServerEntry],
+    auth: Auth | None,
+    found: Service | None,
+    env: Mapping[str, str],
+    out: list[str],
+) -> dict[str, Auth | None]:
+    """Each server's credentials (normalized URL: Auth or None); a password that would cross
+    the network in clear is said."""
     auths: dict[str, Auth | None] = {}
     for i, url in enumerate(chosen):
         key = _url_key(url)
-        entry = entries.get(key)
-        own = _entry_auth(entry, env, out) if entry is not None else None
+        auths[key] = _server_auth(entries.get(key), auth if i == 0 else None, env, out)
         if found is not None and key == _url_key(found.url):
             auths[key] = found.auth  # its own, from its file: it gets no other
             continue
-        if own is None and entry is not None and (entry.password_env or entry.password_file):
-            auths[key] = None  # its own credentials could not be read: none, not another's
-        else:
-            auths[key] = own if own is not None else (auth if i == 0 else None)
         if auths[key] is not None and _cleartext(url):
             out.append(
                 f"{url}: the password goes over plain http to a host that is not this "
                 "machine; use https (or a tunnel)"
             )
-    return Options(
-        chosen,
-        settings,
-        theme or config.theme,
-        alerts,
-        auth,
-        out,
-        auths,
-        {key: names[key] for key in auths if key in names},
-        read_only=read_only or config.read_only,
-        attach_command=list(config.attach_command),
-        attach_command_v2=list(config.attach_command_v2),
-        attach_in=config.attach_in,
-        fold_idle_after=config.fold_idle_after,
-        sources=[
-            *([InventoryFile(inventory, env=env)] if inventory else []),
-            *(
-                [
-                    LocalDiscovery(
-                        env,
-                        auth=env_auth,
-                        default=default_server_urls(env)[0] if unnamed else None,
-                        default_auth=auth,
-                    )
-                ]
-                if discovering
-                else []
-            ),
-        ],
-        origins={key: origins.get(key, "config") for key in auths},
-    )
+    return auths
+
+
+def _server_auth(
+    entry: ServerEntry | None, shared: Auth | None, env: Mapping[str, str], out: list[str]
+) -> Auth | None:
+    """One server's credentials: its entry's own, else `shared` (the password, for the first
+    server only); None when its own could not be read (not another's)."""
+    if entry is None:
+        return shared
+    own = _entry_auth(entry, env, out)
+    if own is None and (entry.password_env or entry.password_file):
+        return None
+    return own if own is not None else shared
+
+
+def _sources(
+    inventory: str | None,
+    discovering: bool,
+    env: dict[str, str],
+    env_auth: Auth | None,
+    unnamed: bool,
+    auth: Auth | None,
+) -> list[TargetSource]:
+    """Where more servers come from while ocwatch runs: the inventory file, local discovery."""
+    sources: list[TargetSource] = []
+    if inventory:
+        sources.append(InventoryFile(inventory, env=env))
+    if discovering:
+        default = default_server_urls(env)[0] if unnamed else None
+        sources.append(LocalDiscovery(env, auth=env_auth, default=default, default_auth=auth))
+    return sources
 
 
 def _origin(urls: Sequence[str] | None, config: Config, env: Mapping[str, str]) -> str:
