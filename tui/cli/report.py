@@ -15,6 +15,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,7 +32,7 @@ from ..core.raw import about
 from ..core.settings import Settings
 from ..core.targets import Servers
 from ..core.text import literal
-from ..core.view import SessionRow, View, iso
+from ..core.view import ServerInfo, SessionRow, View, iso
 from .watch import transition_json
 
 if TYPE_CHECKING:
@@ -133,48 +134,84 @@ async def capture(
     transport: httpx.AsyncBaseTransport | None = None,
 ) -> dict[str, Any]:
     """Watch and record for `seconds`, then build the bundle (OcwatchError: the session is on
-    no watched server, or no server could be read)."""
+    no watched server, or no server could be read).
+
+    The steps: watch the servers into `recording` and read the session's messages at the end
+    (`_watch`); find its row; read back from the recording what the server said about it
+    (`_recorded`); put the bundle together, redacted if asked."""
+    fleet = Fleet.of_servers(servers, transport=transport)
+    fetched = await _watch(fleet, session_id, seconds, recording, servers.settings)
+    view = fleet.current()
+    row = _row_of(view, session_id)
+    server = next(s for s in view.servers if s.url == row.server)
+    index = next(i for i, m in enumerate(fleet.monitors) if m.url == row.server)
+    events, entries = _recorded(recording, index, session_id)
+    bundle: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "generated_at": iso(view.generated_at),
+        "ocwatch": __version__,
+        "server": _server_json(server),
+        "captured_for_seconds": seconds,
+        "session": row.to_json(),
+        "children": [
+            r.to_json()
+            for r in view.rows.values()
+            if r.parent_id == session_id and r.server == row.server
+        ],
+        "timeline": [transition_json(t) for t in fleet.history(row.key)],
+        "fact_sources": _fact_sources(fleet, row),
+        "messages": fetched.messages,
+        # V2: the transcript's entries as the server gave them (typed: user, assistant with its
+        # content, idle with its outcome, ...); `messages` is what ocwatch read of them
+        **({"transcript": fetched.transcript} if fetched.transcript is not None else {}),
+        "messages_error": fetched.error,
+        "server_entries": entries,
+        "events": events[-EVENTS:],
+        "drift_examples": list(server.drift_examples),
+        "redacted": redacted,
+    }
+    if not redacted:
+        return bundle
+    monitor = fleet.monitor(row.server)
+    assert monitor is not None
+    wanted = [row, *(r for r in view.rows.values() if r.parent_id == session_id)]
+    return redact_bundle(bundle, redacted_evidence(monitor, view, wanted, servers.settings))
+
+
+@dataclass
+class _Fetched:
+    """The session's last messages, read when the capture ends."""
+
+    messages: Any = field(default_factory=list)
+    error: str | None = None
+    """Why they (or the V2 transcript) could not be read."""
+    transcript: list[Any] | None = None
+    """V2: its transcript's entries as the server gave them."""
+
+
+async def _watch(
+    fleet: Fleet, session_id: str, seconds: float, recording: Path, settings: Settings
+) -> _Fetched:
+    """Follow `fleet` into a recording at `recording` until the first snapshots and `seconds`
+    more have passed, then read the session's last messages."""
     from ..export.serve import follow
-    from ..record.format import read
     from ..record.writer import Recorder
 
-    settings = servers.settings
-    fleet = Fleet.of_servers(servers, transport=transport)
     recorder = Recorder(
         recording, [(m.url, m.name) for m in fleet.monitors], settings, version=__version__
     )
     for m in fleet.monitors:
         m.tap = recorder
     stop = asyncio.Event()
-    fetched: dict[str, Any] = {"messages": [], "error": None, "transcript": None}
+    fetched = _Fetched()
 
     async def stop_later() -> None:
         """After the first snapshots and `seconds` more: the messages, then stop."""
         try:
             await asyncio.gather(*(m.first_snapshot() for m in fleet.monitors))
             await asyncio.sleep(seconds)
-            rows = fleet.current().find(session_id)
-            if rows:
-                try:
-                    fetched["messages"] = await fleet.act(
-                        rows[0].server,
-                        lambda c: c.messages(
-                            session_id, limit=MESSAGES, directory=rows[0].directory or None
-                        ),
-                        resync=False,
-                    )
-                except OcwatchError as exc:
-                    fetched["error"] = exc.message
-                if fleet.protocol_of(rows[0].server) == "v2":  # its typed entries as they are
-                    try:
-                        entries = await fleet.act(
-                            rows[0].server,
-                            lambda c: c.v2_messages(session_id, MESSAGES),
-                            resync=False,
-                        )
-                        fetched["transcript"] = list(reversed(entries))
-                    except OcwatchError as exc:
-                        fetched["error"] = fetched["error"] or exc.message
+            await _fetch(fleet, session_id, fetched)
         finally:
             stop.set()
 
@@ -187,99 +224,121 @@ async def capture(
         for m in fleet.monitors:
             m.tap = None
         recorder.close()
-    view = fleet.current()
-    rows = view.find(session_id)
+    return fetched
+
+
+async def _fetch(fleet: Fleet, session_id: str, fetched: _Fetched) -> None:
+    """Into `fetched`: the session's last messages, and on a V2 server its transcript's
+    entries as they are (a failure is said in `fetched.error`, the first one kept)."""
+    rows = fleet.current().find(session_id)
     if not rows:
-        down = [s for s in view.servers if not s.reachable]
-        if down and len(down) == len(view.servers):
-            raise OcwatchError(down[0].error or f"{down[0].url}: unreachable")
-        raise OcwatchError(f"session {session_id} is on none of the watched servers")
+        return
     row = rows[0]
-    server = next(s for s in view.servers if s.url == row.server)
-    messages, with_error = fetched["messages"], fetched["error"]
-    index = next(i for i, m in enumerate(fleet.monitors) if m.url == row.server)
+    try:
+        fetched.messages = await fleet.act(
+            row.server,
+            lambda c: c.messages(session_id, limit=MESSAGES, directory=row.directory or None),
+            resync=False,
+        )
+    except OcwatchError as exc:
+        fetched.error = exc.message
+    if fleet.protocol_of(row.server) != "v2":
+        return
+    try:
+        entries = await fleet.act(
+            row.server, lambda c: c.v2_messages(session_id, MESSAGES), resync=False
+        )
+        fetched.transcript = list(reversed(entries))
+    except OcwatchError as exc:
+        fetched.error = fetched.error or exc.message
+
+
+def _row_of(view: View, session_id: str) -> SessionRow:
+    """The session's row (OcwatchError: no server could be read, or none has it)."""
+    rows = view.find(session_id)
+    if rows:
+        return rows[0]
+    down = [s for s in view.servers if not s.reachable]
+    if down and len(down) == len(view.servers):
+        raise OcwatchError(down[0].error or f"{down[0].url}: unreachable")
+    raise OcwatchError(f"session {session_id} is on none of the watched servers")
+
+
+def _server_json(server: ServerInfo) -> dict[str, Any]:
+    """The report's `server`: which server, and how its stream went."""
+    return {
+        "url": server.url,
+        "name": server.label,
+        "version": server.version,
+        "protocol": server.protocol,
+        "stream": server.stream,
+        "reconnects": server.reconnects,
+        "skipped_events": server.skipped_events,
+        "unknown_events": server.unknown_events,
+    }
+
+
+def _fact_sources(fleet: Fleet, row: SessionRow) -> list[dict[str, Any]]:
+    """Where each of the row's facts came from (snapshot or event), and when."""
+    raw = fleet.raw(row.key)
+    return [
+        {"fact": fact, "source": source, "at": iso(at) if at is not None else None}
+        for fact, source, at in (raw.sources if raw is not None else ())
+    ]
+
+
+def _recorded(
+    recording: Path, index: int, session_id: str
+) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """What server `index` said about the session in the recording: the events about it
+    (streamed tokens left out: noise), and its status, permission and question entries as the
+    server sent them (the last answer wins)."""
+    from ..record.format import read
+
     events: list[dict[str, Any]] = []
     entries: dict[str, Any] = {"status": None, "permissions": [], "questions": []}
     _header, records = read(recording)
     for rec in records:
         if rec.server != index:
             continue
-        streamed = '"message.part.delta"' in rec.data.get("d", "")[:300]  # tokens: noise
-        if rec.kind == "frame" and not streamed and about(rec.data["d"], session_id):
-            try:
-                data: Any = text.loads(rec.data["d"])
-            except ValueError:
-                data = rec.data["d"]
-            events.append({"at": iso(rec.t), "frame": data})
+        if rec.kind == "frame":
+            event = _event(rec.data["d"], session_id)
+            if event is not None:
+                events.append({"at": iso(rec.t), "frame": event})
         elif rec.kind == "http" and rec.data.get("st") == 200 and "b" in rec.data:
-            route = rec.data["p"]
+            route, body, at = rec.data["p"], rec.data["b"], iso(rec.t)
             if route in _V2_ENTRIES:
-                _v2_entry(entries, route, rec.data["b"], iso(rec.t), session_id)
+                _v2_entry(entries, route, body, at, session_id)
             elif route.endswith(("/session/status", "/permission", "/question")):
-                try:
-                    body = text.loads(rec.data["b"])
-                except ValueError:
-                    continue
-                if (
-                    route.endswith("/session/status")
-                    and isinstance(body, dict)
-                    and (session_id in body)
-                ):
-                    entries["status"] = {"at": iso(rec.t), "entry": body[session_id]}
-                elif isinstance(body, list):
-                    kind = "permissions" if route.endswith("/permission") else "questions"
-                    mine = [
-                        e for e in body if isinstance(e, dict) and e.get("sessionID") == session_id
-                    ]
-                    if mine:
-                        entries[kind] = [{"at": iso(rec.t), "entry": e} for e in mine]
-    timeline = [transition_json(t) for t in fleet.history(row.key)]
-    raw = fleet.raw(row.key)
-    sources = [
-        {"fact": fact, "source": source, "at": iso(at) if at is not None else None}
-        for fact, source, at in (raw.sources if raw is not None else ())
-    ]
-    evidence: dict[str, list[str]] = {}
-    if redacted:
-        monitor = fleet.monitor(row.server)
-        assert monitor is not None
-        wanted = [row, *(r for r in view.rows.values() if r.parent_id == session_id)]
-        evidence = redacted_evidence(monitor, view, wanted, settings)
-    bundle: dict[str, Any] = {
-        "format": FORMAT,
-        "version": VERSION,
-        "generated_at": iso(view.generated_at),
-        "ocwatch": __version__,
-        "server": {
-            "url": server.url,
-            "name": server.label,
-            "version": server.version,
-            "protocol": server.protocol,
-            "stream": server.stream,
-            "reconnects": server.reconnects,
-            "skipped_events": server.skipped_events,
-            "unknown_events": server.unknown_events,
-        },
-        "captured_for_seconds": seconds,
-        "session": row.to_json(),
-        "children": [
-            r.to_json()
-            for r in view.rows.values()
-            if r.parent_id == session_id and r.server == row.server
-        ],
-        "timeline": timeline,
-        "fact_sources": sources,
-        "messages": messages,
-        # V2: the transcript's entries as the server gave them (typed: user, assistant with its
-        # content, idle with its outcome, ...); `messages` is what ocwatch read of them
-        **({"transcript": fetched["transcript"]} if fetched["transcript"] is not None else {}),
-        "messages_error": with_error,
-        "server_entries": entries,
-        "events": events[-EVENTS:],
-        "drift_examples": list(server.drift_examples),
-        "redacted": redacted,
-    }
-    return redact_bundle(bundle, evidence) if redacted else bundle
+                _v1_entry(entries, route, body, at, session_id)
+    return events, entries
+
+
+def _event(frame: str, session_id: str) -> Any:
+    """A recorded event frame about the session, parsed (as it is when it is not JSON); None:
+    it is not about it, or it streams tokens."""
+    if '"message.part.delta"' in frame[:300] or not about(frame, session_id):
+        return None
+    try:
+        return text.loads(frame)
+    except ValueError:
+        return frame
+
+
+def _v1_entry(entries: dict[str, Any], route: str, body: str, at: str | None, sid: str) -> None:
+    """What one recorded V1 answer (session status, permissions, questions) says of the
+    session, as it said it (the last one wins)."""
+    try:
+        data = text.loads(body)
+    except ValueError:
+        return
+    if route.endswith("/session/status") and isinstance(data, dict) and sid in data:
+        entries["status"] = {"at": at, "entry": data[sid]}
+    elif isinstance(data, list):
+        kind = "permissions" if route.endswith("/permission") else "questions"
+        mine = [e for e in data if isinstance(e, dict) and e.get("sessionID") == sid]
+        if mine:
+            entries[kind] = [{"at": at, "entry": e} for e in mine]
 
 
 #: V2 routes whose answers hold a session's raw entries: its place in the active list, its open
