@@ -16,7 +16,7 @@ from ..core.outcome import Outcome, outcome
 from ..core.settings import Auth, Settings
 from ..core.targets import Servers
 from ..core.text import literal
-from ..core.view import ServerInfo, SessionRow
+from ..core.view import ServerInfo, SessionRow, View
 from .output import pipe_safe, say
 
 #: How long the server may stay unreachable mid-wait (a restart) before `wait` gives up.
@@ -68,72 +68,92 @@ async def wait_many(
     A session is looked for on every server. `--timeout` bounds the whole wait, the first look
     at the servers included; `--timeout 0` looks once (bounded by the request timeout). Sessions
     still open at the end get ExitCode.TIMEOUT; a server unreachable for longer than
-    UNREACHABLE_PATIENCE gives ExitCode.USAGE to the sessions it holds (or might hold)."""
-    settings = servers.settings
+    UNREACHABLE_PATIENCE gives ExitCode.USAGE to the sessions it holds (or might hold).
+
+    The steps: the first look at every server (`_first_read`), then, at each change of the
+    fleet, each open session looked up again (`_look`) until they have settled."""
     fleet = Fleet.of_servers(servers, keeper=servers.keeper(lambda text: say("wait", text)))
     outcomes = {sid: Awaited(sid) for sid in dict.fromkeys(session_ids)}
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
-    loop = asyncio.get_running_loop()
-    deadline = None if timeout is None else loop.time() + timeout
-    first_look = None if timeout is None else (timeout or settings.request_timeout)
+    deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     try:
-        pending = await first_looks(fleet, task, first_look)
-        read = fleet.current().servers  # what the monitors published, as every reader sees
-        if not any(s.first_snapshot for s in read):
-            if pending:
-                return _close(
-                    outcomes, ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
-                )
-            why = "; ".join(_why(s) for s in read) or NO_SERVER
-            return _close(outcomes, ExitCode.USAGE, why)
+        failed = await _first_read(fleet, task, timeout, servers.settings)
+        if failed is not None:
+            return _close(outcomes, *failed)
         if on_ready is not None:
             on_ready()
         while True:
             changed.clear()
             view = fleet.current()
             now = time.time()
-            by_url = {s.url: s for s in view.servers}
-            down = [s for s in view.servers if not s.reachable]
-            for sid, out in outcomes.items():
-                if out.code is not None:
-                    continue
-                found = view.find(sid)
-                row = found[0] if found else None
-                info = by_url.get(row.server) if row is not None else None
-                if row is not None and info is not None and info.reachable:
-                    out.row, out.message = row, None
-                    out.code = exit_code_for(row)
-                    continue
-                if row is not None:
-                    out.row = row
-                if not down:
-                    out.code = ExitCode.USAGE
-                    urls = ", ".join(s.url for s in view.servers)
-                    out.message = f"unknown session {sid} on {urls}"
-                    continue
-                # on (or maybe on) a server that cannot be read now: wait for it, a while
-                holders = [info] if info is not None else down
-                since = min((s.error_since or now) for s in holders)
-                out.message = "; ".join(_why(s) for s in holders)
-                gave_up = now - since > UNREACHABLE_PATIENCE
-                if gave_up or not any(s.first_snapshot for s in holders):
-                    out.code = ExitCode.USAGE
-                    if gave_up:
-                        out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
+            for out in outcomes.values():
+                if out.code is None:
+                    _look(out, view, now)
             settled = [o for o in outcomes.values() if o.code is not None]
             if len(settled) == len(outcomes) or (any_ and settled):
                 return list(outcomes.values())
             # woken by the stream; the short timer only re-evaluates grace deadlines locally
-            stop = await next_change(changed, task, deadline, timeout, 0.5 if not down else 1.0)
+            wake = 0.5 if all(s.reachable for s in view.servers) else 1.0
+            stop = await next_change(changed, task, deadline, timeout, wake)
             if stop is not None:
                 return _close(outcomes, *stop)
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+async def _first_read(
+    fleet: Fleet, task: asyncio.Task[None], timeout: float | None, settings: Settings
+) -> tuple[ExitCode, str] | None:
+    """The first look at every server (`--timeout` bounds it; 0: one request's timeout); why
+    to stop when no server could be read: none answered in time (TIMEOUT) or each said why
+    not (USAGE). None: at least one was read."""
+    first_look = None if timeout is None else (timeout or settings.request_timeout)
+    pending = await first_looks(fleet, task, first_look)
+    read = fleet.current().servers  # what the monitors published, as every reader sees
+    if any(s.first_snapshot for s in read):
+        return None
+    if pending:
+        return ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
+    return ExitCode.USAGE, "; ".join(_why(s) for s in read) or NO_SERVER
+
+
+def _look(out: Awaited, view: View, now: float) -> None:
+    """Look for an open session in the View: its row on a readable server gives its exit code
+    once it has settled; on no server while every server is read, it is unknown (USAGE); on
+    (or maybe on) a server that cannot be read now, it waits for that server a while."""
+    found = view.find(out.session_id)
+    row = found[0] if found else None
+    info = {s.url: s for s in view.servers}.get(row.server) if row is not None else None
+    if row is not None and info is not None and info.reachable:
+        out.row, out.message = row, None
+        out.code = exit_code_for(row)
+        return
+    if row is not None:
+        out.row = row
+    down = [s for s in view.servers if not s.reachable]
+    if not down:
+        out.code = ExitCode.USAGE
+        urls = ", ".join(s.url for s in view.servers)
+        out.message = f"unknown session {out.session_id} on {urls}"
+        return
+    _unreadable(out, [info] if info is not None else down, now)
+
+
+def _unreadable(out: Awaited, holders: Sequence[ServerInfo], now: float) -> None:
+    """A session on (or maybe on) servers that cannot be read now: said why; USAGE when they
+    were never read, or have not been for UNREACHABLE_PATIENCE (else it waits for them)."""
+    since = min((s.error_since or now) for s in holders)
+    out.message = "; ".join(_why(s) for s in holders)
+    gave_up = now - since > UNREACHABLE_PATIENCE
+    if gave_up or not any(s.first_snapshot for s in holders):
+        out.code = ExitCode.USAGE
+        if gave_up:
+            out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
 
 
 async def next_change(
