@@ -20,7 +20,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from . import text, tls
 from .exitcodes import ExitCode
 from .models import Session
-from .quick import QuickGet, Stalled
+from .quick import QuickGet, Stalled, head_text
 from .settings import Auth
 from .tap import KEPT_HEADERS, SNAPSHOT, Tap
 
@@ -487,7 +487,7 @@ class Client:
             seen: dict[bytes, bytes] = {}
             got = await self._quick_get(target, seen)
             if got is not None:
-                return got, {k.decode("latin-1"): _header_text(v) for k, v in seen.items()}
+                return got, head_text(seen)
         return await self.request_with_headers("GET", path, params=params)
 
     async def _get(self, path: str, params: dict[str, Any] | None = None) -> Any:
@@ -846,14 +846,6 @@ def _message_query(limit: int | None, directory: str | None) -> str:
     if directory:
         params["directory"] = directory
     return urlencode(params, quote_via=quote)
-
-
-def _header_text(value: bytes) -> str:
-    """A header's value as httpx reads it: UTF-8 when it is, else latin-1."""
-    try:
-        return value.decode("utf-8")
-    except UnicodeDecodeError:
-        return value.decode("latin-1")
 
 
 def _v2_data(data: Any, url: str, path: str) -> Any:

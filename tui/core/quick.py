@@ -27,7 +27,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import re
-from collections.abc import Generator
+from collections.abc import Generator, Mapping
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -86,12 +86,15 @@ def _parse(buf: bytearray, max_body: int, seen: dict[bytes, bytes] | None = None
             headers[name] = value.strip()
         if seen is not None:
             seen.update(headers)
-        if b"json" not in headers.get(b"content-type", b"") or headers.get(
-            b"content-encoding", b"identity"
-        ) not in (b"identity", b""):
+        ctype = headers.get(b"content-type", b"")
+        if b"json" not in ctype or b"html" in ctype:  # (html: the usual way says HTML)
+            raise _Unclean
+        if headers.get(b"content-encoding", b"identity") not in (b"identity", b""):
             raise _Unclean
         reusable = version == b"HTTP/1.1" and headers.get(b"connection", b"").lower() != b"close"
         coding = headers.get(b"transfer-encoding")
+        if coding is not None and b"content-length" in headers:
+            raise _Unclean  # a length told two ways
         if coding is not None:
             if coding.lower() != b"chunked":
                 raise _Unclean
@@ -218,6 +221,20 @@ class _Conn(asyncio.Protocol):
         self.ended = True
         if self.transport is not None:
             self.transport.abort()
+
+
+def head_text(headers: Mapping[bytes, bytes]) -> dict[str, str]:
+    """An answer's headers as text, read as httpx reads a head (httpx.Headers.encoding): one
+    encoding for all of it, UTF-8 when every name and value is UTF-8 (ASCII is), else latin-1."""
+    try:
+        for name, value in headers.items():
+            name.decode("utf-8")
+            value.decode("utf-8")
+    except UnicodeDecodeError:
+        encoding = "latin-1"
+    else:
+        encoding = "utf-8"
+    return {name.decode(encoding): value.decode(encoding) for name, value in headers.items()}
 
 
 class QuickGet:
