@@ -8,18 +8,26 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import PurePath
 
 from rich.cells import cell_len, set_cell_size
 
+from tui.core import words
 from tui.core.text import lines_of
 from tui.core.text import literal as _literal  # one escaping for the dashboard and the CLI
-from tui.core.view import REASONS, STATES, Reason, SessionRow, State, ago
+from tui.core.view import REASONS, STATES, SessionRow, ago
 from tui.core.view import attention_rank as attention_rank  # shared with the CLI
 from tui.core.view import duration as duration  # shared with the CLI
 from tui.core.view import duration_next as duration_next
+from tui.core.words import REASON_GLYPH as REASON_GLYPH
+from tui.core.words import REASON_LOOK as REASON_LOOK
+from tui.core.words import STALE_GLYPH as STALE_GLYPH
+from tui.core.words import STALE_LOOK as STALE_LOOK
+from tui.core.words import STALE_WORD as STALE_WORD
+from tui.core.words import STATE_GLYPH as STATE_GLYPH
+from tui.core.words import STATE_LOOK as STATE_LOOK
+from tui.core.words import Look as Look
 
 #: Characters of one server text the dashboard lays out at most (a title, a folder, an error, a
 #: command): one of megabytes made every repaint wrap all of it (issue 40: a 10 MB title took
@@ -45,59 +53,12 @@ def literal_lines(text: str | None) -> list[str]:
     return [_literal(line) for line in lines_of(text)]
 
 
-@dataclass(frozen=True, slots=True)
-class Look:
-    """How a state, an idle reason or the stale flag is shown, on every screen: a glyph (so
-    nothing depends on colour alone), a word, the theme variable that colours it (without `$`),
-    what it means (the help's legend), and the colour of Textual's colour system that variable
-    takes in a theme that does not set it (e.g. Textual's own themes)."""
-
-    glyph: str
-    word: str
-    variable: str
-    meaning: str
-    fallback: str
-
-
-#: The one presentation table: each state, in the View's order (view.STATES)...
-STATE_LOOK: dict[State, Look] = {
-    "busy": Look("●", "busy", "state-busy", "running (the server says busy)", "primary"),
-    "retry": Look("↻", "retry", "state-retry", "the provider failed; retrying", "warning"),
-    "input": Look(
-        "?", "input", "state-input", "waiting for you: a permission or a question", "accent"
-    ),
-    "idle": Look("○", "idle", "state-idle", "idle, nothing ran yet", "success"),
-    "unknown": Look(
-        "◌",
-        "unknown",
-        "state-unknown",
-        "the facts contradict idle (e.g. interrupted)",
-        "foreground-muted",
-    ),
-}
-#: ...each reason an idle or unknown row gives (its glyph replaces the state's)...
-REASON_LOOK: dict[Reason, Look] = {
-    "completed": Look("✓", "idle", "state-idle", "idle, the run completed", "success"),
-    "aborted": Look("⊘", "idle", "state-idle", "idle, the run was aborted", "success"),
-    "error": Look("✗", "idle", "state-error", "idle, the run failed (an error)", "error"),
-    "interrupted": Look(
-        "◌",
-        "unknown",
-        "state-unknown",
-        "the run was cut off (server restart or crash?)",
-        "foreground-muted",
-    ),
-}
-#: ...and the stale flag of a busy row whose run visibly ended.
-STALE_LOOK = Look(
-    "⚠", "STALE", "state-stale", "the server says busy, but the run visibly ended", "secondary"
-)
+#: The states' glyphs and words live in tui.core.words (one vocabulary for the dashboard, the
+#: CLI and the metrics); the dashboard reads them through here.
 assert tuple(STATE_LOOK) == STATES and tuple(REASON_LOOK) == REASONS  # one vocabulary
+state_glyph = words.glyph
+state_label = words.label
 
-STATE_GLYPH = {state: look.glyph for state, look in STATE_LOOK.items()}
-REASON_GLYPH = {reason: look.glyph for reason, look in REASON_LOOK.items()}
-STALE_GLYPH = STALE_LOOK.glyph
-STALE_WORD = STALE_LOOK.word
 #: Every theme variable a state is coloured with (`$state-busy`, ... `$state-error`, ...), with
 #: the colour it falls back to in a theme that does not set it.
 THEME_FALLBACKS = {
@@ -114,18 +75,6 @@ STATE_FILTERS = ("all", *STATE_LOOK, "stale", "active")
 you or runs)."""
 #: The `active` filter: what needs you or runs (an idle row is neither)
 ACTIVE_STATES = frozenset({"input", "busy", "retry", "unknown"})
-
-
-def state_glyph(row: SessionRow) -> str:
-    """The glyph for a row: the state's, or the reason's for idle and unknown rows."""
-    if row.state in ("idle", "unknown") and row.reason in REASON_GLYPH:
-        return REASON_GLYPH[row.reason]
-    return STATE_GLYPH.get(row.state, "·")
-
-
-def state_label(row: SessionRow) -> str:
-    """Glyph and word, e.g. `● busy`, `✓ idle`, `✗ idle`, `◌ unknown`."""
-    return f"{state_glyph(row)} {row.state}"
 
 
 def state_variable(row: SessionRow) -> str:

@@ -12,6 +12,7 @@ import unicodedata
 from collections.abc import Iterator
 from typing import TextIO
 
+from ..core import words
 from ..core.text import literal
 from ..core.view import SessionRow, View, attention_rank, duration
 
@@ -36,15 +37,6 @@ def say(prefix: str, text: str, file: TextIO | None = None) -> None:
     newlines: they are shown as characters, on this one line)."""
     head = f"ocwatch {prefix}" if prefix else "ocwatch"
     print(f"{head}: {literal(text, escapes=True)}", file=file or sys.stderr, flush=True)
-
-
-def state_word(row: SessionRow) -> str:
-    word: str = row.state
-    if row.reason:
-        word += f" ({row.reason})"
-    if row.stale:
-        word += " STALE"
-    return word
 
 
 def tree_order(rows: list[SessionRow]) -> list[tuple[int, SessionRow]]:
@@ -115,7 +107,7 @@ def render_table(view: View, now: float | None = None) -> str:
         held = duration(now - r.since if r.since else None, unknown="-")
         table.append(
             (
-                state_word(r),
+                words.line(r),
                 held,
                 literal(r.id, escapes=True),
                 _clip(title, 40),

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
-from ..core import text
+from ..core import text, words
 from ..core.exitcodes import ExitCode
 from ..core.text import literal
 from ..core.view import View, count_states, loaded, waiting_requests
@@ -75,19 +75,21 @@ def tmux_line(view: View) -> str:
     status bar."""
     counts = count_states(view.rows.values())
     parts = []
+    waiting = waiting_requests(view.rows.values()) if counts["input"] else 0
+    glyph_of = words.STATE_GLYPH
     for glyph, n, colour in (
-        ("?", waiting_requests(view.rows.values()) if counts["input"] else 0, "yellow"),
-        ("⚠", counts["stale"], "red"),
-        ("↻", counts["retry"], "magenta"),
-        ("◌", counts["unknown"], "colour245"),
-        ("●", counts["busy"] - counts["stale"], "cyan"),
+        (glyph_of["input"], waiting, "yellow"),
+        (words.STALE_GLYPH, counts["stale"], "red"),
+        (glyph_of["retry"], counts["retry"], "magenta"),
+        (glyph_of["unknown"], counts["unknown"], "colour245"),
+        (glyph_of["busy"], counts["busy"] - counts["stale"], "cyan"),
     ):
         if n:
             parts.append(f"#[fg={colour}]{glyph} {n}#[default]")
     down = sum(not s.reachable for s in view.servers)
     if down:
-        parts.append(f"#[fg=red,bold]✗ {down} down#[default]")
-    return " ".join(parts) if parts else "○ idle"
+        parts.append(f"#[fg=red,bold]{words.DOWN_GLYPH} {down} down#[default]")
+    return " ".join(parts) if parts else f"{glyph_of['idle']} idle"
 
 
 def print_view(view: View, form: str) -> int:

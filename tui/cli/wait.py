@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..core import text
+from ..core import text, words
 from ..core.exitcodes import ExitCode, worst
 from ..core.fleet import Fleet
 from ..core.outcome import Outcome, outcome
@@ -277,7 +277,7 @@ def report_many(outs: Sequence[Awaited], any_: bool, as_json: bool) -> int:
             for o in outs:
                 print(
                     f"{literal(o.session_id, escapes=True)}: "
-                    + (_word(o.row) if o.row is not None else "not found")
+                    + (words.waited(o.row) if o.row is not None else "not found")
                     + ("" if o.code is not None else " (still waiting)")
                     + (f" [exit {o.code}]" if o.code is not None else "")
                 )
@@ -285,15 +285,6 @@ def report_many(outs: Sequence[Awaited], any_: bool, as_json: bool) -> int:
         if o.message and o.code not in (None, ExitCode.COMPLETED):
             say("wait", f"{o.session_id}: {o.message}")
     return code
-
-
-def _word(row: SessionRow) -> str:
-    word = row.state + (f" ({row.reason})" if row.reason else "")
-    if row.stale:
-        word += f"; run {row.ended or 'ended'}, but the server still reports busy (stale)"
-    elif row.state == "idle" and row.reason is None:
-        word += "; it has never run"
-    return word
 
 
 def report(code: int, row: SessionRow | None, message: str | None, as_json: bool) -> int:
@@ -307,7 +298,7 @@ def report(code: int, row: SessionRow | None, message: str | None, as_json: bool
             }
             print(text.dumps(out, indent=2))
         elif row is not None:  # its last state, also when it timed out
-            print(f"{literal(row.id, escapes=True)}: {_word(row)}")
+            print(f"{literal(row.id, escapes=True)}: {words.waited(row)}")
             for p in row.pending:
                 print(
                     f"  waiting for: {literal(p.summary, escapes=True)} "

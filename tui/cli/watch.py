@@ -14,13 +14,13 @@ import sys
 from collections.abc import Callable, Collection, Iterable
 from typing import Any, TextIO
 
-from ..core import text
+from ..core import text, words
 from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
-from .output import say, state_word, stop_on_signals
+from .output import say, stop_on_signals
 from .wait import NO_SERVER, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
@@ -57,8 +57,8 @@ def transition_text(tr: Transition, with_server: bool) -> str:
     """One readable line: time, session, from -> to, title (shown literally)."""
     row = tr.after or tr.before
     assert row is not None
-    before = state_word(tr.before) if tr.before is not None else "new"
-    after = state_word(tr.after) if tr.after is not None else "deleted"
+    before = words.line(tr.before) if tr.before is not None else "new"
+    after = words.line(tr.after) if tr.after is not None else "deleted"
     line = (
         f"{iso(tr.at)}  {literal(row.id, escapes=True)}  {before} -> {after}  "
         f"{literal(row.title or '', escapes=True)}"

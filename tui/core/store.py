@@ -21,6 +21,7 @@ from .outcome import Outcome, outcome
 from .settings import Settings
 from .snapshot import Snapshot
 from .view import SessionRow, running
+from .words import drifted as _word
 
 Key = tuple[str, str]
 Rows = dict[Key, SessionRow]
@@ -236,15 +237,6 @@ def _last_ids(
             msg = merge_message(msg, facts, sid)
         out[sid] = msg.info.id if msg is not None else None
     return out
-
-
-def _word(row: SessionRow) -> str:
-    return (
-        row.state
-        + (f"/{row.reason}" if row.reason else "")
-        + (" (stale)" if row.stale else "")
-        + (f" ({row.settling})" if row.settling else "")
-    )
 
 
 def _ids(snap: Snapshot) -> Iterator[str]:

@@ -11,6 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, Literal, NamedTuple, get_args
 
 from .models import PermissionRequest, QuestionRequest
+from .words import was
 
 #: A session's state (docs/STATES.md), and an idle (or unknown) row's reason: the one vocabulary.
 State = Literal["busy", "retry", "input", "idle", "unknown"]
@@ -89,10 +90,8 @@ class LastKnown(NamedTuple):
     stale: bool
 
     def said(self) -> str:
-        """`busy`, `busy, stale`, `idle (completed)`."""
-        if self.stale:
-            return f"{self.state}, stale"
-        return f"{self.state} ({self.reason})" if self.reason else self.state
+        """`busy`, `busy, stale`, `idle (completed)` (words.was)."""
+        return was(self.state, self.reason, self.stale)
 
 
 @dataclass(slots=True)

@@ -26,6 +26,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
+from ..core import words
 from ..core.outcome import Outcome, outcome
 from ..core.text import plain
 from ..core.view import (
@@ -74,14 +75,6 @@ def run_label(row: SessionRow) -> str:
 KINDS: tuple[str, ...] = ("permission", "question")
 
 Key = tuple[str, str]
-
-
-def state_word(row: SessionRow | None, missing: str) -> str:
-    """A transition's end as a label value: the state, `stale` for a busy row flagged stale,
-    `missing` (`none` before first sight, `gone` after deletion)."""
-    if row is None:
-        return missing
-    return "stale" if row.stale else row.state
 
 
 @dataclass(slots=True)
@@ -151,7 +144,7 @@ class Metrics(Collector):
             for tr in changes.transitions if changes is not None else ():
                 server = names.get(tr.key[0], tr.key[0])
                 before, after = tr.before, tr.after
-                edge = (server, state_word(before, "none"), state_word(after, "gone"))
+                edge = (server, words.metric(before, "none"), words.metric(after, "gone"))
                 self._transitions[edge] = self._transitions.get(edge, 0) + 1
                 self._run_edge(tr.key, server, before, after, tr.at)
                 self._wait_edge(tr.key, server, before, after, tr.at)

@@ -436,7 +436,9 @@ class DetailScreen(ViewScreen):
                     (fmt.state_label(c), f"${fmt.state_variable(c)}"),
                     "  ",
                     fmt.literal(c.title) or c.id,
-                    ("  ⚠ STALE", "$state-stale bold") if c.stale else "",
+                    (f"  {fmt.STALE_GLYPH} {fmt.STALE_WORD}", "$state-stale bold")
+                    if c.stale
+                    else "",
                 ),
                 id=f"{c.server}\x1f{c.id}",
             )

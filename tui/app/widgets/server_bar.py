@@ -5,6 +5,7 @@ from __future__ import annotations
 from textual.content import Content
 
 from tui.core.view import ServerInfo, View, loaded
+from tui.core.words import DOWN_GLYPH
 
 from .. import format as fmt
 from .live_static import LiveStatic
@@ -14,8 +15,8 @@ HEALTH = {
     "connected": ("●", "connected", "$state-idle"),
     "stalled": ("◐", "stalled", "$state-retry"),
     "reconnecting": ("↻", "reconnecting", "$state-retry"),
-    "unreachable": ("✗", "unreachable", "$state-error"),
-    "foreign": ("✗", "not OpenCode", "$state-error"),  # it answers, but speaks no protocol
+    "unreachable": (DOWN_GLYPH, "unreachable", "$state-error"),
+    "foreign": (DOWN_GLYPH, "not OpenCode", "$state-error"),  # it answers, but speaks no protocol
     "connecting": ("…", "connecting", "$foreground-muted"),
 }
 
