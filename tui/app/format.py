@@ -30,8 +30,8 @@ from tui.core.words import STATE_LOOK as STATE_LOOK
 from tui.core.words import Look as Look
 
 #: Characters of one server text the dashboard lays out at most (a title, a folder, an error, a
-#: command): one of megabytes made every repaint wrap all of it (issue 40: a 10 MB title took
-#: 30 s to show and 13 s a key). The whole text stays in `status --json` and `report`.
+#: command): one of megabytes made every repaint wrap all of it (issue 40: such a title froze
+#: the dashboard). The whole text stays in `status --json` and `report`.
 SHOWN_MAX = 4096
 
 

@@ -783,8 +783,9 @@ def entry() -> None:  # pragma: no cover - the process's own exit
     """The `ocwatch` program: run the command, flush what it printed, and exit at once.
 
     The answer is out by then (and a dashboard has restored the terminal), so the interpreter's
-    teardown (freeing every module, pydantic's schemas among them: ~100 ms) is skipped: a
-    script that waits on `ocwatch wait` learns the exit code as soon as it is known."""
+    teardown (freeing every module, pydantic's schemas among them, one object at a time) is
+    skipped: a script that waits on `ocwatch wait` learns the exit code as soon as it is
+    known."""
     try:
         code = main()
     except SystemExit as stop:  # argparse: --help, --version, a usage error

@@ -39,8 +39,8 @@ MAX_LISTING = 256 * 2**20
 def no_tls() -> ssl.SSLContext:
     """The TLS context of a client that never speaks TLS (plain http, no proxy: httpx does not
     follow redirects here): strict, and trusting no certificate, so any TLS it were asked for
-    would fail closed. It spares the ~30 ms of loading the system's trusted certificates that
-    httpx's default costs every `status` and `wait`."""
+    would fail closed. It spares loading the system's trusted certificates, which httpx's
+    default does for every client of every `status` and `wait`."""
     return ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies peers and host names by default
 
 
@@ -181,8 +181,8 @@ def _short(exc: BaseException) -> str:
 class Client:
     """Thin async wrapper over the v1 API. Every method raises OcwatchError, nothing else.
 
-    A plain-http server's GETs are read the quick way first (tui.core.quick); httpx, a third of
-    `ocwatch status`'s start-up, is imported and its client made only when something needs it:
+    A plain-http server's GETs are read the quick way first (tui.core.quick); httpx, whose import
+    is much of `ocwatch status`'s start-up, is imported and its client made only when needed:
     an answer that is not a clean 200 JSON one (it is asked again and said exactly), the event
     stream, an action, https, a proxy, a test's transport or a recording."""
 
@@ -216,7 +216,7 @@ class Client:
         self._made = (auth, trust_env, transport, plain)  # what the httpx client is made of
         self._http: httpx.AsyncClient | None = None
         self._closed = False
-        # GETs read on plain kept-alive connections (a thirtieth of httpx's cost each,
+        # GETs read on plain kept-alive connections (far cheaper than through httpx,
         # tui.core.quick); not through a test's or a replay's transport, nor while recording
         self._quick = (
             QuickGet(self.url, auth, timeout=timeout, deadline=deadline, max_body=max_body)
@@ -841,7 +841,7 @@ def _segment(value: str) -> str:
 @functools.lru_cache(maxsize=64)
 def _message_query(limit: int | None, directory: str | None) -> str:
     """The query of a last-message read: the same for every session of a folder (made once,
-    not once per session: urlencode costs ~20 us)."""
+    not once per session: urlencode is slow beside the rest of a quick read)."""
     params: dict[str, Any] = {} if limit is None else {"limit": limit}
     if directory:
         params["directory"] = directory

@@ -202,9 +202,9 @@ def load_config(
     file_data = _read_file(path, named, warnings)
     given = {key: environ[name] for key, name in ENV_NAMES.items() if environ.get(name)}
     if not file_data and set(given) <= {"discover"}:
-        # nothing to layer: the defaults, without importing pydantic-settings (~35 ms of every
-        # `status` and `wait` on a machine with no config); $OCWATCH_DISCOVER alone (scripts'
-        # and tests' `none`) is no layering either
+        # nothing to layer: the defaults, without importing pydantic-settings (a good part of
+        # the start of every `status` and `wait` where there is no config); $OCWATCH_DISCOVER
+        # alone (scripts' and tests' `none`) is no layering either
         data: dict[str, Any] = {}
         for key, raw in given.items():
             problem = _invalid(key, raw)

@@ -301,7 +301,7 @@ def _gather(
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
     SessionInputs made of it): the memo compares it as it is (or its fields before the claim
     times, for a row that reads none), and only a session decided anew needs the NamedTuple
-    (making one, and dropping it, cost ~1.6 us a session)."""
+    (making one goes through its Python-level `__new__`: a plain tuple does not)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}

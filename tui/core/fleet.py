@@ -146,8 +146,8 @@ class Fleet:
             if tr.after is None:
                 self._history.pop(tr.key, None)
                 continue
-            # a list, trimmed, not a deque(maxlen=...): a deque's first block costs ~600
-            # bytes, and most of 10,000 sessions have one or two transitions
+            # a list, trimmed, not a deque(maxlen=...): a deque allocates a block of 64 slots
+            # at once, and most sessions have one or two transitions
             kept = self._history.setdefault(tr.key, [])
             kept.append(tr)
             if len(kept) > self._history_limit:

@@ -5,11 +5,9 @@ reads are modelled. Times on the wire are epoch milliseconds; they stay millisec
 
 The models are frozen, slotted pydantic dataclasses rather than BaseModels. A monitor holds one
 Session and one last Message per session, and derive() reads them all on every snapshot; slotted
-objects keep their fields inline instead of in a per-object dict plus a fields-set. Measured on
-recorded real payloads (benchmarks/bench_parse.py, 10,000 of each): sessions parse in 50 ms
-instead of 137 ms and hold 4.8 MB instead of 23 MB; last messages 89 ms instead of 357 ms,
-9.4 MB instead of 48 MB. derive() over 10,000 sessions went from about 60 ms to 37 ms
-(benchmarks/bench_derive.py): fewer cache misses.
+objects keep their fields inline instead of in a per-object dict plus a fields-set, so they parse
+faster, hold a fraction of the memory, and derive() reads them with fewer cache misses
+(benchmarks/bench_parse.py and bench_derive.py; the figures are in docs/PERFORMANCE.md).
 """
 
 from __future__ import annotations
@@ -197,7 +195,7 @@ class ToolState(Wire):
     title: str | None = None
     error: str | None = None
     time: Any = None  # {start, end} epoch ms, not validated (a nested model, or a dict,
-    # made a message with tool parts parse 60 % slower); read through `ended`
+    # validated for every tool part, made messages parse much slower); read through `ended`
 
     @property
     def ended(self) -> float | None:

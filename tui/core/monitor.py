@@ -356,8 +356,8 @@ class ServerMonitor(Reflector):
                     self.stream_opened()
                     silence = self.heartbeat_timeout
                     # moved on by an event only once it would come sooner than `silence` after
-                    # it, then by `slack`: a timer rescheduled per event cost a heap push and a
-                    # cancelled handle each, a tenth of the stream's cost at 10,000 events/s
+                    # it, then by `slack`: a timer rescheduled per event costs a heap push and a
+                    # cancelled handle each, a noticeable share of the stream at a high rate
                     slack = min(1.0, silence / 10)
                     # two missed heartbeats: the stream is dead even if the socket is not
                     # (declared after `silence` to `silence + slack` without an event)

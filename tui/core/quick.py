@@ -1,9 +1,9 @@
 """Quick reads: plain JSON GETs on kept-alive connections, on the event loop.
 
 A first snapshot of a large server sends one `GET /session/{id}/message?limit=1` per session.
-Through httpx each costs about 1.3 ms of this process's CPU on loopback; through `http.client`
-about 0.1 ms, and through the few lines of HTTP/1.1 here 0.04 ms (`http.client` parses every
-answer's headers with the email package). So those reads go here, and only the clean case is
+Through httpx these reads would be most of the snapshot's CPU; through `http.client` much less,
+but it parses every answer's headers with the email package; through the few lines of HTTP/1.1
+here least (docs/PERFORMANCE.md). So those reads go here, and only the clean case is
 handled: an `http://` server, no proxy, an answer `200` with a JSON body in identity encoding,
 within the client's size limit and deadline. Anything else (an error status, HTML, a redirect,
 compression, a refused or lost connection) returns None, and the caller asks again through the
@@ -13,7 +13,7 @@ not made within it) or an answer not complete by the deadline raises `Stalled`, 
 caller says as the async client would have said it.
 
 Every snapshot GET of a plain-http server is read here first, so `ocwatch status` on a healthy
-server never imports httpx (about a third of the command's start-up).
+server never imports httpx (whose import is much of the command's start-up).
 
 The answer reader (`_parse`) does no I/O: it reads a buffer and asks for more by yielding, so
 the same reader serves a protocol on the event loop (`_Conn`, fed by `data_received`) and the

@@ -82,8 +82,8 @@ class MessageCache:
     # session id -> (its time.updated, last message, whether it was running when fetched, when
     # the snapshot that fetched it began)
     entries: dict[str, tuple[float, Message | None, bool, float]] = field(default_factory=dict)
-    # session id -> (a digest of the listed item, its Session): the digest, not the item (10,000
-    # listed items kept whole hold ~14 MB)
+    # session id -> (a digest of the listed item, its Session): the digest, not the item (the
+    # listed items kept whole would be a second copy of the whole listing, held for good)
     sessions: dict[str, tuple[bytes, Session]] = field(default_factory=dict)
     # V2: session id -> what its transcript's tail said besides its last turn (tui.core.
     # protocols.v2.snapshot: the run's idle marker, the retry it waits on)

@@ -186,8 +186,9 @@ def dumps(value: Any, **kw: Any) -> str:
     """JSON with readable non-ASCII text and every control or invisible character escaped.
 
     `indent=2` alone (what `status --json` prints) is written by `_indented`, byte for byte
-    what `json.dumps` writes, in a third of the time: the standard library indents with its
-    pure-Python encoder (its C encoder has no indentation), ~0.12 s for 10,000 sessions."""
+    what `json.dumps` writes, in a fraction of the time: the standard library indents with its
+    pure-Python encoder (its C encoder has no indentation), which a large fleet's status
+    waits on."""
     if kw.keys() == {"indent"} and kw["indent"] == 2:
         out = _indented(value)
     else:

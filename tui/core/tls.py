@@ -52,8 +52,8 @@ def context(ca_file: str | None, env: Mapping[str, str]) -> ssl.SSLContext:
 
 @functools.lru_cache(maxsize=8)
 def _load(cafile: str | None, capath: str | None, where: str) -> ssl.SSLContext:
-    """A verifying context (cached: loading a bundle costs ~30 ms, and the contexts are only
-    read once made)."""
+    """A verifying context (cached: loading a bundle parses every certificate in it, and the
+    contexts are only read once made)."""
     try:
         return ssl.create_default_context(cafile=cafile, capath=capath)
     except (OSError, ssl.SSLError, ValueError) as exc:

@@ -99,7 +99,8 @@ class SessionRow:
     """One session as the View shows it. Times are epoch seconds (float).
 
     Never mutated once derive() built it: treat it as immutable. (Not `frozen=True` only because
-    a frozen dataclass costs ten times as much to construct, and derive() builds thousands.)"""
+    a frozen dataclass sets each field through object.__setattr__ as it is constructed, and
+    derive() builds thousands.)"""
 
     __hash__ = None  # type: ignore[assignment]
 
@@ -240,7 +241,8 @@ class View:
     def __repr__(self) -> str:
         """Short: asyncio formats the repr of a finished task's result more than once as
         asyncio.run() returns (Python 3.11 restores the SIGINT handler through an Enum lookup
-        that formats its value), and every row's repr at 10,000 sessions took ~40 ms each time."""
+        that formats its value), and a long repr of every row of a large fleet each time would
+        hold the exit."""
         return (
             f"View(generated_at={self.generated_at!r}, servers={len(self.servers)}, "
             f"rows={len(self.rows)})"

@@ -90,7 +90,7 @@ class ReplayClient(Client):
 
     def __init__(self, url: str) -> None:
         # every answer comes from the recording, none from a socket: an offline transport (no
-        # connection pool, no TLS context to load: ~18 ms a client), and no quick reads
+        # connection pool, no TLS context to load for each server's client), and no quick reads
         super().__init__(url, transport=_OFFLINE)
         self.prefix = urlsplit(self.url).path
         #: per snapshot number: the answers come but not asked for yet, and the requests asked

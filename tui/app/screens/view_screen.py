@@ -22,8 +22,8 @@ class ViewScreen(Screen[None]):
 
     def follow_view(self) -> None:
         """Show the current View now and each new one as it comes (at once, in the pull that
-        publishes it: posted, it waited behind the screen's queued messages, ~12 ms under a
-        stream)."""
+        publishes it: posted, it would wait behind the screen's queued messages, which under a
+        stream are many)."""
         self.dashboard.view_changed.subscribe(self, self._on_view, immediate=True)
         self.show_view()
 

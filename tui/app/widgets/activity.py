@@ -167,7 +167,7 @@ class DetailsPane(StripView, can_focus=False):
 
     Drawn line by line (the line API of `ScrollView`): a new session or a new second of its
     running tool repaints the pane alone. As Statics, each change asked for a layout of the
-    whole screen, which paints the table again: a cursor move cost 10-30 ms more."""
+    whole screen, which paints the table again on every cursor move."""
 
     DEFAULT_CSS = """
     DetailsPane {

@@ -55,8 +55,8 @@ UNREAD_MARK = "• "
 
 class CellText(Text):
     """A table cell. Its column has a set width, so it opts out of Rich's measuring: DataTable
-    measures every cell of every row it takes in (about half the time of taking in 10,000
-    rows), for widths only auto-width columns use."""
+    measures every cell of every row it takes in (much of the time of taking in a large
+    table), for widths only auto-width columns use."""
 
     __rich_measure__ = None  # type: ignore[assignment]
 

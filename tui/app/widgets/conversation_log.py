@@ -26,7 +26,8 @@ from textual.visual import Visual
 from .strip_view import StripView
 
 BATCH = 40
-"""Blocks rendered per layout step (about 40 ms of work)."""
+"""Blocks rendered per layout step: a step stays short enough that keys and frames are served
+between steps while a long conversation is laid out."""
 
 
 @dataclass(frozen=True, slots=True)
