@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from tests.builders import SERVER, T0
 from tests.fakes import FakeAPI, wire_session
+from tui.cli.watch import transition_json
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
 from tui.core.view import SessionRow, TransitionFeed, View, transitions
@@ -280,6 +281,20 @@ def test_a_snapshot_that_confirms_the_journal_emits_nothing():
     a = transitions(None, View(T0, (), rows))
     again = {(SERVER, "s"): replace(rows[(SERVER, "s")], evidence=("from the snapshot",))}
     assert transitions(a.settled, View(T0 + 1, (), again)).transitions == []
+
+
+def test_a_transition_is_a_change_of_what_the_row_is_settled_as():
+    """(state, reason, stale) and nothing else (SessionRow.settled_as): the stale flag alone is
+    one; the time held, the evidence or the cost are not; `watch --json` says the three."""
+    busy = srow("s", "busy")
+    a = transitions(None, View(T0, (), {(SERVER, "s"): busy}))
+    later = replace(busy, since=T0 + 5, evidence=("x",), cost=1.0)
+    assert later.settled_as == busy.settled_as == ("busy", None, False)
+    assert transitions(a.settled, View(T0 + 1, (), {(SERVER, "s"): later})).transitions == []
+    stale = replace(busy, stale=True, ended="completed")
+    [tr] = transitions(a.settled, View(T0 + 1, (), {(SERVER, "s"): stale})).transitions
+    assert tr.before is busy and tr.after is stale
+    assert transition_json(tr)["to"] == {"state": "busy", "reason": None, "stale": True}
 
 
 async def test_busy_between_two_retry_attempts_stays_retry_across_a_snapshot():

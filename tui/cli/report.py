@@ -430,8 +430,7 @@ def redacted_evidence(
         except (ValueError, RecursionError):  # not made again from its redacted dump
             continue
         again = decide(bare, view.generated_at, settings).row
-        same = (again.state, again.reason, again.stale, again.settled)
-        if same == (row.state, row.reason, row.stale, row.settled):
+        if again.settled_as == row.settled_as and again.settled == row.settled:
             out[row.id] = list(again.evidence)
     return out
 

@@ -31,7 +31,8 @@ TICK = 1.0
 def _state(row: SessionRow | None) -> dict[str, Any] | None:
     if row is None:
         return None
-    return {"state": row.state, "reason": row.reason, "stale": row.stale}
+    state, reason, stale = row.settled_as  # (what a transition compares)
+    return {"state": state, "reason": reason, "stale": stale}
 
 
 def transition_json(tr: Transition) -> dict[str, Any]:

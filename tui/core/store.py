@@ -193,7 +193,7 @@ class ServerStore:
                         f"snapshot says {_word(row)}"
                     )
                 continue
-            if (old.state, old.reason, old.stale) != (row.state, row.reason, row.stale):
+            if old.settled_as != row.settled_as:
                 changed.append(f"{key[1]}: events said {_word(old)}, snapshot says {_word(row)}")
             elif (
                 outage is not None

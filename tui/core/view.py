@@ -27,6 +27,8 @@ REASONS: tuple[Reason, ...] = get_args(Reason)
 SETTLING: tuple[Settling, ...] = get_args(Settling)
 #: States in which a run goes on (and can be aborted): the stale flag aside.
 RUNNING: tuple[State, ...] = ("busy", "retry", "input")
+#: What a settled row is, as a transition compares it (SessionRow.settled_as)
+Identity = tuple[State, Reason | None, bool]
 
 
 def running(row: SessionRow | None) -> bool:
@@ -135,6 +137,14 @@ class SessionRow:
     @property
     def key(self) -> tuple[str, str]:
         return (self.server, self.id)
+
+    @property
+    def settled_as(self) -> Identity:
+        """What the row is, as a transition compares it: (state, reason, stale). A settled
+        row's change of it is a transition (`transitions`), of the snapshot against the
+        journal's row a drift (store.count_drift); its time, evidence, requests and the rest
+        may change without one."""
+        return (self.state, self.reason, self.stale)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -346,7 +356,7 @@ def _step(
             settled[key] = prev
         return
     settled[key] = row
-    if prev is None or (prev.state, prev.reason, prev.stale) != (row.state, row.reason, row.stale):
+    if prev is None or prev.settled_as != row.settled_as:
         out.append(Transition(key, prev, row, at))
     elif row.state == "input" and {p.id for p in row.pending} - {p.id for p in prev.pending}:
         asks.append(Transition(key, prev, row, at))
@@ -403,10 +413,8 @@ def attention_rank(row: SessionRow) -> int:
     """Lower is more urgent: input, stale busy, retry, unknown, busy, idle error/aborted/other,
     then rows whose last message is not read yet (a first snapshot loading: they claim nothing).
     The dashboard's state sort and the `status` table both order by it."""
-    if row.last_known is not None:  # (unreachable: it keeps its place)
-        state, reason, stale = row.last_known
-    else:
-        state, reason, stale = row.state, row.reason, row.stale
+    # (an unreachable server's row keeps its place: what it last was)
+    state, reason, stale = row.last_known or row.settled_as
     if stale:
         return 1
     if row.settling == "loading" and state == "unknown":
