@@ -458,10 +458,78 @@ class SessionTable(RowTable):
             self._sync_view(view, changes)
 
     def _sync_view(self, view: View, changes: list[Key] | None = None) -> None:
+        """Bring the table up to `view`, in steps: the columns for this width; which rows are
+        shown (`_match`) and their lines in tree order (`_lay_out`); the rows that left removed,
+        the rows that may have changed updated (`_update_rows`), the order set; the cursor kept
+        on its session; what the next sync compares with kept (`_remember`)."""
         cursor = self.cursor_key
         scroll = self.scroll_offset
         rebuilt = self._ensure_columns()
-        match = None
+        match = self._match(view)
+        multi = len({k[0] for k in view.rows}) > 1
+        same_context = (multi,) == self._shown_for
+        self._shown_for = (multi,)
+        # Only `changes` need a look when nothing else can have moved: the same columns and
+        # context, and no row's time cell moved since the last sync (at most once a second,
+        # every row is looked at again).
+        if changes is not None and (rebuilt or not same_context or not self._times_hold()):
+            changes = None
+        rows, changes = self._lay_out(view, match, changes)
+        self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
+        self._tick()
+        same_lines, wanted = self._wanted_lines()
+        # Same row object, same line, and its time cells still read the same (CellRenderer.
+        # until): the cells cannot have changed. So a refresh looks again only at the rows the
+        # View changed and those whose `3s ago` / `2m05s` moved this second, not at every row.
+        look_at: list[str] | None = None
+        if changes is not None and same_lines:
+            look_at = [row_key_str(key) for key in changes]
+        with self.app.batch_update():
+            gone = [] if look_at is not None else self._remove_gone(wanted)
+            self._update_rows(
+                wanted if look_at is None else look_at, wanted, rows, multi, same_context
+            )
+            if not same_lines or gone or rebuilt:
+                self._put_in_order(list(wanted), moved=bool(gone))
+            if rebuilt:
+                self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
+            if cursor is not None:
+                self._keep_cursor_on(cursor, scroll=rebuilt)
+        self._remember(view, wanted, multi, look_at)
+
+    def _tick(self) -> None:
+        """The clock second of this sync; when the clock stepped back, every row's times are
+        looked at again."""
+        if self._now < self._synced_at:
+            for was in self._cache.values():
+                was.until = 0.0
+        self._synced_at = self._now
+
+    def _wanted_lines(self) -> tuple[bool, dict[str, TreeLine]]:
+        """Whether `lines` are the last sync's (Layouts hands back its list while nothing a
+        layout reads changed: the same rows wanted, in the same order), and the lines by row
+        key."""
+        if self.lines is self._wanted_for and self._wanted is not None:
+            return True, self._wanted
+        return False, {row_key_str(line.key): line for line in self.lines}
+
+    def _remove_gone(self, wanted: Mapping[str, TreeLine]) -> list[str]:
+        """Remove the rows no longer shown; returns their keys."""
+        gone = [k for k in self.row_keys if k not in wanted]
+        for k in gone:
+            self._cache.pop(k, None)
+            self.remove_row(k)
+        return gone
+
+    def _put_in_order(self, order: list[str], *, moved: bool) -> None:
+        """Put the rows in `order` when it is not theirs already (`moved`: rows were removed)."""
+        if order != self._order or moved:
+            self.set_order(order)
+            self._order = order
+
+    def _match(self, view: View) -> Callable[[SessionRow], bool] | None:
+        """Which rows are shown: the filters' (they look at every row, old ones too), else not
+        the old idle ones while they fold away, else all (None)."""
         self.old_cutoff = None
         if self.filtering:
             state = self.state_filter
@@ -470,24 +538,26 @@ class SessionTable(RowTable):
             def match(row: SessionRow) -> bool:
                 return fmt.matches_state(row, state) and text_match(row)
 
-        elif self.fold_after > 0 and not self.show_old:
-            # ageing, when no filter is set (a filter looks at every row, old ones too): the
-            # cutoff moves once a minute, so the layout is not redone every second
+            return match
+        if self.fold_after > 0 and not self.show_old:
+            # the cutoff moves once a minute, so the layout is not redone every second
             cutoff = self.old_cutoff = (self._now // 60) * 60 - self.fold_after
 
-            def match(row: SessionRow) -> bool:
+            def young(row: SessionRow) -> bool:
                 return not fmt.is_old(row, cutoff)
 
-        multi = len({k[0] for k in view.rows}) > 1
-        context = (multi,)
-        same_context = context == self._shown_for
-        self._shown_for = context
-        now = self._now
-        # Only `changes` need a look when nothing else can have moved: the same columns and
-        # context, and no row's time cell moved since the last sync (at most once a second,
-        # every row is looked at again).
-        if changes is not None and (rebuilt or not same_context or not self._times_hold()):
-            changes = None
+            return young
+        return None
+
+    def _lay_out(
+        self,
+        view: View,
+        match: Callable[[SessionRow], bool] | None,
+        changes: list[Key] | None,
+    ) -> tuple[Mapping[Key, SessionRow], list[Key] | None]:
+        """Set `lines`: the shown rows in tree order, under their group lines when grouped.
+        Returns the rows the lines are of (the View's, and the group lines'), and the rows
+        that can have changed (None: every one, as when grouped)."""
         rows: Mapping[Key, SessionRow] = view.rows
         group_of = None
         by = self.grouped_by()
@@ -508,56 +578,41 @@ class SessionTable(RowTable):
             group_of=group_of,
             group_key=by,
         )
-        self.cells.server_names = {s.url: s.name for s in view.servers if s.name}
-        if now < self._synced_at:  # the clock stepped back: every row's times are looked at again
-            for was in self._cache.values():
-                was.until = 0.0
-        self._synced_at = now
-        # the same lines as the last sync (Layouts hands back its list while nothing a layout
-        # reads changed): the same rows wanted, in the same order
-        same_lines = self.lines is self._wanted_for and self._wanted is not None
-        wanted = (
-            self._wanted
-            if same_lines and self._wanted is not None
-            else {row_key_str(line.key): line for line in self.lines}
-        )
+        return rows, changes
+
+    def _update_rows(
+        self,
+        keys: Iterable[str],
+        wanted: Mapping[str, TreeLine],
+        rows: Mapping[Key, SessionRow],
+        multi: bool,
+        same_context: bool,
+    ) -> None:
+        """Update the rows `keys` that are shown (`wanted`), but those whose cells cannot have
+        changed: the same row object on the same line, its time cells still the same."""
+        now = self._now
         columns, shown = self._shown_columns()
-        # Same row object, same line, and its time cells still read the same (CellRenderer.
-        # until): the cells cannot have changed. So a refresh looks again only at the rows the
-        # View changed and those whose `3s ago` / `2m05s` moved this second, not at every row.
-        look_at: list[str] | None = None
-        if changes is not None and same_lines:
-            look_at = [row_key_str(key) for key in changes]
-        with self.app.batch_update():
-            gone = [] if look_at is not None else [k for k in self.row_keys if k not in wanted]
-            for k in gone:
-                self._cache.pop(k, None)
-                self.remove_row(k)
-            for k in wanted if look_at is None else look_at:
-                line = wanted.get(k)
-                if line is None:
-                    continue  # (a changed row not shown: filtered out, or folded away)
-                row = rows[line.key]
-                cached = self._cache.get(k)  # (a row of the table: they come and go together)
-                if (
-                    same_context
-                    and cached is not None
-                    and cached.row is row
-                    and now < cached.until
-                    and (cached.line is line or cached.line == line)
-                ):
-                    continue
-                self._update_row(k, line, row, multi, columns, shown)
-            if not same_lines or gone or rebuilt:
-                order = list(wanted)
-                if order != self._order or gone:
-                    self.set_order(order)
-                    self._order = order
-            if rebuilt:
-                self.scroll_to(scroll.x, scroll.y, animate=False, immediate=True)
-            if cursor is not None:
-                self._keep_cursor_on(cursor, scroll=rebuilt)
-        # what show() compares the next View with; set_unread's rows
+        for k in keys:
+            line = wanted.get(k)
+            if line is None:
+                continue  # (a changed row not shown: filtered out, or folded away)
+            row = rows[line.key]
+            cached = self._cache.get(k)  # (a row of the table: they come and go together)
+            if (
+                same_context
+                and cached is not None
+                and cached.row is row
+                and now < cached.until
+                and (cached.line is line or cached.line == line)
+            ):
+                continue
+            self._update_row(k, line, row, multi, columns, shown)
+
+    def _remember(
+        self, view: View, wanted: dict[str, TreeLine], multi: bool, look_at: list[str] | None
+    ) -> None:
+        """What the next sync compares with: the View's rows (show() and set_unread read them),
+        the lines shown, and the soonest time a row's time cells move."""
         self._synced_rows = view.rows
         self._wanted, self._wanted_for, self._multi = wanted, self.lines, multi
         if look_at is None:
