@@ -16,7 +16,7 @@ or dismiss just before, on this same connection (the same server process), tells
 from __future__ import annotations
 
 import logging
-from collections.abc import Container, Mapping
+from collections.abc import Callable, Container, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,6 +55,9 @@ OUTPUT = frozenset({"session.text.started", "session.reasoning.started", "sessio
 _NOISE_SUFFIX = (".updated", ".delta")
 #: Families that never bear on a session's state (a shell tool's process, terminals, files)
 _NOISE_PREFIX = ("shell.", "pty.", "lsp.", "file.", "mcp.", "tui.", "installation.")
+#: A V2 event's data; the V1 event (type, properties) a translation gives
+Obj = dict[str, Any]
+_V1 = tuple[str, dict[str, Any]]
 _QUICK = ('"session.text.delta"', '"session.reasoning.delta"', '"session.tool.input.delta"')
 
 
@@ -145,126 +148,139 @@ class V2EventParser(FrameParser):
     # -- the facts ------------------------------------------------------------------------------
     def _translate(
         self, etype: str, p: dict[str, Any], sid: str | None, created: Any, received: float
-    ) -> tuple[str, dict[str, Any]] | None:
-        """The V1 event (type, properties) a V2 event says, or None (noise, or nothing new)."""
-        if etype == "session.created":
-            info = wire.session({**p, "id": sid, "time": {"created": created, "updated": created}})
-            self._remember(self._infos, sid, info)
-            return "session.created", {"sessionID": sid, "info": info}
-        if etype == "session.renamed":
-            base = self._infos.get(sid) if isinstance(sid, str) else None
-            if base is None and isinstance(sid, str) and sid in self._known:
-                base = self._known[sid].to_wire()
-            if base is None or not isinstance(p.get("title"), str):
-                return None  # (a session not seen yet: the next listing has its title)
-            info = {**base, "title": p["title"]}
-            self._remember(self._infos, sid, info)
-            return "session.updated", {"sessionID": sid, "info": info}
-        if etype in ("session.deleted", "session.removed"):
-            return "session.deleted", {"sessionID": sid}
-        if sid is None:
-            if etype in ("form.replied", "form.cancelled"):
-                return self._form_end(etype, p, received, created)
-            if etype == "form.created":
-                return self._form(p)
+    ) -> _V1 | None:
+        """The V1 event (type, properties) a V2 event says, or None (noise, or nothing new):
+        its type's step in _STEPS; a type about a session needs its sessionID (session
+        lifecycle events and forms do without: a form names its session inside)."""
+        step = _STEPS.get(etype)
+        if step is None or (sid is None and etype not in _SESSIONLESS):
             return None
-        if etype == "session.execution.started":
+        return step(self, etype, p, sid, created, received)
+
+    # Each step: (self, etype, data, sessionID, created, received) -> the V1 event or None. A
+    # step of a type not in _SESSIONLESS is called with a sessionID.
+
+    def _session_created(self, _e: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
+        info = wire.session({**p, "id": sid, "time": {"created": created, "updated": created}})
+        self._remember(self._infos, sid, info)
+        return "session.created", {"sessionID": sid, "info": info}
+
+    def _session_renamed(self, _e: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1 | None:
+        base = self._infos.get(sid) if isinstance(sid, str) else None
+        if base is None and isinstance(sid, str) and sid in self._known:
+            base = self._known[sid].to_wire()
+        if base is None or not isinstance(p.get("title"), str):
+            return None  # (a session not seen yet: the next listing has its title)
+        info = {**base, "title": p["title"]}
+        self._remember(self._infos, sid, info)
+        return "session.updated", {"sessionID": sid, "info": info}
+
+    def _session_deleted(self, _e: str, _p: Obj, sid: Any, _c: Any, _r: float) -> _V1:
+        return "session.deleted", {"sessionID": sid}
+
+    def _execution_started(self, _e: str, _p: Obj, sid: Any, _c: Any, _r: float) -> _V1:
+        self._retrying.pop(sid, None)
+        self._refused.pop(sid, None)
+        return _status(sid, {"type": "busy"})
+
+    def _retry_scheduled(self, _e: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1:
+        self._remember(self._retrying, sid, True)
+        retry = wire.retry_of(
+            {"type": "assistant", "retry": {**p, "error": p.get("error")}, "time": {}}
+        )
+        return _status(sid, retry or {"type": "retry"})
+
+    def _output(self, etype: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1 | None:
+        """Output (text, reasoning, a tool's input): after a retry, the next attempt is under
+        way (busy again); a tool's input starting is its pending part."""
+        tool = etype == "session.tool.input.started"
+        if tool:
+            self._remember(self._tools, p.get("id"), p.get("name"))
+        if sid in self._retrying:
             self._retrying.pop(sid, None)
-            self._refused.pop(sid, None)
             return _status(sid, {"type": "busy"})
-        if etype == "session.retry.scheduled":
-            self._remember(self._retrying, sid, True)
-            retry = wire.retry_of(
-                {"type": "assistant", "retry": {**p, "error": p.get("error")}, "time": {}}
-            )
-            return _status(sid, retry or {"type": "retry"})
-        if etype in OUTPUT or etype == "session.tool.input.started":
-            if etype == "session.tool.input.started":
-                self._remember(self._tools, p.get("id"), p.get("name"))
-            if sid in self._retrying:  # the attempt after a retry is under way: busy again
-                self._retrying.pop(sid, None)
-                return _status(sid, {"type": "busy"})
-            if etype == "session.tool.input.started":
-                return self._tool(sid, p, "pending", created)
-            return None
-        if etype == "session.inbox.enqueued":  # a prompt accepted: the run is starting
-            mid = p.get("inboxID")
-            return _message(sid, {"id": mid, "role": "user", "time": {"created": created}})
-        if etype == "session.step.started":
-            self._refused.pop(sid, None)  # the run went on after it (a reject with feedback)
-            mid = p.get("assistantMessageID")
-            self._remember(self._started, mid, created)
-            return _message(sid, _assistant(sid, mid, {"created": created}))
-        if etype in ("session.step.ended", "session.step.failed"):
-            mid = p.get("assistantMessageID")
-            info = _assistant(
-                sid, mid, {"created": self._started.get(str(mid), 0), "completed": created}
-            )
-            for key in ("finish", "cost", "tokens"):
-                if p.get(key) is not None:
-                    info[key] = p[key]
-            if etype == "session.step.failed":
-                info["error"] = wire.error(p.get("error")) or {"name": "UnknownError"}
-            return _message(sid, info)
-        if etype == "session.tool.called":
-            return self._tool(sid, p, "running", created)
-        if etype == "session.tool.success":
-            return self._tool(sid, p, "completed", created)
-        if etype == "session.tool.failed":
-            return self._tool(sid, p, "error", created)
-        if etype == "permission.asked":
-            req = wire.permission(p)
-            self._ask(req)
-            return "permission.asked", req
-        if etype == "permission.replied":
-            self._asks_done(
-                p.get("requestID"),
-                sid,
-                created,
-                p.get("reply") == "reject" and not p.get("message"),
-                "rejected by the user",
-            )
-            if p.get("reply") == "reject":
-                self._remember(self._refused, sid, (received, "rejected a permission"))
-            return "permission.replied", {
-                "sessionID": sid,
-                "requestID": p.get("requestID"),
-                "reply": p.get("reply"),
-            }
-        if etype == "form.created":
-            return self._form(p)
-        if etype in ("form.replied", "form.cancelled"):
-            return self._form_end(etype, p, received, created)
+        return self._tool(sid, p, "pending", created) if tool else None
+
+    def _inbox_enqueued(self, _e: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
+        """A prompt accepted: the run is starting."""
+        mid = p.get("inboxID")
+        return _message(sid, {"id": mid, "role": "user", "time": {"created": created}})
+
+    def _step_started(self, _e: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
+        self._refused.pop(sid, None)  # the run went on after it (a reject with feedback)
+        mid = p.get("assistantMessageID")
+        self._remember(self._started, mid, created)
+        return _message(sid, _assistant(sid, mid, {"created": created}))
+
+    def _step_ended(self, etype: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
+        mid = p.get("assistantMessageID")
+        info = _assistant(
+            sid, mid, {"created": self._started.get(str(mid), 0), "completed": created}
+        )
+        for key in ("finish", "cost", "tokens"):
+            if p.get(key) is not None:
+                info[key] = p[key]
+        if etype == "session.step.failed":
+            info["error"] = wire.error(p.get("error")) or {"name": "UnknownError"}
+        return _message(sid, info)
+
+    def _tool_event(self, etype: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
+        return self._tool(sid, p, _TOOL_STATUS[etype], created)
+
+    def _permission_asked(self, _e: str, p: Obj, _s: Any, _c: Any, _r: float) -> _V1:
+        req = wire.permission(p)
+        self._ask(req)
+        return "permission.asked", req
+
+    def _permission_replied(self, _e: str, p: Obj, sid: Any, created: Any, received: float) -> _V1:
+        reply = p.get("reply")
+        refused = reply == "reject" and not p.get("message")
+        self._asks_done(p.get("requestID"), sid, created, refused, "rejected by the user")
+        if reply == "reject":
+            self._remember(self._refused, sid, (received, "rejected a permission"))
+        return "permission.replied", {
+            "sessionID": sid,
+            "requestID": p.get("requestID"),
+            "reply": reply,
+        }
+
+    def _form_created(self, _e: str, p: Obj, _s: Any, _c: Any, _r: float) -> _V1 | None:
+        return self._form(p)
+
+    def _form_ended(self, etype: str, p: Obj, _s: Any, created: Any, received: float) -> _V1:
+        return self._form_end(etype, p, received, created)
+
+    def _execution_ended(self, etype: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1:
+        """A run that succeeded or failed: idle, completed or with its error."""
+        self._retrying.pop(sid, None)
+        self._refused.pop(sid, None)
         if etype == "session.execution.succeeded":
-            self._retrying.pop(sid, None)
-            self._refused.pop(sid, None)
             return _idle(sid, "completed", "session.execution.succeeded")
-        if etype == "session.execution.failed":
-            self._retrying.pop(sid, None)
-            self._refused.pop(sid, None)
-            why = wire.error_text(p.get("error"))
-            return _idle(sid, "error", "session.execution.failed" + (f": {why}" if why else ""))
-        if etype == "session.execution.interrupted":
-            self._retrying.pop(sid, None)
-            reason = p.get("reason")
-            if reason == "shutdown":
-                refused = self._refused.pop(sid, None)
-                if refused is not None and received - refused[0] <= REFUSAL_WINDOW:
-                    return _idle(
-                        sid,
-                        "aborted",
-                        f"session.execution.interrupted (reason shutdown) just after the user "
-                        f"{refused[1]}: the user ended the run",
-                    )
-                return _idle(
-                    sid,
-                    "interrupted",
-                    "session.execution.interrupted (reason shutdown): the server is stopping",
-                )
+        why = wire.error_text(p.get("error"))
+        return _idle(sid, "error", "session.execution.failed" + (f": {why}" if why else ""))
+
+    def _execution_interrupted(self, _e: str, p: Obj, sid: Any, _c: Any, received: float) -> _V1:
+        """A run interrupted: aborted, but for a `shutdown` (the server stopping), unless the
+        user refused something just before on this connection (then the user ended it)."""
+        self._retrying.pop(sid, None)
+        reason = p.get("reason")
+        if reason != "shutdown":
             return _idle(
                 sid, "aborted", f"session.execution.interrupted (reason {reason or 'none'})"
             )
-        return None
+        refused = self._refused.pop(sid, None)
+        if refused is not None and received - refused[0] <= REFUSAL_WINDOW:
+            return _idle(
+                sid,
+                "aborted",
+                f"session.execution.interrupted (reason shutdown) just after the user "
+                f"{refused[1]}: the user ended the run",
+            )
+        return _idle(
+            sid,
+            "interrupted",
+            "session.execution.interrupted (reason shutdown): the server is stopping",
+        )
 
     def _tool(
         self, sid: str, p: dict[str, Any], status: str, at: Any
@@ -351,34 +367,50 @@ class V2EventParser(FrameParser):
         return self._seq_jump(agg, seq, MAX_KEPT)
 
 
-#: Types the translation reads (an unknown type is one that is neither these nor noise)
-_KNOWN = frozenset(
+_Step = Callable[[V2EventParser, str, Obj, Any, Any, float], _V1 | None]
+#: The status each tool event gives its call
+_TOOL_STATUS = {
+    "session.tool.called": "running",
+    "session.tool.success": "completed",
+    "session.tool.failed": "error",
+}
+#: Each type the translation reads, and its step (V2EventParser._translate)
+_STEPS: dict[str, _Step] = {
+    "session.created": V2EventParser._session_created,
+    "session.renamed": V2EventParser._session_renamed,
+    "session.deleted": V2EventParser._session_deleted,
+    "session.removed": V2EventParser._session_deleted,
+    "session.execution.started": V2EventParser._execution_started,
+    "session.retry.scheduled": V2EventParser._retry_scheduled,
+    **dict.fromkeys([*OUTPUT, "session.tool.input.started"], V2EventParser._output),
+    "session.inbox.enqueued": V2EventParser._inbox_enqueued,
+    "session.step.started": V2EventParser._step_started,
+    "session.step.ended": V2EventParser._step_ended,
+    "session.step.failed": V2EventParser._step_ended,
+    **dict.fromkeys(_TOOL_STATUS, V2EventParser._tool_event),
+    "permission.asked": V2EventParser._permission_asked,
+    "permission.replied": V2EventParser._permission_replied,
+    "form.created": V2EventParser._form_created,
+    "form.replied": V2EventParser._form_ended,
+    "form.cancelled": V2EventParser._form_ended,
+    "session.execution.succeeded": V2EventParser._execution_ended,
+    "session.execution.failed": V2EventParser._execution_ended,
+    "session.execution.interrupted": V2EventParser._execution_interrupted,
+}
+#: Types translated without a sessionID in their data (a form names its session inside)
+_SESSIONLESS = frozenset(
     {
         "session.created",
         "session.renamed",
         "session.deleted",
         "session.removed",
-        "session.execution.started",
-        "session.execution.succeeded",
-        "session.execution.failed",
-        "session.execution.interrupted",
-        "session.retry.scheduled",
-        "session.inbox.enqueued",
-        "session.step.started",
-        "session.step.ended",
-        "session.step.failed",
-        "session.tool.input.started",
-        "session.tool.called",
-        "session.tool.success",
-        "session.tool.failed",
-        "permission.asked",
-        "permission.replied",
         "form.created",
         "form.replied",
         "form.cancelled",
-        *OUTPUT,
     }
 )
+#: Types the translation reads (an unknown type is one that is neither these nor noise)
+_KNOWN = frozenset(_STEPS)
 
 
 def _status(sid: str, status: dict[str, Any]) -> tuple[str, dict[str, Any]]:
