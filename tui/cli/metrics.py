@@ -36,7 +36,7 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
                 up[s.url] = True
                 continue
             if was is not False and not s.reachable:
-                why = s.error or "unreachable"
+                why = s.why_unread()
                 if why.startswith(f"{s.label}: "):  # the error names its URL already
                     why = why[len(s.label) + 2 :]
                 print(

@@ -141,6 +141,6 @@ def run_watch_replay(
     if not any(s.first_snapshot for s in servers):  # as live `watch`: exit 2, said why
         for s in servers:
             if s.error is None:  # (one that failed was said above)
-                notes.line(f"{s.url}: not read yet")
+                notes.line(s.why_unread())
         return ExitCode.USAGE
     return ExitCode.OK

@@ -260,7 +260,7 @@ def _row_of(view: View, session_id: str) -> SessionRow:
         return rows[0]
     down = [s for s in view.servers if not s.reachable]
     if down and len(down) == len(view.servers):
-        raise OcwatchError(down[0].error or f"{down[0].url}: unreachable")
+        raise OcwatchError(down[0].why_unread())
     raise OcwatchError(f"session {session_id} is on none of the watched servers")
 
 

@@ -104,11 +104,8 @@ def print_view(view: View, form: str) -> int:
             print(render_table(view, view.generated_at))
     bad = [s for s in view.servers if not s.reachable]
     for s in bad:
-        # no error and no snapshot: not read yet (a recording's moment before its first one)
-        why = s.error or (
-            f"{s.url}: unreachable" if s.snapshot_at is not None else f"{s.url}: not read yet"
-        )
-        say("", why)
+        # (no error and no snapshot: not read yet, e.g. a recording's moment before its first)
+        say("", s.why_unread())
     partial = [s for s in view.servers if s.reachable and s.malformed]
     for s in partial:  # what could not be read is said, never passed over as nothing
         examples = ", ".join(s.malformed_examples)

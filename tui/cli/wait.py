@@ -119,7 +119,7 @@ async def _first_read(
         return None
     if pending:
         return ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
-    return ExitCode.USAGE, "; ".join(_why(s) for s in read) or NO_SERVER
+    return ExitCode.USAGE, "; ".join(s.why_unread() for s in read) or NO_SERVER
 
 
 def _look(out: Awaited, view: View, now: float) -> None:
@@ -148,7 +148,7 @@ def _unreadable(out: Awaited, holders: Sequence[ServerInfo], now: float) -> None
     """A session on (or maybe on) servers that cannot be read now: said why; USAGE when they
     were never read, or have not been for UNREACHABLE_PATIENCE (else it waits for them)."""
     since = min((s.error_since or now) for s in holders)
-    out.message = "; ".join(_why(s) for s in holders)
+    out.message = "; ".join(s.why_unread() for s in holders)
     gave_up = now - since > UNREACHABLE_PATIENCE
     if gave_up or not any(s.first_snapshot for s in holders):
         out.code = ExitCode.USAGE
@@ -200,11 +200,6 @@ async def first_looks(fleet: Fleet, task: asyncio.Task[None], timeout: float | N
         for f in pending:
             f.cancel()
     return len(pending)
-
-
-def _why(server: ServerInfo) -> str:
-    """Why a server cannot be read, as its monitor said it."""
-    return server.error or f"{server.url}: unreachable"
 
 
 def _close(outcomes: dict[str, Awaited], code: int, message: str) -> list[Awaited]:

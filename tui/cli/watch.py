@@ -102,7 +102,7 @@ async def watch(
         notes = LinkNotes(err)
         if not any(s.first_snapshot for s in read):
             for s in read:
-                notes.line(s.error or s.url + ": unreachable")
+                notes.line(s.why_unread())
             if not read:
                 notes.line(NO_SERVER)
             return ExitCode.USAGE
@@ -160,7 +160,7 @@ class LinkNotes:
             url = info.url
             if not info.reachable and url not in self.down:
                 self.down.add(url)
-                self.line(info.error or url + ": unreachable")
+                self.line(info.why_unread())
             elif info.reachable and url in self.down:
                 self.down.discard(url)
                 self.line(f"{url}: reachable again")

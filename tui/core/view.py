@@ -226,6 +226,14 @@ class ServerInfo:
         """The server's name, else its URL."""
         return self.name or self.url
 
+    def why_unread(self) -> str:
+        """Why this server cannot be read, in one line that names it (every command says it
+        so): what its monitor said failed (the error names the URL), else `URL: unreachable`
+        once it was read, or `URL: not read yet` before its first complete snapshot."""
+        if self.error:
+            return self.error
+        return f"{self.url}: {'unreachable' if self.first_snapshot else 'not read yet'}"
+
     def to_json(self) -> dict[str, Any]:
         return {
             "url": self.url,
