@@ -28,7 +28,7 @@ QUESTION = (A, "ses_question")
 BUSY = (A, "ses_busy")
 
 
-async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5.0) -> None:
+async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

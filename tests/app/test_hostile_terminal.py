@@ -165,6 +165,9 @@ def test_hostile_titles_reach_the_terminal_as_text_and_alerts_carry_no_control(
     )
     try:
         assert term.read_until(b"markup", 60), bytes(term.out[-2000:])
+        # every hostile title painted (each row comes as its snapshot's messages do)
+        for shown in ("\u241b]0;pwned\u2407 \u241b[31mRED", "H\ufffdgnp.exe"):
+            assert term.read_until(shown.encode(), 60), bytes(term.out[-3000:])
         # the run ends in an error whose message is hostile too: an alert is sent
         hostile.routes["/session/status"] = json_answer({})
         hostile.messages["ses_run"] = errored("ses_run")

@@ -363,7 +363,7 @@ async def test_home_and_end_go_to_the_first_and_last_row() -> None:
         await pilot.press("ctrl+end")
         assert t.cursor_row == t.row_count - 1
         source.set(views.unreachable())  # no rows: the keys do nothing
-        await pilot.pause(0.2)
+        await until(pilot, lambda: t.row_count == 0)
         await pilot.press("end", "home")
         assert t.row_count == 0 and t.cursor_row == 0
 
@@ -457,7 +457,10 @@ async def test_the_servers_view_shows_connection_snapshot_and_drift() -> None:
             lambda: servers_text(app)[1]["drift"] == "none: every snapshot agreed with the events",
         )
         source.set(views.unreachable())  # servers come and go
-        await pilot.pause(0.2)
+        await until(
+            pilot,
+            lambda: [t["line"][:13] for t in servers_text(app)] == ["✗ unreachable"],
+        )
         (only,) = servers_text(app)
         assert only["line"].startswith("✗ unreachable")
         await pilot.press("escape")
@@ -526,8 +529,9 @@ async def test_help_wraps_each_text_under_itself_on_a_small_terminal() -> None:
     app, _ = make_app()
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.press("question_mark")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: bool(app.screen.query("#help-text")))
         text = app.screen.query_one("#help-text", Static)
+        await until(pilot, lambda: text.content_region.width > 0)
         lines = str(text.render()).splitlines()
         at = next(i for i, line in enumerate(lines) if "The conversation:" in line)
         column = lines[at].index("The conversation:")

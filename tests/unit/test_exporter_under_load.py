@@ -69,8 +69,11 @@ async def test_a_slow_loris_is_closed_and_holds_no_thread(exporter: serve.Export
         # and every trickling connection is closed by the server, its head never complete
         began = time.monotonic()
         for reader, _writer in attackers:
-            while await asyncio.wait_for(reader.read(65536), timeout=60):
-                pass  # (a 4xx it may answer first)
+            try:
+                while await asyncio.wait_for(reader.read(65536), timeout=60):
+                    pass  # (a 4xx it may answer first)
+            except ConnectionResetError:
+                pass  # closed with a reset (its unread trickle still in the server's buffer)
         took = time.monotonic() - began
         assert took < serve.HEAD_DEADLINE + 30, took
     finally:
