@@ -273,27 +273,109 @@ async def fetch_snapshot(
     are asked for its folders and those of its sessions. `reverify`: at most that many vouched
     messages are asked again only for being older than `vouch_max_age`, the longest vouched
     first (None: all of them)."""
-    started = clock()
-    before = client.requests
-    bad_names: list[str] = []
-    dirs: list[str | None]
-    if relist is None:
-        health = await client.health()
-        raw_sessions = await client.all_sessions()
-        sessions_list, bad = cache.sessions_from(raw_sessions)
-        bad_names += bad
-        sessions = {s.id: s for s in sessions_list}
-        dirs = await client.folders(sessions_list)
-        version = health.get("version") if isinstance(health.get("version"), str) else None
-        listed_at = started
-    else:
-        sessions = relist.sessions
-        sessions_list = list(sessions.values())
-        found = {d for d in relist.folders if d} | {
-            s.directory for s in sessions_list if s.directory
-        }
-        dirs = [*sorted(found)] or [None]
-        version, listed_at = relist.version, relist.listed_at
+    got = _Gathered(client, cache, clock(), journal_seq, client.requests)
+    listed = await _list_sessions(got, relist)
+    await _read_maps(got)
+    if probe_active:
+        got.active |= await client.active() or set()
+    need = _choose_reads(
+        got,
+        listed,
+        set(touched),
+        vouch=vouch,
+        since=vouched_since() if vouch is not None else None,
+        vouch_max_age=vouch_max_age,
+        expected_status=expected_status,
+        reverify=reverify,
+    )
+    await _read_last_messages(got, need, concurrency, progress, partial)
+    cache.prune(got.sessions)
+    return got.snapshot()
+
+
+@dataclass
+class _Gathered:
+    """What one fetch_snapshot has read so far; its steps fill it in turn, and `snapshot()`
+    makes a Snapshot of it at any point (a partial one, or the complete one at the end)."""
+
+    client: Client
+    cache: MessageCache
+    started: float
+    journal_seq: int
+    requests_before: int  # the client's request count when the fetch began
+    sessions: dict[str, Session] = field(default_factory=dict)
+    folders: list[str | None] = field(default_factory=list)
+    version: str | None = None
+    listed_at: float = 0.0
+    status: dict[str, SessionStatus] = field(default_factory=dict)
+    permissions: dict[str, PermissionRequest] = field(default_factory=dict)
+    questions: dict[str, QuestionRequest] = field(default_factory=dict)
+    active: set[str] = field(default_factory=set)
+    bad_names: list[str] = field(default_factory=list)  # the malformed records, in read order
+    vouched: int = 0
+    reverified: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    def running(self, sid: str) -> bool:
+        """Whether the status map or the active list says the session runs."""
+        return sid in self.status or sid in self.active
+
+    def unread(self, sid: str, why: str) -> None:
+        """The session's last message cannot be read: its row says `why`, and the next
+        snapshot asks again."""
+        self.unreadable[sid] = why
+        self.bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
+        self.cache.forget(sid)
+
+    def snapshot(self, loading: frozenset[str] = frozenset()) -> Snapshot:
+        return Snapshot(
+            server=self.client.url,
+            started_at=self.started,
+            sessions=self.sessions,
+            status=self.status,
+            permissions=self.permissions,
+            questions=self.questions,
+            messages={sid: self.cache.get(sid) for sid in self.sessions},
+            active=frozenset(self.active),
+            version=self.version,
+            journal_seq=self.journal_seq,
+            requests=self.client.requests - self.requests_before,
+            vouched=self.vouched,
+            skipped=len(self.bad_names),
+            malformed=tuple(self.bad_names[:5]),
+            loading=loading,
+            folders=tuple(self.folders),
+            listed_at=self.listed_at,
+            reverified=self.reverified,
+            unreadable=dict(self.unreadable),
+        )
+
+
+async def _list_sessions(got: _Gathered, relist: Relist | None) -> list[Session]:
+    """Step 1: the sessions, the project folders and the version: read from the server (its
+    health, every page of the session list, its folders), or taken from `relist`. The sessions
+    in the server's order."""
+    client = got.client
+    if relist is not None:
+        got.sessions = relist.sessions
+        listed = list(got.sessions.values())
+        found = {d for d in relist.folders if d} | {s.directory for s in listed if s.directory}
+        got.folders = [*sorted(found)] or [None]
+        got.version, got.listed_at = relist.version, relist.listed_at
+        return listed
+    health = await client.health()
+    listed, bad = got.cache.sessions_from(await client.all_sessions())
+    got.bad_names += bad
+    got.sessions = {s.id: s for s in listed}
+    got.folders = await client.folders(listed)
+    got.version = health.get("version") if isinstance(health.get("version"), str) else None
+    got.listed_at = got.started
+    return listed
+
+
+async def _read_maps(got: _Gathered) -> None:
+    """Step 2: the status, permission and question maps of every folder, all at once."""
+    client = got.client
 
     async def per_folder(d: str | None) -> tuple[dict[str, Any], list[Any], list[Any]]:
         st, perms, qs = await asyncio.gather(
@@ -301,104 +383,90 @@ async def fetch_snapshot(
         )
         return st, perms, qs
 
-    results = await asyncio.gather(*(per_folder(d) for d in dirs))
-    status: dict[str, SessionStatus] = {}
-    permissions: dict[str, PermissionRequest] = {}
-    questions: dict[str, QuestionRequest] = {}
-    for st, perms, qs in results:
+    for st, perms, qs in await asyncio.gather(*(per_folder(d) for d in got.folders)):
         for sid, raw in st.items():
             try:
-                status[sid] = SessionStatus.parse(raw)
+                got.status[sid] = SessionStatus.parse(raw)
             except ValidationError:
-                bad_names.append(f"status of {sid[:80]}")
+                got.bad_names.append(f"status of {sid[:80]}")
         ps, bad = _models(perms, PermissionRequest, "permission")
-        bad_names += bad
-        permissions.update({p.id: p for p in ps})
+        got.bad_names += bad
+        got.permissions.update({p.id: p for p in ps})
         qq, bad = _models(qs, QuestionRequest, "question")
-        bad_names += bad
-        questions.update({q.id: q for q in qq})
+        got.bad_names += bad
+        got.questions.update({q.id: q for q in qq})
 
-    active: set[str] = set()
-    if probe_active:
-        got = await client.active()
-        if got:
-            active |= got
 
-    touched_set = set(touched)
+def _choose_reads(
+    got: _Gathered,
+    listed: list[Session],
+    touched: set[str],
+    *,
+    vouch: Callable[[str, Message | None], Message | None] | None,
+    since: float | None,
+    vouch_max_age: float,
+    expected_status: Callable[[str], SessionStatus | None],
+    reverify: int | None,
+) -> list[Session]:
+    """Step 3: the sessions whose last message is asked for, in the order to ask (running
+    first, then the most recently updated). The others keep their cached message: fresh and
+    not running nor touched, or vouched for by the event stream (brought up to date by `vouch`
+    here; those vouched for longer than `vouch_max_age` are asked again, `reverify` at most)."""
+    cache, started = got.cache, got.started
     need: list[Session] = []
-    vouched = 0
-    since = vouched_since() if vouch is not None else None
     overdue: list[tuple[float, Session]] = []  # vouched but for their age: (fetched, session)
-    for s in sessions_list:
+    for s in listed:
         if (
             cache.fresh(s, started)
-            and s.id not in status
-            and s.id not in active
-            and (s.id not in touched_set)
+            and s.id not in got.status
+            and s.id not in got.active
+            and (s.id not in touched)
         ):
             continue
         if (
             vouch is not None
-            and s.id not in active
+            and s.id not in got.active
             and cache.vouched(s, since, started, math.inf)
-            and running_kind(expected_status(s.id)) == running_kind(status.get(s.id))
+            and running_kind(expected_status(s.id)) == running_kind(got.status.get(s.id))
         ):
             fetched = cache.entries[s.id][3]
             if started - fetched > vouch_max_age:
                 overdue.append((fetched, s))
                 continue
-            cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
-            vouched += 1
+            cache.vouch(s, vouch(s.id, cache.get(s.id)), got.running(s.id))
+            got.vouched += 1
             continue
         need.append(s)
     again, still = reverified_first(overdue, reverify)
     need += again  # asked again: the safety net, a few at a time
-    reverified = len(again)
+    got.reverified = len(again)
     for s in still:
         assert vouch is not None
-        cache.vouch(s, vouch(s.id, cache.get(s.id)), s.id in status or s.id in active)
-        vouched += 1
+        cache.vouch(s, vouch(s.id, cache.get(s.id)), got.running(s.id))
+        got.vouched += 1
     # what is running first (its stale check rests on it), then what changed last
-    need.sort(key=lambda s: (s.id not in status and s.id not in active, -s.time.updated))
+    need.sort(key=lambda s: (not got.running(s.id), -s.time.updated))
+    return need
+
+
+async def _read_last_messages(
+    got: _Gathered,
+    need: list[Session],
+    concurrency: int,
+    progress: Callable[[int, int], None] | None,
+    partial: Callable[[Snapshot], None] | None,
+) -> None:
+    """Step 4: read the last message of each of `need`, `concurrency` at a time, telling
+    `progress` after each and `partial` a Snapshot now and then (fetch_snapshot's docstring)."""
+    client, cache, started = got.client, got.cache, got.started
     done = 0
     if progress is not None:
         progress(0, len(need))
     arrived: set[str] = set()
-
-    def snapshot_now(loading: frozenset[str] = frozenset()) -> Snapshot:
-        return Snapshot(
-            server=client.url,
-            started_at=started,
-            sessions=sessions,
-            status=status,
-            permissions=permissions,
-            questions=questions,
-            messages={sid: cache.get(sid) for sid in sessions},
-            active=frozenset(active),
-            version=version,
-            journal_seq=journal_seq,
-            requests=client.requests - before,
-            vouched=vouched,
-            skipped=len(bad_names),
-            malformed=tuple(bad_names[:5]),
-            loading=loading,
-            folders=tuple(dirs),
-            listed_at=listed_at,
-            reverified=reverified,
-            unreadable=dict(unreadable),
-        )
-
-    unreadable: dict[str, str] = {}
-
-    def unread(sid: str, why: str) -> None:
-        unreadable[sid] = why
-        bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
-        cache.forget(sid)  # asked again by the next snapshot
-
     step = max(200, len(need) // 10)
     shown = [0, time.monotonic()]  # messages read, and when, at the last partial
     if partial is not None and need:
-        partial(snapshot_now(frozenset(s.id for s in need)))
+        partial(got.snapshot(frozenset(s.id for s in need)))
 
     async def last_message(s: Session) -> None:
         nonlocal done
@@ -411,19 +479,14 @@ async def fetch_snapshot(
             except OcwatchError as exc:
                 if not confined(exc):
                     raise
-                unread(s.id, unreadable_why(exc, s.id))
+                got.unread(s.id, unreadable_why(exc, s.id))
                 return
             msgs, bad = _models(raw, Message, f"message of {s.id[:80]}")
             if bad and not msgs:  # its last message is there but is no message
-                unread(s.id, "its last message is malformed")
+                got.unread(s.id, "its last message is malformed")
                 return
-            bad_names.extend(bad)
-            cache.put(
-                s,
-                msgs[-1] if msgs else None,
-                running=s.id in status or s.id in active,
-                fetched=started,
-            )
+            got.bad_names.extend(bad)
+            cache.put(s, msgs[-1] if msgs else None, running=got.running(s.id), fetched=started)
         finally:
             done += 1
             arrived.add(s.id)
@@ -435,11 +498,9 @@ async def fetch_snapshot(
                 and (done - shown[0] >= step and time.monotonic() - shown[1] >= PARTIAL_EVERY)
             ):
                 shown[:] = [done, time.monotonic()]
-                partial(snapshot_now(frozenset(x.id for x in need if x.id not in arrived)))
+                partial(got.snapshot(frozenset(x.id for x in need if x.id not in arrived)))
 
     await each_in_turn(need, last_message, concurrency)
-    cache.prune(sessions)
-    return snapshot_now()
 
 
 def reverified_first(
