@@ -17,6 +17,7 @@ import pytest
 
 from tests.cli_env import cli_env
 from tests.procstat import rss_mb
+from tui.core.settings import Settings
 
 from . import fault_proxy as fp
 from .driver import Driver, wait_until
@@ -108,7 +109,10 @@ def test_lost_status_events_give_no_false_state(oc: Driver, proxy: FaultProxy):
 
 
 def test_streams_cut_mid_frame_and_a_stalled_stream_converge(oc: Driver, proxy: FaultProxy):
-    watcher = Watcher(proxy.url).start()
+    # a stall read after 2 s of silence, not the default 15 (the server's heartbeat is 10 s:
+    # the live part sees stalls too, which ask for snapshots and change no state)
+    quick = Settings(stall_after=2.0, heartbeat_timeout=4.0)
+    watcher = Watcher(proxy.url, settings=quick).start()
     try:
         sid = oc.create_session(title="fault: cut streams")["id"]
         watcher.wait_last(sid, IDLE)
