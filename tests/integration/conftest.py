@@ -40,8 +40,11 @@ HERE = Path(__file__).resolve().parent
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
-        if Path(str(item.fspath)).resolve().is_relative_to(HERE):
+        path = Path(str(item.fspath)).resolve()
+        if path.is_relative_to(HERE):
             item.add_marker(pytest.mark.integration)
+            # a file's tests on one worker (`--dist loadgroup`): its servers start once
+            item.add_marker(pytest.mark.xdist_group(path.stem))
 
 
 @pytest.fixture(scope="session")
