@@ -90,3 +90,27 @@ def test_an_update_of_an_older_message_leaves_the_snapshots_as_the_source() -> N
     got = fact_sources("ses_1", s, j.facts())
     assert ("last message msg_5", "snapshot GET /session/{id}/message", T0 - 1) in got
     assert not any(f.startswith("last message msg_2") for f, _s, _t in got)
+
+
+def test_what_derive_did_not_read_is_not_named_as_a_source() -> None:
+    """The journal-over-snapshot rules are read, not copied (tui.core.journal): the active
+    list's `running` once a status event called the session idle, and the snapshot's last
+    message when an older copy of it (not done) arrived later, are what derive reads."""
+    s = snap(
+        [session("ses_1")],
+        messages={"ses_1": assistant("msg_5", "ses_1", created=T0 - 9, completed=T0 - 2)},
+        active=frozenset({"ses_1"}),
+        started_at=T0 - 1,
+    )
+    assert ("status running", "snapshot GET /api/session/active", T0 - 1) in fact_sources(
+        "ses_1", s, None
+    )
+    late = assistant("msg_5", "ses_1", created=T0 - 9).info.to_wire()  # not done: older
+    j = _journal(
+        ("session.status", {"sessionID": "ses_1", "status": {"type": "idle"}}, T0),
+        ("message.updated", {"sessionID": "ses_1", "info": late}, T0 + 1),
+    )
+    got = fact_sources("ses_1", s, j.facts())
+    assert not any(f == "status running" for f, _s, _t in got)
+    assert ("last message msg_5", "snapshot GET /session/{id}/message", T0 - 1) in got
+    assert not any(source == "event message.updated" for _f, source, _t in got)

@@ -34,7 +34,18 @@ from .decide import (
     outcome,
     run_start,
 )
-from .journal import Entry, Facts, fold, merge_message, sessions_after, status_after
+from .journal import (
+    Entry,
+    Facts,
+    active_after,
+    actives_after,
+    fold,
+    merge_message,
+    session_after,
+    sessions_after,
+    status_after,
+    statuses_after,
+)
 from .models import Message, MessageError, Session, SessionStatus
 from .settings import Settings
 from .snapshot import Snapshot
@@ -466,16 +477,9 @@ class _Merged:
 
 
 def _merge(snapshot: Snapshot, facts: Facts, memo: DeriveMemo | None = None) -> _Merged:
-    # sessions: snapshot, then journal creations/updates/deletions observed after it
     sessions = sessions_after(snapshot.sessions, facts)
-    # status: snapshot map, overridden by status events observed after it
-    status: dict[str, SessionStatus] = dict(snapshot.status)
-    for sid, fact in facts.status.items():
-        if fact.status is None:
-            status.pop(sid, None)
-        else:
-            status[sid] = fact.status
-    active = set(snapshot.active) - {sid for sid, f in facts.status.items() if f.status is None}
+    status = statuses_after(snapshot.status, facts)
+    active = actives_after(snapshot.active, facts)
     return _Merged(sessions, status, active, _tree(sessions, memo))
 
 
@@ -497,7 +501,7 @@ def _tree(sessions: dict[str, Session], memo: DeriveMemo | None) -> dict[str, li
 
 def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> None:
     """`merged` brought up to date for one session (what _merge would make of it)."""
-    s = None if sid in facts.deleted else (facts.sessions.get(sid) or snapshot.sessions.get(sid))
+    s = session_after(snapshot.sessions, facts, sid)
     if s is None:
         merged.sessions.pop(sid, None)
     else:
@@ -507,8 +511,7 @@ def _remerge(merged: _Merged, snapshot: Snapshot, facts: Facts, sid: str) -> Non
         merged.status.pop(sid, None)
     else:
         merged.status[sid] = st
-    fact = facts.status.get(sid)
-    if sid in snapshot.active and (fact is None or fact.status is not None):
+    if active_after(snapshot.active, facts, sid):
         merged.active.add(sid)
     else:
         merged.active.discard(sid)

@@ -8,7 +8,7 @@ that snapshot is in place, `cut(seq)` drops every entry older than it: the snaps
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -371,9 +371,24 @@ def regresses(new: MessageInfo, old: MessageInfo) -> bool:
     return new.role == old.role and final(old) and not final(new)
 
 
+# The journal over the snapshot: what the events said since a snapshot began wins over what
+# the snapshot read, fact by fact. Each rule is written once, for one session (derive's
+# update of the sessions an event touched, the monitor's checks, raw.fact_sources) and for all
+# of them (a derive from scratch); merge_message below is the last message's.
+
+
+def session_after(listed: Mapping[str, Session], facts: Facts, sid: str) -> Session | None:
+    """The session now: None once an event deleted it, else the events' copy, else the one
+    listed (a snapshot's)."""
+    if sid in facts.deleted:
+        return None
+    s = facts.sessions.get(sid)
+    return s if s is not None else listed.get(sid)
+
+
 def sessions_after(listed: Mapping[str, Session], facts: Facts) -> dict[str, Session]:
-    """The sessions now: those listed (a snapshot's), then the ones the events created,
-    changed or deleted since."""
+    """The sessions now (session_after of each): those listed, then the ones the events
+    created, changed or deleted since."""
     sessions = dict(listed)
     sessions.update(facts.sessions)
     for sid in facts.deleted:
@@ -390,6 +405,31 @@ def status_after(
     snapshot's (`snapshot_entry`); None: absent (idle)."""
     fact = facts.status.get(sid)
     return snapshot_entry if fact is None else fact.status
+
+
+def statuses_after(listed: Mapping[str, SessionStatus], facts: Facts) -> dict[str, SessionStatus]:
+    """Every session's status entry now (status_after of each; the absent left out)."""
+    status = dict(listed)
+    for sid, fact in facts.status.items():
+        if fact.status is None:
+            status.pop(sid, None)
+        else:
+            status[sid] = fact.status
+    return status
+
+
+def active_after(active: Collection[str], facts: Facts, sid: str) -> bool:
+    """Whether the session runs by the active list (V2's): listed in it, and no status event
+    since called it idle."""
+    if sid not in active:
+        return False
+    fact = facts.status.get(sid)
+    return fact is None or fact.status is not None
+
+
+def actives_after(active: Collection[str], facts: Facts) -> set[str]:
+    """The sessions that run by the active list now (active_after of each)."""
+    return set(active) - {sid for sid, f in facts.status.items() if f.status is None}
 
 
 def merge_message(snap: Message | None, facts: Facts, sid: str) -> Message | None:

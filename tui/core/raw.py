@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .journal import Facts
+from .journal import Facts, active_after, merge_message
 from .models import PermissionRequest
 from .snapshot import Snapshot
 
@@ -71,15 +71,15 @@ def fact_sources(
                 at,
             )
         )
-    if snapshot is not None and session_id in snapshot.active:
+    if snapshot is not None and active_after(snapshot.active, f, session_id):
         out.append(("status running", "snapshot GET /api/session/active", at))
     newest = f.messages.get(session_id)
     snap_msg = snapshot.messages.get(session_id) if snapshot is not None else None
-    if newest is not None and (snap_msg is None or newest[0].id >= snap_msg.info.id):
-        # (as merge_message decides: an update of an older message than the snapshot's loses)
-        out.append((f"last message {newest[0].id}", "event message.updated", newest[1]))
-    elif snap_msg is not None:
-        out.append((f"last message {snap_msg.info.id}", "snapshot GET /session/{id}/message", at))
+    last = merge_message(snap_msg, f, session_id)  # (the one derive reads)
+    if last is not None and newest is not None and last.info is newest[0]:
+        out.append((f"last message {last.info.id}", "event message.updated", newest[1]))
+    elif last is not None:
+        out.append((f"last message {last.info.id}", "snapshot GET /session/{id}/message", at))
     parts = sum(len(v) for k, v in f.parts.items() if k[0] == session_id)
     if parts:
         out.append(
