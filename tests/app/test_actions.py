@@ -160,7 +160,8 @@ async def test_no_repeated_or_neighbouring_key_from_the_table_answers(keys: tupl
 TABLE_KEYS = ("r", "a", "A", "m", "enter", "space")
 
 
-async def test_no_two_table_keys_in_a_row_answer_or_abort() -> None:
+@pytest.mark.parametrize("key", [PERM, QUESTION, BUSY], ids=["permission", "question", "busy"])
+async def test_no_two_table_keys_in_a_row_answer_or_abort(key: tuple[str, str]) -> None:
     """Any two keys of the table pressed one after the other, on a row waiting for a
     permission, a question or a busy one (`r r`, `r a`, `r enter`, `a a`, `r A`, ...), send
     nothing: a broad answer needs enter on Confirm, abort needs y, allow once needs o, which
@@ -169,14 +170,13 @@ async def test_no_two_table_keys_in_a_row_answer_or_abort() -> None:
     app, _ = make_app(actions=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        for key in (PERM, QUESTION, BUSY):
-            for first in ("r", "a", "A", "enter"):  # the keys that open something
-                for second in TABLE_KEYS:
-                    while app.screen is not app.main_screen:
-                        app.pop_screen()
-                    assert app.main_screen.table.select_key(key)
-                    await pilot.press(first, second)
-                    assert fake.calls == [], (key, first, second)
+        for first in ("r", "a", "A", "enter"):  # the keys that open something
+            for second in TABLE_KEYS:
+                while app.screen is not app.main_screen:
+                    app.pop_screen()
+                assert app.main_screen.table.select_key(key)
+                await pilot.press(first, second)
+                assert fake.calls == [], (key, first, second)
         await settle(pilot, app)
         assert fake.calls == []
 
