@@ -2,7 +2,8 @@
 every relative link of README.md, CONTRIBUTING.md and docs/*.md reaches a file (and a heading,
 when it names one), the README's two set-up commands are there and its test command is the one
 CI runs (.ci/run), the config example of docs/CONFIGURATION.md shows every config key, and every
-document the code's comments and docstrings cite is in the repository (with the heading cited)."""
+document the code's comments and docstrings cite is in the repository (with the heading cited),
+and they keep no measurement history (callgrind counts, a stop's machine: docs/PERFORMANCE.md)."""
 
 from __future__ import annotations
 
@@ -203,4 +204,32 @@ def test_a_stale_citation_is_found() -> None:
         "docs/STATES.md#drifting (no such heading)",  # the comments first
         "../shared/API.md (no such file in the repository)",
         "DESIGN.md (no such file in the repository)",
+    ]
+
+
+#: What a comment about a measurement says when it keeps the measurement's history (the figures
+#: belong in docs/PERFORMANCE.md, with their commit and machine; a comment says why)
+_HISTORY = re.compile(r"callgrind|\b\d+(\.\d+)? ?[MGk] instructions|\bstop \d+'s\b", re.I)
+
+
+def measurement_history(texts: list[str]) -> list[str]:
+    return [m.group(0) for text in texts for m in _HISTORY.finditer(text)]
+
+
+@pytest.mark.parametrize("path", SOURCES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_comments_keep_no_measurement_history(path: Path) -> None:
+    assert measurement_history(commentary(path.read_text(encoding="utf-8"))) == []
+
+
+def test_measurement_history_is_found() -> None:
+    source = (
+        '"""Fast: 52 ms on stop 31\'s machine, 383 M instructions by callgrind."""\n'
+        "# the old way: 415 M instructions\n"
+        'NAME = "session.instructions.updated"  # a V2 event: not history\n'
+    )
+    assert measurement_history(commentary(source)) == [
+        "415 M instructions",
+        "stop 31's",
+        "383 M instructions",
+        "callgrind",
     ]
