@@ -29,6 +29,8 @@ BUSY = (A, "ses_busy")
 
 
 async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 30.0) -> None:
+    """Until `condition` holds; the deadline is generous, for a loaded machine (the tests wait
+    on what they assert, never on a fixed pause)."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():
@@ -36,10 +38,26 @@ async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: floa
         await pilot.pause(0.02)
 
 
+async def pulled(pilot: Pilot[None], app: OcwatchApp, view: object) -> None:
+    """Until the app has pulled `view` from its source and is idle again: whatever showing it
+    does is done, so an assertion that nothing came of it (no alert, no row redrawn) proves
+    it, however late a loaded machine runs the pull."""
+    await until(pilot, lambda: app.view is view)
+    await pilot.pause()
+
+
 async def settle(pilot: Pilot[None], app: OcwatchApp) -> None:
-    """Until every action worker finished and the app pulled once more."""
-    await until(pilot, lambda: not any(w.group == "actions" and w.is_running for w in app.workers))
-    await pilot.pause(0.15)
+    """Until every action worker finished (a pending one counts) and the app pulled the change
+    the action marked."""
+    await pilot.pause()
+    await until(
+        pilot,
+        lambda: (
+            not any(w.group == "actions" and not w.is_finished for w in app.workers)
+            and not app._dirty
+        ),
+    )
+    await pilot.pause()
 
 
 def notes(app: OcwatchApp, severity: str | None = None) -> list[str]:

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Callable
 from dataclasses import replace
-
-from textual.pilot import Pilot
 
 from tui.app import OcwatchApp
 from tui.app.alerts import app_sinks
@@ -16,20 +12,13 @@ from tui.core.view import View
 
 from . import views
 from .conftest import make_app
+from .test_actions import pulled, until
 
 A = views.A
 BUSY = (A, "ses_busy")
 DONE = (A, "ses_done")
 PERM = (A, "ses_perm")
 LOUD = AlertConfig(bell=True, osc9=True, on=["input", "error", "completed"], min_interval=0)
-
-
-async def until(pilot: Pilot[None], condition: Callable[[], bool], timeout: float = 5.0) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + timeout
-    while not condition():
-        assert loop.time() < deadline, "timed out"
-        await pilot.pause(0.02)
 
 
 def spy(app: OcwatchApp) -> list[str]:
@@ -53,7 +42,8 @@ async def test_bell_and_osc9_once_per_transition() -> None:
     app, source = make_app(alerts=LOUD)
     written = spy(app)
     async with app.run_test(size=(120, 40)) as pilot:
-        await pilot.pause(0.2)
+        await until(pilot, lambda: app.view is not None)
+        await pilot.pause()
         assert written == []  # the first View is what is, not a change
         failed = later(
             source.current(),
@@ -66,10 +56,9 @@ async def test_bell_and_osc9_once_per_transition() -> None:
         assert written[1].startswith("\x1b]9;ocwatch: Refactor the payment module: error")
         assert written[1].endswith("\x07")
         # The server says idle again (and again): the same View, nothing new.
-        source.set(later(failed, 1))
-        await pilot.pause(0.3)
-        source.set(later(failed, 2))
-        await pilot.pause(0.3)
+        for again in (later(failed, 1), later(failed, 2)):
+            source.set(again)
+            await pulled(pilot, app, again)
         assert len(written) == 2
         # Another session starts waiting for input: one more alert, no more.
         asking = later(
@@ -78,8 +67,9 @@ async def test_bell_and_osc9_once_per_transition() -> None:
         source.set(asking)
         await until(pilot, lambda: len(written) == 4)
         assert "Write the README" in written[3]
-        source.set(later(asking, 1))
-        await pilot.pause(0.3)
+        again = later(asking, 1)
+        source.set(again)
+        await pulled(pilot, app, again)
         assert len(written) == 4
         assert app.attention.alerter.sent == 2
 
@@ -89,8 +79,9 @@ async def test_no_alert_without_a_flag_or_config() -> None:
     written = spy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        source.set(later(source.current(), 1, ses_busy={"state": "idle", "reason": "error"}))
-        await pilot.pause(0.3)
+        failed = later(source.current(), 1, ses_busy={"state": "idle", "reason": "error"})
+        source.set(failed)
+        await pulled(pilot, app, failed)
         assert written == [] and not app.attention.alerting
 
 
@@ -165,8 +156,9 @@ async def test_unread_marks_rows_changed_elsewhere_and_clears_on_highlight() -> 
         assert title(app, DONE).strip().startswith("• Write the README")
         assert "•" not in title(app, PERM)
         # A change that is not a transition (cost, time) marks nothing.
-        source.set(later(source.current(), 1, ses_busy={"cost": 5.0}))
-        await pilot.pause(0.3)
+        cost = later(source.current(), 1, ses_busy={"cost": 5.0})
+        source.set(cost)
+        await pulled(pilot, app, cost)
         assert app.unread == {DONE}
         table.select_key(DONE)
         await until(pilot, lambda: not app.unread)
@@ -251,19 +243,18 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
             (message, kw.get("title"))
         )
         async with app.run_test(size=(120, 40)) as pilot:
-            await pilot.pause(0.2)
+            await until(pilot, lambda: app.view is not None)
             for n in range(5):  # five failures while the receiver hangs
-                source.set(
-                    later(
-                        source.current(),
-                        1,
-                        ses_busy={
-                            "state": "idle" if n % 2 == 0 else "busy",
-                            "reason": "error" if n % 2 == 0 else None,
-                        },
-                    )
+                changed = later(
+                    source.current(),
+                    1,
+                    ses_busy={
+                        "state": "idle" if n % 2 == 0 else "busy",
+                        "reason": "error" if n % 2 == 0 else None,
+                    },
                 )
-                await pilot.pause(0.05)
+                source.set(changed)
+                await pulled(pilot, app, changed)
             slowest = 0.0
             for _ in range(10):
                 before = app.main_screen.table.cursor_row
