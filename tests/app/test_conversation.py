@@ -77,7 +77,7 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
         source.set(views.with_row(source.current(), BUSY, updated=views.clock()))
         app.pull()
         await until(pilot, lambda: "Later 103" in body(app))
-        await pilot.pause(0.1)
+        await pilot.pause(0.1)  # (time for a scroll that should not come: late, it passes)
         assert screen.body.scroll_y == 0  # the reader scrolled up: left where they are
 
 

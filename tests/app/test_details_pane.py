@@ -51,7 +51,7 @@ async def test_the_pane_follows_the_cursor_and_reads_only_where_it_stops() -> No
         for _ in range(6):  # running the cursor down: each row is passed within the pause
             await pilot.press("j")
         await until(pilot, lambda: len(peek.looks) > looks)
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # (a second look would come now; a late machine only passes)
         assert len(peek.looks) == looks + 1  # one look, where the cursor stopped
         key = table.cursor_key
         assert key is not None and peek.looks[-1] == key[1]
@@ -143,7 +143,7 @@ async def test_a_failed_look_is_said_and_not_retried_at_once() -> None:
         looks = len(peek.looks)
         for _ in range(10):  # the 1 s tick and redraws do not hammer the server
             app.pull()
-            await pilot.pause(0.05)
+            await pilot.pause(0.05)  # (time for a look that should not come: late, it passes)
         assert len(peek.looks) == looks
 
 
@@ -175,7 +175,7 @@ async def test_a_failed_look_is_tried_again_after_a_while() -> None:
         looks = len(peek.looks)
         now[0] += RETRY_AFTER - 1
         app.pull()
-        await pilot.pause(0.3)
+        await pilot.pause(0.3)  # (time for a look that should not come: late, it passes)
         assert len(peek.looks) == looks  # not yet
         peek.fail = None
         now[0] += 1
@@ -223,7 +223,7 @@ async def test_moving_the_cursor_with_the_pane_open_lays_nothing_out_again() -> 
         screen = app.main_screen
         assert screen.table.select_key(BUSY)
         await until(pilot, lambda: "Reply of ses_busy." in pane_text(app))
-        await pilot.pause(0.2)
+        await pilot.pause()  # (ends with the layout the reply asked for, if any, done)
         layouts: list[object] = []
         screen.screen_layout_refresh_signal.subscribe(screen, layouts.append)
         texts = set()
@@ -290,7 +290,7 @@ async def test_a_running_session_on_a_quiet_live_stream_is_not_read_again_and_ag
         for _ in range(5):  # ten quiet seconds: no look
             now[0] += RUNNING_EVERY
             app.pull()
-            await pilot.pause(0.1)
+            await pilot.pause(0.1)  # (time for a look that should not come: late, it passes)
         assert len(peek.looks) == looks
         peek.output_at[views.A] = now[0]  # tokens stream
         now[0] += RUNNING_EVERY
