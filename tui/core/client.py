@@ -7,6 +7,7 @@ to be JSON before it is trusted.
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import functools
 import os
@@ -387,36 +388,93 @@ class Client:
         comment, V2's heartbeat, comes as an empty string). Raises AuthFailed on a 401,
         BadResponse when the answer is
         an error or not an event stream (is it an OpenCode server?); a read waits at most
-        `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError)."""
+        `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError).
+        A server reached without a proxy or a test's transport is read straight from its
+        socket (tui.core.stream: an eighth of httpx's CPU an event); else through httpx.
+        Transport failures are httpx's errors either way."""
         import httpx
 
-        timeout = httpx.Timeout(self.timeout, read=read_timeout)
         # uncompressed: a few KB of gzip inflate to GB of blank lines, read in one go
         headers = {
             "accept": "text/event-stream",
             "cache-control": "no-store",
             "accept-encoding": "identity",
         }
+        if self._direct_stream():
+            from . import stream
+
+            if self._closed:
+                raise Unreachable(f"{self.url}: the connection was closed (ocwatch is stopping)")
+            auth, _trust_env, _transport, plain = self._made
+            try:
+                verify = None if plain else tls.trusted()
+            except tls.TrustError as exc:
+                raise OcwatchError(f"{self.url}: {exc}") from None
+            sent = list(headers.items())
+            if auth is not None:  # (as httpx.BasicAuth says it: UTF-8, base64)
+                token = f"{auth.username}:{auth.password}".encode()
+                sent.append(("authorization", "Basic " + base64.b64encode(token).decode()))
+            base = urlsplit(self.url).path.rstrip("/")
+            direct = await stream.open_stream(
+                self.url,
+                base + path,
+                sent,
+                tls=verify,
+                connect_timeout=self.timeout,
+                read_timeout=read_timeout,
+            )
+            try:
+                self._check_stream(direct.status_code, direct.headers, path)
+                yield _sse(direct.body(), self.url, max_event, comments)
+            finally:
+                direct.aclose()
+            return
+        timeout = httpx.Timeout(self.timeout, read=read_timeout)
         async with self.http.stream("GET", path, timeout=timeout, headers=headers) as response:
-            if response.status_code == 401:
-                raise self.auth_failed()
-            if response.status_code >= 400:
-                exc = BadResponse(f"{self.url}: event stream answered HTTP {response.status_code}")
-                exc.retry_after = retry_after(response.headers.get("retry-after"), time.time())
-                raise exc
-            ctype = response.headers.get("content-type", "")
-            if "text/event-stream" not in ctype:
-                raise BadResponse(
-                    f"{self.url}: {path} answered {ctype or 'no content type'}, not an "
-                    "event stream (is this an OpenCode server?)"
-                )
-            encoding = response.headers.get("content-encoding", "").strip().lower()
-            if encoding not in ("", "identity"):
-                raise BadResponse(
-                    f"{self.url}: the event stream came compressed ({encoding[:40]!r}) though "
-                    "asked for none; refused"
-                )
+            self._check_stream(response.status_code, response.headers, path)
             yield sse_data(response, self.url, max_event, comments)
+
+    def _direct_stream(self) -> bool:
+        """Whether the event stream is read straight from its socket (tui.core.stream): an
+        http or https server reached without a proxy, not through a test's transport."""
+        _auth, trust_env, transport, plain = self._made
+        if transport is not None or os.environ.get("OCWATCH_DIRECT_STREAM") == "0":
+            return False
+        if plain:
+            return True
+        parts = urlsplit(self.url)
+        if parts.scheme != "https" or not parts.hostname:
+            return False
+        if not trust_env:
+            return True
+        import urllib.request
+
+        proxies = urllib.request.getproxies()
+        return not (proxies.get("https") or proxies.get("all")) or bool(
+            urllib.request.proxy_bypass(parts.hostname)
+        )
+
+    def _check_stream(self, status: int, headers: Mapping[str, str], path: str) -> None:
+        """Refuse an event stream's answer that is an error, not an event stream, or
+        compressed."""
+        if status == 401:
+            raise self.auth_failed()
+        if status >= 400:
+            exc = BadResponse(f"{self.url}: event stream answered HTTP {status}")
+            exc.retry_after = retry_after(headers.get("retry-after"), time.time())
+            raise exc
+        ctype = headers.get("content-type", "")
+        if "text/event-stream" not in ctype:
+            raise BadResponse(
+                f"{self.url}: {path} answered {ctype or 'no content type'}, not an "
+                "event stream (is this an OpenCode server?)"
+            )
+        encoding = headers.get("content-encoding", "").strip().lower()
+        if encoding not in ("", "identity"):
+            raise BadResponse(
+                f"{self.url}: the event stream came compressed ({encoding[:40]!r}) though "
+                "asked for none; refused"
+            )
 
     def auth_failed(self) -> AuthFailed:
         """What a 401 from this server means, for any route (the event stream's too)."""
@@ -875,34 +933,54 @@ def _error_fields(content: bytes) -> tuple[str | None, str | None]:
     return (str(tag) if tag else None, str(msg)[:200] if msg else None)
 
 
-async def sse_data(
+def sse_data(
     response: httpx.Response, url: str, limit: int, comments: bool = False
 ) -> AsyncIterator[str]:
     """The `data` of each Server-Sent Event of `response` (other fields are skipped, and
     comments too unless `comments`: then each comes as an empty string, a sign of life). An
     event or a line longer than `limit` bytes ends the stream with an OcwatchError
-    instead of growing without bound (its bytes are dropped)."""
-    buf = bytearray()
-    data: list[bytes] = []
-    size = 0
-    async for chunk in response.aiter_bytes():
-        buf += chunk
-        start = 0
-        lines = 0
-        while (end := buf.find(b"\n", start)) >= 0:
-            lines += 1
-            if not lines & 4095:  # a chunk of many lines does not hold the event loop
+    instead of growing without bound (its bytes are dropped). (The stream is asked
+    uncompressed and refused otherwise: its raw bytes are its bytes.)"""
+    return _sse(response.aiter_raw(), url, limit, comments)
+
+
+async def _sse(
+    chunks: AsyncIterator[bytes], url: str, limit: int, comments: bool
+) -> AsyncIterator[str]:
+    """sse_data's reading of `chunks`, the body's bytes as they come: each chunk is split
+    into lines at once; a line not ended yet waits, its pieces kept apart (joined once it
+    ends), bounded by `limit`."""
+    pending: list[bytes] = []  # the pieces of a line not ended yet
+    waiting = 0  # their bytes
+    data: list[bytes] = []  # the data lines of the event being read
+    size = 0  # their bytes
+    lines_seen = 0
+    async for chunk in chunks:
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            waiting += len(chunk)
+            if waiting > limit:
+                break
+            continue
+        if pending:
+            pending.append(chunk)
+            chunk = b"".join(pending)
+            pending.clear()
+        lines = chunk.split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            lines_seen += 1
+            if not lines_seen & 4095:  # a chunk of many lines does not hold the event loop
                 await asyncio.sleep(0)
-            line = bytes(buf[start:end])
-            start = end + 1
-            if line.endswith(b"\r"):
+            if line[-1:] == b"\r":
                 line = line[:-1]
             if not line:
                 if data:
-                    yield b"\n".join(data).decode("utf-8", errors="replace")
+                    value = data[0] if len(data) == 1 else b"\n".join(data)
                     data, size = [], 0
+                    yield value.decode("utf-8", errors="replace")
                 continue
-            if line.startswith(b"data:"):
+            if line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
                 size += len(value)
                 if size > limit:
@@ -910,9 +988,15 @@ async def sse_data(
                 data.append(value)
             elif comments and line[:1] == b":":
                 yield ""
-        del buf[:start]
-        if size > limit or len(buf) > limit:
-            raise OcwatchError(
-                f"{url}: an event of the stream is larger than "
-                f"{limit // 2**20} MiB; dropped, reconnecting"
-            )
+        if size > limit:
+            break
+        if rest:
+            pending.append(rest)
+        waiting = len(rest)
+        if waiting > limit:
+            break
+    if size > limit or waiting > limit:
+        raise OcwatchError(
+            f"{url}: an event of the stream is larger than "
+            f"{limit // 2**20} MiB; dropped, reconnecting"
+        )
