@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from pydantic import ValidationError
@@ -156,40 +157,138 @@ async def fetch_snapshot_v2(
     the event stream vouches for it (`vouched_since()`, MessageCache.vouched) and says it runs
     when the active list does (`expected_status(id)`): then `vouch(id, cached message)` brings
     it up to date from the journal, and the status the events say is its entry. Vouched tails
-    older than `vouch_max_age` are read again, `reverify` of them at most (None: all)."""
-    started = clock()
-    before = client.requests
-    bad_names: list[str] = []
-    listed: dict[str, tuple[str | None, float | None]] = {}
-    if relist is None:
-        info = info or await client.info()
-        raw_sessions = await client.v2_sessions()
-        canon: list[dict[str, Any]] = []
-        for raw in raw_sessions:
-            t = raw.get("time") if isinstance(raw.get("time"), dict) else {}
-            idle = t.get("idle") if isinstance(t, dict) else None
-            outcome = raw.get("outcome")
-            listed[str(raw.get("id"))] = (
-                outcome if isinstance(outcome, str) else None,
-                wire.num(idle),
+    older than `vouch_max_age` are read again, `reverify` of them at most (None: all).
+
+    The steps, as V1's: list the sessions (`_list_sessions`), read the active list and the
+    open asks (`_read_maps`), choose whose transcript tail to read (`_choose_reads`), read them
+    (`_read_tails`)."""
+    got = _Gathered(client, cache, clock(), journal_seq, client.requests)
+    await _list_sessions(got, relist, info)
+    await _read_maps(got)
+    need = _choose_reads(
+        got,
+        set(touched),
+        vouch=vouch,
+        since=vouched_since() if vouch is not None else None,
+        vouch_max_age=vouch_max_age,
+        expected_status=expected_status,
+        reverify=reverify,
+    )
+    await _read_tails(got, need, concurrency, progress, partial)
+    cache.prune(got.sessions)
+    return got.snapshot()
+
+
+@dataclass
+class _Gathered:
+    """What one fetch_snapshot_v2 has read so far; its steps fill it in turn, and `snapshot()`
+    makes a Snapshot of it at any point (a partial one, or the complete one at the end)."""
+
+    client: Client
+    cache: MessageCache
+    started: float
+    journal_seq: int
+    requests_before: int  # the client's request count when the fetch began
+    sessions: dict[str, Session] = field(default_factory=dict)
+    listed: list[Session] = field(default_factory=list)  # the sessions in the server's order
+    #: per session, its `outcome` and `time.idle` as listed (none: the list was not read)
+    outcomes: dict[str, tuple[str | None, float | None]] = field(default_factory=dict)
+    folders: list[str | None] = field(default_factory=list)
+    version: str | None = None
+    instance: str | None = None
+    listed_at: float = 0.0
+    active: set[str] = field(default_factory=set)
+    permissions: dict[str, PermissionRequest] = field(default_factory=dict)
+    questions: dict[str, QuestionRequest] = field(default_factory=dict)
+    bad_names: list[str] = field(default_factory=list)  # the malformed records, in read order
+    vouched: int = 0
+    reverified: int = 0
+    unreadable: dict[str, str] = field(default_factory=dict)
+
+    def unread(self, sid: str, why: str) -> None:
+        """The session's transcript cannot be read: its row says `why`, and the next snapshot
+        reads it again."""
+        self.unreadable[sid] = why
+        self.bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
+        self.cache.forget(sid)
+
+    def snapshot(self, loading: frozenset[str] = frozenset()) -> Snapshot:
+        cache = self.cache
+        status: dict[str, SessionStatus] = {}
+        for sid in self.sessions:
+            st = status_of(
+                sid,
+                sid in self.active,
+                cache.get(sid),
+                cache.tails.get(sid),
+                self.outcomes.get(sid),
             )
-            canon.append(wire.session(raw))
-        sessions_list, bad = cache.sessions_from(canon)
-        bad_names += bad
-        sessions = {s.id: s for s in sessions_list}
-        version = info.get("version") if isinstance(info.get("version"), str) else None
-        pid = info.get("pid")
-        instance = str(pid) if isinstance(pid, int | str) else None
-        listed_at = started
-        found = {s.directory for s in sessions_list if s.directory}
+            if st is not None:
+                status[sid] = st
+        return Snapshot(
+            server=self.client.url,
+            started_at=self.started,
+            sessions=self.sessions,
+            status=status,
+            permissions=self.permissions,
+            questions=self.questions,
+            messages={sid: cache.get(sid) for sid in self.sessions},
+            version=self.version,
+            journal_seq=self.journal_seq,
+            requests=self.client.requests - self.requests_before,
+            vouched=self.vouched,
+            reverified=self.reverified,
+            skipped=len(self.bad_names),
+            malformed=tuple(self.bad_names[:5]),
+            loading=loading,
+            folders=tuple(self.folders),
+            listed_at=self.listed_at,
+            protocol="v2",
+            instance=self.instance,
+            unreadable=dict(self.unreadable),
+        )
+
+
+async def _list_sessions(
+    got: _Gathered, relist: Relist | None, info: dict[str, Any] | None
+) -> None:
+    """Step 1: the sessions (with each one's listed outcome), their folders, the version and
+    the server's instance (its pid): read from the server (`/api/info` unless the probe read
+    it, every session), or taken from `relist`."""
+    if relist is not None:
+        got.sessions = relist.sessions
+        got.listed = list(got.sessions.values())
+        got.version, got.listed_at, got.instance = relist.version, relist.listed_at, relist.instance
+        found = {d for d in relist.folders if d} | {s.directory for s in got.listed if s.directory}
     else:
-        sessions = relist.sessions
-        sessions_list = list(sessions.values())
-        version, listed_at, instance = relist.version, relist.listed_at, relist.instance
-        found = {d for d in relist.folders if d} | {
-            s.directory for s in sessions_list if s.directory
-        }
-    dirs: list[str | None] = [*sorted(found)] or [None]
+        info = info or await got.client.info()
+        canon: list[dict[str, Any]] = []
+        for raw in await got.client.v2_sessions():
+            got.outcomes[str(raw.get("id"))] = _listed_outcome(raw)
+            canon.append(wire.session(raw))
+        got.listed, bad = got.cache.sessions_from(canon)
+        got.bad_names += bad
+        got.sessions = {s.id: s for s in got.listed}
+        got.version = info.get("version") if isinstance(info.get("version"), str) else None
+        pid = info.get("pid")
+        got.instance = str(pid) if isinstance(pid, int | str) else None
+        got.listed_at = got.started
+        found = {s.directory for s in got.listed if s.directory}
+    got.folders = [*sorted(found)] or [None]
+
+
+def _listed_outcome(raw: dict[str, Any]) -> tuple[str | None, float | None]:
+    """A listed session's `outcome` and `time.idle` (epoch ms), when they are there."""
+    t = raw.get("time") if isinstance(raw.get("time"), dict) else {}
+    idle = t.get("idle") if isinstance(t, dict) else None
+    outcome = raw.get("outcome")
+    return outcome if isinstance(outcome, str) else None, wire.num(idle)
+
+
+async def _read_maps(got: _Gathered) -> None:
+    """Step 2: the active list, and the open permissions and forms of every folder, all at
+    once."""
+    client = got.client
 
     async def per_folder(d: str | None) -> tuple[list[Any], list[Any]]:
         perms, forms = await asyncio.gather(
@@ -197,53 +296,45 @@ async def fetch_snapshot_v2(
         )
         return perms, forms
 
-    active, results = await asyncio.gather(
-        client.v2_active(), asyncio.gather(*(per_folder(d) for d in dirs))
+    got.active, results = await asyncio.gather(
+        client.v2_active(), asyncio.gather(*(per_folder(d) for d in got.folders))
     )
-    permissions: dict[str, PermissionRequest] = {}
-    questions: dict[str, QuestionRequest] = {}
     for perms, forms in results:
         ps, bad = _models(
             [wire.permission(p) for p in perms if isinstance(p, dict)],
             PermissionRequest,
             "permission",
         )
-        bad_names += bad
-        permissions.update({p.id: p for p in ps})
+        got.bad_names += bad
+        got.permissions.update({p.id: p for p in ps})
         qs, bad = _models(
             [wire.form(f) for f in forms if isinstance(f, dict)], QuestionRequest, "form"
         )
-        bad_names += bad
-        questions.update({q.id: q for q in qs})
+        got.bad_names += bad
+        got.questions.update({q.id: q for q in qs})
 
-    touched_set = set(touched)
+
+def _choose_reads(
+    got: _Gathered,
+    touched: set[str],
+    *,
+    vouch: Callable[[str, Message | None], Message | None] | None,
+    since: float | None,
+    vouch_max_age: float,
+    expected_status: Callable[[str], SessionStatus | None],
+    reverify: int | None,
+) -> list[Session]:
+    """Step 3: the sessions whose transcript tail is read, in the order to read (running
+    first, then the most recently updated). The others keep their cached tail: fresh and not
+    running nor touched, or vouched for by the event stream (brought up to date here, by
+    `_vouch_for`; those vouched for longer than `vouch_max_age` are read again, `reverify` at
+    most)."""
+    cache, started, active = got.cache, got.started, got.active
     need: list[Session] = []
-    vouched = 0
-    since = vouched_since() if vouch is not None else None
     overdue: list[tuple[float, Session]] = []  # vouched but for their age: (fetched, session)
-
-    def vouch_for(s: Session) -> None:
-        assert vouch is not None
+    for s in got.listed:
         running = s.id in active
-        read = cache.get(s.id)
-        now = vouch(s.id, read)
-        cache.vouch(s, now, running)
-        said = expected_status(s.id)
-        old = cache.tails[s.id]
-        if (now.info.id if now else None) != (read.info.id if read else None):
-            # a newer turn than the one read: what the tail said of the read one is void
-            cache.tails[s.id] = Tail(None, None, None, said, False)
-        else:
-            cache.tails[s.id] = Tail(old.outcome, old.idle_at, old.retry, said, old.shut_down)
-
-    for s in sessions_list:
-        running = s.id in active
-        if (
-            not running
-            and s.id not in touched_set
-            and s.id in cache.tails
-            and cache.fresh(s, started)
-        ):
+        if not running and s.id not in touched and s.id in cache.tails and cache.fresh(s, started):
             continue
         said = expected_status(s.id) if vouch is not None else None
         if (
@@ -256,64 +347,60 @@ async def fetch_snapshot_v2(
             if started - fetched > vouch_max_age:
                 overdue.append((fetched, s))
                 continue
-            vouch_for(s)
-            vouched += 1
+            _vouch_for(got, s, vouch, expected_status)
             continue
         need.append(s)
     again, still = reverified_first(overdue, reverify)
     need += again  # read again: the safety net, a few at a time
+    got.reverified = len(again)
     for s in still:
-        vouch_for(s)
-        vouched += 1
+        assert vouch is not None
+        _vouch_for(got, s, vouch, expected_status)
     need.sort(key=lambda s: (s.id not in active, -s.time.updated))
+    return need
 
-    def snapshot_now(loading: frozenset[str] = frozenset()) -> Snapshot:
-        status: dict[str, SessionStatus] = {}
-        for sid in sessions:
-            st = status_of(
-                sid, sid in active, cache.get(sid), cache.tails.get(sid), listed.get(sid)
-            )
-            if st is not None:
-                status[sid] = st
-        return Snapshot(
-            server=client.url,
-            started_at=started,
-            sessions=sessions,
-            status=status,
-            permissions=permissions,
-            questions=questions,
-            messages={sid: cache.get(sid) for sid in sessions},
-            version=version,
-            journal_seq=journal_seq,
-            requests=client.requests - before,
-            vouched=vouched,
-            reverified=len(again),
-            skipped=len(bad_names),
-            malformed=tuple(bad_names[:5]),
-            loading=loading,
-            folders=tuple(dirs),
-            listed_at=listed_at,
-            protocol="v2",
-            instance=instance,
-            unreadable=dict(unreadable),
-        )
 
-    unreadable: dict[str, str] = {}
+def _vouch_for(
+    got: _Gathered,
+    s: Session,
+    vouch: Callable[[str, Message | None], Message | None],
+    expected_status: Callable[[str], SessionStatus | None],
+) -> None:
+    """A session the event stream vouches for: its cached message brought up to date from the
+    journal, and its tail made to say the status the events say (what the tail said of an
+    older turn is void)."""
+    cache = got.cache
+    read = cache.get(s.id)
+    now = vouch(s.id, read)
+    cache.vouch(s, now, s.id in got.active)
+    said = expected_status(s.id)
+    old = cache.tails[s.id]
+    if (now.info.id if now else None) != (read.info.id if read else None):
+        cache.tails[s.id] = Tail(None, None, None, said, False)
+    else:
+        cache.tails[s.id] = Tail(old.outcome, old.idle_at, old.retry, said, old.shut_down)
+    got.vouched += 1
 
-    def unread(sid: str, why: str) -> None:
-        unreadable[sid] = why
-        bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
-        cache.forget(sid)  # read again by the next snapshot
 
+async def _read_tails(
+    got: _Gathered,
+    need: list[Session],
+    concurrency: int,
+    progress: Callable[[int, int], None] | None,
+    partial: Callable[[Snapshot], None] | None,
+) -> None:
+    """Step 4: read the transcript tail of each of `need`, `concurrency` at a time, telling
+    `progress` after each (`partial` is handed the Snapshot once, before the first)."""
+    client, cache, started = got.client, got.cache, got.started
     done = 0
     if progress is not None:
         progress(0, len(need))
     if partial is not None and need:
-        partial(snapshot_now(frozenset(s.id for s in need)))
+        partial(got.snapshot(frozenset(s.id for s in need)))
 
     async def tail_of(sid: str) -> None:
         nonlocal done
-        s = sessions[sid]
+        s = got.sessions[sid]
         try:
             try:
                 entries = await client.v2_messages(sid, TAIL)
@@ -324,7 +411,7 @@ async def fetch_snapshot_v2(
             except OcwatchError as exc:
                 if not confined(exc):
                     raise
-                unread(sid, unreadable_why(exc, sid))
+                got.unread(sid, unreadable_why(exc, sid))
                 return
             raw_msg, tail = read_tail(entries, sid)
             msg: Message | None = None
@@ -332,9 +419,9 @@ async def fetch_snapshot_v2(
                 try:
                     msg = Message.parse(raw_msg)
                 except ValidationError:
-                    unread(sid, "its last message is malformed")
+                    got.unread(sid, "its last message is malformed")
                     return
-            cache.put(s, msg, running=sid in active, fetched=started)
+            cache.put(s, msg, running=sid in got.active, fetched=started)
             cache.tails[sid] = tail  # (read: nothing vouched for any more)
         finally:
             done += 1
@@ -342,5 +429,3 @@ async def fetch_snapshot_v2(
                 progress(done, len(need))
 
     await each_in_turn([s.id for s in need], tail_of, concurrency)
-    cache.prune(sessions)
-    return snapshot_now()
