@@ -37,48 +37,40 @@ class FakeAPI:
         return httpx.MockTransport(self.handle)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
+        """Count the request; refuse it without the password; answer a POST, else a GET."""
         path = request.url.path
         self.hits[path if not path.startswith("/session/ses") else "/session/{id}/message"] += 1
         if self.password is not None:
-            auth = request.headers.get("authorization", "")
             import base64
 
             want = "Basic " + base64.b64encode(f"opencode:{self.password}".encode()).decode()
-            if auth != want:
+            if request.headers.get("authorization", "") != want:
                 return httpx.Response(401, headers={"www-authenticate": "Basic"}, text="no")
         if self.html_everywhere:
             return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
-        folder = request.url.params.get("directory") or self.default_folder
         if request.method == "POST":
-            body = json.loads(request.content or b"null")
-            self.posts.append((path, body))
-            if path.startswith("/permission/"):
+            return self._post(path, request)
+        return self._get(path, request)
+
+    def _post(self, path: str, request: httpx.Request) -> httpx.Response:
+        """An answer to a permission or a question (404 for one not asked), or any other POST:
+        recorded, and accepted."""
+        self.posts.append((path, json.loads(request.content or b"null")))
+        for kind, asked, tag in (
+            ("permission", self.permissions, "PermissionNotFoundError"),
+            ("question", self.questions, "QuestionNotFoundError"),
+        ):
+            if path.startswith(f"/{kind}/"):
                 rid = path.split("/")[2]
-                for reqs in self.permissions.values():
-                    if any(r["id"] == rid for r in reqs):
-                        return _json(True)
-                return _json(
-                    {
-                        "_tag": "PermissionNotFoundError",
-                        "requestID": rid,
-                        "message": f"Permission request not found: {rid}",
-                    },
-                    404,
-                )
-            if path.startswith("/question/"):
-                rid = path.split("/")[2]
-                for reqs in self.questions.values():
-                    if any(r["id"] == rid for r in reqs):
-                        return _json(True)
-                return _json(
-                    {
-                        "_tag": "QuestionNotFoundError",
-                        "requestID": rid,
-                        "message": f"Question request not found: {rid}",
-                    },
-                    404,
-                )
-            return _json(True)
+                if any(r["id"] == rid for reqs in asked.values() for r in reqs):
+                    return _json(True)
+                message = f"{kind.capitalize()} request not found: {rid}"
+                return _json({"_tag": tag, "requestID": rid, "message": message}, 404)
+        return _json(True)
+
+    def _get(self, path: str, request: httpx.Request) -> httpx.Response:
+        """The routes ocwatch reads; any other path answers the web UI's HTML, as OpenCode's."""
+        folder = request.url.params.get("directory") or self.default_folder
         if path == "/global/health":
             return _json({"healthy": True, "version": "fake"})
         if path == "/session":
@@ -89,20 +81,19 @@ class FakeAPI:
             if not self.experimental:  # a server without the route says so (only a 404 does)
                 return httpx.Response(404, json={"name": "NotFound"})
             return self._page(request)
-        if path == "/project":
-            return _json(self.projects)
-        if path == "/session/status":
-            return _json(self.status.get(folder, {}))
-        if path == "/permission":
-            return _json(self.permissions.get(folder, []))
-        if path == "/question":
-            return _json(self.questions.get(folder, []))
+        by_folder = {
+            "/project": lambda: self.projects,
+            "/session/status": lambda: self.status.get(folder, {}),
+            "/permission": lambda: self.permissions.get(folder, []),
+            "/question": lambda: self.questions.get(folder, []),
+        }
+        if path in by_folder:
+            return _json(by_folder[path]())
         if path == "/api/session/active" and self.active_route:
             return _json({"data": {}})
         if path.startswith("/session/") and path.endswith("/message"):
-            sid = path.split("/")[2]
             limit = int(request.url.params.get("limit", "100"))
-            return _json(self.messages.get(sid, [])[-limit:])
+            return _json(self.messages.get(path.split("/")[2], [])[-limit:])
         return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})
 
     def _page(self, request: httpx.Request) -> httpx.Response:
