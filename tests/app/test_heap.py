@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gc
+import time
 from collections.abc import Callable
 
 from tui.app.heap import HeapKeeper
 
 from . import views
 from .conftest import make_app
+from .test_actions import until
 
 
 class Clock:
@@ -67,10 +69,7 @@ def test_a_heap_frozen_while_loading_is_frozen_again_once_everything_is_in() -> 
 async def test_the_app_freezes_once_sessions_show_and_unfreezes_on_exit() -> None:
     app, _ = make_app()
     async with app.run_test() as pilot:
-        for _ in range(250):  # until the sessions show (frozen after a refresh)
-            if app.heap.frozen:
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: app.heap.frozen)  # the sessions show (frozen after a refresh)
         assert app.heap.frozen and gc.get_freeze_count() > 0
     assert not app.heap.frozen and gc.get_freeze_count() == 0
 
@@ -79,16 +78,16 @@ async def test_the_frozen_heap_is_refreshed_under_a_steady_stream_of_changes() -
     app, source = make_app()
     app.heap = HeapKeeper(refreeze=0.5)
     async with app.run_test() as pilot:
-        for _ in range(250):
-            if app.heap.frozen_at is not None:
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: app.heap.frozen_at is not None)
         first = app.heap.frozen_at
         assert first is not None
         view = views.every_state()
-        for i in range(100):  # a change every 0.2 s: the app pulls more than once a second
+        deadline = time.monotonic() + 30
+        i = 0
+        while app.heap.frozen_at == first and time.monotonic() < deadline:
+            # a change every 0.2 s (wall time is what the refreeze waits for): the app pulls
+            # more than once a second; refreshed after 0.5 s, later on a loaded machine
+            i += 1
             source.set(views.with_row(view, (views.A, "ses_busy"), cost=float(i)))
             await pilot.pause(0.2)
-            if app.heap.frozen_at != first:  # (refreshed after 0.5 s: a loaded machine's
-                break  # pulls come later, never fewer)
         assert app.heap.frozen_at != first

@@ -27,7 +27,7 @@ async def test_demo_state_change_reaches_the_table() -> None:
             def states() -> dict[str, str]:
                 return {key: table.get_cell(key, "state").plain for key in table.row_keys}
 
-            async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+            async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
                 loop = asyncio.get_running_loop()
                 deadline = loop.time() + timeout
                 while not condition():

@@ -7,6 +7,7 @@ from tui.core.view import ServerInfo, View
 
 from . import views
 from .conftest import make_app
+from .test_actions import pulled
 
 T0 = views.NOW
 
@@ -28,11 +29,12 @@ async def bar_height(shown_at: float, started_at: float, error: str) -> int:
     app, source = make_app(view)
     app.clock = lambda: clock[0]
     async with app.run_test(size=(80, 24)) as pilot:
-        await pilot.pause(0.3)
+        await pulled(pilot, app, view)
         if shown_at != started_at:
             clock[0] = shown_at
-            source.set(View(T0, servers(error), view.rows))
-            await pilot.pause(0.3)
+            later = View(T0, servers(error), view.rows)
+            source.set(later)
+            await pulled(pilot, app, later)  # (and laid out: a pause ends with the layout)
         return app.screen.query_one(ServerBar).region.height
 
 

@@ -11,7 +11,6 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, OptionList, Static
 
 from tui.app import OcwatchApp
-from tui.app.app import LOADING_PULL_INTERVAL
 from tui.app.screens.detail import DetailScreen, pending_section
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.servers import ServerPanel, ServersScreen
@@ -21,7 +20,7 @@ from tui.core.view import View
 
 from . import views
 from .conftest import make_app
-from .test_actions import BUSY, until
+from .test_actions import BUSY, pulled, until
 
 A = views.A
 
@@ -279,7 +278,7 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         )
         view = views.with_row(view, key, cost=9.99, tokens=999_999)
         source.set(view)
-        await pilot.pause(0.3)
+        await pulled(pilot, app, view)
         assert calls == []  # no row added, removed or the table cleared
         assert set(t.row_keys) == row_keys
         assert t.cursor_key == key
@@ -290,8 +289,9 @@ async def test_static_source_update_is_in_place_and_cursor_stays() -> None:
         rows.pop((A, "ses_abort"))
         new = replace(view.rows[key], id="ses_new", title="A brand new session")
         rows[new.key] = new
-        source.set(View(generated_at=view.generated_at, servers=view.servers, rows=rows))
-        await pilot.pause(0.3)
+        view = View(generated_at=view.generated_at, servers=view.servers, rows=rows)
+        source.set(view)
+        await pulled(pilot, app, view)
         assert sorted(calls) == ["add_row", "remove_row"]
         assert t.cursor_key == key
         assert "ses_new" in shown(app) and "ses_abort" not in shown(app)
@@ -407,13 +407,12 @@ async def test_a_first_snapshot_under_way_says_how_far_it_has_loaded() -> None:
         bar = str(app.main_screen.query_one(ServerBar).render())
         assert "connecting" in bar and "loading sessions 812/2,005" in bar
         source.set(views.loading(2004))
-        # while a first snapshot loads, pulls are LOADING_PULL_INTERVAL apart (0.25 s): a fixed
-        # 0.2 s pause raced it when the app started quickly
-        await pilot.pause(LOADING_PULL_INTERVAL + 0.1)
-        for _ in range(20):  # a loaded machine may run the timer late
-            if "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render()):
-                break
-            await pilot.pause(0.1)
+        # (while a first snapshot loads, pulls are LOADING_PULL_INTERVAL apart: the change shows
+        # when that timer runs, late on a loaded machine)
+        await until(
+            pilot,
+            lambda: "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render()),
+        )
         assert "2,004/2,005" in str(app.main_screen.query_one("#empty", Static).render())
 
 
@@ -668,10 +667,7 @@ async def test_a_screenshot_without_a_downloads_folder_goes_to_the_state_folder(
         await pilot.pause()
         app.action_screenshot()
         folder = tmp_path / "state" / "ocwatch" / "screenshots"
-        for _ in range(50):
-            await pilot.pause(0.05)
-            if folder.is_dir() and any(folder.glob("*.svg")):
-                break
+        await until(pilot, lambda: folder.is_dir() and any(folder.glob("*.svg")))
         (shot,) = folder.glob("*.svg")
         assert shot.read_text().startswith("<svg")
         assert not (tmp_path / "no-downloads").exists()

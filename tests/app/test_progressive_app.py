@@ -24,10 +24,7 @@ async def test_rows_show_while_their_last_messages_load() -> None:
     app = create_app(fleet, DashboardOptions(server_urls=[URL]))
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.main_screen.table
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if table.row_count == 7:
-                break
+        await until(pilot, lambda: table.row_count == 7)
         assert table.row_count == 7  # every session, though no last message is read
         assert api.asked and not api.release.is_set()
         assert "loading" in cells(app, "ses_i0")
@@ -44,10 +41,19 @@ async def test_rows_show_while_their_last_messages_load() -> None:
         bar = str(app.main_screen.query_one("ServerBar").render())
         assert "loading sessions" in bar
         api.release.set()
-        for _ in range(200):
-            await pilot.pause(0.02)
-            if "loading" not in cells(app, "ses_i0"):
-                break
+        await until(
+            pilot,
+            lambda: (
+                not any(
+                    "loading" in c
+                    for c in (
+                        *cells(app, "ses_i0"),
+                        *cells(app, "ses_busy"),
+                        str(app.main_screen.query_one("Summary").render()),
+                    )
+                )
+            ),
+        )
         assert "completed" in cells(app, "ses_i0")
         assert "loading" not in cells(app, "ses_busy")  # same state, busy: the cell is redrawn
         assert "loading" not in str(app.main_screen.query_one("Summary").render())

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from tests.app.test_actions import until
 from tests.unit.test_recording import record_a_run
 from tui.app import DashboardOptions, create_app
 from tui.app.app import REPLAY_OFF
@@ -27,15 +28,14 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
     async with app.run_test(size=(100, 30)) as pilot:
         bar = app.main_screen.query_one("#banner", Static)
 
-        async def until(what: str) -> None:
-            for _ in range(200):
-                await pilot.pause(0.02)
-                if what in str(bar.render()):
-                    return
-            raise AssertionError(f"{what!r} not in {bar.render()}")
+        async def shows(what: str) -> None:
+            try:
+                await until(pilot, lambda: what in str(bar.render()))
+            except AssertionError:
+                raise AssertionError(f"{what!r} not in {bar.render()}") from None
 
-        await until("replay of run.ndjson")
-        await until("ended")
+        await shows("replay of run.ndjson")
+        await shows("ended")
         assert {k[1]: r.state for k, r in app.view.rows.items()} == {  # type: ignore[union-attr]
             "ses_1": "idle",
             "ses_2": "input",
@@ -47,19 +47,19 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
         for press in ("r", "a", "A"):
             before = len(notes)
             await pilot.press("home", press)
-            for _ in range(200):
-                if len(notes) > before:
-                    break
-                await pilot.pause(0.02)
+            await until(pilot, lambda b=before: len(notes) > b)
             assert notes[before:] == [REPLAY_OFF], press
         await pilot.press("p")  # pauses the replay (no prompt in a replay)
-        await until("paused")
+        await shows("paused")
         await pilot.press("less_than_sign")  # back to the start (paused: it stays there)
-        await until("+0s")
+        await shows("+0s")
         await pilot.press("question_mark")
-        await pilot.pause(0.1)
-        help_text = "\n".join(str(w.render()) for w in app.screen.query(Static))
-        assert "Pause/play" in help_text and "run.ndjson" in help_text
+
+        def help_text() -> str:
+            return "\n".join(str(w.render()) for w in app.screen.query(Static))
+
+        await until(pilot, lambda: "Pause/play" in help_text())
+        assert "run.ndjson" in help_text()
 
 
 async def test_recording_from_the_dashboard(
@@ -100,24 +100,20 @@ async def test_recording_from_the_dashboard(
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=(100, 30)) as pilot:
         banner = app.main_screen.query_one("#banner", Static)
-        for _ in range(100):
-            await pilot.pause(0.02)
-            if app.view is not None and app.view.rows:
-                break
+        await until(pilot, lambda: app.view is not None and bool(app.view.rows))
         assert not banner.display
         taken = fleet.servers()[0].snapshots
         await pilot.press("R")
-        for _ in range(500):  # until the snapshot it asks for is taken (and so recorded)
-            if fleet.servers()[0].snapshots > taken and "● REC ocwatch-" in str(banner.render()):
-                break
-            await pilot.pause(0.02)
+        await until(  # the snapshot it asks for is taken (and so recorded)
+            pilot,
+            lambda: (
+                fleet.servers()[0].snapshots > taken and "● REC ocwatch-" in str(banner.render())
+            ),
+        )
         assert banner.display and "● REC ocwatch-" in str(banner.render())
         assert any(n.startswith("Recording to ") for n in notes)
         await pilot.press("R")
-        for _ in range(500):
-            if not banner.display:
-                break
-            await pilot.pause(0.02)
+        await until(pilot, lambda: not banner.display)
         assert not banner.display
     (path,) = (tmp_path / "state" / "ocwatch" / "recordings").iterdir()
     assert any(f"to {path}" in n for n in notes)

@@ -15,6 +15,7 @@ from . import views
 from .conftest import make_app
 from .fake_actions import FakeActions
 from .fake_peek import ChatPeek, FakePeek, chat
+from .test_actions import pulled, until
 
 WIDE = (160, 48)
 NARROW = (80, 24)
@@ -67,10 +68,7 @@ async def _doing_shown(pilot: Pilot, key: tuple[str, str]) -> None:
     app = pilot.app
     await pilot.pause()
     assert app.main_screen.table.select_key(key)  # type: ignore[attr-defined]
-    for _ in range(100):
-        await pilot.pause(0.05)
-        if app.inspector.activity(key) is not None:  # type: ignore[attr-defined]
-            break
+    await until(pilot, lambda: app.inspector.activity(key) is not None)  # type: ignore[attr-defined]
     await pilot.pause()
 
 
@@ -87,10 +85,18 @@ def test_detail_doing_80x24(snap_compare) -> None:
     """Narrow: the detail view's Doing section says the same."""
     app, _ = make_app(peek=FakePeek())
 
-    async def open_detail(pilot: Pilot) -> None:
-        await _doing_shown(pilot, (views.A, "ses_busy"))
+    async def open_detail(pilot: Pilot) -> None:  # (no pane at 80 columns: the view reads it)
+        key = (views.A, "ses_busy")
+        await pilot.pause()
+        assert app.main_screen.table.select_key(key)
         await pilot.press("d")
-        await pilot.pause(0.1)
+        await until(
+            pilot,
+            lambda: (
+                isinstance(app.screen, DetailScreen) and app.inspector.activity(key) is not None
+            ),
+        )
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=NARROW, run_before=open_detail)
 
@@ -118,11 +124,16 @@ def test_conversation(snap_compare, size: tuple[int, int]) -> None:
         await pilot.pause()
         assert app.main_screen.table.select_key((views.A, "ses_busy"))
         await pilot.press("m")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if getattr(app.screen, "loaded_all", False):
-                break
-        await pilot.pause(0.2)
+
+        def at_the_end() -> bool:  # all read, and the view scrolled to its end
+            screen = app.screen
+            if not getattr(screen, "loaded_all", False):
+                return False
+            body = screen.body  # type: ignore[attr-defined]
+            return bool(body.max_scroll_y > 0 and body.scroll_y == body.max_scroll_y)
+
+        await until(pilot, at_the_end)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=open_conversation)
 
@@ -205,12 +216,13 @@ def test_conversation_tool_call_expanded(snap_compare, tool: str, size: tuple[in
         await pilot.pause()
         assert app.main_screen.table.select_key((views.A, "ses_busy"))
         await pilot.press("m")
-        for _ in range(100):
-            await pilot.pause(0.05)
-            if getattr(app.screen, "loaded_all", False) and app.screen.calls:
-                break
+        await until(
+            pilot,
+            lambda: getattr(app.screen, "loaded_all", False) and bool(app.screen.calls),  # type: ignore[attr-defined]
+        )
         await pilot.press("enter")
-        await pilot.pause(0.2)
+        await until(pilot, lambda: bool(app.screen.toggled))  # type: ignore[attr-defined]
+        await pilot.pause()  # (ends with the reveal the expanding asked for after its layout)
 
     assert snap_compare(app, terminal_size=size, run_before=expand)
 
@@ -371,8 +383,9 @@ def test_unread_marks(snap_compare) -> None:
             view, (views.A, "ses_done"), state="input", reason=None, pending=(asks,)
         )
         view = views.with_row(view, (views.A, "ses_child1"), state="idle", reason="error")
-        source.set(View(view.generated_at + 1, view.servers, view.rows))
-        await pilot.pause(0.3)
+        changed = View(view.generated_at + 1, view.servers, view.rows)
+        source.set(changed)
+        await pulled(pilot, app, changed)
 
     assert snap_compare(app, terminal_size=(120, 30), run_before=change)
 

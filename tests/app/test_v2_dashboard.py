@@ -61,7 +61,7 @@ async def loaded(pilot: Any, app: Any) -> None:
             return False
         return rows == len(SHOWN) and "connected" in bar
 
-    await until(pilot, ready, 10)
+    await until(pilot, ready)
 
 
 async def test_a_v2_server_reads_as_the_real_one_did_and_says_v2() -> None:
@@ -77,13 +77,14 @@ async def test_a_v2_server_reads_as_the_real_one_did_and_says_v2() -> None:
         # the details pane reads the V2 transcript of the selected session
         asking = (URL, load("permission_once")["session_id"])
         assert app.main_screen.table.select_key(asking)
-        await until(pilot, lambda: "I will run a command." in app.main_screen.pane.text, 10)
+        await until(pilot, lambda: "I will run a command." in app.main_screen.pane.text)
         assert "shell: echo rec-once" in app.main_screen.pane.text
         # the stream opens on V2's route (V1's is tried at most once, before the probe answers)
         assert api.hits.get("/api/event", 0) == 1 and api.hits.get("/global/event", 0) <= 1
         await pilot.press("i")
-        await until(pilot, lambda: isinstance(app.screen, ServersScreen))
-        await pilot.pause(0.1)
+        await until(
+            pilot, lambda: isinstance(app.screen, ServersScreen) and bool(servers_text(app))
+        )
         (panel,) = servers_text(app)
         assert panel["url"] == f"{URL} · OpenCode V2 2.0.15"
         assert panel["sessions"].startswith("8:")
@@ -95,7 +96,7 @@ def test_a_v2_server_on_screen(snap_compare, size: tuple[int, int]) -> None:
 
     async def ready(pilot: Any) -> None:
         await loaded(pilot, app)
-        await pilot.pause(0.1)
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=ready)
 
@@ -109,8 +110,8 @@ def test_a_v2_form_in_its_dialog_on_screen(snap_compare, size: tuple[int, int]) 
         await loaded(pilot, app)
         assert app.main_screen.table.select_key((URL, load("question_answered")["session_id"]))
         await pilot.press("r")
-        await until(pilot, lambda: isinstance(app.screen, QuestionScreen), 10)
-        await pilot.pause(0.1)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=opened)
 
@@ -125,8 +126,8 @@ def test_a_v2_sessions_details_on_screen(snap_compare, size: tuple[int, int]) ->
         await loaded(pilot, app)
         assert app.main_screen.table.select_key((URL, load("permission_once")["session_id"]))
         await pilot.press("enter")
-        await until(pilot, lambda: "I will run a command." in _screen_text(app), 10)
-        await pilot.pause(0.1)
+        await until(pilot, lambda: "I will run a command." in _screen_text(app))
+        await pilot.pause()
 
     assert snap_compare(app, terminal_size=size, run_before=opened)
 
@@ -152,7 +153,7 @@ async def test_a_v2_conversation_shows_where_runs_ended_and_the_retry_waited_on(
         ):
             assert app.main_screen.table.select_key((URL, load(name)["session_id"]))
             await pilot.press("m")
-            await until(pilot, lambda: isinstance(app.screen, ConversationScreen), 10)
-            await until(pilot, lambda w=want: w in app.screen.body.text, 10)
+            await until(pilot, lambda: isinstance(app.screen, ConversationScreen))
+            await until(pilot, lambda w=want: w in app.screen.body.text)
             await pilot.press("escape")
-            await until(pilot, lambda: app.screen is app.main_screen, 10)
+            await until(pilot, lambda: app.screen is app.main_screen)
