@@ -88,29 +88,30 @@ class SessionInputs(NamedTuple):
     status_at: float | None
     #: its last event's receive time
     touched: float | None
-    #: its row in the caller's previous rows (read for the settled state an unsettled row keeps,
-    #: and for the time in state when no server fact dates it)
-    previous: SessionRow | None
     link: Link
     #: when the server last said it runs (that event, or the snapshot that listed it); when it
-    #: last said it does not. Last: a resync moves them for every session, and most rows never
-    #: read them (Decided.reads_claims), so the memo compares the fields before them
+    #: last said it does not. Last of the server's facts: a resync moves them for every session,
+    #: and most rows never read them (Decided.reads_claims), so the memo compares the fields
+    #: before them
     claim_at: float | None
     quiet_at: float | None
+    #: its row in the caller's previous rows (read for the settled state an unsettled row keeps,
+    #: and for the time in state when no server fact dates it). Last: it is no fact of the
+    #: server's, and the memo compares the facts before it (derive gathers them without it)
+    previous: SessionRow | None
 
 
-#: where the session, the previous row and the claim times sit among SessionInputs' fields
-#: (derive gathers them as a plain tuple)
 #: SessionInputs.unread of a session a first snapshot has listed but not read yet (what made
 #: one unreadable is always said in more words)
 LOADING: Final = "loading"
 
+#: where the session, the claim times and the previous row sit among SessionInputs' fields
+#: (derive gathers the server's facts, all but the previous row, as a plain tuple)
 SESSION_AT: Final = 1
-PREVIOUS_AT: Final = 15
-CLAIM_AT: Final = 17  # claim_at, then quiet_at: the last two
+CLAIM_AT: Final = 16  # claim_at, then quiet_at: the last two of the server's facts
+PREVIOUS_AT: Final = 18  # the last field
 assert list(SessionInputs.__annotations__)[SESSION_AT] == "session"
-assert list(SessionInputs.__annotations__)[PREVIOUS_AT] == "previous"
-assert list(SessionInputs.__annotations__)[CLAIM_AT:] == ["claim_at", "quiet_at"]
+assert list(SessionInputs.__annotations__)[CLAIM_AT:] == ["claim_at", "quiet_at", "previous"]
 
 
 class Decided(NamedTuple):
@@ -232,10 +233,10 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         _carried_at,
         _status_at,
         touched,
-        held,
         link,
         _claim_at,
         _quiet_at,
+        held,
     ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
     pending = tuple([pending_of(req) for req, _ in requests]) if requests else ()
@@ -361,7 +362,7 @@ def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
     on the next call."""
     if not inputs.link.reachable:
         return None
-    return _new(SessionInputs, (*inputs[:PREVIOUS_AT], row, *inputs[PREVIOUS_AT + 1 :]))
+    return _new(SessionInputs, (*inputs[:PREVIOUS_AT], row))
 
 
 def _verdict(

@@ -27,7 +27,6 @@ from .decide import (
     Link,
     Request,
     SessionInputs,
-    as_previous,
     clock_text,
     decide,
     ms,
@@ -72,16 +71,19 @@ class _Memoed(NamedTuple):
     fields: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
     key, made once: a key made per call is one more object for the collector to visit)."""
 
-    #: what the reuse check compares: the inputs the row was filed under (those it was decided
-    #: from, with itself as the previous row: decide.as_previous), or for a row that reads no
-    #: claim time (Decided.reads_claims) their fields before the claim times, which a resync
-    #: moves for every session (cut once here, not at every check)
-    inputs: SessionInputs | tuple[object, ...]
+    #: what the reuse check compares: the facts the row was decided from (SessionInputs'
+    #: fields before the previous row, as _gather yields them), or for a row that reads no
+    #: claim time (Decided.reads_claims) those before the claim times, which a resync moves for
+    #: every session (cut once here, not at every check)
+    inputs: tuple[object, ...]
     at: float
     valid_until: float
     row: SessionRow
     key: tuple[str, str]
     reads_claims: bool
+    #: the previous row it holds with: itself (a row handed back as its previous decides itself:
+    #: decide.as_previous), or while the link is down the one it was decided with
+    held: SessionRow | None
 
     @property
     def decided(self) -> Decided:
@@ -98,8 +100,9 @@ class DeriveMemo:
     clock not gone back, no grace period ended, no "N s ago" ticked). The objects of sessions
     that did not change are the same across a resync (MessageCache,
     MessageCache.sessions_from), so the comparison is mostly by identity. A row
-    decided anew is filed under the inputs that have it as their previous row (they decide it
-    too: decide.as_previous), those of the next call that is handed it back.
+    decided anew is filed under its facts (the inputs but for the previous row), with itself as
+    the previous row it holds with: the inputs that have it as their previous row decide it too
+    (decide.as_previous), those of the next call that is handed it back.
 
     Between two calls on the same snapshot and fold, with the caller's previous rows, only the
     rows that can differ are looked at (`_candidates`): the sessions the journal changed a fact
@@ -179,36 +182,43 @@ def derive_server(
         return rows
 
     cache = memo.rows
-    get_hit = cache.get
+    get_hit = cache.get if cache else None  # (a first derive has nothing filed)
+    reachable = link.reachable
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
         sid = fields[SESSION_AT].id
-        hit = get_hit(sid)
+        old = fields[PREVIOUS_AT]
+        hit = get_hit(sid) if get_hit is not None else None
         if hit is not None:
-            then, at, valid_until, row, key, reads_claims = hit
+            then, at, valid_until, row, key, reads_claims, held = hit
             if (
                 at <= now < valid_until
-                and (
-                    then == fields  # the same inputs, still valid
-                    if reads_claims
-                    else then == fields[:CLAIM_AT]  # the same but for the claim times
-                )
+                and (old is held or old == held)  # the previous row it holds with
+                # the same facts (but for the claim times, for a row that reads none)
+                and then == fields[: PREVIOUS_AT if reads_claims else CLAIM_AT]
             ):
-                rows[key] = row  # (the same server: it is one of the inputs)
+                rows[key] = row  # (the same server: it is one of the facts)
                 continue
         inputs = new(SessionInputs, fields)
         row, valid_until, reads_claims = decide(inputs, now, settings)
         key = (server, sid)
-        old = fields[PREVIOUS_AT]
         if old is not None and old == row and _same_requests(old, row, inputs):
             row = old  # the same row: the same object
-        elif (again := as_previous(inputs, row)) is not None:
-            # filed under the inputs of the next call, whose previous row is this one: they
-            # decide it too (decide.as_previous), so that call reuses it
-            inputs = again
         rows[key] = row
-        compared = inputs if reads_claims else inputs[:CLAIM_AT]  # (_Memoed.inputs)
-        cache[sid] = new(_Memoed, (compared, now, valid_until, row, key, reads_claims))
+        # filed with itself as the previous row it holds with: the next call, handed it back,
+        # reuses it (it decides itself: decide.as_previous); not so while the link is down
+        cache[sid] = new(
+            _Memoed,
+            (
+                fields[: PREVIOUS_AT if reads_claims else CLAIM_AT],  # (_Memoed.inputs)
+                now,
+                valid_until,
+                row,
+                key,
+                reads_claims,
+                row if reachable else old,
+            ),
+        )
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     if not same_snapshot and len(cache) > len(rows):
@@ -291,10 +301,10 @@ _Fields = tuple[
     float | None,
     float | None,
     float | None,
-    SessionRow | None,
     Link,
     float | None,
     float | None,
+    SessionRow | None,
 ]
 
 
@@ -310,9 +320,10 @@ def _gather(
     open requests are rolled up the tree once, and its lookups bound once, for the whole loop.
 
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
-    SessionInputs made of it): the memo compares it as it is (or its fields before the claim
-    times, for a row that reads none), and only a session decided anew needs the NamedTuple
-    (making one goes through its Python-level `__new__`: a plain tuple does not)."""
+    SessionInputs made of it): the memo compares its facts (the fields before the previous row,
+    or before the claim times for a row that reads none), and only a session decided anew
+    needs the NamedTuple (making one goes through its Python-level `__new__`: a plain tuple
+    does not)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}
@@ -398,10 +409,10 @@ def _gather(
             get_carried_at(sid) if get_carried_at is not None else None,
             status_at,
             get_touched(sid) if get_touched is not None else None,
-            get_prev((server, sid)) if get_prev is not None else None,
             link,
             claim,
             quiet,
+            get_prev((server, sid)) if get_prev is not None else None,
         )
 
 
