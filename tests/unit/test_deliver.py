@@ -207,13 +207,14 @@ async def test_a_dead_or_silent_receiver_never_holds_the_caller() -> None:
         started = time.monotonic()
         for _ in range(40):  # a burst: taking an alert never waits
             d(input_alert())
-        assert time.monotonic() - started < 0.05
+        # (a wait on a delivery would be the sinks' 1 s timeout; the margin is a loaded machine's)
+        assert time.monotonic() - started < 0.5
         while time.monotonic() - started < 2.5:  # the loop keeps running meanwhile
             before = time.monotonic()
             await asyncio.sleep(0.01)
             lag = max(lag, time.monotonic() - before - 0.01)
         task.cancel()
-        assert lag < 0.2
+        assert lag < 0.5  # (a delivery holding the loop holds it for its 1 s timeout)
         assert d.counts[("webhook", "dropped")] == 2 * 35  # beyond the queue: counted, dropped
         assert len(reports) == 2  # one per sink, not one per alert
         assert any("no answer within 1s" in r for r in reports)

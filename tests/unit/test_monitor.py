@@ -45,7 +45,7 @@ class StreamingAPI(FakeAPI):
         return httpx.Response(200, headers={"content-type": "text/event-stream"}, content=body())
 
 
-async def wait_until(cond, timeout=5.0):
+async def wait_until(cond, timeout=30.0):
     loop = asyncio.get_running_loop()
     end = loop.time() + timeout
     while not cond():
@@ -113,7 +113,7 @@ async def test_silent_stream_is_declared_dead_and_reconnected():
     mon = ServerMonitor("http://x", settings=settings, transport=api.transport())
     task = asyncio.create_task(mon.run(lambda: None))
     try:
-        await wait_until(lambda: api.connects >= 2, timeout=10)
+        await wait_until(lambda: api.connects >= 2)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -164,7 +164,7 @@ async def test_a_flowing_stream_keeps_its_watchdog_without_rearming_it_per_event
     mon.stream_down = stream_down  # type: ignore[method-assign]
     task = asyncio.create_task(mon.run(lambda: None))
     try:
-        await wait_until(lambda: "down" in times, timeout=10)
+        await wait_until(lambda: "down" in times)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -188,7 +188,7 @@ async def test_unreachable_then_reachable_recovers():
         await wait_until(lambda: mon.error is not None)
         assert "cannot connect" in mon.error and not mon.reachable
         state["up"] = True
-        await wait_until(lambda: mon.reachable, timeout=10)
+        await wait_until(lambda: mon.reachable)
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
@@ -283,7 +283,7 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(c
     late = asyncio.create_task(mon.take_snapshot(supersedable=True))
     await wait_until(lambda: hung)
     mon.stream_opened()
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # (time for a wrong give-up: late, it passes)
     assert not late.done()
     late.cancel()
     await asyncio.gather(late, return_exceptions=True)
@@ -296,7 +296,7 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(c
     await wait_until(lambda: hung)
     clock[0] += 1
     mon.stream_opened()
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # (time for a wrong give-up: late, it passes)
     assert not plain.done()
     plain.cancel()
     await asyncio.gather(plain, return_exceptions=True)
@@ -306,14 +306,17 @@ async def test_the_stream_back_after_a_gap_gives_up_a_snapshot_begun_before_it(c
 
 def hanging_monitor(
     status: dict[str, dict[str, str]],
-) -> tuple[ServerMonitor, FakeAPI, asyncio.Event, list[float]]:
+) -> tuple[ServerMonitor, FakeAPI, asyncio.Event, list[float], list[str]]:
     """A monitor of one session (`status`: its status map) whose status route gets no answer
-    while `hang` is set (a server starting up); its clock reads `clock[0]`."""
+    while `hang` is set (a server starting up); its clock reads `clock[0]`; `hung` holds a
+    path per request left hanging (wait on it: the snapshot is in flight)."""
     hang = asyncio.Event()
+    hung: list[str] = []
     api = FakeAPI(sessions=[wire_session("ses_1")], status={"/p/a": status})
 
     async def handler(req: httpx.Request) -> httpx.Response:
         if hang.is_set() and req.url.path == "/session/status":
+            hung.append(req.url.path)
             await asyncio.sleep(3600)
         return api.handle(req)
 
@@ -321,7 +324,7 @@ def hanging_monitor(
     mon = ServerMonitor(
         "http://x", settings=FAST, transport=httpx.MockTransport(handler), clock=lambda: clock[0]
     )
-    return mon, api, hang, clock
+    return mon, api, hang, clock, hung
 
 
 async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
@@ -330,22 +333,22 @@ async def test_a_first_snapshot_given_up_is_not_the_first_attempt_over():
     find a server with neither rows nor an error."""
     from tui.core.client import OcwatchError
 
-    mon, _api, hang, clock = hanging_monitor({})
+    mon, _api, hang, clock, hung = hanging_monitor({})
     hang.set()
     mon.stream_opened()
     mon.stream_down(OcwatchError("event stream lost"))
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
     first = asyncio.create_task(mon.first_snapshot())
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: hung)
     clock[0] += 1
     mon.stream_opened()
-    await asyncio.wait({flight}, timeout=2)
+    await asyncio.wait({flight}, timeout=30)
     assert flight.done() and flight.result() is False
-    await asyncio.sleep(0.01)
+    await asyncio.sleep(0.01)  # (time for a wrong ending of `first`: late, it passes)
     assert not first.done() and mon.error is None
     hang.clear()
     assert await mon.take_snapshot(supersedable=True) is True
-    await asyncio.wait_for(first, 1)
+    await asyncio.wait_for(first, 30)
     assert mon.reachable and mon.rows(clock[0])[("http://x", "ses_1")].state == "idle"
     await mon.client.aclose()
 
@@ -356,7 +359,7 @@ async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     the snapshot asked again comes in (a stream back does not vouch for the old rows)."""
     from tui.core.client import OcwatchError, Unreachable
 
-    mon, api, hang, clock = hanging_monitor({"ses_1": {"type": "busy"}})
+    mon, api, hang, clock, hung = hanging_monitor({"ses_1": {"type": "busy"}})
     key = ("http://x", "ses_1")
     await mon.snapshot_once()
     mon.stream_opened()
@@ -365,10 +368,10 @@ async def test_a_snapshot_given_up_during_an_outage_keeps_the_outage_shown():
     mon.snapshot_failed(mon.begin_snapshot(), Unreachable("http://x: cannot connect"))
     hang.set()
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: hung)
     clock[0] += 2
     mon.stream_opened()
-    await asyncio.wait({flight}, timeout=2)
+    await asyncio.wait({flight}, timeout=30)
     assert flight.done() and flight.result() is False
     assert not mon.reachable and "begun before the event stream came back" in (mon.error or "")
     row = mon.rows(clock[0])[key]
@@ -387,7 +390,7 @@ async def test_a_refused_reconnect_shows_the_restart_that_no_snapshot_saw_fail()
     give-up, the rows unknown until the snapshot asked again comes in, not the old busy."""
     from tui.core.client import OcwatchError, Unreachable
 
-    mon, api, hang, clock = hanging_monitor({"ses_1": {"type": "busy"}})
+    mon, api, hang, clock, hung = hanging_monitor({"ses_1": {"type": "busy"}})
     key = ("http://x", "ses_1")
     await mon.snapshot_once()
     mon.stream_opened()
@@ -400,10 +403,10 @@ async def test_a_refused_reconnect_shows_the_restart_that_no_snapshot_saw_fail()
     assert (row.state, row.settled, row.settling) == ("unknown", False, "unreachable")
     hang.set()
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: hung)
     clock[0] += 2
     mon.stream_opened()
-    await asyncio.wait({flight}, timeout=2)
+    await asyncio.wait({flight}, timeout=30)
     assert flight.done() and flight.result() is False
     assert not mon.reachable and "begun before the event stream came back" in (mon.error or "")
     row = mon.rows(clock[0])[key]
@@ -415,12 +418,13 @@ async def test_a_refused_reconnect_shows_the_restart_that_no_snapshot_saw_fail()
     # the next gap starts clean: a cut with no refused reconnect leaves the rows live
     clock[0] += 1
     mon.stream_down(OcwatchError("event stream lost"))
+    hung.clear()
     hang.set()
     flight = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: hung)
     clock[0] += 1
     mon.stream_opened()
-    await asyncio.wait({flight}, timeout=2)
+    await asyncio.wait({flight}, timeout=30)
     assert flight.result() is False and mon.reachable and mon.error is None
     await mon.client.aclose()
 
@@ -432,8 +436,15 @@ async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch
     0.5 s."""
     from tui.core import monitor as monitor_mod
 
-    # the backoff's jitter: a tenth of it (0.05 s doubling to 1.5 s)
-    monkeypatch.setattr(monitor_mod.random, "uniform", lambda a, b: 0.1)
+    # the backoff's jitter: a tenth of it (0.05 s doubling) for the first six failures, then
+    # ten times it (the 7th waits 150 s), so that "at once" and "from 0.5 s again" (5 s) stand
+    # far apart from "after the backoff", however slow a loaded machine runs
+    mon: ServerMonitor | None = None
+    monkeypatch.setattr(
+        monitor_mod.random,
+        "uniform",
+        lambda a, b: 0.1 if mon is None or mon._snapshot_no < 7 else 10.0,
+    )
     down = asyncio.Event()
     down.set()
     api = FakeAPI(sessions=[wire_session("ses_1")], status={})
@@ -447,14 +458,14 @@ async def test_the_stream_back_cuts_short_a_failed_snapshots_backoff(monkeypatch
     loop = asyncio.create_task(mon._snapshot_loop())
     try:
         mon.request_snapshot()
-        await wait_until(lambda: mon._snapshot_no == 7)  # failed 6 times: waiting 1.5 s now
-        await asyncio.sleep(0.1)
+        await wait_until(lambda: mon._snapshot_no == 7)  # failed 6 times: waiting 150 s now
+        await asyncio.sleep(0.1)  # (the 7th failing: stream_opened during it asks at once too)
         mon.stream_opened()  # asked at once (failing still): the backoff back to 0.5 s
-        await wait_until(lambda: mon._snapshot_no == 8, timeout=1.0)
-        await wait_until(lambda: mon._snapshot_no == 9, timeout=1.0)  # (0.05 s, not 1.5 s)
+        await wait_until(lambda: mon._snapshot_no == 8, timeout=20)  # (not 150 s)
+        await wait_until(lambda: mon._snapshot_no == 9, timeout=30)  # (5 s, not 150 s)
         down.clear()
-        mon.stream_opened()
-        await wait_until(lambda: mon.reachable, timeout=0.5)
+        mon.stream_opened()  # during the 9th's backoff (10 s): asked at once
+        await wait_until(lambda: mon.reachable, timeout=5)
     finally:
         loop.cancel()
         await asyncio.gather(loop, return_exceptions=True)
@@ -471,10 +482,12 @@ async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
 
     slow = asyncio.Event()
     refuse = asyncio.Event()
+    asked: list[str] = []  # a path per status request: the snapshot in flight
     api = FakeAPI(sessions=[wire_session("ses_1")], status={})
 
     async def handler(req: httpx.Request) -> httpx.Response:
         if req.url.path == "/session/status":
+            asked.append(req.url.path)
             await slow.wait()
             if refuse.is_set():
                 raise httpx.ConnectError("refused", request=req)
@@ -494,42 +507,42 @@ async def test_a_flapping_stream_gives_up_one_snapshot_not_every_one():
         mon.stream_opened()
 
     async def given_up(snapshot: asyncio.Task[bool]) -> bool:
-        await asyncio.wait({snapshot}, timeout=2)
+        await asyncio.wait({snapshot}, timeout=30)
         return snapshot.done() and snapshot.result() is False
 
     mon.stream_opened()
     first = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(asked) == 1)
     flap()
     assert await given_up(first)
     second = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(asked) == 2)
     flap()
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # (time for a wrong give-up: late, it passes)
     assert not second.done()  # not given up in its turn
     slow.set()
-    assert await asyncio.wait_for(second, 2) is True
-    await asyncio.wait_for(mon.first_snapshot(), 1)
+    assert await asyncio.wait_for(second, 30) is True
+    await asyncio.wait_for(mon.first_snapshot(), 30)
     # a snapshot that came in: the next stream back may give one up again
     slow.clear()
     third = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(asked) == 3)
     flap()
     assert await given_up(third) and mon.reachable
     # the next is not given up; the server restarts meanwhile: the refused reconnect says so
     fourth = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(asked) == 4)
     flap(refused=True)
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # (time for a wrong give-up: late, it passes)
     assert not fourth.done() and not mon.reachable
     assert mon.rows(clock[0])[("http://x", "ses_1")].settling == "unreachable"
     refuse.set()
     slow.set()
-    assert await asyncio.wait_for(fourth, 2) is False  # failed: not given up
+    assert await asyncio.wait_for(fourth, 30) is False  # failed: not given up
     # a snapshot that failed: the next stream back may give one up again
     slow.clear()
     fifth = asyncio.create_task(mon.take_snapshot(supersedable=True))
-    await asyncio.sleep(0.05)
+    await wait_until(lambda: len(asked) == 5)
     flap()
     assert await given_up(fifth)
     assert "begun before the event stream came back" in (mon.error or "")
@@ -924,10 +937,7 @@ async def test_a_first_snapshot_slower_than_the_deadline_is_said_while_it_is_ask
     )
     task = asyncio.create_task(mon.run(lambda: None))
     try:
-        for _ in range(500):
-            if mon.info().error:
-                break
-            await asyncio.sleep(0.02)
+        await wait_until(lambda: mon.info().error)
         info = mon.info()
         assert info.error is not None and "no complete snapshot within 0.3s" in info.error
         assert not info.reachable
