@@ -22,7 +22,7 @@ from tui.demo.world import World
 FIXED_NOW = 1_760_000_000.0
 
 
-async def until(pred: Callable[[], Any], timeout: float = 3.0) -> Any:
+async def until(pred: Callable[[], Any], timeout: float = 30.0) -> Any:
     """Poll `pred` until it returns something truthy."""
     async with asyncio.timeout(timeout):
         while not (value := pred()):
@@ -418,7 +418,7 @@ async def test_permission_reject_with_a_message_goes_on_like_the_real_server(
     assert resp.json() is True
     sid = request["sessionID"]
     # recorded on 1.18.33: the feedback goes to the model, a next step follows and completes
-    await until(lambda: sid not in server_status(server, INFRA), timeout=20)
+    await until(lambda: sid not in server_status(server, INFRA))
     msg = await last_assistant(client, sid)
     assert msg.info.error is None and msg.info.finish == "stop"
 
@@ -771,15 +771,17 @@ async def test_a_session_made_in_the_demo_runs_its_first_prompt(protocol: str) -
         info = world.sessions[sid]
         assert (info["directory"], info["title"]) == ("/srv/new", "Hi")
         assert "/srv/new" in world.projects
-        for _ in range(400):
+
+        def replied() -> bool:
             texts = [
                 p.get("text")
                 for m in world.messages[sid]
                 for p in m["parts"]
                 if m["info"]["role"] == "assistant"
             ]
-            if SCRIPTED_REPLY in texts and sid not in world.status:
-                break
-            await asyncio.sleep(0.01)
-        else:
-            raise AssertionError(f"no scripted reply in {world.messages[sid]}")
+            return SCRIPTED_REPLY in texts and sid not in world.status
+
+        try:
+            await until(replied)
+        except TimeoutError:
+            raise AssertionError(f"no scripted reply in {world.messages[sid]}") from None

@@ -74,7 +74,7 @@ async def test_its_shapes_are_the_real_servers(tmp_path: Any) -> None:
             assert form["fields"][0]["key"] == "q0" and form["metadata"]["kind"] == "question"
 
 
-async def until(pred: Callable[[], Any], timeout: float = 10.0) -> Any:
+async def until(pred: Callable[[], Any], timeout: float = 30.0) -> Any:
     async with asyncio.timeout(timeout):
         while not (got := pred()):
             await asyncio.sleep(0.01)
@@ -103,7 +103,7 @@ async def test_v2_actions_and_events_move_the_rows() -> None:
             assert perm.id not in server.world.permissions
             assert quest.id not in server.world.questions
             # the abort's end arrives as V2's `execution.interrupted {reason: user}`
-            await until(lambda: rows_of(fleet).get(busy.id, ())[:2] == ("idle", "aborted"), 10)
+            await until(lambda: rows_of(fleet).get(busy.id, ())[:2] == ("idle", "aborted"))
             assert fleet.servers()[0].skipped_events == 0
         finally:
             running.cancel()

@@ -8,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -298,19 +300,22 @@ def test_a_server_that_ends_is_said_gone(proc: FakeProc, tmp_path: Path) -> None
     fleet = Members()
     clock = [0.0]
 
-    async def once() -> None:
+    async def once(done: Callable[[], bool]) -> None:
+        """The keeper at work until `done` (a generous deadline: a loaded machine)."""
         task = asyncio.create_task(keeper.keep(fleet, lambda: clock[0]))
-        await asyncio.sleep(0.1)
+        deadline = time.monotonic() + 30
+        while not done() and time.monotonic() < deadline:
+            await asyncio.sleep(0.01)
         task.cancel()
 
-    asyncio.run(once())
+    asyncio.run(once(lambda: bool(notes)))
     assert fleet.urls == ["http://127.0.0.1:4096"]
     assert notes == ["watching shop http://127.0.0.1:4096 (opencode serve, pid 101, ~/shop)"]
     for link in (base / "fd").iterdir():
         link.unlink()
     (base / "cmdline").unlink()  # the process ended
     clock[0] = 10.0
-    asyncio.run(once())
+    asyncio.run(once(lambda: not fleet.urls))
     assert fleet.urls == []
     assert notes[-1] == (
         "shop http://127.0.0.1:4096 (opencode serve, pid 101, ~/shop) went away (its process "

@@ -16,7 +16,7 @@ from tui.demo.server import DemoServer
 FAST = Settings(grace=0.5, resync_interval=60)
 
 
-async def until(condition: Callable[[], bool], timeout: float = 20.0) -> None:
+async def until(condition: Callable[[], bool], timeout: float = 30.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

@@ -247,7 +247,7 @@ def test_status_reads_the_file_once_and_says_what_it_cannot(
     assert "--servers-file has no effect on `ocwatch abort`" in capsys.readouterr().err
 
 
-async def until(condition: Any, timeout: float = 20.0) -> None:
+async def until(condition: Any, timeout: float = 30.0) -> None:
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while not condition():

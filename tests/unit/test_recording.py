@@ -11,6 +11,7 @@ import gzip
 import json
 import os
 import stat
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +28,16 @@ from tui.core.view import View
 from tui.record.format import RecordingError, parse_time, read
 from tui.record.replay import Replay, replay_to
 from tui.record.writer import Recorder, parse_size
+
+
+async def until(condition: Callable[[], object], timeout: float = 30.0) -> None:
+    """Until `condition` holds (a generous deadline: a loaded machine is slow, not wrong)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout
+    while not condition():
+        assert loop.time() < deadline, "timed out"
+        await asyncio.sleep(0.01)
+
 
 T0 = 1_800_000_000.0
 SERVER = "http://test:4096"
@@ -591,11 +602,9 @@ async def test_the_players_timeline_is_the_same_at_any_speed(tmp_path: Path, spe
 
     drawer = asyncio.create_task(draw())
     runner = asyncio.create_task(source.run(asked.set))
-    for _ in range(3000):
-        await asyncio.sleep(0.01)
-        if source.finished:
-            break
-    await asyncio.sleep(0.2)
+    # to the end, and the screen's pull of the last notify done (it clears `asked` and reads
+    # the changes in one step)
+    await until(lambda: source.finished and not asked.is_set())
     runner.cancel()
     drawer.cancel()
     key = (SERVER, "ses_1")
@@ -633,10 +642,7 @@ async def test_the_players_timeline_times_what_time_changed_as_watch_replay_does
     want, _view = await replay_to(path)
     source = ReplaySource(path, speed=1000)
     runner = asyncio.create_task(source.run(lambda: None))
-    for _ in range(500):
-        await asyncio.sleep(0.01)
-        if source.finished:
-            break
+    await until(lambda: source.finished)
     runner.cancel()
     key = (SERVER, "ses_1")
     times = [(tr.after.state, tr.at) for tr in want.history(key) if tr.after]
@@ -651,32 +657,23 @@ async def test_pause_step_speed_and_seek(tmp_path: Path) -> None:
     await record_a_run(path)
     source = ReplaySource(path, speed=1.0)
     runner = asyncio.create_task(source.run(lambda: None))
-    await asyncio.sleep(0.05)
+    await asyncio.sleep(0.05)  # (the player under way: how far it gets does not matter)
     source.toggle_pause()
     assert "paused" in source.status()
     before = source.replay.records
     source.step_once()
-    for _ in range(100):
-        await asyncio.sleep(0.01)
-        if source.replay.records == before + 1:
-            break
+    await until(lambda: source.replay.records == before + 1)
     assert source.replay.records == before + 1  # one record, and still paused
     source.faster(3)
     assert source.speed == 10.0
     source.seek(+9)  # to the end of the run (its ten seconds)
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if source.clock() >= T0 + 9:
-            break
+    await until(lambda: source.clock() >= T0 + 9)
     assert {r["id"]: r["state"] for r in rows_json(source.current())}["ses_1"] == "idle"
     at = source.clock()  # (paused: it stays; a seek past the end stops at the end)
     source.seek(-9)  # back: replayed from the start up to nine seconds before, and held there
     target = max(T0, at - 9)
-    for _ in range(200):
-        await asyncio.sleep(0.01)
-        if source.clock() == pytest.approx(target, abs=0.01):
-            break
-    await asyncio.sleep(0.1)
+    await until(lambda: source.clock() == pytest.approx(target, abs=0.01))
+    await asyncio.sleep(0.1)  # (held there: time for a move that must not come)
     assert source.clock() == pytest.approx(target, abs=0.01)
     assert {r["id"]: r["state"] for r in rows_json(source.current())}["ses_1"] != "idle"
     runner.cancel()
