@@ -259,9 +259,13 @@ def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:
                     text=True,
                 )
                 said = [line for line in out.stdout.splitlines() if "state change" in line]
-                if not said:
-                    raise SystemExit(f"no state change measured:\n{out.stdout}{out.stderr}")
-                print(f"run {run + 1}, stream read {way}: {said[0].split(': ', 1)[1]}", flush=True)
+                why = [line for line in out.stderr.splitlines() if "never showed" in line]
+                got = (
+                    said[0].split(": ", 1)[1]
+                    if said
+                    else f"no figure ({why[-1] if why else out.stderr[-300:]})"
+                )
+                print(f"run {run + 1}, stream read {way}: {got}", flush=True)
     finally:
         if spinner is not None:
             spinner.kill()
