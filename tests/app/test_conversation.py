@@ -43,10 +43,10 @@ async def test_m_opens_the_conversation_newest_first_then_all() -> None:
         text = body(app)
         assert "Prompt 0" in text and "Reply 499" in text and "line two" in text
         assert "✓ bash: make step-3  2s" in text
-        assert screen.body.scroll_y == screen.body.max_scroll_y > 0  # at the end
+        # at the end (scrolled after the refresh that lays the messages out: late under load)
+        await until(pilot, lambda: screen.body.scroll_y == screen.body.max_scroll_y > 0)
         await pilot.press("g")
-        await pilot.pause()
-        assert screen.body.scroll_y == 0
+        await until(pilot, lambda: screen.body.scroll_y == 0)
         await pilot.press("escape")
         assert app.screen is app.main_screen
 
