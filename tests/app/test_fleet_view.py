@@ -4,8 +4,12 @@ attention (unreachable, snapshots failing, drift)."""
 
 from __future__ import annotations
 
+import pytest
+from textual.geometry import Size
+
 from tui.app.screens.servers import ServerPanel, ServersScreen
 from tui.app.tree import is_group
+from tui.app.widgets.server_bar import ServerBar
 
 from . import views
 from .conftest import make_app
@@ -46,3 +50,25 @@ async def test_a_few_servers_keep_a_line_each_and_no_grouping() -> None:
         said = str(app.main_screen.query_one("#servers").render())
         assert said.count("\n") == 1  # two servers, two lines
         assert app.main_screen.table.grouped_by() == "none"
+
+
+async def test_the_fleet_header_before_the_bar_is_laid_out_is_the_one_after(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The first View can come before the header is laid out (a loaded machine): it is cut to
+    the width the header will have, not the whole screen's, or the first paint differs from
+    every later one (a snapshot at 80 columns caught the wide words under load)."""
+    view = views.fleet()
+    urls = [s.url for s in view.servers]
+    app, _ = make_app(view, server_urls=urls)
+    async with app.run_test(size=(80, 24)) as pilot:
+        bar = app.main_screen.query_one(ServerBar)
+        await until(pilot, lambda: app.view is not None and bar.size.width > 0)
+        app.pull()  # (shown with the laid-out width)
+        laid_out = bar._shown
+        assert laid_out is not None and "first: build-5" in laid_out[0]
+        with monkeypatch.context() as m:
+            m.setattr(ServerBar, "size", property(lambda self: Size(0, 0)))  # not laid out
+            bar._shown = None
+            bar.show(app.view, app.now, urls)
+        assert bar._shown == laid_out

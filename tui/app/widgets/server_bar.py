@@ -153,7 +153,9 @@ class ServerBar(LiveStatic):
         """Show the servers of `view` (or the configured URLs before the first View)."""
         servers = shown_servers(view, urls)
         if len(servers) >= MANY:  # the header stays one line
-            width = (self.size.width or self.app.size.width) - 2  # (its padding)
+            # (its padding; not laid out yet, as a first View can come: the width it will have,
+            # the screen's less its padding, or the first paint differs from every later one)
+            width = (self.size.width or self.app.size.width - 2) - 2
             self.show_content(fleet_line(servers, width))
             return
         lines = [server_line(s, now) for s in servers]
