@@ -187,7 +187,8 @@ async def test_a_read_in_flight_when_the_client_closes_makes_no_new_client():
         client = Client(url, timeout=5, deadline=10)
         assert await client.health() == {"healthy": True}
         task = asyncio.create_task(client.health())  # (the same connection: never answered)
-        await asyncio.sleep(0.1)
+        await asyncio.sleep(0.1)  # (the read under way; not yet on a slow machine: the close
+        # comes first and the read says "closed" all the same, so this cannot fail falsely)
         await client.aclose()
         with pytest.raises(Unreachable, match="closed"):
             await task
