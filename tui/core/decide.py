@@ -105,13 +105,10 @@ class SessionInputs(NamedTuple):
 #: one unreadable is always said in more words)
 LOADING: Final = "loading"
 
-#: where the session, the claim times and the previous row sit among SessionInputs' fields
-#: (derive gathers the server's facts, all but the previous row, as a plain tuple)
-SESSION_AT: Final = 1
-CLAIM_AT: Final = 16  # claim_at, then quiet_at: the last two of the server's facts
-PREVIOUS_AT: Final = 18  # the last field
-assert list(SessionInputs.__annotations__)[SESSION_AT] == "session"
-assert list(SessionInputs.__annotations__)[CLAIM_AT:] == ["claim_at", "quiet_at", "previous"]
+#: what the memo compares of a session's inputs: its first FACTS fields (all but the previous
+#: row), or for a row that reads no claim time its first BEFORE_CLAIMS (Decided.reads_claims)
+FACTS: Final = SessionInputs._fields.index("previous")
+BEFORE_CLAIMS: Final = SessionInputs._fields.index("claim_at")
 
 
 class Decided(NamedTuple):
@@ -159,10 +156,10 @@ class Verdict(NamedTuple):
         reads_claims: bool = False,
     ) -> Verdict:
         """A Verdict. What the rules return through: a call of the NamedTuple itself goes through
-        its Python-level `__new__` (1.4-1.8x the time, once per session in derive's hot loop)."""
-        return _new(
-            Verdict,
-            (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims),
+        its Python-level `__new__` and its keyword handling, which costs about twice `_make`,
+        and derive decides every session through here (docs/PERFORMANCE.md)."""
+        return Verdict._make(
+            (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims)
         )
 
 
@@ -347,7 +344,10 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     )
 
 
-_new = tuple.__new__  # a NamedTuple without its Python-level __new__ (once per session)
+#: Decided made without its Python-level `__new__`: derive decides every session on a first
+#: derive, and on that path the record made through `__new__` is among the dearest of the
+#: shape's costs (docs/PERFORMANCE.md)
+_new = tuple.__new__
 
 
 def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
@@ -362,7 +362,7 @@ def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
     on the next call."""
     if not inputs.link.reachable:
         return None
-    return _new(SessionInputs, (*inputs[:PREVIOUS_AT], row))
+    return inputs._replace(previous=row)
 
 
 def _verdict(

@@ -15,14 +15,13 @@ import heapq
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from typing import Final, NamedTuple
 
 from .decide import (
-    CLAIM_AT,
+    BEFORE_CLAIMS,
+    FACTS,
     LOADING,
-    PREVIOUS_AT,
     SERVER_REASONS,
-    SESSION_AT,
     Decided,
     Link,
     Request,
@@ -64,6 +63,11 @@ __all__ = [
 ]
 
 Rows = dict[tuple[str, str], SessionRow]
+
+
+#: _Memoed made without its Python-level `__new__` (or `_make`): the memo files one for every
+#: session decided, and a first derive decides them all (docs/PERFORMANCE.md)
+_new = tuple.__new__
 
 
 class _Memoed(NamedTuple):
@@ -174,10 +178,10 @@ def derive_server(
         rows, looked_at = dict(prev), [(sid, merged.sessions[sid]) for sid in candidates]
     gathered = _gather(snapshot, facts, merged, prev, link, looked_at)
     server = snapshot.server
-    new = tuple.__new__  # NamedTuples without their Python-level __new__ (a hot loop)
+    make = SessionInputs._make
     if memo is None:
         for fields in gathered:
-            row = decide(new(SessionInputs, fields), now, settings)[0]
+            row = decide(make(fields), now, settings).row
             rows[(server, row.id)] = row
         return rows
 
@@ -186,8 +190,8 @@ def derive_server(
     reachable = link.reachable
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
-        sid = fields[SESSION_AT].id
-        old = fields[PREVIOUS_AT]
+        sid = fields[_SESSION].id
+        old = fields[_PREVIOUS]
         hit = get_hit(sid) if get_hit is not None else None
         if hit is not None:
             then, at, valid_until, row, key, reads_claims, held = hit
@@ -195,11 +199,11 @@ def derive_server(
                 at <= now < valid_until
                 and (old is held or old == held)  # the previous row it holds with
                 # the same facts (but for the claim times, for a row that reads none)
-                and then == fields[: PREVIOUS_AT if reads_claims else CLAIM_AT]
+                and then == fields[: FACTS if reads_claims else BEFORE_CLAIMS]
             ):
                 rows[key] = row  # (the same server: it is one of the facts)
                 continue
-        inputs = new(SessionInputs, fields)
+        inputs = make(fields)
         row, valid_until, reads_claims = decide(inputs, now, settings)
         key = (server, sid)
         if old is not None and old == row and _same_requests(old, row, inputs):
@@ -207,10 +211,10 @@ def derive_server(
         rows[key] = row
         # filed with itself as the previous row it holds with: the next call, handed it back,
         # reuses it (it decides itself: decide.as_previous); not so while the link is down
-        cache[sid] = new(
+        cache[sid] = _new(
             _Memoed,
             (
-                fields[: PREVIOUS_AT if reads_claims else CLAIM_AT],  # (_Memoed.inputs)
+                fields[: FACTS if reads_claims else BEFORE_CLAIMS],  # (_Memoed.inputs)
                 now,
                 valid_until,
                 row,
@@ -267,7 +271,7 @@ def inputs_of(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
-        fields[SESSION_AT].id: tuple.__new__(SessionInputs, fields)
+        fields[_SESSION].id: SessionInputs._make(fields)
         for fields in _gather(
             snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
         )
@@ -284,7 +288,8 @@ _NO_REQUESTS: tuple[_Asked, ...] = ()
 _NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
 
 
-#: SessionInputs' fields as a plain tuple, in its order (what _gather yields)
+#: SessionInputs' fields as a plain tuple, in its order (what _gather yields: see there why),
+#: and where the session and the previous row sit in it
 _Fields = tuple[
     str,
     Session,
@@ -306,6 +311,11 @@ _Fields = tuple[
     float | None,
     SessionRow | None,
 ]
+#: (literals: mypy types a tuple's item only at a literal index)
+_SESSION: Final = 1
+_PREVIOUS: Final = 18
+assert SessionInputs._fields[_SESSION] == "session"
+assert SessionInputs._fields[_PREVIOUS] == "previous" == SessionInputs._fields[-1]
 
 
 def _gather(
@@ -322,8 +332,8 @@ def _gather(
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
     SessionInputs made of it): the memo compares its facts (the fields before the previous row,
     or before the claim times for a row that reads none), and only a session decided anew
-    needs the NamedTuple (making one goes through its Python-level `__new__`: a plain tuple
-    does not)."""
+    becomes the record (`_make`). Kept so: a record made for every session looked at, the
+    rows the memo reuses too, is a cost every resync would pay (docs/PERFORMANCE.md)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}
