@@ -7,7 +7,11 @@ MODE: `cold` (K derives over fresh worlds of 10,000 sessions, no memo), `first` 
 with a fresh DeriveMemo: a monitor's first derive, as production runs it) or `resync` (K derives
 after a resync with 1 % changed, with the monitor's memo), and `cold0` / `first0` / `resync0`,
 which build the same inputs and derive nothing. Per derive: (instructions of MODE - instructions
-of MODE0) / K. REPO
+of MODE0) / K. With CG_GC=off the collector is off throughout (the derive alone); with
+CG_GC=keep each derive's rows and memo are kept, as production keeps them, and the young
+collection that follows is counted (a cold run otherwise drops its rows at once, while the
+memo's are walked by the interpreter's last collection); either way the interpreter leaves
+without that last collection. REPO
 (default: this checkout) lets another checkout's code be counted by the same script, e.g. a
 worktree of an older commit.
 """
@@ -26,6 +30,9 @@ os.chdir(repo)
 
 import gc  # noqa: E402
 
+gc_mode = os.environ.get("CG_GC")  # None, "off" or "keep"
+kept: list[object] = []
+
 import benchmarks.bench_derive as bench  # noqa: E402
 
 derive = getattr(bench, "derive", None) or bench.derive_server
@@ -39,6 +46,8 @@ def settled() -> None:
     anything, the checkout's path included), would be counted as derive's."""
     gc.collect()
     gc.freeze()
+    if gc_mode == "off":
+        gc.disable()
 
 
 if mode.startswith(("cold", "first")):
@@ -47,7 +56,10 @@ if mode.startswith(("cold", "first")):
     settled()
     if mode in ("cold", "first"):
         for (s, j), memo in zip(worlds, memos, strict=True):
-            derive(s, j, bench.T0, settings, memo=memo)
+            rows = derive(s, j, bench.T0, settings, memo=memo)
+            if gc_mode == "keep":
+                kept.append(rows)  # (and the memo: `memos`)
+            del rows
 else:
     s, j = bench.world(n)
     memo = bench.DeriveMemo()
@@ -60,3 +72,8 @@ else:
     if mode == "resync":
         for s in snaps:
             rows = derive(s, (), bench.T0, settings, previous=rows, memo=memo)
+if gc_mode is not None:
+    if gc_mode == "keep":
+        gc.collect(0)  # the young collection the next allocation would start
+    sys.stdout.flush()
+    os._exit(0)
