@@ -107,8 +107,8 @@ LOADING: Final = "loading"
 
 #: what the memo compares of a session's inputs: its first FACTS fields (all but the previous
 #: row), or for a row that reads no claim time its first BEFORE_CLAIMS (Decided.reads_claims)
-FACTS: Final = SessionInputs._fields.index("previous")
-BEFORE_CLAIMS: Final = SessionInputs._fields.index("claim_at")
+FACTS: Final = list(SessionInputs.__annotations__).index("previous")
+BEFORE_CLAIMS: Final = list(SessionInputs.__annotations__).index("claim_at")
 
 
 class Decided(NamedTuple):
@@ -156,10 +156,12 @@ class Verdict(NamedTuple):
         reads_claims: bool = False,
     ) -> Verdict:
         """A Verdict. What the rules return through: a call of the NamedTuple itself goes through
-        its Python-level `__new__` and its keyword handling, which costs about twice `_make`,
-        and derive decides every session through here (docs/PERFORMANCE.md)."""
-        return Verdict._make(
-            (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims)
+        its Python-level `__new__`, and derive decides every session through here; the
+        record's `_make` would cost less, but `_make` is among the names a test keeps from
+        being read off another object (a Textual private). docs/PERFORMANCE.md."""
+        return _new(
+            Verdict,
+            (state, reason, stale, evidence, settled, since, ended, settling, until, reads_claims),
         )
 
 
@@ -344,9 +346,9 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     )
 
 
-#: Decided made without its Python-level `__new__`: derive decides every session on a first
-#: derive, and on that path the record made through `__new__` is among the dearest of the
-#: shape's costs (docs/PERFORMANCE.md)
+#: Decided and Verdict made without their Python-level `__new__`: derive decides every session
+#: on a first derive, and on that path these records made through `__new__` are among the
+#: dearest of the shape's costs (docs/PERFORMANCE.md)
 _new = tuple.__new__
 
 
@@ -362,7 +364,7 @@ def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
     on the next call."""
     if not inputs.link.reachable:
         return None
-    return inputs._replace(previous=row)
+    return _new(SessionInputs, (*inputs[:FACTS], row))
 
 
 def _verdict(

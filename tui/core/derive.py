@@ -65,8 +65,10 @@ __all__ = [
 Rows = dict[tuple[str, str], SessionRow]
 
 
-#: _Memoed made without its Python-level `__new__` (or `_make`): the memo files one for every
-#: session decided, and a first derive decides them all (docs/PERFORMANCE.md)
+#: SessionInputs and _Memoed made without their Python-level `__new__`: one of each for every
+#: session decided, and a first derive decides them all (docs/PERFORMANCE.md). (The records'
+#: `_make` costs less than `__new__`, but `_make` is among the names a test keeps from being
+#: read off another object: a Textual private)
 _new = tuple.__new__
 
 
@@ -178,10 +180,9 @@ def derive_server(
         rows, looked_at = dict(prev), [(sid, merged.sessions[sid]) for sid in candidates]
     gathered = _gather(snapshot, facts, merged, prev, link, looked_at)
     server = snapshot.server
-    make = SessionInputs._make
     if memo is None:
         for fields in gathered:
-            row = decide(make(fields), now, settings).row
+            row = decide(_new(SessionInputs, fields), now, settings).row
             rows[(server, row.id)] = row
         return rows
 
@@ -203,7 +204,7 @@ def derive_server(
             ):
                 rows[key] = row  # (the same server: it is one of the facts)
                 continue
-        inputs = make(fields)
+        inputs = _new(SessionInputs, fields)
         row, valid_until, reads_claims = decide(inputs, now, settings)
         key = (server, sid)
         if old is not None and old == row and _same_requests(old, row, inputs):
@@ -271,7 +272,7 @@ def inputs_of(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
-        fields[_SESSION].id: SessionInputs._make(fields)
+        fields[_SESSION].id: _new(SessionInputs, fields)
         for fields in _gather(
             snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
         )
@@ -314,8 +315,8 @@ _Fields = tuple[
 #: (literals: mypy types a tuple's item only at a literal index)
 _SESSION: Final = 1
 _PREVIOUS: Final = 18
-assert SessionInputs._fields[_SESSION] == "session"
-assert SessionInputs._fields[_PREVIOUS] == "previous" == SessionInputs._fields[-1]
+assert list(SessionInputs.__annotations__)[_SESSION] == "session"
+assert list(SessionInputs.__annotations__)[_PREVIOUS:] == ["previous"]
 
 
 def _gather(
@@ -332,8 +333,8 @@ def _gather(
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
     SessionInputs made of it): the memo compares its facts (the fields before the previous row,
     or before the claim times for a row that reads none), and only a session decided anew
-    becomes the record (`_make`). Kept so: a record made for every session looked at, the
-    rows the memo reuses too, is a cost every resync would pay (docs/PERFORMANCE.md)."""
+    becomes the record. Kept so: a record made for every session looked at, the rows the memo
+    reuses too, is a cost every resync would pay (docs/PERFORMANCE.md)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
     # open requests: snapshot's, plus asked, minus answered
     open_reqs: dict[str, Request] = {}
