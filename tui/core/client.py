@@ -940,8 +940,10 @@ def sse_data(
     comments too unless `comments`: then each comes as an empty string, a sign of life). An
     event or a line longer than `limit` bytes ends the stream with an OcwatchError
     instead of growing without bound (its bytes are dropped). (The stream is asked
-    uncompressed and refused otherwise: its raw bytes are its bytes.)"""
-    return _sse(response.aiter_raw(), url, limit, comments)
+    uncompressed and refused otherwise: its raw bytes are its bytes. An answer whose body was
+    read already, one made whole rather than streamed, is read from what was kept.)"""
+    chunks = response.aiter_bytes() if response.is_stream_consumed else response.aiter_raw()
+    return _sse(chunks, url, limit, comments)
 
 
 async def _sse(
