@@ -667,7 +667,14 @@ async def test_a_screenshot_without_a_downloads_folder_goes_to_the_state_folder(
         await pilot.pause()
         app.action_screenshot()
         folder = tmp_path / "state" / "ocwatch" / "screenshots"
-        await until(pilot, lambda: folder.is_dir() and any(folder.glob("*.svg")))
+        # (the file can be there before its content is written: wait for all of it)
+        await until(
+            pilot,
+            lambda: (
+                folder.is_dir()
+                and any(p.read_text().rstrip().endswith("</svg>") for p in folder.glob("*.svg"))
+            ),
+        )
         (shot,) = folder.glob("*.svg")
         assert shot.read_text().startswith("<svg")
         assert not (tmp_path / "no-downloads").exists()
