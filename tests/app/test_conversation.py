@@ -43,8 +43,12 @@ async def test_m_opens_the_conversation_newest_first_then_all() -> None:
         text = body(app)
         assert "Prompt 0" in text and "Reply 499" in text and "line two" in text
         assert "✓ bash: make step-3  2s" in text
-        # at the end (scrolled after the refresh that lays the messages out: late under load)
-        await until(pilot, lambda: screen.body.scroll_y == screen.body.max_scroll_y > 0)
+        # at the end, every message laid out (in batches, newest first, each batch holding the
+        # reader on their message: a g before the last batch stays on the top one laid out)
+        await until(
+            pilot,
+            lambda: screen.body.complete and screen.body.scroll_y == screen.body.max_scroll_y > 0,
+        )
         await pilot.press("g")
         await until(pilot, lambda: screen.body.scroll_y == 0)
         await pilot.press("escape")
