@@ -530,7 +530,14 @@ async def test_help_wraps_each_text_under_itself_on_a_small_terminal() -> None:
         await pilot.press("question_mark")
         await until(pilot, lambda: bool(app.screen.query("#help-text")))
         text = app.screen.query_one("#help-text", Static)
-        await until(pilot, lambda: text.content_region.width > 0)
+
+        def laid_out() -> bool:  # (wrapped to its final width: a first render may be wider)
+            width = text.content_region.width
+            return 0 < width < 80 and all(
+                cell_len(line) <= width for line in str(text.render()).splitlines()
+            )
+
+        await until(pilot, laid_out)
         lines = str(text.render()).splitlines()
         at = next(i for i, line in enumerate(lines) if "The conversation:" in line)
         column = lines[at].index("The conversation:")

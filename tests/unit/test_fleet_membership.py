@@ -37,7 +37,12 @@ async def test_servers_come_and_go_while_the_fleet_runs() -> None:
             def servers() -> set[str]:
                 return {k[0] for k in fleet.current().rows}
 
-            await until(lambda: servers() == {one.url})
+            # (its first snapshot read whole: a row still loading changes as it arrives)
+            await until(
+                lambda: (
+                    servers() == {one.url} and all(r.settled for r in fleet.current().rows.values())
+                )
+            )
             kept = fleet.current().rows
             fleet.add(two.url, name="second")
             await until(lambda: servers() == {one.url, two.url})
