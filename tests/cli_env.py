@@ -11,7 +11,10 @@ def cli_env(password: str | None = None) -> dict[str, str]:
     settings, with a config folder that holds no config file (and a state folder with no V2
     service file); `password` as $OPENCODE_SERVER_PASSWORD when given."""
     env = {
-        k: v for k, v in os.environ.items() if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OPENCODE_SERVER_", "OCWATCH_"))
+        and k not in ("COLUMNS", "LINES")  # (a pytest-xdist worker's 80x24, not the test's)
     }
     env["XDG_CONFIG_HOME"] = os.path.join(tempfile.gettempdir(), "ocwatch-tests-no-config")
     # (and no V2 background service of the developer's: tui.core.service)
