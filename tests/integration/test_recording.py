@@ -167,11 +167,23 @@ def test_real_runs_of_every_kind_replay_as_the_live_monitors_saw_them(
     replay_lines = [json.loads(x) for x in watched.stdout.splitlines()]
     assert lifecycles(replay_lines, ours) == lifecycles(live.lines, ours)
     done = ("idle", "completed", False)
-    assert [
+    seen = [
         (x["from"] and x["from"]["state"], x["to"]["state"])
         for x in replay_lines
         if x["session_id"] == sids["permission"]
-    ] == [(None, "idle"), ("idle", "busy"), ("busy", "input"), ("input", "busy"), ("busy", "idle")]
+    ]
+    if seen[:1] == [(None, "busy")]:
+        # the recorder, a monitor of its own, first saw the session after the prompt (run()
+        # waits for the live watch alone: first sight is a matter of sampling, seen once in a
+        # parallel CI run); what follows must be the same
+        seen = [(None, "idle"), ("idle", "busy"), *seen[1:]]
+    assert seen == [
+        (None, "idle"),
+        ("idle", "busy"),
+        ("busy", "input"),
+        ("input", "busy"),
+        ("busy", "idle"),
+    ]
     assert lifecycles(replay_lines, {sids["permission"]})[sids["permission"]] == [
         (None, ("busy", None, False)),
         (("busy", None, False), ("input", None, False)),
