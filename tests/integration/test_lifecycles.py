@@ -230,8 +230,12 @@ def check(
 ) -> None:
     """Every View showed exactly `want` (repeats dropped), and so did the transitions and
     `watch --json` (first line `from` null)."""
+    # `watch` prints the settled changes between the Views it derives: a busy that turned into
+    # a permission at once may fall between two of them (seen once under a parallel CI run);
+    # every other state must be printed, in order (the watcher below checks every View)
+    brief = [s for i, s in enumerate(want) if not (s == BUSY and want[i + 1 : i + 2] == [INPUT])]
     wait_until(
-        lambda: [tuple(x["to"].values()) for x in proc.of(sid) if x["to"]] == want,
+        lambda: [tuple(x["to"].values()) for x in proc.of(sid) if x["to"]] in (want, brief),
         30,
         what=f"watch printing {want} for {sid} (got {proc.of(sid)})",
     )
