@@ -117,6 +117,8 @@ async def _first_read(
     read = fleet.current().servers  # what the monitors published, as every reader sees
     if any(s.first_snapshot for s in read):
         return None
+    if task.done():  # (before any first look ended: no --timeout ran out)
+        return ExitCode.USAGE, why_stopped(task)
     if pending:
         return ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
     return ExitCode.USAGE, "; ".join(s.why_unread() for s in read) or NO_SERVER
@@ -172,10 +174,18 @@ async def next_change(
             return ExitCode.TIMEOUT, f"timed out after {timeout:g}s"
         wake = min(wake, left)
     if task.done():
-        return ExitCode.USAGE, f"monitor stopped: {task.exception()}"
+        return ExitCode.USAGE, why_stopped(task)
     with contextlib.suppress(TimeoutError):
         await asyncio.wait_for(changed.wait(), timeout=wake)
     return None
+
+
+def why_stopped(task: asyncio.Task[None]) -> str:
+    """What a monitor task that ended says: its error, or that it stopped (cancelled, or
+    returned: a fleet whose monitors all ended)."""
+    if task.cancelled() or task.exception() is None:
+        return "monitor stopped"
+    return f"monitor stopped: {task.exception()}"
 
 
 NO_SERVER = "no server to watch (`ocwatch servers` says what was looked at)"
