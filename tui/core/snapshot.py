@@ -294,9 +294,10 @@ async def fetch_snapshot(
 
 
 @dataclass
-class _Gathered:
-    """What one fetch_snapshot has read so far; its steps fill it in turn, and `snapshot()`
-    makes a Snapshot of it at any point (a partial one, or the complete one at the end)."""
+class Gathered:
+    """What one snapshot reader (either protocol's) has read so far; its steps fill it in
+    turn, and `snapshot()` makes a Snapshot of it at any point (a partial one, or the complete
+    one at the end). Each protocol adds what only it reads."""
 
     client: Client
     cache: MessageCache
@@ -307,7 +308,6 @@ class _Gathered:
     folders: list[str | None] = field(default_factory=list)
     version: str | None = None
     listed_at: float = 0.0
-    status: dict[str, SessionStatus] = field(default_factory=dict)
     permissions: dict[str, PermissionRequest] = field(default_factory=dict)
     questions: dict[str, QuestionRequest] = field(default_factory=dict)
     active: set[str] = field(default_factory=set)
@@ -316,10 +316,6 @@ class _Gathered:
     reverified: int = 0
     unreadable: dict[str, str] = field(default_factory=dict)
 
-    def running(self, sid: str) -> bool:
-        """Whether the status map or the active list says the session runs."""
-        return sid in self.status or sid in self.active
-
     def unread(self, sid: str, why: str) -> None:
         """The session's last message cannot be read: its row says `why`, and the next
         snapshot asks again."""
@@ -327,28 +323,46 @@ class _Gathered:
         self.bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
         self.cache.forget(sid)
 
-    def snapshot(self, loading: frozenset[str] = frozenset()) -> Snapshot:
+    def made(
+        self, status: dict[str, SessionStatus], loading: frozenset[str], **more: Any
+    ) -> Snapshot:
+        """The Snapshot of what was read, with the status map the protocol has (`more`: the
+        fields only it fills)."""
         return Snapshot(
             server=self.client.url,
             started_at=self.started,
             sessions=self.sessions,
-            status=self.status,
+            status=status,
             permissions=self.permissions,
             questions=self.questions,
             messages={sid: self.cache.get(sid) for sid in self.sessions},
-            active=frozenset(self.active),
             version=self.version,
             journal_seq=self.journal_seq,
             requests=self.client.requests - self.requests_before,
             vouched=self.vouched,
+            reverified=self.reverified,
             skipped=len(self.bad_names),
             malformed=tuple(self.bad_names[:5]),
             loading=loading,
             folders=tuple(self.folders),
             listed_at=self.listed_at,
-            reverified=self.reverified,
             unreadable=dict(self.unreadable),
+            **more,
         )
+
+
+@dataclass
+class _Gathered(Gathered):
+    """V1's: the server's own status map (`active`: what the active list adds)."""
+
+    status: dict[str, SessionStatus] = field(default_factory=dict)
+
+    def running(self, sid: str) -> bool:
+        """Whether the status map or the active list says the session runs."""
+        return sid in self.status or sid in self.active
+
+    def snapshot(self, loading: frozenset[str] = frozenset()) -> Snapshot:
+        return self.made(self.status, loading, active=frozenset(self.active))
 
 
 async def _list_sessions(got: _Gathered, relist: Relist | None) -> list[Session]:

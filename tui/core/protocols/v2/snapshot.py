@@ -30,6 +30,7 @@ from ...client import Client, NotFound, OcwatchError
 from ...decide import clock_text
 from ...models import Message, PermissionRequest, QuestionRequest, Session, SessionStatus
 from ...snapshot import (
+    Gathered,
     MessageCache,
     Relist,
     Snapshot,
@@ -180,37 +181,14 @@ async def fetch_snapshot_v2(
 
 
 @dataclass
-class _Gathered:
-    """What one fetch_snapshot_v2 has read so far; its steps fill it in turn, and `snapshot()`
-    makes a Snapshot of it at any point (a partial one, or the complete one at the end)."""
+class _Gathered(Gathered):
+    """V2's: no status map (it is made from the active list and each transcript), the listed
+    order and outcomes, and the server's instance."""
 
-    client: Client
-    cache: MessageCache
-    started: float
-    journal_seq: int
-    requests_before: int  # the client's request count when the fetch began
-    sessions: dict[str, Session] = field(default_factory=dict)
     listed: list[Session] = field(default_factory=list)  # the sessions in the server's order
     #: per session, its `outcome` and `time.idle` as listed (none: the list was not read)
     outcomes: dict[str, tuple[str | None, float | None]] = field(default_factory=dict)
-    folders: list[str | None] = field(default_factory=list)
-    version: str | None = None
     instance: str | None = None
-    listed_at: float = 0.0
-    active: set[str] = field(default_factory=set)
-    permissions: dict[str, PermissionRequest] = field(default_factory=dict)
-    questions: dict[str, QuestionRequest] = field(default_factory=dict)
-    bad_names: list[str] = field(default_factory=list)  # the malformed records, in read order
-    vouched: int = 0
-    reverified: int = 0
-    unreadable: dict[str, str] = field(default_factory=dict)
-
-    def unread(self, sid: str, why: str) -> None:
-        """The session's transcript cannot be read: its row says `why`, and the next snapshot
-        reads it again."""
-        self.unreadable[sid] = why
-        self.bad_names.append(f"last message of {sid[:80]}")  # (said as every record not read)
-        self.cache.forget(sid)
 
     def snapshot(self, loading: frozenset[str] = frozenset()) -> Snapshot:
         cache = self.cache
@@ -225,28 +203,7 @@ class _Gathered:
             )
             if st is not None:
                 status[sid] = st
-        return Snapshot(
-            server=self.client.url,
-            started_at=self.started,
-            sessions=self.sessions,
-            status=status,
-            permissions=self.permissions,
-            questions=self.questions,
-            messages={sid: cache.get(sid) for sid in self.sessions},
-            version=self.version,
-            journal_seq=self.journal_seq,
-            requests=self.client.requests - self.requests_before,
-            vouched=self.vouched,
-            reverified=self.reverified,
-            skipped=len(self.bad_names),
-            malformed=tuple(self.bad_names[:5]),
-            loading=loading,
-            folders=tuple(self.folders),
-            listed_at=self.listed_at,
-            protocol="v2",
-            instance=self.instance,
-            unreadable=dict(self.unreadable),
-        )
+        return self.made(status, loading, protocol="v2", instance=self.instance)
 
 
 async def _list_sessions(
