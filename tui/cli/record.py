@@ -58,12 +58,23 @@ def run_record(
         flush=True,
     )
     said: set[str] = set()
+    following: set[str] = set()
 
-    def say_errors(view: View, _changes: Changes | None) -> None:
-        for s in view.servers:  # what could not be read is said, once per error
-            if s.error and s.error not in said:
+    def say_progress(view: View, _changes: Changes | None) -> None:
+        for s in view.servers:
+            if s.error and s.error not in said:  # what could not be read, once per error
                 said.add(s.error)
                 print(f"ocwatch record: {literal(s.error, escapes=True)}", file=err, flush=True)
+            if s.first_snapshot and s.connected and s.url not in following:
+                # from here on nothing the server does escapes the file (a script may wait
+                # for this line before it starts what it records)
+                following.add(s.url)
+                print(
+                    f"ocwatch record: following {literal(s.label, escapes=True)} "
+                    "(first snapshot recorded, event stream live)",
+                    file=err,
+                    flush=True,
+                )
 
     async def flush_often() -> None:  # a burst then silence reaches the disk within 1 s
         while True:
@@ -76,7 +87,7 @@ def run_record(
         stop_on_signals(stop)
         flusher = asyncio.create_task(flush_often())
         try:
-            await follow(fleet, [say_errors], stop=stop)
+            await follow(fleet, [say_progress], stop=stop)
         finally:
             flusher.cancel()
 
