@@ -66,7 +66,7 @@ class Events:
         return [p for p in out if sid is None or p["properties"].get("sessionID") == sid]
 
     async def wait(
-        self, pred: Callable[[dict[str, Any]], bool], sid: str | None = None, timeout: float = 3.0
+        self, pred: Callable[[dict[str, Any]], bool], sid: str | None = None, timeout: float = 30.0
     ) -> dict[str, Any]:
         return await until(lambda: next((p for p in self.payloads(sid) if pred(p)), None), timeout)
 
@@ -539,11 +539,11 @@ async def test_frozen_server_sends_only_heartbeats(
 
 
 async def test_thawed_scripts_move_on() -> None:
-    async with (
-        DemoServer(speed=400, heartbeat=5) as server,
-        client_for(server) as client,
-        Events(client) as events,
-    ):
+    server = DemoServer(speed=400, heartbeat=5)
+    # no scripted restart (a run kind of the cycle): at 400x one may come before the scripts
+    # below on a loaded machine, and it ends the stream read here (its own tests are below)
+    server.director.restart_hook = None
+    async with server, client_for(server) as client, Events(client) as events:
         # the busy run finishes, the idle sessions start new runs, retries go on
         await events.wait(lambda p: p["type"] == "session.idle", "ses_demo_checkout")
         await events.wait(
@@ -553,7 +553,7 @@ async def test_thawed_scripts_move_on() -> None:
         await events.wait(
             lambda p: p["type"] == "session.status" and p["properties"]["status"]["type"] == "retry"
         )
-        assert server.restarts == 0
+        assert not events.ended
 
 
 # ----- run kinds, one by one ---------------------------------------------------------------
@@ -565,7 +565,7 @@ async def play_frames(kind: str, sid: str = "ses_demo_cart") -> tuple[World, lis
     actor.rng = random.Random(7)
     queue = world.subscribe()
     task = actor.spawn(RUNS[kind](actor))
-    await asyncio.wait_for(asyncio.wait({task}), 3)
+    await asyncio.wait_for(asyncio.wait({task}), 30)
     frames = []
     while not queue.empty():
         frame = queue.get_nowait()
