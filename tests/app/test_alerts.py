@@ -225,7 +225,6 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
     """--webhook to a receiver that accepts and never answers: the alert is queued and tried
     on a worker; keys keep answering at once, and the failure is said once, as a notification."""
     import socket
-    import time
 
     from tui.export.deliver import Deliverer, WebhookSink
 
@@ -233,7 +232,7 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
     hole.bind(("127.0.0.1", 0))
     hole.listen(16)  # accepts connections (the kernel does) and never reads or answers
     try:
-        sink = WebhookSink(f"http://127.0.0.1:{hole.getsockname()[1]}/hook", timeout=2.0)
+        sink = WebhookSink(f"http://127.0.0.1:{hole.getsockname()[1]}/hook", timeout=8.0)
         deliverer = Deliverer([sink], lambda _text: None)
         app, source = make_app(
             alerts=AlertConfig(on=["error"], min_interval=0), deliverer=deliverer
@@ -255,19 +254,18 @@ async def test_a_receiver_that_never_answers_never_slows_the_dashboard() -> None
                 )
                 source.set(changed)
                 await pulled(pilot, app, changed)
-            slowest = 0.0
             for _ in range(10):
                 before = app.main_screen.table.cursor_row
-                started = time.monotonic()
                 await pilot.press("down" if before < 3 else "up")
-                slowest = max(slowest, time.monotonic() - started)
                 assert app.main_screen.table.cursor_row != before
-            assert slowest < 0.5
+            # every key answered while the first alert still waited for its receiver (no
+            # timing: a delivery on the loop would have held the keys until it gave up)
+            assert deliverer.counts.get(("webhook", "failed"), 0) == 0
             await until(
-                pilot, lambda: deliverer.counts.get(("webhook", "failed"), 0) >= 1, timeout=10
+                pilot, lambda: deliverer.counts.get(("webhook", "failed"), 0) >= 1, timeout=30
             )
             said = [text for text, title in notes if title == "Alerts"]
-            assert len(said) == 1 and "no answer within 2s" in said[0]
+            assert len(said) == 1 and "no answer within 8s" in said[0]
     finally:
         hole.close()
 

@@ -169,7 +169,9 @@ async def test_a_flowing_stream_keeps_its_watchdog_without_rearming_it_per_event
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
     silent = times["down"] - times["last"]
-    assert 1.0 <= silent < 1.0 + 0.1 + 0.4  # (+ a loaded machine)
+    # the timeout and one slack after the last event; what is left to 2 s is a loaded
+    # machine's late timer (a watchdog armed once per timeout would say up to 2 s)
+    assert 1.0 <= silent < 1.9
     assert 0 < len(rearmed) <= 20  # ~1 s of events every 10 ms: one rearm per 0.1 s at most
 
 
