@@ -8,7 +8,7 @@ that snapshot is in place, `cut(seq)` drops every entry older than it: the snaps
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 from pydantic import ValidationError
@@ -280,84 +280,145 @@ def _fold_one(f: Facts, entry: Entry) -> None:
 
 
 def _apply(f: Facts, ev: Event) -> None:
-    p = ev.properties
-    t = ev.type
+    """Fold one event: its session is counted as changed, then its kind's step (_STEPS) says
+    what fact it is."""
     sid = ev.session_id
     if sid is not None:
         f.versions[sid] = f.versions.get(sid, 0) + 1
         f.changed.append(sid)
-        if t != "session.deleted":
+        if ev.type != "session.deleted":
             f.touched[sid] = ev.received
-    if t in ("session.created", "session.updated"):
-        s = Session.parse(p["info"])
-        f.sessions[s.id] = s
-        f.deleted.discard(s.id)
-        if s.id != sid:
-            f.changed.append(s.id)
-    elif t == "session.deleted":
-        info = p.get("info") or {}
-        dead = info.get("id") if isinstance(info, dict) else None
-        dead = dead or p.get("sessionID")
-        if isinstance(dead, str):
-            f.deleted.add(dead)
-            f.sessions.pop(dead, None)
-            if dead != sid:
-                f.changed.append(dead)
-    elif t == "session.status" and sid:
-        st = SessionStatus.parse(p["status"])
-        f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
-        if st.type == "retry":
-            f.retrying[sid] = st
-        elif st.type != "busy" and f.retrying:
-            f.retrying.pop(sid, None)
-    elif t == "session.idle" and sid:
-        if f.retrying:
-            f.retrying.pop(sid, None)
-        prev = f.status.get(sid)
-        # a second idle changes nothing, nor does one after an idle that carried a reason
-        if prev is None or (prev.status is not None and prev.status.type != "idle"):
-            f.status[sid] = StatusFact(None, ev.received)
-    elif t == "session.error" and sid:
-        err = p.get("error")
-        if isinstance(err, dict):
-            f.errors[sid] = ErrorFact(MessageError.parse(err), ev.received)
-    elif t == "message.updated" and sid:
-        info = MessageInfo.parse(p["info"])
-        if f.retrying and (info.time.completed or info.error is not None):
-            f.retrying.pop(sid, None)
-        cur = f.messages.get(sid)
-        if (
-            cur is None
-            or info.id > cur[0].id
-            or (info.id == cur[0].id and not regresses(info, cur[0]))
-        ):
-            f.messages[sid] = (info, ev.received)
-    elif t == "message.part.updated":
-        raw = p["part"]
-        if f.retrying and sid in f.retrying:  # output: the attempt after the retry went through
-            del f.retrying[sid]
-        if raw.get("type") != "tool":  # only tool parts bear on state; text streams are noise
-            return
-        part = Part.parse(raw)
-        if part.message_id and part.id:
-            owner = part.session_id or sid or ""
-            if owner != sid:  # filed under the part's session: count it there too (DeriveMemo)
-                f.versions[owner] = f.versions.get(owner, 0) + 1
-                f.changed.append(owner)
-            f.parts.setdefault((owner, part.message_id), {})[part.id] = part
-    elif t in ("permission.asked", "question.asked"):
-        req: PermissionRequest | QuestionRequest = (
-            PermissionRequest.parse(p) if t == "permission.asked" else QuestionRequest.parse(p)
-        )
-        f.asked[req.id] = AskFact(req, ev.received)
-        if req.session_id != sid:
-            f.changed.append(req.session_id or None)
-    elif t in ("permission.replied", "question.replied", "question.rejected"):
-        rid = p.get("requestID") or p.get("permissionID") or p.get("id")
-        if isinstance(rid, str):
-            f.answered[rid] = ev.received
-            if sid is None:  # whose request it answered is not said: any row may change
-                f.changed.append(None)
+    step = _STEPS.get(ev.type)
+    if step is not None:
+        step(f, ev, sid)
+
+
+# Each step: (facts, event, its session id) -> None, folding that event's fact into `facts`.
+
+
+def _session_put(f: Facts, ev: Event, sid: str | None) -> None:
+    """session.created / session.updated: the session as it is now."""
+    s = Session.parse(ev.properties["info"])
+    f.sessions[s.id] = s
+    f.deleted.discard(s.id)
+    if s.id != sid:
+        f.changed.append(s.id)
+
+
+def _session_deleted(f: Facts, ev: Event, sid: str | None) -> None:
+    p = ev.properties
+    info = p.get("info") or {}
+    dead = info.get("id") if isinstance(info, dict) else None
+    dead = dead or p.get("sessionID")
+    if isinstance(dead, str):
+        f.deleted.add(dead)
+        f.sessions.pop(dead, None)
+        if dead != sid:
+            f.changed.append(dead)
+
+
+#: A busy status as the stream repeats it (a status event per step of a run): parsed once,
+#: shared (the models are frozen), as SessionStatus.parse would give it
+_BUSY_WIRE = {"type": "busy"}
+_BUSY = SessionStatus.parse(_BUSY_WIRE)
+
+
+def _status(f: Facts, ev: Event, sid: str | None) -> None:
+    """session.status: the status entry now (idle without a reason: absent); a retry is
+    remembered while the attempt after it is under way."""
+    if not sid:
+        return
+    raw = ev.properties["status"]
+    st = _BUSY if raw == _BUSY_WIRE else SessionStatus.parse(raw)
+    f.status[sid] = StatusFact(None if st.type == "idle" and not st.reason else st, ev.received)
+    if st.type == "retry":
+        f.retrying[sid] = st
+    elif st.type != "busy" and f.retrying:
+        f.retrying.pop(sid, None)
+
+
+def _idle(f: Facts, ev: Event, sid: str | None) -> None:
+    if not sid:
+        return
+    if f.retrying:
+        f.retrying.pop(sid, None)
+    prev = f.status.get(sid)
+    # a second idle changes nothing, nor does one after an idle that carried a reason
+    if prev is None or (prev.status is not None and prev.status.type != "idle"):
+        f.status[sid] = StatusFact(None, ev.received)
+
+
+def _error(f: Facts, ev: Event, sid: str | None) -> None:
+    err = ev.properties.get("error")
+    if sid and isinstance(err, dict):
+        f.errors[sid] = ErrorFact(MessageError.parse(err), ev.received)
+
+
+def _message(f: Facts, ev: Event, sid: str | None) -> None:
+    """message.updated: the session's newest message, unless this copy is older or would take
+    back its end (regresses)."""
+    if not sid:
+        return
+    info = MessageInfo.parse(ev.properties["info"])
+    if f.retrying and (info.time.completed or info.error is not None):
+        f.retrying.pop(sid, None)
+    cur = f.messages.get(sid)
+    if cur is None or info.id > cur[0].id or (info.id == cur[0].id and not regresses(info, cur[0])):
+        f.messages[sid] = (info, ev.received)
+
+
+def _part(f: Facts, ev: Event, sid: str | None) -> None:
+    """message.part.updated: output (a retry's next attempt went through); a tool part is kept
+    under its message (text streams are noise)."""
+    raw = ev.properties["part"]
+    if f.retrying and sid in f.retrying:
+        del f.retrying[sid]
+    if raw.get("type") != "tool":
+        return
+    part = Part.parse(raw)
+    if part.message_id and part.id:
+        owner = part.session_id or sid or ""
+        if owner != sid:  # filed under the part's session: count it there too (DeriveMemo)
+            f.versions[owner] = f.versions.get(owner, 0) + 1
+            f.changed.append(owner)
+        f.parts.setdefault((owner, part.message_id), {})[part.id] = part
+
+
+def _asked(f: Facts, ev: Event, sid: str | None) -> None:
+    p = ev.properties
+    req: PermissionRequest | QuestionRequest = (
+        PermissionRequest.parse(p) if ev.type == "permission.asked" else QuestionRequest.parse(p)
+    )
+    f.asked[req.id] = AskFact(req, ev.received)
+    if req.session_id != sid:
+        f.changed.append(req.session_id or None)
+
+
+def _answered(f: Facts, ev: Event, sid: str | None) -> None:
+    p = ev.properties
+    rid = p.get("requestID") or p.get("permissionID") or p.get("id")
+    if isinstance(rid, str):
+        f.answered[rid] = ev.received
+        if sid is None:  # whose request it answered is not said: any row may change
+            f.changed.append(None)
+
+
+#: Each event type the fold reads, and its step (_apply); other types only touch their session
+_STEPS: dict[str, Callable[[Facts, Event, str | None], None]] = {
+    "session.created": _session_put,
+    "session.updated": _session_put,
+    "session.deleted": _session_deleted,
+    "session.status": _status,
+    "session.idle": _idle,
+    "session.error": _error,
+    "message.updated": _message,
+    "message.part.updated": _part,
+    "permission.asked": _asked,
+    "question.asked": _asked,
+    "permission.replied": _answered,
+    "question.replied": _answered,
+    "question.rejected": _answered,
+}
 
 
 def final(info: MessageInfo) -> bool:

@@ -1,0 +1,35 @@
+"""The stream path's shortcuts give what the long way gives (issue 42 item 2).
+
+At a firehose's rates the parser, the journal and the reflector take shortcuts for the frames
+that come most: a busy status repeated, a journal overflowing frame after frame. Each must leave
+the very facts and link state the long way leaves.
+"""
+
+from __future__ import annotations
+
+from tests.builders import T0, entries, status_event
+from tui.core.journal import Journal, fold
+from tui.core.models import SessionStatus
+
+
+def test_a_busy_status_folds_as_the_one_parsed() -> None:
+    journal = Journal()
+    journal.add(status_event("ses_a", "busy", T0))
+    journal.add(status_event("ses_b", "busy", T0, attempt=None))  # (not the bare busy)
+    facts = journal.facts()
+    for sid in ("ses_a", "ses_b"):
+        fact = facts.status[sid]
+        assert fact.status == SessionStatus.parse({"type": "busy"}) and fact.at == T0
+    assert fact.status is not None and fact.status.type == "busy"
+    assert not facts.retrying
+
+
+def test_a_busy_status_after_a_retry_keeps_the_retry_until_output() -> None:
+    facts = fold(
+        entries(
+            status_event("ses_a", "retry", T0, attempt=2, message="rate limited", next=T0 * 1000),
+            status_event("ses_a", "busy", T0 + 1),
+        )
+    )
+    assert facts.retrying["ses_a"].attempt == 2
+    assert facts.status["ses_a"].status == SessionStatus.parse({"type": "busy"})
