@@ -8,8 +8,12 @@ the very facts and link state the long way leaves.
 from __future__ import annotations
 
 from tests.builders import T0, entries, status_event
+from tests.unit.test_transitions import Clock, frame
+from tui.core.client import OcwatchError
 from tui.core.journal import Journal, fold
 from tui.core.models import SessionStatus
+from tui.core.monitor import ServerMonitor
+from tui.core.settings import Settings
 
 
 def test_a_busy_status_folds_as_the_one_parsed() -> None:
@@ -33,3 +37,26 @@ def test_a_busy_status_after_a_retry_keeps_the_retry_until_output() -> None:
     )
     assert facts.retrying["ses_a"].attempt == 2
     assert facts.status["ses_a"].status == SessionStatus.parse({"type": "busy"})
+
+
+def test_an_overflowing_journal_moves_the_vouch_to_its_last_frame() -> None:
+    """While the journal overflows, each frame moves the stream's vouch on to its own time (a
+    snapshot begun before it is not vouched for): the link state read afterwards says so, and a
+    step after it starts from there."""
+    clock = Clock(T0)
+    mon = ServerMonitor("http://test", settings=Settings(journal_limit=5), clock=clock)
+    mon.stream_opened()
+    assert mon.state.vouch_since == T0
+    for i in range(12):
+        clock.t = T0 + 1 + i
+        mon.on_data(frame("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}}))
+    assert mon.journal.overflowed
+    assert mon.state.vouch_since == T0 + 12
+    clock.t = T0 + 13
+    mon.on_data(frame("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}}))
+    mon.stream_down(OcwatchError("gone"))  # a step on the state as it is after that frame
+    assert mon.state.vouch_since is None and mon.state.gap_since == T0 + 13
+    mon.stream_opened()
+    clock.t = T0 + 14
+    mon.on_data(frame("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}}))
+    assert mon.state.vouch_since == T0 + 14  # (still overflowed: no snapshot cut it)

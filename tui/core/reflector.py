@@ -85,8 +85,11 @@ class Reflector:
         self.protocol: Protocol | None = None
         """The protocol the server speaks (None: not probed yet; read as V1 meanwhile)."""
         self.cache = MessageCache()
-        self.state = LinkState()
-        """How the server is reached (tui.core.link: replaced whole by each step)."""
+        self._state = LinkState()
+        # the time of the last frame while the journal overflowed, not yet laid into _state:
+        # each such frame moves the vouch on (LinkState.unvouched), which `state` does at its
+        # next reading rather than a new LinkState a frame at the highest rates
+        self._unvouch_at: float | None = None
         # a frame's arrival, beside the link state (every frame sets them: the hot path)
         self._last_event_at: float | None = None
         self.output_at: float | None = None
@@ -186,6 +189,20 @@ class Reflector:
     @tap.setter
     def tap(self, tap: Tap | None) -> None:
         self._tap = self.client.tap = tap
+
+    @property
+    def state(self) -> LinkState:
+        """How the server is reached (tui.core.link: replaced whole by each step)."""
+        at = self._unvouch_at
+        if at is not None:
+            self._unvouch_at = None
+            self._state = self._state.unvouched(at)
+        return self._state
+
+    @state.setter
+    def state(self, state: LinkState) -> None:
+        self._unvouch_at = None
+        self._state = state
 
     # the link state's fields by their former names (benchmarks and tests set them directly)
     @property
@@ -534,11 +551,12 @@ class Reflector:
             self._tap.frame(self.url, now, data)
         self._last_event_at = now
         self._stall_checked = False
-        skipped = self.parser.skipped
-        parsed = self.parser.parse(data, now)
+        parser = self.parser
+        skipped = parser.skipped
+        parsed = parser.parse(data, now)
         if parsed.control is None and data and not data.isspace():
             self.output_at = now  # (streamed tokens too: anything but heartbeats)
-        if parsed.gap or self.parser.skipped != skipped:
+        if parsed.gap or parser.skipped != skipped:
             self.state = self.state.unvouched(now)  # events were missed or unreadable
             self.request_snapshot()
         ev = parsed.event
@@ -550,20 +568,20 @@ class Reflector:
                 self.request_snapshot()
             return
         self._recent.append((now, data[: raw.KEPT_BYTES]))  # bounded: a frame may be 16 MiB
-        facts = self.journal.facts()
+        journal = self.store.journal
+        facts = journal.facts()
         malformed = facts.malformed
-        self.journal.add(ev, len(data))
+        journal.add(ev, len(data))
         for more in parsed.more:
-            self.journal.add(more)
-        if (
-            ev.type == "message.removed"
-            or facts.malformed != malformed
-            or (self.journal.overflowed)
-        ):
-            # a fact the journal cannot hold; or it overflowed (a cut then folds only the
-            # entries it kept): the next snapshot reads everything again
+            journal.add(more)
+        overflowed = journal.overflowed
+        # a fact the journal cannot hold; or it overflowed (a cut then folds only the entries
+        # it kept): the next snapshot reads everything again
+        if ev.type == "message.removed" or facts.malformed != malformed:
             self.state = self.state.unvouched(now)
-        if self.journal.overflowed or ev.wants_snapshot:
+        elif overflowed:
+            self._unvouch_at = now  # (the same, laid into the state when it is next read)
+        if overflowed or ev.wants_snapshot:
             self.request_snapshot()
         if ev.may_settle:
             self._notify_urgent()
