@@ -146,3 +146,52 @@ async def until(cond: object, timeout: float = 30.0) -> None:
         if time.monotonic() > end:
             raise AssertionError("condition not met in time")
         await asyncio.sleep(0.05)
+
+
+def test_two_servers_of_one_storage_show_each_session_once_from_the_one_running_it(
+    opencode_bin: str, scripted_model: ScriptedModel
+) -> None:
+    """Two OpenCode processes of one user (two TUIs, or serves, in two projects) read one
+    storage: each lists both projects' sessions, and only the one running a session knows
+    it is asking. Each session is shown once, from the server running it (seen by hand: the
+    other server's copy said `unknown (interrupted)` beside the real permission)."""
+    root = Path(tempfile.mkdtemp(prefix="ocwatch-it-shared-"))
+    shop = OpenCodeServer(opencode_bin, root, scripted_model.url)
+    blog = OpenCodeServer(opencode_bin, root, scripted_model.url)  # the same HOME and XDG
+    blog.project = blog.project2
+    discovery = LocalDiscovery(cli_env())
+
+    class Ours:
+        label, every, gone = discovery.label, 0.2, discovery.gone
+
+        def read(self) -> list[Target]:
+            return [t for t in discovery.read() if t.url in (shop.url, blog.url)]
+
+    try:
+        shop.start()
+        blog.start()
+        with Driver(shop.url, default_directory=str(shop.project)) as d:
+            done = d.run("text")["id"]
+        with Driver(blog.url, default_directory=str(blog.project)) as d:
+            asking = d.run("permission", "echo shared")["id"]
+            d.wait_status(asking)
+
+        async def scenario() -> None:
+            fleet = Fleet([], keeper=Keeper([Ours()]))
+            task = asyncio.create_task(fleet.run(lambda: None))
+            try:
+                await until(lambda: fleet.local.keys() == {shop.url, blog.url})
+                await until(lambda: (blog.url, asking) in fleet.current().rows)
+                await until(lambda: fleet.current().rows[(blog.url, asking)].state == "input")
+                await until(lambda: {done, asking} <= {k[1] for k in fleet.current().rows})
+                rows = fleet.current().rows
+                mine = [k for k in rows if k[1] in (done, asking)]
+                assert sorted(mine) == sorted([(shop.url, done), (blog.url, asking)]), mine
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(scenario())
+    finally:
+        blog.stop()
+        shop.stop()

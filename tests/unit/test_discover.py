@@ -150,6 +150,7 @@ def test_a_v1_server_and_a_tui_are_found_with_their_folders(proc: FakeProc, tmp_
         "discovered",
     )
     assert (api.name, api.how) == ("api", "opencode TUI, pid 102, ~/src/api")
+    assert (shop.folder, api.folder) == ("/home/me/src/shop", "/home/me/src/api")  # (Fleet.local)
     assert shop.auth == Auth("opencode", "mine")  # the user's own password, set by the user
     assert d.last is not None
     lines = d.last.lines()

@@ -216,6 +216,7 @@ class LocalDiscovery:
                     name=_name(f.folder, home),
                     source="discovered",
                     how=f"{f.kind}, pid {f.pid}, {folder}",
+                    folder=(f.folder or "").removesuffix(" (deleted)"),
                 )
             )
         default_line = ""

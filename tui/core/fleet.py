@@ -24,6 +24,10 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: A copy's claim to be the one shown (lower first): only the process running a session knows
+#: it is busy, retrying or asking
+_LIVE = {"busy": 0, "retry": 0, "input": 0, "idle": 1, "unknown": 2}
+
 
 class Fleet:
     """Monitors for several servers behind one ViewSource."""
@@ -41,6 +45,7 @@ class Fleet:
         names: Mapping[str, str] | None = None,
         progressive: bool = False,
         keeper: Keeper | None = None,
+        local: Mapping[str, str] | None = None,
     ) -> None:
         """`auth` is the first server's credentials only (a password is never sent to a
         server it was not given for); `auths` (normalized URL -> credentials) sets each
@@ -48,7 +53,8 @@ class Fleet:
         `progressive`: show each server's first snapshot as it arrives (the dashboard: rows
         whose last message is not read yet say `loading`; ServerMonitor.progressive).
         `keeper`: reads where the servers come from (discovery, an inventory file) while the
-        fleet runs, and reconciles the fleet to them (tui.core.targets)."""
+        fleet runs, and reconciles the fleet to them (tui.core.targets). `local` (normalized
+        URL -> project folder): the servers local discovery found (`local`)."""
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
@@ -79,6 +85,13 @@ class Fleet:
         self.last_changes: Changes | None = None
         self._history: dict[tuple[str, str], list[Transition]] = {}
         self._history_limit = history_limit
+        self.local: dict[str, str] = {normalize_url(u): f for u, f in (local or {}).items()}
+        """The servers local discovery found on this machine (URL -> the project folder its
+        process runs in). They are this user's OpenCode processes, which share one storage:
+        each lists every project's sessions, and only the process running a session knows it
+        is busy or asking. A session two of them list is shown once (`_one_copy`)."""
+        self._owner: dict[str, str] = {}  # session id -> the server its one copy came from
+        self._dropped: frozenset[tuple[str, str]] = frozenset()
 
     @classmethod
     def of_servers(
@@ -102,6 +115,7 @@ class Fleet:
             names=servers.names,
             progressive=progressive,
             keeper=keeper,
+            local=servers.local,
         )
 
     @classmethod
@@ -138,6 +152,8 @@ class Fleet:
                 rows.update(m.rows(now))
                 theirs = m.take_changed()
                 changed = None if theirs is None or changed is None else changed + theirs
+        if len(self.local) > 1 and self._one_copy(rows):
+            changed = None  # which server's copy shows moved: every row is compared
         if self._members_moved:  # a server added or removed: every row is compared (its
             changed, self._members_moved = None, False  # rows came or went all at once)
         view = View(now, self.servers(), rows)
@@ -153,6 +169,57 @@ class Fleet:
             if len(kept) > self._history_limit:
                 del kept[0]
         return view
+
+    def _one_copy(self, rows: dict[tuple[str, str], SessionRow]) -> bool:
+        """Keep one copy of each session that several locally discovered servers list (they
+        read one storage; the ids are random, so one id is one session): the copy of the
+        server running it (busy, retrying or asking, which only that process knows: the
+        others say it is idle, or interrupted when its last message is not finished), else
+        the server shown last time, else the one whose folder is the session's, else the
+        first. A sub-session goes with its parent. True when the copies dropped changed."""
+        local = self.local
+        copies: dict[str, dict[str, SessionRow]] = {}
+        for (server, sid), row in rows.items():
+            if server in local:
+                copies.setdefault(sid, {})[server] = row
+        order = {m.url: i for i, m in enumerate(self.monitors)}
+        owner: dict[str, str] = {}
+
+        def owner_of(sid: str, depth: int = 0) -> str:
+            got = owner.get(sid)
+            if got is not None:
+                return got
+            copy = copies[sid]
+            parent = next(iter(copy.values())).parent_id
+            if parent is not None and depth < 64 and len(copies.get(parent, ())) > 1:
+                theirs = owner_of(parent, depth + 1)
+                if theirs in copy:
+                    owner[sid] = theirs
+                    return theirs
+            was = self._owner.get(sid)
+            got = min(
+                copy,
+                key=lambda s: (
+                    _LIVE.get(copy[s].state, 2),
+                    s != was,
+                    copy[s].directory != local[s],
+                    order.get(s, 0),
+                ),
+            )
+            owner[sid] = got
+            return got
+
+        dropped: set[tuple[str, str]] = set()
+        for sid, copy in copies.items():
+            if len(copy) > 1:
+                keep = owner_of(sid)
+                dropped.update((s, sid) for s in copy if s != keep)
+        for key in dropped:
+            del rows[key]
+        self._owner = owner
+        moved = frozenset(dropped) != self._dropped
+        self._dropped = frozenset(dropped)
+        return moved
 
     async def act(
         self, server: str, act: Callable[[Client], Awaitable[T]], *, resync: bool = True
@@ -223,10 +290,14 @@ class Fleet:
         auth: Auth | None = None,
         name: str = "",
         labels: tuple[tuple[str, str], ...] = (),
+        local: str | None = None,
     ) -> ServerMonitor:
         """Watch one more server (running at once when the fleet runs); the monitor already
-        watching that URL when there is one. `labels`: its extra labels (the exporter's)."""
+        watching that URL when there is one. `labels`: its extra labels (the exporter's);
+        `local`: found by local discovery, the project folder its process runs in."""
         key = normalize_url(url)
+        if local is not None:
+            self.local[key] = local
         for m in self.monitors:
             if m.url == key:
                 return m
@@ -255,6 +326,7 @@ class Fleet:
         if monitor is None:
             return False
         self.monitors.remove(monitor)
+        self.local.pop(monitor.url, None)
         self._members_moved = True
         task = self._tasks.pop(monitor.url, None)
         if task is not None:
@@ -284,7 +356,8 @@ class Fleet:
         for key, t in wanted.items():
             m = have.get(key)
             if m is None:
-                self.add(t.url, auth=t.auth, name=t.name, labels=t.labels)
+                local = t.folder if t.source == "discovered" else None
+                self.add(t.url, auth=t.auth, name=t.name, labels=t.labels, local=local)
                 added.append(key)
             elif t.source != "config" and (m.name, m.labels) != (t.name, t.labels):
                 m.name, m.labels = t.name, t.labels  # (the config's keep theirs)

@@ -26,6 +26,7 @@ class Target:
     labels: tuple[tuple[str, str], ...] = ()
     source: str = "config"
     how: str = ""  # how it was found (`opencode serve, pid 123, /home/me/app`), for people
+    folder: str = ""  # discovered on this machine: the project folder the process runs in
 
 
 class TargetError(Exception):
@@ -167,7 +168,8 @@ class Servers:
     `auth` is the first server's credentials only (a password is never sent to a server it
     was not given for); `auths` (normalized URL -> credentials) sets each server's, overriding
     that; `names` (normalized URL -> name) what each is called; `sources` where more servers
-    come from while the command runs (discovery, an inventory file)."""
+    come from while the command runs (discovery, an inventory file); `local` (normalized URL
+    -> project folder) the servers local discovery found, read once (Fleet.local)."""
 
     urls: tuple[str, ...]
     settings: Settings = field(default_factory=Settings)
@@ -175,6 +177,7 @@ class Servers:
     auths: Mapping[str, Auth | None] = field(default_factory=dict, repr=False)
     names: Mapping[str, str] = field(default_factory=dict)
     sources: tuple[TargetSource, ...] = ()
+    local: Mapping[str, str] = field(default_factory=dict)
 
     def keeper(self, note: Note | None = None) -> Keeper | None:
         """The keeper of a fleet over these servers (None: no source adds to them)."""
@@ -189,6 +192,7 @@ class Servers:
         urls = list(self.urls)
         auths = dict(self.auths)
         names = dict(self.names)
+        local = dict(self.local)
         for t in targets:
             key = normalize_url(t.url)
             if key in {normalize_url(u) for u in urls}:
@@ -197,4 +201,6 @@ class Servers:
             auths[key] = t.auth
             if t.name:
                 names[key] = t.name
-        return dataclasses.replace(self, urls=tuple(urls), auths=auths, names=names)
+            if t.source == "discovered":
+                local[key] = t.folder
+        return dataclasses.replace(self, urls=tuple(urls), auths=auths, names=names, local=local)

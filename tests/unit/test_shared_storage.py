@@ -1,0 +1,103 @@
+"""Servers found by local discovery share this user's OpenCode storage: each lists every
+project's sessions, and only the process running a session knows it is busy or asking (issue
+44, seen by hand: two TUIs with --port 0 each showed the other's session, one as `unknown
+(interrupted)` while the other asked for a permission). The fleet shows such a session once,
+from the server running it."""
+
+from __future__ import annotations
+
+from tests.app.views import BLOG, SHOP, row
+from tui.core.fleet import Fleet
+from tui.core.view import SessionRow
+
+A = "http://127.0.0.1:4096"
+B = "http://127.0.0.1:4097"
+
+
+def fleet_of(local: dict[str, str] | None, rows: dict[str, list[SessionRow]]) -> Fleet:
+    """A fleet over A and B whose monitors answer `rows` (server -> its rows)."""
+    fleet = Fleet([A, B], local=local)
+    for m in fleet.monitors:
+        m.rows = lambda now, url=m.url: {r.key: r for r in rows[url]}  # type: ignore[method-assign]
+        m.take_changed = lambda: None  # type: ignore[method-assign]
+    return fleet
+
+
+def shown(fleet: Fleet) -> dict[str, tuple[str, str]]:
+    """Session id -> (server, state) of each row of the fleet's View."""
+    out: dict[str, tuple[str, str]] = {}
+    for (server, sid), r in fleet.current().rows.items():
+        assert sid not in out, f"{sid} shown twice"
+        out[sid] = (server, r.state)
+    return out
+
+
+def test_a_session_two_local_servers_list_is_shown_once_from_the_one_running_it() -> None:
+    rows = {
+        A: [
+            row("ses_pay", "pay", "unknown", server=A, directory=BLOG, reason="interrupted"),
+            row("ses_shop", "shop", "idle", server=A, directory=SHOP, reason="completed"),
+        ],
+        B: [
+            row("ses_pay", "pay", "input", server=B, directory=BLOG),
+            row("ses_shop", "shop", "idle", server=B, directory=SHOP, reason="completed"),
+        ],
+    }
+    fleet = fleet_of({A: SHOP, B: BLOG}, rows)
+    # the asking copy, not the other process's `interrupted`; an idle one from its folder's
+    assert shown(fleet) == {"ses_pay": (B, "input"), "ses_shop": (A, "idle")}
+
+    # it ended: both say idle, and it stays where it was shown (no row moving between servers)
+    rows[A][0] = row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")
+    rows[B][0] = row("ses_pay", "pay", "idle", server=B, directory=SHOP, reason="completed")
+    assert shown(fleet) == {"ses_pay": (B, "idle"), "ses_shop": (A, "idle")}
+
+    # it runs again, through A this time: A's copy is shown
+    rows[A][0] = row("ses_pay", "pay", "busy", server=A, directory=SHOP)
+    assert shown(fleet) == {"ses_pay": (A, "busy"), "ses_shop": (A, "idle")}
+    gone = [t.key for t in fleet.last_changes.transitions if t.after is None]  # type: ignore[union-attr]
+    assert gone == [(B, "ses_pay")]  # the move is seen, not left to a partial comparison
+
+
+def test_a_sub_session_goes_with_its_parent() -> None:
+    rows = {
+        A: [
+            row("ses_p", "parent", "busy", server=A, directory=BLOG),
+            row("ses_c", "child", "idle", server=A, directory=BLOG, parent_id="ses_p"),
+        ],
+        B: [
+            row("ses_p", "parent", "unknown", server=B, directory=BLOG),
+            row("ses_c", "child", "idle", server=B, directory=BLOG, parent_id="ses_p"),
+        ],
+    }
+    # B's folder is the session's, but the parent runs on A: its child is shown beside it
+    assert shown(fleet_of({A: SHOP, B: BLOG}, rows)) == {
+        "ses_p": (A, "busy"),
+        "ses_c": (A, "idle"),
+    }
+
+
+def test_servers_not_found_by_discovery_keep_their_own_rows() -> None:
+    """Configured servers are not known to share storage (two demo servers have the same
+    session ids): each keeps its rows."""
+    rows = {
+        A: [row("ses_x", "x", "idle", server=A)],
+        B: [row("ses_x", "x", "busy", server=B)],
+    }
+    assert len(fleet_of(None, rows).current().rows) == 2
+    assert len(fleet_of({A: SHOP}, rows).current().rows) == 2  # one local server: nothing shared
+
+
+def test_the_fleet_knows_which_servers_discovery_found() -> None:
+    from tui.core.targets import Servers, Target
+
+    found = Target(A, name="shop", source="discovered", folder=SHOP)
+    listed = Target(B, name="blog", source="file")
+    fleet = Fleet([])
+    fleet.reconcile([found, listed])
+    assert fleet.local == {A: SHOP}
+    fleet.reconcile([listed])
+    assert fleet.local == {}
+    # read once (status): through Servers.joined
+    servers = Servers((B,)).joined([found, listed])
+    assert Fleet.of_servers(servers).local == {A: SHOP}
