@@ -132,3 +132,22 @@ def test_the_shipped_scrape_config_is_valid() -> None:
     assert check.returncode == 0, check.stdout + check.stderr
     text = shipped.read_text()
     assert "http_sd_configs" in text and "/sd" in text and "file_sd_configs" in text
+
+
+def test_a_server_that_leaves_takes_its_series_with_it() -> None:
+    """Taken out of the inventory (or gone from discovery), a server's counters and
+    histograms leave the exporter too: seen by hand, they stayed after the file's edit, and an
+    exporter following discovery would keep a series for every server it ever saw."""
+    metrics = Metrics(clock=lambda: NOW, version="9.9")
+    feed = TransitionFeed()
+    busy = [replace(row("s1", "x", "busy"), server=A), replace(row("s2", "y", "busy"), server=B)]
+    idle = [replace(r, state="idle", reason="completed", since=NOW) for r in busy]
+    for rows in (busy, idle):
+        view = View(NOW, (ALPHA, BETA), {r.key: r for r in rows})
+        metrics.publish(view, feed.feed(view))
+    assert 'server="alpha"' in text_of(metrics) and f'server="{B}"' in text_of(metrics)
+    view = View(NOW + 1, (BETA,), {idle[1].key: idle[1]})  # alpha taken out: its row gone
+    metrics.publish(view, feed.feed(view))
+    text = text_of(metrics)
+    assert 'server="alpha"' not in text and A not in text  # (nor as its URL)
+    assert f'ocwatch_runs_total{{outcome="completed",server="{B}"}} 1.0' in text

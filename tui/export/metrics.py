@@ -131,6 +131,7 @@ class Metrics(Collector):
         self._wait_seconds: dict[str, Histogram] = {}
         self._run_start: dict[Key, float] = {}
         self._wait_start: dict[Key, float] = {}
+        self._watched: frozenset[str] = frozenset()  # the servers' labels of the last View
 
     # -- fed by the View's maker --------------------------------------------------------------
     def publish(self, view: View, changes: Changes | None) -> None:
@@ -138,16 +139,39 @@ class Metrics(Collector):
         names = {s.url: s.label for s in view.servers}
         with self._lock:
             self._view = view
+            watched = frozenset(names.values())
+            if watched != self._watched:
+                self._forget(watched)
             for server in names.values():
                 self._run_seconds.setdefault(server, Histogram(RUN_BUCKETS))
                 self._wait_seconds.setdefault(server, Histogram(WAIT_BUCKETS))
             for tr in changes.transitions if changes is not None else ():
-                server = names.get(tr.key[0], tr.key[0])
+                label = names.get(tr.key[0])
+                if label is None:  # its server left the fleet, and its series with it
+                    self._run_start.pop(tr.key, None)
+                    self._wait_start.pop(tr.key, None)
+                    continue
+                server = label
                 before, after = tr.before, tr.after
                 edge = (server, words.metric(before, "none"), words.metric(after, "gone"))
                 self._transitions[edge] = self._transitions.get(edge, 0) + 1
                 self._run_edge(tr.key, server, before, after, tr.at)
                 self._wait_edge(tr.key, server, before, after, tr.at)
+
+    def _forget(self, watched: frozenset[str]) -> None:
+        """Drop the counters and histograms of the servers no longer watched (taken out of an
+        inventory, gone from discovery, renamed): a server that leaves ocwatch leaves its
+        series too, and an exporter following discovery for months does not keep a series
+        for every server it ever saw. (Prometheus reads the counters of one that comes back
+        from zero as a reset.)"""
+        self._watched = watched
+        for edge in [e for e in self._transitions if e[0] not in watched]:
+            del self._transitions[edge]
+        for mark in [m for m in self._runs if m[0] not in watched]:
+            del self._runs[mark]
+        for hists in (self._run_seconds, self._wait_seconds):
+            for server in [s for s in hists if s not in watched]:
+                del hists[server]
 
     def _run_edge(
         self, key: Key, server: str, before: SessionRow | None, after: SessionRow | None, at: float
