@@ -344,3 +344,26 @@ def test_the_options_make_one_servers_value() -> None:
     assert servers.urls == tuple(opts.urls) and servers.settings is opts.settings
     assert servers.auth is opts.auth and dict(servers.auths) == opts.auths
     assert dict(servers.names) == opts.names and servers.sources == tuple(opts.sources)
+
+
+def test_metrics_says_where_its_servers_come_from_when_none_is_named() -> None:
+    """`ocwatch metrics --servers-file F` starts with no server watched yet: its first line
+    said `serving URL for` and nothing (seen by hand)."""
+    from tui.cli.metrics import serving
+    from tui.core.targets import Servers
+
+    source = InventoryFile("/etc/ocwatch/servers.json")
+    only = Servers((), sources=(source,))
+    said = serving("http://127.0.0.1:9464/metrics", Fleet([]), only)
+    assert said == (
+        "ocwatch metrics: serving http://127.0.0.1:9464/metrics for the servers from "
+        "servers file /etc/ocwatch/servers.json"
+    )
+    both = Servers(("http://127.0.0.1:4096",), sources=(source,))
+    said = serving("URL", Fleet.of_servers(both), both)
+    assert said.endswith(
+        "for http://127.0.0.1:4096, and the servers from servers file /etc/ocwatch/servers.json"
+    )
+    assert serving("URL", Fleet(["http://h:1"]), Servers(("http://h:1",))).endswith(
+        "for http://h:1"
+    )

@@ -56,6 +56,17 @@ def server_log(err: TextIO) -> Callable[[View, Changes | None], None]:
     return observe
 
 
+def serving(url: str, fleet: Fleet, servers: Servers) -> str:
+    """The first line on stderr: where /metrics is served, for which servers, and where more
+    come from (with only a servers file or discovery, no server is watched yet: the line
+    said `for` and nothing)."""
+    shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
+    more = ", ".join(literal(s.label, escapes=True) for s in servers.sources)
+    if more:
+        shown = f"{shown}, and the servers from {more}" if shown else f"the servers from {more}"
+    return f"ocwatch metrics: serving {url} for {shown}"
+
+
 def run_metrics(
     servers: Servers,
     *,
@@ -86,8 +97,7 @@ def run_metrics(
         extra=[deliverer.metrics] if deliverer is not None else [],
     )
     exporter = start_exporter(metrics, listen)  # OcwatchError: main() says it, exit 2
-    shown = ", ".join(literal(m.name or m.url, escapes=True) for m in fleet.monitors)
-    print(f"ocwatch metrics: serving {exporter.url} for {shown}", file=err, flush=True)
+    print(serving(exporter.url, fleet, servers), file=err, flush=True)
     watchers = [metrics.publish, server_log(err), *observers]
     if deliverer is not None and alerts is not None:
         alerter = Alerter(alerts, [deliverer], time.monotonic)
