@@ -101,3 +101,17 @@ def test_the_fleet_knows_which_servers_discovery_found() -> None:
     # read once (status): through Servers.joined
     servers = Servers((B,)).joined([found, listed])
     assert Fleet.of_servers(servers).local == {A: SHOP}
+
+
+def test_a_copy_still_loading_does_not_keep_the_session_from_its_own_server() -> None:
+    """Seen by hand: a TUI started after the dashboard had its copies still loading (unknown)
+    when they first met the other server's, which then kept the session for good."""
+    loading = row("ses_pay", "pay", "unknown", server=A, directory=SHOP, settling="loading")
+    rows = {
+        A: [loading],
+        B: [row("ses_pay", "pay", "idle", server=B, directory=SHOP, reason="completed")],
+    }
+    fleet = fleet_of({A: SHOP, B: BLOG}, rows)
+    assert shown(fleet) == {"ses_pay": (B, "idle")}
+    rows[A] = [row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")]
+    assert shown(fleet) == {"ses_pay": (A, "idle")}  # its folder's server, once read

@@ -175,8 +175,9 @@ class Fleet:
         read one storage; the ids are random, so one id is one session): the copy of the
         server running it (busy, retrying or asking, which only that process knows: the
         others say it is idle, or interrupted when its last message is not finished), else
-        the server shown last time, else the one whose folder is the session's, else the
-        first. A sub-session goes with its parent. True when the copies dropped changed."""
+        the server shown last time (once every copy was read), else the one whose folder is
+        the session's, else the first. A sub-session goes with its parent. True when the
+        copies dropped changed."""
         local = self.local
         copies: dict[str, dict[str, SessionRow]] = {}
         for (server, sid), row in rows.items():
@@ -184,6 +185,7 @@ class Fleet:
                 copies.setdefault(sid, {})[server] = row
         order = {m.url: i for i, m in enumerate(self.monitors)}
         owner: dict[str, str] = {}
+        remembered: dict[str, str] = {}
 
         def owner_of(sid: str, depth: int = 0) -> str:
             got = owner.get(sid)
@@ -207,6 +209,10 @@ class Fleet:
                 ),
             )
             owner[sid] = got
+            if not any(c.settling == "loading" for c in copy.values()):
+                remembered[sid] = got
+            elif was is not None:  # a copy not read yet claims nothing: chosen again once read
+                remembered[sid] = was
             return got
 
         dropped: set[tuple[str, str]] = set()
@@ -216,7 +222,7 @@ class Fleet:
                 dropped.update((s, sid) for s in copy if s != keep)
         for key in dropped:
             del rows[key]
-        self._owner = owner
+        self._owner = remembered
         moved = frozenset(dropped) != self._dropped
         self._dropped = frozenset(dropped)
         return moved
