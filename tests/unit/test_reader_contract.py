@@ -8,16 +8,15 @@ declines everything."""
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import json
 import socket
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from tests.scripted import Script, ScriptedServer
 from tui.core.client import (
     AuthFailed,
     BadResponse,
@@ -34,16 +33,6 @@ MAX_BODY = 4096  # the clients' limit on an answer's body (bytes)
 
 BODY = json.dumps([{"info": {"id": "msg_1", "role": "assistant"}, "parts": []}]).encode()
 VALUE = json.loads(BODY)
-
-
-@dataclass
-class Script:
-    """What the server writes for a request: `pieces` in order (bytes are written, a float is a
-    pause of that many seconds), then it closes the connection (`close`) or reads the next
-    request on it."""
-
-    pieces: list[bytes | float]
-    close: bool = False
 
 
 def answer(
@@ -332,59 +321,9 @@ CASES: dict[str, tuple[Script, object, bool]] = {
 }
 
 
-class RawServer:
-    """A server on loopback that writes each request's script byte for byte (keyed by path)."""
-
-    def __init__(self) -> None:
-        self.scripts: dict[str, Script] = {}
-        self.requests: list[str] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
-        self._server: asyncio.Server | None = None
-        self.url = ""
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            while True:
-                try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, ConnectionError):
-                    return
-                path = head.split(b" ", 2)[1].decode().partition("?")[0]
-                self.requests.append(path)
-                script = self.scripts[path]
-                for piece in script.pieces:
-                    if isinstance(piece, float):
-                        await asyncio.sleep(piece)
-                    else:
-                        writer.write(piece)
-                        await writer.drain()
-                if script.close:
-                    return
-        except ConnectionError:
-            return
-        finally:
-            writer.close()
-            self._tasks.discard(task)
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-        await self._server.wait_closed()
-
-
 @pytest.fixture
-async def server() -> AsyncIterator[RawServer]:
-    srv = RawServer()
+async def server() -> AsyncIterator[ScriptedServer]:
+    srv = ScriptedServer()
     await srv.start()
     yield srv
     await srv.stop()
@@ -411,7 +350,7 @@ async def read(url: str, path: str, *, quick: bool, monkeypatch: pytest.MonkeyPa
 
 @pytest.mark.parametrize("name", list(CASES))
 async def test_both_readers_give_the_same_answer(
-    server: RawServer, monkeypatch: pytest.MonkeyPatch, name: str
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     script, expected, read_quickly = CASES[name]
     path = "/" + name.replace(" ", "-").replace(",", "").replace("'", "").replace(":", "")
@@ -440,7 +379,7 @@ async def test_a_refused_connection_is_said_the_same_way(monkeypatch: pytest.Mon
 
 
 async def test_the_headers_of_a_quick_read_are_httpxs(
-    server: RawServer, monkeypatch: pytest.MonkeyPatch
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The headers `Client.get` gives (a V2 listing reads its cursor from them) are the same
     both ways, names lower-cased and a latin-1 value decoded as httpx decodes it."""

@@ -11,7 +11,6 @@ import asyncio
 import base64
 import ssl
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
@@ -19,6 +18,7 @@ import pytest
 import trustme
 
 from tests.hostile import HostileServer
+from tests.scripted import Script, ScriptedServer
 from tui.core import tls
 from tui.core.client import Client, OcwatchError, describe_transport_error
 from tui.core.settings import Auth
@@ -48,59 +48,11 @@ def chunk(data: bytes) -> bytes:
 END = b"0\r\n\r\n"
 
 
-@dataclass
-class Script:
-    """What the server writes (bytes written, a float a pause), then it closes."""
-
-    pieces: list[bytes | float]
-
-
-@dataclass
-class Server:
-    """A loopback server that writes each request's script (keyed by path) and keeps the heads
-    it was sent."""
-
-    scripts: dict[str, Script] = field(default_factory=dict)
-    heads: list[bytes] = field(default_factory=list)
-    url: str = ""
-    _server: asyncio.Server | None = None
-    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
-
-    async def start(self) -> None:
-        self._server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
-        self.url = f"http://127.0.0.1:{self._server.sockets[0].getsockname()[1]}"
-
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        try:
-            got = await reader.readuntil(b"\r\n\r\n")
-            self.heads.append(got)
-            path = got.split(b" ", 2)[1].decode().partition("?")[0]
-            for piece in self.scripts[path.rsplit("/", 1)[-1]].pieces:
-                if isinstance(piece, float):
-                    await asyncio.sleep(piece)
-                else:
-                    writer.write(piece)
-                    await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        finally:
-            writer.close()
-            self._tasks.discard(task)
-
-    async def stop(self) -> None:
-        assert self._server is not None
-        self._server.close()
-        for task in list(self._tasks):
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
-
-
 @pytest.fixture
-async def server() -> AsyncIterator[Server]:
-    srv = Server()
+async def server() -> AsyncIterator[ScriptedServer]:
+    # (each script is the whole stream, its name the path's last step: the client's base path
+    # may come before it)
+    srv = ScriptedServer(key=lambda path: path.rsplit("/", 1)[-1], close=True)
     await srv.start()
     yield srv
     await srv.stop()
@@ -205,7 +157,7 @@ async def watch(url: str, path: str, *, direct: bool, mp: pytest.MonkeyPatch) ->
 
 @pytest.mark.parametrize("name", list(CASES))
 async def test_both_stream_readers_read_the_same(
-    server: Server, monkeypatch: pytest.MonkeyPatch, name: str
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
     pieces, events, ends = CASES[name]
     key = name.replace(" ", "-")
@@ -241,7 +193,7 @@ async def test_a_refused_connection_is_said_the_same_both_ways(
     assert said[0].split(" (")[0] == said[1].split(" (")[0]
 
 
-async def test_the_direct_stream_asks_as_httpx_does(server: Server) -> None:
+async def test_the_direct_stream_asks_as_httpx_does(server: ScriptedServer) -> None:
     """Credentials (Basic, as httpx says them), an uncompressed stream, under the URL's path."""
     server.scripts["event"] = Script([head(headers=SSE), chunk(b"data: 1\n\n"), END])
     auth = Auth(username="opencode", password="pässword")

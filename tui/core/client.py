@@ -21,7 +21,7 @@ from urllib.parse import quote, urlencode, urlsplit
 from . import text, tls
 from .exitcodes import ExitCode
 from .models import Session
-from .quick import QuickGet, Stalled, head_text
+from .quick import QuickGet, Stalled, head_text, no_proxy
 from .settings import Auth
 from .tap import KEPT_HEADERS, SNAPSHOT, Tap
 
@@ -440,19 +440,7 @@ class Client:
         _auth, trust_env, transport, plain = self._made
         if transport is not None or os.environ.get("OCWATCH_DIRECT_STREAM") == "0":
             return False
-        if plain:
-            return True
-        parts = urlsplit(self.url)
-        if parts.scheme != "https" or not parts.hostname:
-            return False
-        if not trust_env:
-            return True
-        import urllib.request
-
-        proxies = urllib.request.getproxies()
-        return not (proxies.get("https") or proxies.get("all")) or bool(
-            urllib.request.proxy_bypass(parts.hostname)
-        )
+        return plain or no_proxy(self.url, "https", trust_env)
 
     def _check_stream(self, status: int, headers: Mapping[str, str], path: str) -> None:
         """Refuse an event stream's answer that is an error, not an event stream, or

@@ -237,6 +237,23 @@ def head_text(headers: Mapping[bytes, bytes]) -> dict[str, str]:
     return {name.decode(encoding): value.decode(encoding) for name, value in headers.items()}
 
 
+def no_proxy(url: str, scheme: str, trust_env: bool) -> bool:
+    """Whether `url` is a `scheme` URL with a host that httpx would reach with no proxy in
+    between: none in the environment for that scheme (nor `all`), or the host bypasses them
+    (`no_proxy`); the environment is read only when trusted (`trust_env`, as httpx reads it)."""
+    parts = urlsplit(url)
+    if parts.scheme != scheme or not parts.hostname:
+        return False
+    if not trust_env:
+        return True
+    import urllib.request  # (only here: it costs a few ms to import)
+
+    proxies = urllib.request.getproxies()
+    return not (proxies.get(scheme) or proxies.get("all")) or bool(
+        urllib.request.proxy_bypass(parts.hostname)
+    )
+
+
 class QuickGet:
     """GETs of one `http://` server on kept-alive connections, as many at once as are asked
     (the snapshot reads `message_concurrency` at a time); at most `keep` wait idle between."""
@@ -278,18 +295,8 @@ class QuickGet:
     @staticmethod
     def usable(url: str, trust_env: bool) -> bool:
         """Whether a server can be read this way: plain http, and no proxy that httpx would
-        send the request through (proxies from the environment, when trusted)."""
-        parts = urlsplit(url)
-        if parts.scheme != "http" or not parts.hostname:
-            return False
-        if not trust_env:
-            return True
-        import urllib.request  # (only here: it costs a few ms to import)
-
-        proxies = urllib.request.getproxies()
-        return not (proxies.get("http") or proxies.get("all")) or bool(
-            urllib.request.proxy_bypass(parts.hostname)
-        )
+        send the request through (no_proxy)."""
+        return no_proxy(url, "http", trust_env)
 
     async def get(self, target: str, seen: dict[bytes, bytes] | None = None) -> Any | None:
         """The parsed JSON answer of `GET target` (path and query, percent-encoded), or None
