@@ -1,10 +1,12 @@
-"""decide(), the pure decision, and the memo's one reuse condition around it.
+"""decide(), the pure decision, carry(), the previous row laid over it, and the memo's one reuse
+condition around them.
 
-The memo (derive.DeriveMemo) reuses a row exactly when its SessionInputs equal those it was
-decided from (but for the claim and quiet times, when the row reads neither) and
-`at <= now < valid_until`. That is sound only if `valid_until` is honest: the
-same inputs decide the same row at every moment before it. These properties hold decide() to
-that, and each part of the reuse condition to a case that fails without it.
+The memo (derive.DeriveMemo) reuses a decision exactly when its SessionInputs equal those it was
+decided from (but for the claim and quiet times, when the decision reads neither) and
+`now < valid_until` (the clock not gone back since its last call). That is sound only if
+`valid_until` is honest: the same inputs decide the same at every moment before it. These
+properties hold decide() and carry() to that, and each part of the reuse condition to a case
+that fails without it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from hypothesis import strategies as st
 from tests.builders import SERVER, T0, assistant, busy, session, snap, status_event, user
 from tests.unit.test_derive_properties import assert_memo_agrees, events, now_st, snapshots
 from tui.core import derive as derive_mod
-from tui.core.decide import Link, SessionInputs, Verdict, as_previous, decide, later, sooner
+from tui.core.decide import Link, SessionInputs, Verdict, carry, decide, later, row_of, sooner
 from tui.core.derive import DeriveMemo, derive_server, inputs_of
 from tui.core.journal import Journal
 from tui.core.settings import Settings
@@ -45,21 +47,28 @@ def journal_of(evs) -> Journal:
 )
 @settings(max_examples=300, deadline=None)
 def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, with_previous):
-    """For any inputs, decide() gives the same row at every moment in [now, valid_until): the
-    memo may reuse it there. (A rule that reads the clock without saying when its verdict can
-    change fails this.)"""
+    """For any facts, decide() decides the same at every moment in [now, valid_until), and
+    carry() over a previous row gives the same row at every moment before the sooner of that
+    and its own until: the memo may reuse them there. (A rule that reads the clock without
+    saying when its verdict can change fails this.)"""
     facts = journal_of(evs).facts()
-    previous = derive_server(snapshot, facts, now - 7.0, S) if with_previous else None
-    for inputs in inputs_of(snapshot, facts, previous).values():
+    previous = derive_server(snapshot, facts, now - 7.0, S) if with_previous else {}
+    for sid, inputs in inputs_of(snapshot, facts).items():
         first = decide(inputs, now, S)
         assert first == decide(inputs, now, S)  # deterministic
         assert first.valid_until >= now
+        old = previous.get((SERVER, sid))
+        row, until = carry(first.row, old, now, inputs.link)
+        assert until >= now
         horizon = min(first.valid_until, now + 600.0)
         for f in fractions:
             later = now + f * (horizon - now)
             if later >= first.valid_until:
                 continue  # rounded up onto the boundary
-            assert decide(inputs, later, S).row == first.row, (later - now, first.valid_until)
+            again = decide(inputs, later, S)
+            assert again.row == first.row, (later - now, first.valid_until)
+            if later < until:
+                assert carry(again.row, old, later, inputs.link)[0] == row, (later - now, until)
 
 
 links = st.sampled_from(
@@ -73,30 +82,47 @@ links = st.sampled_from(
     now_st,
     st.lists(st.floats(min_value=0, max_value=1, exclude_max=True), min_size=1, max_size=4),
     st.sampled_from([None, Link(), Link(False, "connection refused", T0 - 9.0)]),
-    links,
 )
 @settings(max_examples=300, deadline=None)
-def test_a_row_handed_back_as_its_previous_decides_itself(
-    snapshot, evs, now, fractions, before, link
-):
-    """as_previous(): the inputs with the row they decided as the previous row decide that row
-    again wherever the first decision holds (the memo files a row under them, for the next call
-    whose previous row it is); where that is not so (a link down) it says None."""
+def test_a_row_handed_back_as_its_previous_carries_itself(snapshot, evs, now, fractions, before):
+    """carry(): a row handed back as the previous row of the decision it was carried over gives
+    that row again, wherever the decision and the carry hold (the memo files a row with itself
+    as its previous row, for the next call, which is handed it back). The link being down, it
+    is not so (its last known state is the previous row's): the memo files it with the row it
+    was carried over instead."""
     facts = journal_of(evs).facts()
-    previous = None if before is None else derive_server(snapshot, facts, now - 7.0, S, link=before)
-    for inputs in inputs_of(snapshot, facts, previous, link).values():
+    previous = {} if before is None else derive_server(snapshot, facts, now - 7.0, S, link=before)
+    for sid, inputs in inputs_of(snapshot, facts).items():
         first = decide(inputs, now, S)
-        again = as_previous(inputs, first.row)
-        if again is None:
-            assert not link.reachable
-            continue
-        assert again.previous is first.row and again._replace(previous=inputs.previous) == inputs
-        assert decide(again, now, S).row == first.row
-        horizon = min(first.valid_until, now + 600.0)
+        row, until = carry(first.row, previous.get((SERVER, sid)), now, inputs.link)
+        assert carry(first.row, row, now, inputs.link)[0] == row
+        horizon = min(first.valid_until, until, now + 600.0)
         for f in fractions:
             later = now + f * (horizon - now)
-            if later < first.valid_until:
-                assert decide(again, later, S).row == first.row, (later - now, link)
+            if later < first.valid_until and later < until:
+                again = decide(inputs, later, S).row
+                assert carry(again, row, later, inputs.link)[0] == row, (later - now, until)
+
+
+@given(snapshots(), st.lists(events(), max_size=25), now_st, links)
+@settings(max_examples=200, deadline=None)
+def test_carry_over_no_previous_row_is_the_decision_itself(snapshot, evs, now, link):
+    """A session seen for the first time, its link up: carry() hands back the decided row
+    itself unless no server fact dates its settled state (then counted from this moment, which
+    it reads); the link down, the row is unknown, with the decided state as its last known."""
+    facts = journal_of(evs).facts()
+    for inputs in inputs_of(snapshot, facts, link).values():
+        decided = decide(inputs, now, S).row
+        row, until = carry(decided, None, now, link)
+        if not link.reachable:
+            assert (row.state, row.settling, row.settled) == ("unknown", "unreachable", False)
+            if decided.settling != "loading":
+                assert row.last_known is not None
+                assert row.last_known.state == decided.state
+        elif decided.since is None and decided.settled:
+            assert (row.since, until) == (now, now)
+        else:
+            assert row is decided and until == math.inf
 
 
 @given(snapshots(), st.lists(events(), max_size=25), st.data())
@@ -129,8 +155,7 @@ def test_a_row_that_reads_no_claim_is_the_same_whatever_the_claims(
     quiet_at, so the memo may reuse it under inputs differing only in them (a resync moves both
     for every session). A rule that compares either time and does not say so fails this."""
     facts = journal_of(evs).facts()
-    previous = derive_server(snapshot, facts, now - 7.0, S)
-    for inputs in inputs_of(snapshot, facts, previous, link).values():
+    for inputs in inputs_of(snapshot, facts, link).values():
         first = decide(inputs, now, S)
         if first.reads_claims:
             continue
@@ -138,14 +163,17 @@ def test_a_row_that_reads_no_claim_is_the_same_whatever_the_claims(
         assert (moved.row, moved.valid_until) == (first.row, first.valid_until), (claim, quiet)
 
 
-@given(snapshots(), st.lists(events(), max_size=25), now_st)
+@given(snapshots(), st.lists(events(), max_size=25), now_st, st.booleans())
 @settings(max_examples=200, deadline=None)
-def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):
-    """derive_server() is decide() of each session's gathered inputs, nothing more."""
+def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now, with_previous):
+    """derive_server() is decide() of each session's gathered inputs with its previous row
+    carried over the decision (row_of), nothing more."""
     facts = journal_of(evs).facts()
-    rows = derive_server(snapshot, facts, now, S)
+    previous = derive_server(snapshot, facts, now - 7.0, S) if with_previous else None
+    rows = derive_server(snapshot, facts, now, S, previous=previous)
     decided = {
-        (SERVER, sid): decide(i, now, S).row for sid, i in inputs_of(snapshot, facts).items()
+        (SERVER, sid): row_of(i, (previous or {}).get((SERVER, sid)), now, S)
+        for sid, i in inputs_of(snapshot, facts).items()
     }
     assert rows == decided
 
@@ -159,7 +187,7 @@ def test_derive_is_decide_over_the_gathered_inputs(snapshot, evs, now):
 )
 @settings(max_examples=200, deadline=None)
 def test_a_memo_agrees_when_the_clock_goes_back_too(first, second, steps):
-    """The memo's `at <= now`: a clock stepped back (NTP, a replay seeking) decides again."""
+    """The memo's clock check: a clock stepped back (NTP, a replay seeking) decides again."""
     assert_memo_agrees(
         first, [*steps, 0.0], lambda step, _snapshot: second if step == "snapshot" else None
     )
@@ -197,8 +225,8 @@ def test_the_same_inputs_inside_their_validity_are_not_decided_again(monkeypatch
 
 def test_a_row_decided_before_its_previous_was_known_is_reused_with_it(monkeypatch):
     """The first call has no previous rows; the next passes what it returned: the memo files
-    each row under those inputs (as_previous), so nothing is decided again, and a row that
-    changed is decided once, not again on the call after."""
+    each row with itself as its previous row (carry makes it again), so nothing is decided
+    again, and a row that changed is decided once, not again on the call after."""
     asked = _counting(monkeypatch)
     sessions = [session(f"ses_{i}") for i in range(3)]
     done = {s.id: assistant("msg_2", s.id, created=T0 - 9, completed=T0 - 8) for s in sessions}
@@ -234,7 +262,7 @@ def test_past_its_validity_a_row_is_decided_again(monkeypatch):
     asked = _counting(monkeypatch)
     snapshot, memo = _prompted(), DeriveMemo()
     first = derive_server(snapshot, (), T0 + 10.2, S, memo=memo)
-    assert memo.rows["ses_a"].decided.valid_until == T0 + 11.0
+    assert memo.rows["ses_a"].valid_until == T0 + 11.0
     asked.clear()
     later = derive_server(snapshot, (), T0 + 11.0, S, previous=first, memo=memo)
     assert asked == ["ses_a"]
@@ -304,6 +332,21 @@ def test_an_equal_row_decided_again_is_the_previous_object(monkeypatch):
     assert again[(SERVER, "ses_a")] is rows[(SERVER, "ses_a")]
 
 
+def test_a_decision_is_carried_over_another_previous_row_not_decided_again(monkeypatch):
+    """The memo keys on the facts: the same facts handed another previous row are carried over
+    it (decide.carry), not decided again. A busy session with no message is counted from the
+    moment ocwatch first saw it; the next call, handed that row, keeps its time in state."""
+    asked = _counting(monkeypatch)
+    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0)
+    memo = DeriveMemo()
+    first = derive_server(snapshot, (), T0 + 1, S, memo=memo)
+    assert asked == ["ses_a"]
+    kept = derive_server(snapshot, (), T0 + 4, S, previous=first, memo=memo)
+    assert asked == ["ses_a"]  # carried, not decided again
+    assert kept[(SERVER, "ses_a")].since == T0 + 1
+    assert kept == derive_server(snapshot, (), T0 + 4, S, previous=first)
+
+
 def test_a_row_counted_from_first_sight_is_not_reused_later():
     """No server fact dates a busy session with no message: its time in state counts from the
     moment ocwatch first saw it, so that row read the clock and holds for that moment only;
@@ -312,12 +355,12 @@ def test_a_row_counted_from_first_sight_is_not_reused_later():
     memo = DeriveMemo()
     first = derive_server(snapshot, (), T0 + 1, S, memo=memo)
     assert first[(SERVER, "ses_a")].since == T0 + 1
-    assert memo.rows["ses_a"].decided.valid_until == T0 + 1
+    assert memo.rows["ses_a"].valid_until == T0 + 1
     alone = derive_server(snapshot, (), T0 + 5, S, memo=memo)
     assert alone[(SERVER, "ses_a")].since == T0 + 5  # no previous row: counted afresh
     kept = derive_server(snapshot, (), T0 + 9, S, previous=alone, memo=memo)
     assert kept[(SERVER, "ses_a")].since == T0 + 5
-    assert memo.rows["ses_a"].decided.valid_until == math.inf
+    assert memo.rows["ses_a"].valid_until == math.inf
 
 
 def test_a_changed_link_or_settings_decides_every_row_again(monkeypatch):
@@ -385,7 +428,7 @@ def test_a_validity_of_inf_is_kept_out_of_the_memos_deadlines():
     )
     memo = DeriveMemo()
     derive_server(snapshot, (), T0 + 1, S, memo=memo)
-    assert memo.rows["ses_a"].decided.valid_until == math.inf and memo.deadlines == []
+    assert memo.rows["ses_a"].valid_until == math.inf and memo.deadlines == []
 
 
 def test_a_busy_row_stays_its_object_as_events_arrive_for_others():

@@ -24,7 +24,7 @@ import httpx
 from .. import __version__
 from ..core import text
 from ..core.client import OcwatchError
-from ..core.decide import Link, SessionInputs, decide
+from ..core.decide import Link, SessionInputs, row_of
 from ..core.derive import inputs_of
 from ..core.fleet import Fleet
 from ..core.models import Wire
@@ -398,7 +398,7 @@ def _bare(model: _W) -> _W:
 
 def _bare_any(value: Any) -> Any:
     """`value` with every wire model in it (inside plain tuples too: the open requests)
-    redacted, and the link's error; anything else as it is (ids, times, the previous row)."""
+    redacted, and the link's error; anything else as it is (ids, times)."""
     if isinstance(value, Wire):
         return _bare(value)
     if isinstance(value, Link):  # its error may quote the server (a path, a message)
@@ -419,7 +419,7 @@ def redacted_evidence(
     snapshot = monitor.snapshot
     if snapshot is None:
         return {}
-    inputs = inputs_of(snapshot, monitor.journal.facts(), dict(view.rows), monitor.link())
+    inputs = inputs_of(snapshot, monitor.journal.facts(), monitor.link())
     out: dict[str, list[str]] = {}
     for row in rows:
         got = inputs.get(row.id)
@@ -429,7 +429,7 @@ def redacted_evidence(
             bare = SessionInputs(*(_bare_any(v) for v in got))
         except (ValueError, RecursionError):  # not made again from its redacted dump
             continue
-        again = decide(bare, view.generated_at, settings).row
+        again = row_of(bare, row, view.generated_at, settings)  # (the row as its previous one)
         if again.settled_as == row.settled_as and again.settled == row.settled:
             out[row.id] = list(again.evidence)
     return out

@@ -2,9 +2,12 @@
 (docs/STATES.md#how-it-decides): input > retry > busy (stale detection) > idle with reason >
 unknown.
 
-Pure: the row and how long it holds come from `SessionInputs`, the clock passed in and the
-settings; nothing here reads a clock, does I/O, keeps a cache or mutates its arguments. What
-gathers the inputs of every session, and reuses rows whose inputs did not change, is derive.py.
+Two steps, both pure: `decide()` reads the server's facts alone (`SessionInputs`, the clock
+passed in, the settings) and says what they show and until when; `carry()` lays the caller's
+previous row over that (the settled state an unsettled row keeps, the time in state no fact
+dates, what an unreachable server leaves of it). Nothing here reads a clock, does I/O, keeps a
+cache or mutates its arguments. What gathers the facts of every session, and reuses decisions
+whose facts did not change, is derive.py.
 """
 
 from __future__ import annotations
@@ -57,8 +60,9 @@ class Link(NamedTuple):
 
 
 class SessionInputs(NamedTuple):
-    """Everything one session's row is decided from (gathered in one place: derive._gather).
-    Equal inputs, at a clock inside the same validity, give an equal row."""
+    """The facts one session's row is decided from (gathered in one place: derive._gather).
+    Equal inputs, at a clock inside the same validity, decide the same (`decide`); the caller's
+    previous row is no fact, and is laid over the decision after (`carry`)."""
 
     server: str
     session: Session
@@ -90,33 +94,29 @@ class SessionInputs(NamedTuple):
     touched: float | None
     link: Link
     #: when the server last said it runs (that event, or the snapshot that listed it); when it
-    #: last said it does not. Last of the server's facts: a resync moves them for every session,
-    #: and most rows never read them (Decided.reads_claims), so the memo compares the fields
-    #: before them
+    #: last said it does not. Last: a resync moves them for every session, and most rows never
+    #: read them (Decided.reads_claims), so the memo then compares the fields before them
     claim_at: float | None
     quiet_at: float | None
-    #: its row in the caller's previous rows (read for the settled state an unsettled row keeps,
-    #: and for the time in state when no server fact dates it). Last: it is no fact of the
-    #: server's, and the memo compares the facts before it (derive gathers them without it)
-    previous: SessionRow | None
 
 
 #: SessionInputs.unread of a session a first snapshot has listed but not read yet (what made
 #: one unreadable is always said in more words)
 LOADING: Final = "loading"
 
-#: what the memo compares of a session's inputs: its first FACTS fields (all but the previous
-#: row), or for a row that reads no claim time its first BEFORE_CLAIMS (Decided.reads_claims)
-FACTS: Final = list(SessionInputs.__annotations__).index("previous")
+#: what the memo compares of the inputs of a decision that reads no claim time (Decided.
+#: reads_claims): their first BEFORE_CLAIMS fields
 BEFORE_CLAIMS: Final = list(SessionInputs.__annotations__).index("claim_at")
 
 
 class Decided(NamedTuple):
-    """A row, and the first moment the same inputs could decide differently (a grace period
-    ending, an "N s ago" text ticking; inf: never). `reads_claims`: whether the row depends on
-    when the server last said the session runs or does not (SessionInputs.claim_at, quiet_at);
-    when it does not, inputs differing only in those two times decide the same row (a resync
-    moves them for every session, and most rows never read them)."""
+    """What the facts show, as a row (`carry` lays the previous row over it: as it is, it is the
+    row of a session seen for the first time, but for a settled state no fact dates, whose
+    `since` is left None), and the first moment the same inputs could decide differently (a
+    grace period ending, an "N s ago" text ticking; inf: never). `reads_claims`: whether the
+    row depends on when the server last said the session runs or does not (SessionInputs.
+    claim_at, quiet_at); when it does not, inputs differing only in those two times decide the
+    same row (a resync moves them for every session, and most rows never read them)."""
 
     row: SessionRow
     valid_until: float
@@ -213,9 +213,10 @@ def pending_of(req: Request) -> Pending:
 
 
 def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
-    """The session's row at `now`, and until when it holds: the rules' verdict (`_verdict`),
-    with the settled state kept while the facts are still arriving, the time in state, what an
-    unreachable server leaves of it, and the session's figures."""
+    """What the session's facts show at `now`, and until when: the rules' verdict (`_verdict`)
+    as a row, with the session's figures. An unsettled verdict shows busy (the run that is
+    starting or finishing), or while it loads what the maps say; `carry` keeps the previous
+    row's settled state over it, and dates a settled state no fact dates."""
     (
         server,
         s,
@@ -232,83 +233,27 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         _carried_at,
         _status_at,
         touched,
-        link,
+        _link,
         _claim_at,
         _quiet_at,
-        held,
     ) = inputs  # read once: this runs for every session
     st = status if last_retry is None else _between_attempts(status, last_retry, msg)
     pending = tuple([pending_of(req) for req, _ in requests]) if requests else ()
     state, reason, stale, evidence, settled, since, ended, settling, until, claims = _verdict(
         inputs, st, pending, now, settings.grace
     )
-    if held is not None and held.settling in ("unreachable", "loading"):
-        held = None  # what an outage or a first snapshot loading showed is no settled state
     if not settled:
-        # the facts are still arriving: not a new state. Keep the last settled one (or, at
-        # first sight, the run that is starting or finishing: busy); a row still loading has
-        # none to keep: what the maps say (busy, or unknown until its message is read)
+        # the facts are still arriving: not a new state. At first sight, the run that is
+        # starting or finishing: busy (carry keeps the last settled one instead); a row still
+        # loading has none to keep: what the maps say (busy, or unknown until its message is read)
         if settling != "loading":
-            if held is not None:
-                state, reason, stale, ended, since = (
-                    held.state,
-                    held.reason,
-                    held.stale,
-                    held.ended,
-                    held.since,
-                )
-                if state == "input":  # a row waiting says what is asked: what it waited for
-                    pending = held.pending  # (answered since: else it would be settled input)
-            else:
-                state, reason, stale, ended = "busy", None, False, None
-    elif state == "busy" and held is not None and since is not None:
-        # busy again after waiting for input or between retries: in state from then, not
-        # from the run's start (the answer or the attempt that got through is dated by no
-        # fact: from the moment ocwatch saw it, then carried)
-        if held.state in ("input", "retry"):
-            since = until = now
-            evidence = (*evidence, f"busy again (was {held.state}) since ocwatch saw it")
-        elif held.state == "busy" and held.since is not None and held.since > since:
-            since = held.since
-            evidence = (*evidence, f"busy again since {clock_text(since)} (after input or retry)")
-    elif since is None:
-        # time in state: from the server's facts, so that every monitor agrees
-        if held is not None and held.state == state and held.reason == reason and held.since:
-            since = held.since
-        else:  # from this very moment: a row that read the clock is not reused later
-            since = until = now
+            state, reason, stale, ended = "busy", None, False, None
+    elif since is None:  # time in state: no server fact dates it (carry counts it)
         evidence = (
             *evidence,
             "time in state counted from when ocwatch first saw it (no server fact dates it)",
         )
-    last_known = None
-    if not link.reachable:
-        evidence = (_unreachable(link, state, reason), *evidence)
-        if settling != "loading":  # (a row whose facts never came in has nothing to keep)
-            last_known = LastKnown(state, reason, stale)
-        state, reason, stale, settled, ended = "unknown", None, False, False, None
-        settling = "unreachable"
-        since = link.since or since
-    info = msg.info if msg is not None else None
-    updated = s.time.updated / 1000.0
-    err = None
-    cost = s.cost
-    tokens = s.tokens.total if s.tokens is not None else None
-    if info is not None:
-        mt = info.time
-        mtime = (mt.completed or mt.created) / 1000.0
-        if mtime > updated:
-            updated = mtime
-        if info.role == "assistant":
-            err = info.error
-        if cost is None:
-            cost = info.cost
-        if tokens is None and info.tokens is not None:
-            tokens = info.tokens.total
-    if touched is not None and touched > updated:
-        updated = touched
-    if err is None:
-        err = stream_error
+    updated, err, cost, tokens = _figures(s, msg, touched, stream_error)
     attempt = retry_message = retry_next = None
     if st is not None and st.type == "retry":
         attempt, retry_message, retry_next = st.attempt, st.message, ms(st.next)
@@ -338,7 +283,6 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
                 children,
                 ended,
                 settling,
-                last_known,
             ),
             until,
             claims,
@@ -346,25 +290,158 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     )
 
 
+def _figures(
+    s: Session, msg: Message | None, touched: float | None, stream_error: MessageError | None
+) -> tuple[float, MessageError | None, float | None, int | None]:
+    """The session's figures: when it was last updated (the session, its last message or its
+    last event, the latest), the last assistant error (else the stream's), its cost and tokens
+    (the session's, else its last message's)."""
+    info = msg.info if msg is not None else None
+    updated = s.time.updated / 1000.0
+    err = None
+    cost = s.cost
+    tokens = s.tokens.total if s.tokens is not None else None
+    if info is not None:
+        mt = info.time
+        mtime = (mt.completed or mt.created) / 1000.0
+        if mtime > updated:
+            updated = mtime
+        if info.role == "assistant":
+            err = info.error
+        if cost is None:
+            cost = info.cost
+        if tokens is None and info.tokens is not None:
+            tokens = info.tokens.total
+    if touched is not None and touched > updated:
+        updated = touched
+    if err is None:
+        err = stream_error
+    return updated, err, cost, tokens
+
+
+#: a previous row's that is no settled state: what an outage or a first snapshot loading showed
+_NOT_HELD = ("unreachable", "loading")
+
+
+def carry(
+    row: SessionRow, previous: SessionRow | None, now: float, link: Link
+) -> tuple[SessionRow, float]:
+    """The row `decide` made (Decided.row), with the caller's previous row of the session laid
+    over it, and until when the result holds with that previous row (inf, or `now` where it
+    reads the clock): an unsettled row keeps the last settled state; a state no server fact
+    dates is in state since the previous row's time, else from this very moment; busy again
+    after input or retry is dated from when ocwatch saw it; an unreachable server leaves the row
+    unknown, with its last known state. Given the very row it returns as `previous`, it returns
+    an equal row (while the link is up): the memo files a row for the call it is handed back to.
+    Pure; the row as it is (the same object) when there is nothing to lay over it."""
+    held = previous
+    if held is not None and held.settling in _NOT_HELD:
+        held = None
+    settled, since = row.settled, row.since
+    if held is None and link.reachable and (since is not None or not settled):
+        return row, math.inf  # first sight, with a dated or unsettled state: nothing to carry
+    state, reason, stale, ended = row.state, row.reason, row.stale, row.ended
+    evidence, pending, until = row.evidence, row.pending, math.inf
+    if not settled:
+        if held is not None and row.settling != "loading":
+            state, reason, stale, ended, since = (
+                held.state,
+                held.reason,
+                held.stale,
+                held.ended,
+                held.since,
+            )
+            if state == "input":  # a row waiting says what is asked: what it waited for
+                pending = held.pending  # (answered since: else it would be settled input)
+    elif since is None:
+        # time in state: from the server's facts, so that every monitor agrees
+        if held is not None and held.state == state and held.reason == reason and held.since:
+            since = held.since
+        else:  # from this very moment: a row that read the clock is not reused later
+            since = until = now
+    elif state == "busy" and held is not None:
+        # busy again after waiting for input or between retries: in state from then, not
+        # from the run's start (the answer or the attempt that got through is dated by no
+        # fact: from the moment ocwatch saw it, then carried)
+        if held.state in ("input", "retry"):
+            since = until = now
+            evidence = (*evidence, f"busy again (was {held.state}) since ocwatch saw it")
+        elif held.state == "busy" and held.since is not None and held.since > since:
+            since = held.since
+            evidence = (*evidence, f"busy again since {clock_text(since)} (after input or retry)")
+    settling, last_known = row.settling, None
+    if not link.reachable:
+        evidence = (_unreachable(link, state, reason), *evidence)
+        if settling != "loading":  # (a row whose facts never came in has nothing to keep)
+            last_known = LastKnown(state, reason, stale)
+        state, reason, stale, settled, ended = "unknown", None, False, False, None
+        settling = "unreachable"
+        since = link.since or since
+    elif (
+        state == row.state
+        and since == row.since
+        and evidence is row.evidence
+        and pending is row.pending
+        and (reason, stale, ended) == (row.reason, row.stale, row.ended)
+    ):
+        return row, until  # nothing laid over it
+    return _laid_over(
+        row, state, reason, stale, evidence, pending, since, settled, ended, settling, last_known
+    ), until
+
+
+def _laid_over(
+    row: SessionRow,
+    state: State,
+    reason: Reason | None,
+    stale: bool,
+    evidence: tuple[str, ...],
+    pending: tuple[Pending, ...],
+    since: float | None,
+    settled: bool,
+    ended: Reason | None,
+    settling: Settling | None,
+    last_known: LastKnown | None,
+) -> SessionRow:
+    """`row` with what `carry` laid over it (its figures the same)."""
+    return SessionRow(
+        row.server,
+        row.id,
+        row.title,
+        row.directory,
+        row.parent_id,
+        state,
+        reason,
+        stale,
+        evidence,
+        pending,
+        since,
+        row.updated,
+        row.cost,
+        row.tokens,
+        settled,
+        row.error,
+        row.retry_attempt,
+        row.retry_message,
+        row.retry_next,
+        row.children,
+        ended,
+        settling,
+        last_known,
+    )
+
+
+def row_of(
+    inputs: SessionInputs, previous: SessionRow | None, now: float, settings: Settings
+) -> SessionRow:
+    """The session's row: its facts decided, the previous row carried over the decision."""
+    return carry(decide(inputs, now, settings).row, previous, now, inputs.link)[0]
+
+
 #: Decided and Verdict made without their Python-level `__new__`: derive decides every session
 #: on a first derive, and on that path these records made through `__new__` are among the
 #: dearest of the shape's costs (docs/PERFORMANCE.md)
 _new = tuple.__new__
-
-
-def as_previous(inputs: SessionInputs, row: SessionRow) -> SessionInputs | None:
-    """The same inputs with `row`, the row they decided, as the previous row: they decide `row`
-    again, at every moment the first decision holds (None: not so, the link being down).
-
-    decide() reads its previous row only for what it hands on to the row it makes (the settled
-    state an unsettled row keeps, the time in state when no fact dates it), so a row handed its
-    own fields back makes itself again; the one exception is an unreachable server's row, which
-    keeps none of what it was handed (its "last known state" is the previous row's). The caller
-    passes the rows it was given back, so a memo that files a row under these inputs finds it
-    on the next call."""
-    if not inputs.link.reachable:
-        return None
-    return _new(SessionInputs, (*inputs[:FACTS], row))
 
 
 def _verdict(

@@ -1,12 +1,13 @@
 """derive(): the View's rows of one server from (snapshot, journal, now, settings).
 
 Same inputs, same rows: no clock reads, no I/O, no mutation of inputs. For each session it
-gathers what the row is decided from into one `SessionInputs` (`_gather`, the only place; as the
-plain tuple of its fields, see there), and asks the pure `decide()` (decide.py, the design's
-decision order) for the row and until when it holds. A `DeriveMemo` (owned by the caller)
-reuses a row exactly when its inputs equal those it was decided from and the clock is inside
-that decision's validity; passing one never changes the result (a property test holds it to
-that).
+gathers the facts the row is decided from into one `SessionInputs` (`_gather`, the only place;
+as the plain tuple of its fields, see there), asks the pure `decide()` (decide.py, the design's
+decision order) what they show and until when, and lays the caller's previous row over that
+(`carry`: the settled state an unsettled row keeps, the time in state no fact dates, an
+unreachable server). A `DeriveMemo` (owned by the caller) reuses a decision exactly when its
+facts equal those it was decided from and the clock is inside its validity; passing one never
+changes the result (a property test holds it to that).
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from typing import Final, NamedTuple
 
 from .decide import (
     BEFORE_CLAIMS,
-    FACTS,
     LOADING,
     SERVER_REASONS,
     Decided,
     Link,
     Request,
     SessionInputs,
+    carry,
     clock_text,
     decide,
     ms,
@@ -73,42 +74,41 @@ _new = tuple.__new__
 
 
 class _Memoed(NamedTuple):
-    """A decided row, what it was decided from, and when (the decision's row and validity as
-    fields: the reuse check unpacks them, a NamedTuple's attributes cost more; and the row's
-    key, made once: a key made per call is one more object for the collector to visit)."""
+    """A session's decision, the facts it was decided from, and the row the previous row made
+    of it (fields the reuse check unpacks: a NamedTuple's attributes cost more to read)."""
 
-    #: what the reuse check compares: the facts the row was decided from (SessionInputs'
-    #: fields before the previous row, as _gather yields them), or for a row that reads no
-    #: claim time (Decided.reads_claims) those before the claim times, which a resync moves for
-    #: every session (cut once here, not at every check)
-    inputs: tuple[object, ...]
-    at: float
+    #: what the reuse check compares: the facts decided (SessionInputs' fields, as _gather
+    #: yields them), or for a decision that reads no claim time (Decided.reads_claims) those
+    #: before the claim times, which a resync moves for every session (cut once here, not at
+    #: every check)
+    facts: tuple[object, ...]
+    #: until when `row` holds: the decision's validity, or sooner where carry read the clock
     valid_until: float
+    #: the decision with the previous row carried over it (what the rows show)
     row: SessionRow
+    #: the row's key, made once: a key made per call is one more object for the collector
     key: tuple[str, str]
-    reads_claims: bool
-    #: the previous row it holds with: itself (a row handed back as its previous decides itself:
-    #: decide.as_previous), or while the link is down the one it was decided with
+    #: the previous row `row` holds with: itself (carry makes a row handed back as its previous
+    #: again), or while the link is down the one it was carried over (its last known state)
     held: SessionRow | None
-
-    @property
-    def decided(self) -> Decided:
-        return Decided(self.row, self.valid_until, self.reads_claims)
+    #: the decision itself: carried again over another previous row, while it holds
+    decided: Decided
 
 
 @dataclass
 class DeriveMemo:
-    """Rows derive() may reuse on its next call (owned by one caller, e.g. a ServerMonitor).
+    """Decisions derive() may reuse on its next call (owned by one caller, e.g. a
+    ServerMonitor), keyed on the facts they were decided from.
 
-    A row is reused exactly when the session's `SessionInputs` equal those it was decided from
-    (but for the claim and quiet times when the decision did not read them: Decided.
-    reads_claims; a resync moves them for every session) and `at <= now < valid_until` (the
-    clock not gone back, no grace period ended, no "N s ago" ticked). The objects of sessions
-    that did not change are the same across a resync (MessageCache,
-    MessageCache.sessions_from), so the comparison is mostly by identity. A row
-    decided anew is filed under its facts (the inputs but for the previous row), with itself as
-    the previous row it holds with: the inputs that have it as their previous row decide it too
-    (decide.as_previous), those of the next call that is handed it back.
+    A decision is reused exactly when the session's `SessionInputs` equal those it was decided
+    from (but for the claim and quiet times when the decision did not read them: Decided.
+    reads_claims; a resync moves them for every session), `now < valid_until` (no grace period
+    ended, no "N s ago" ticked) and the clock has not gone back since the last call. The
+    objects of sessions that did not change are the same across a resync (MessageCache,
+    MessageCache.sessions_from), so the comparison is mostly by identity. The row carried over
+    the previous row is filed with it, under the previous row it holds with (itself, the link
+    being up: the next call, handed it back, reuses it as it is); over another previous row the
+    decision is carried again (decide.carry), not decided again.
 
     Between two calls on the same snapshot and fold, with the caller's previous rows, only the
     rows that can differ are looked at (`_candidates`): the sessions the journal changed a fact
@@ -152,85 +152,146 @@ def derive_server(
     facts = entries if isinstance(entries, Facts) else fold(entries)
     prev = previous or {}
     link = link or Link()
-    # the memo's fast path (see _candidates) first: it brings the merged maps of its last call
-    # up to date for the sessions changed since, instead of merging every session again
-    candidates: list[str] | None = None
-    merged: _Merged | None = None
-    same_snapshot = False
-    if memo is not None:
-        if memo.settings != settings:
-            memo.settings, memo.rows, memo.last_rows = settings, {}, None
-        if memo.link != link:  # every row's input: every row is looked at again
-            memo.link, memo.last_rows = link, None
-        same_snapshot = memo.snapshot is snapshot
-        if memo.facts is facts and same_snapshot and memo.merged is not None:
-            candidates = _candidates(memo, snapshot, facts, memo.merged, prev, now, snapshot.server)
-            if candidates is not None:
-                merged = memo.merged
-        memo.snapshot, memo.facts = snapshot, facts
-    if merged is None:
-        merged = _merge(snapshot, facts, memo)
-        if memo is not None:
-            memo.merged = merged
+    if memo is None:
+        merged = _merge(snapshot, facts)
+        gathered = _gather(snapshot, facts, merged, link, merged.sessions.items())
+        return _decided(gathered, snapshot.server, prev, link, now, settings)
+    candidates, merged = _prepared(memo, snapshot, facts, prev, link, now, settings)
     rows: Rows
     looked_at: Iterable[tuple[str, Session]]
     if candidates is None:
         rows, looked_at = {}, merged.sessions.items()
     else:  # the previous rows, and only those that can differ looked at again
         rows, looked_at = dict(prev), [(sid, merged.sessions[sid]) for sid in candidates]
-    gathered = _gather(snapshot, facts, merged, prev, link, looked_at)
-    server = snapshot.server
-    if memo is None:
-        for fields in gathered:
-            row = decide(_new(SessionInputs, fields), now, settings).row
-            rows[(server, row.id)] = row
-        return rows
+    gathered = _gather(snapshot, facts, merged, link, looked_at)
+    pushed = _reused_or_decided(memo, gathered, rows, snapshot.server, prev, link, now, settings)
+    if candidates is None and len(memo.rows) > len(rows):
+        sessions = merged.sessions
+        for sid in [sid for sid in memo.rows if sid not in sessions]:
+            del memo.rows[sid]  # gone with the snapshot that listed it
+    _watch(memo, pushed)
+    memo.last_rows, memo.last_now, memo.consumed = rows, now, len(facts.changed)
+    memo.changed = None
+    if candidates is not None:
+        server = snapshot.server
+        keys = [(server, sid) for sid in candidates]
+        memo.changed = [key for key in keys if rows[key] is not prev.get(key)]
+    return rows
 
+
+def _decided(
+    gathered: Iterable[_Fields],
+    server: str,
+    prev: Rows,
+    link: Link,
+    now: float,
+    settings: Settings,
+) -> Rows:
+    """Every gathered session decided, and its previous row carried over the decision (no
+    memo)."""
+    rows: Rows = {}
+    get_prev = prev.get if prev else None  # (a first derive has no previous rows)
+    for fields in gathered:
+        key = (server, fields[_SESSION].id)
+        old = get_prev(key) if get_prev is not None else None
+        decided = decide(_new(SessionInputs, fields), now, settings)
+        rows[key] = carry(decided[0], old, now, link)[0]
+    return rows
+
+
+def _prepared(
+    memo: DeriveMemo,
+    snapshot: Snapshot,
+    facts: Facts,
+    prev: Rows,
+    link: Link,
+    now: float,
+    settings: Settings,
+) -> tuple[list[str] | None, _Merged]:
+    """The memo made ready for this call, and the merged maps: with the memo's fast path (see
+    _candidates), those of its last call brought up to date for the sessions changed since
+    (returned with them), instead of every session merged again (None: every row is looked
+    at)."""
+    if memo.settings != settings:
+        memo.settings, memo.rows, memo.last_rows = settings, {}, None
+    if memo.link != link:  # every row's input: every row is looked at again
+        memo.link, memo.last_rows = link, None
+    if now < memo.last_now:  # the clock gone back (NTP, a replay seeking): decide again
+        memo.rows = {}
+    candidates: list[str] | None = None
+    merged = memo.merged
+    if memo.facts is facts and memo.snapshot is snapshot and merged is not None:
+        candidates = _candidates(memo, snapshot, facts, merged, prev, now, snapshot.server)
+    memo.snapshot, memo.facts = snapshot, facts
+    if candidates is None or merged is None:
+        merged = memo.merged = _merge(snapshot, facts, memo)
+    return candidates, merged
+
+
+def _reused_or_decided(
+    memo: DeriveMemo,
+    gathered: Iterable[_Fields],
+    rows: Rows,
+    server: str,
+    prev: Rows,
+    link: Link,
+    now: float,
+    settings: Settings,
+) -> list[tuple[float, str]]:
+    """Each gathered session's row into `rows`: the memo's, when its facts and previous row are
+    those it was filed with and it still holds; its decision carried over another previous row;
+    else decided anew. Each row made is filed; returned: the (validity, session) of those that
+    hold until a moment (the memo's deadlines to watch)."""
     cache = memo.rows
     get_hit = cache.get if cache else None  # (a first derive has nothing filed)
+    get_prev = prev.get if prev else None  # (nor previous rows)
     reachable = link.reachable
     pushed: list[tuple[float, str]] = []
     for fields in gathered:
         sid = fields[_SESSION].id
-        old = fields[_PREVIOUS]
         hit = get_hit(sid) if get_hit is not None else None
-        if hit is not None:
-            then, at, valid_until, row, key, reads_claims, held = hit
-            if (
-                at <= now < valid_until
-                and (old is held or old == held)  # the previous row it holds with
-                # the same facts (but for the claim times, for a row that reads none)
-                and then == fields[: FACTS if reads_claims else BEFORE_CLAIMS]
-            ):
-                rows[key] = row  # (the same server: it is one of the facts)
+        if hit is None:
+            key = (server, sid)
+            old = get_prev(key) if get_prev is not None else None
+            decided = decide(_new(SessionInputs, fields), now, settings)
+        else:
+            then, valid_until, row, key, held, decided = hit
+            old = get_prev(key) if get_prev is not None else None
+            if then != fields[: None if decided[2] else BEFORE_CLAIMS]:
+                decided = decide(_new(SessionInputs, fields), now, settings)
+            elif now < valid_until and (old is held or old == held):
+                rows[key] = row  # the same facts, carried over the same previous row
                 continue
-        inputs = _new(SessionInputs, fields)
-        row, valid_until, reads_claims = decide(inputs, now, settings)
-        key = (server, sid)
-        if old is not None and old == row and _same_requests(old, row, inputs):
+            elif now >= decided[1]:  # the same facts, but the decision no longer holds
+                decided = decide(_new(SessionInputs, fields), now, settings)
+            # (else the same facts and decision, another previous row: carried over it again)
+        row, until = carry(decided[0], old, now, link)
+        if old is not None and old == row and _same_requests(old, row, fields[_REQUESTS]):
             row = old  # the same row: the same object
         rows[key] = row
+        valid_until = decided[1] if until > decided[1] else until
         # filed with itself as the previous row it holds with: the next call, handed it back,
-        # reuses it (it decides itself: decide.as_previous); not so while the link is down
+        # reuses it (carry makes it again); not so while the link is down
         cache[sid] = _new(
             _Memoed,
             (
-                fields[: FACTS if reads_claims else BEFORE_CLAIMS],  # (_Memoed.inputs)
-                now,
+                fields if decided[2] else fields[:BEFORE_CLAIMS],  # (_Memoed.facts)
                 valid_until,
                 row,
                 key,
-                reads_claims,
                 row if reachable else old,
+                decided,
             ),
         )
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
-    if not same_snapshot and len(cache) > len(rows):
-        sessions = merged.sessions
-        for sid in [sid for sid in cache if sid not in sessions]:
-            del cache[sid]  # gone with the snapshot that listed it
-    heap = memo.deadlines
+    return pushed
+
+
+def _watch(memo: DeriveMemo, pushed: list[tuple[float, str]]) -> None:
+    """The memo's deadlines (a heap) with `pushed` in, made anew from the rows filed when it
+    holds too many that no longer count."""
+    heap, cache = memo.deadlines, memo.rows
     if len(heap) + len(pushed) > 4 * len(cache) + 64:
         memo.deadlines = [
             (e.valid_until, sid) for sid, e in cache.items() if e.valid_until != math.inf
@@ -242,40 +303,30 @@ def derive_server(
     else:
         for item in pushed:
             heapq.heappush(heap, item)
-    memo.last_rows, memo.last_now, memo.consumed = rows, now, len(facts.changed)
-    memo.changed = None
-    if candidates is not None:
-        keys = [(server, sid) for sid in candidates]
-        memo.changed = [key for key in keys if rows[key] is not prev.get(key)]
-    return rows
 
 
-def _same_requests(old: SessionRow, row: SessionRow, inputs: SessionInputs) -> bool:
+def _same_requests(
+    old: SessionRow, row: SessionRow, requests: tuple[tuple[Request, float | None], ...]
+) -> bool:
     """Whether the old row's open requests are the very requests of the new one: those of the
     inputs (Pending compares by id and summary only: a request asked again under its id with
-    other options is new), or the old row's own, held while the facts arrive (decide)."""
+    other options is new), or the old row's own, held while the facts arrive (carry)."""
     if old.pending is row.pending:
         return True
-    requests = inputs.requests
     return len(requests) == len(old.pending) and all(
         p.request is req for p, (req, _) in zip(old.pending, requests, strict=True)
     )
 
 
 def inputs_of(
-    snapshot: Snapshot,
-    entries: Iterable[Entry] | Facts,
-    previous: Rows | None = None,
-    link: Link | None = None,
+    snapshot: Snapshot, entries: Iterable[Entry] | Facts, link: Link | None = None
 ) -> dict[str, SessionInputs]:
     """Every listed session's SessionInputs, as derive_server() gathers them."""
     facts = entries if isinstance(entries, Facts) else fold(entries)
     merged = _merge(snapshot, facts)
     return {
         fields[_SESSION].id: _new(SessionInputs, fields)
-        for fields in _gather(
-            snapshot, facts, merged, previous or {}, link or Link(), merged.sessions.items()
-        )
+        for fields in _gather(snapshot, facts, merged, link or Link(), merged.sessions.items())
     }
 
 
@@ -290,7 +341,7 @@ _NO_FAMILY: _Family = (_NO_REQUESTS, _NONE, _NONE)
 
 
 #: SessionInputs' fields as a plain tuple, in its order (what _gather yields: see there why),
-#: and where the session and the previous row sit in it
+#: and where the session and its open requests sit in it
 _Fields = tuple[
     str,
     Session,
@@ -310,20 +361,18 @@ _Fields = tuple[
     Link,
     float | None,
     float | None,
-    SessionRow | None,
 ]
 #: (literals: mypy types a tuple's item only at a literal index)
 _SESSION: Final = 1
-_PREVIOUS: Final = 18
+_REQUESTS: Final = 7
 assert list(SessionInputs.__annotations__)[_SESSION] == "session"
-assert list(SessionInputs.__annotations__)[_PREVIOUS:] == ["previous"]
+assert list(SessionInputs.__annotations__)[_REQUESTS] == "requests"
 
 
 def _gather(
     snapshot: Snapshot,
     facts: Facts,
     merged: _Merged,
-    prev: Rows,
     link: Link,
     looked_at: Iterable[tuple[str, Session]],
 ) -> Iterator[_Fields]:
@@ -331,8 +380,8 @@ def _gather(
     open requests are rolled up the tree once, and its lookups bound once, for the whole loop.
 
     Each is yielded as the plain tuple of its fields, in SessionInputs' order (equal to the
-    SessionInputs made of it): the memo compares its facts (the fields before the previous row,
-    or before the claim times for a row that reads none), and only a session decided anew
+    SessionInputs made of it): the memo compares it (or its fields before the claim times, for
+    a decision that reads none), and only a session decided anew
     becomes the record. Kept so: a record made for every session looked at, the rows the memo
     reuses too, is a cost every resync would pay (docs/PERFORMANCE.md)."""
     sessions, status, active = merged.sessions, merged.status, merged.active
@@ -374,7 +423,6 @@ def _gather(
     get_carried = facts.carried_errors.get if facts.carried_errors else None
     get_carried_at = facts.carried_status_at.get if facts.carried_status_at else None
     journal_messages = bool(facts.messages or facts.parts)
-    get_prev = prev.get if prev else None  # (a first derive has no previous rows)
     for sid, s in looked_at:
         requests, busy, kids = get_family(sid, _NO_FAMILY)
         unread = None
@@ -423,7 +471,6 @@ def _gather(
             link,
             claim,
             quiet,
-            get_prev((server, sid)) if get_prev is not None else None,
         )
 
 
