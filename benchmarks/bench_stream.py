@@ -57,14 +57,18 @@ READERS = ("bare-v1", "v1", "v1-read", "v1-parse", "bare-v2", "v2", "v2-read", "
 
 
 # -- the server ----------------------------------------------------------------------------------
+def chunk(event: bytes) -> bytes:
+    """One chunk of a chunked body holding `event` (as an OpenCode server sends each event)."""
+    return b"%x\r\n%s\r\n" % (len(event), event)
+
+
 def body(frames: list[str], beat: int = 0) -> bytes:
     """A chunked body of `frames`, one chunk an event (a comment every `beat` events), ended."""
     out = []
     for i, f in enumerate(frames):
-        ev = f"data: {f}\n\n".encode()
-        out.append(b"%x\r\n%s\r\n" % (len(ev), ev))
+        out.append(chunk(f"data: {f}\n\n".encode()))
         if beat and i % beat == beat - 1:
-            out.append(b"c\r\n: heartbeat\n\r\n")
+            out.append(chunk(b": heartbeat\n"))
     out.append(b"0\r\n\r\n")
     return b"".join(out)
 
@@ -161,32 +165,27 @@ def serve_dashboard(sessions: int, rate: int) -> None:
             noise: dict[str, tuple[bytes, ...]] = {}
             tick = 0.01
             per_tick = max(1, int(rate * tick))
-            out = [frame("server.connected", {})]
+            out = [chunk(frame("server.connected", {}))]
             start = time.perf_counter()
             k = 0
             with contextlib.suppress(OSError):
                 while True:
                     while not markers.empty():
-                        out.append(markers.get())
+                        out.append(chunk(markers.get()))
                     for _ in range(per_tick):
                         sid = f"ses_{rnd.randrange(api.busy):05d}"
                         if sid in api.finished:
                             sid = f"ses_{api.busy - 1:05d}"  # the last busy one never finishes
                         made = noise.get(sid)
                         if made is None:
-                            made = noise[sid] = tuple(
-                                b"%x\r\n%s\r\n" % (len(f), f) for f in noise_frames(sid)
-                            )
+                            made = noise[sid] = tuple(chunk(f) for f in noise_frames(sid))
                         r = rnd.random()
                         out.append(made[0 if r < 0.6 else 1 if r < 0.9 else 2])
-                    self.wfile.write(b"".join(c if c[:1] != b"d" else chunk(c) for c in out))
+                    self.wfile.write(b"".join(out))
                     self.wfile.flush()
                     out.clear()
                     k += 1
                     time.sleep(max(0.0, start + k * tick - time.perf_counter()))
-
-    def chunk(event: bytes) -> bytes:
-        return b"%x\r\n%s\r\n" % (len(event), event)
 
     srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     srv.daemon_threads = True
