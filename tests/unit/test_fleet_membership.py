@@ -125,3 +125,31 @@ async def test_a_keeper_reconciles_the_fleet_to_its_sources_and_keeps_a_bad_sour
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await fleet.aclose()
+
+
+async def test_a_server_whose_credentials_change_in_its_source_takes_them() -> None:
+    """Seen by hand: a V2 service's file read as the service wrote it gave no password; the
+    next reads gave it, but the fleet kept the server without one (401, for good). A V2
+    service restarted on its port with a new password is the same case."""
+    from tui.core.settings import Auth
+    from tui.core.targets import Keeper
+
+    guarded = DemoServer(speed=400, heartbeat=0.05, password="s3cret")
+    guarded.freeze()
+    async with guarded:
+        listed = Listed()
+        listed.targets = [Target(guarded.url, name="svc", source="discovered")]
+        fleet = Fleet([], settings=FAST, keeper=Keeper([listed]))
+        task = asyncio.create_task(fleet.run(lambda: None))
+        try:
+            await until(lambda: fleet.monitors != [] and fleet.servers()[0].error is not None)
+            assert "401" in (fleet.servers()[0].error or "")
+            auth = Auth("opencode", "s3cret")
+            listed.targets = [Target(guarded.url, auth, name="svc", source="discovered")]
+            await until(lambda: fleet.monitors != [] and fleet.servers()[0].reachable)
+            assert fleet.auth_of(fleet.monitors[0].url) == auth
+            assert fleet.servers()[0].name == "svc"
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            await fleet.aclose()

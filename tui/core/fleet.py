@@ -352,7 +352,8 @@ class Fleet:
         """Make the watched servers exactly `targets` (full reconciliation, never a patch):
         the missing ones added, the ones not listed removed (why: their target source's
         word); a listed one whose name or labels changed in its source (an inventory file's)
-        takes them, keeping its state. Returns (added URLs, removed URLs)."""
+        takes them, keeping its state; one whose credentials changed there is watched afresh
+        with the new ones. Returns (added URLs, removed URLs)."""
         wanted = {normalize_url(t.url): t for t in targets}
         removed = [m.url for m in list(self.monitors) if m.url not in wanted]
         for url in removed:
@@ -361,7 +362,13 @@ class Fleet:
         added = []
         for key, t in wanted.items():
             m = have.get(key)
-            if m is None:
+            if m is not None and t.source != "config" and m.auth != t.auth:
+                # its source gives new credentials (a V2 service restarted, or its file read
+                # before its password was written): watched afresh with them, not said
+                self.remove(key, "its credentials changed")
+                local = t.folder if t.source == "discovered" else None
+                self.add(t.url, auth=t.auth, name=t.name, labels=t.labels, local=local)
+            elif m is None:
                 local = t.folder if t.source == "discovered" else None
                 self.add(t.url, auth=t.auth, name=t.name, labels=t.labels, local=local)
                 added.append(key)
