@@ -297,6 +297,60 @@ async def test_permission_cancel_sends_nothing() -> None:
         assert fake.calls == [] and app.screen is app.main_screen
 
 
+async def test_a_long_request_scrolls_from_the_keyboard_and_says_what_is_below() -> None:
+    """Issue 41 item 1: at 80x24 a command of 30 lines does not fit; with the focus where the
+    dialog puts it (Cancel), the arrow and page keys scroll it down to its patterns and always
+    rows and back, the line under it counts what is below, then says the end is in view; a
+    short request has no such line. Scrolling answers nothing."""
+    command = "\n".join(f"echo step {i}" for i in range(1, 30)) + "\nrm -rf ~/projects"
+    fake = FakeActions()
+    app, _ = make_app(views.sneaky_permission(command), actions=fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        body = screen.query_one(".dialog-body")
+        sign = screen.query_one(".dialog-more", Static)
+
+        def said() -> str:
+            return str(sign.render()) if sign.display else ""
+
+        await until(
+            pilot, lambda: said() == f"▼ {body.max_scroll_y} more lines below · ↓ or pgdn scrolls"
+        )
+        assert isinstance(app.focused, Button) and app.focused.id == "cancel"
+        lines = permission_fields(screen.pending).plain.split("\n")
+        always = 2 + next(n for n, line in enumerate(lines) if line.startswith("always"))
+        assert always >= body.scrollable_content_region.height  # out of view at first
+        await pilot.press("down")
+        await until(pilot, lambda: body.scroll_y == 1)
+        await pilot.press("pagedown")
+        await until(pilot, lambda: body.scroll_y > 1)
+        await until(
+            pilot, lambda: said().startswith(f"▼ {int(body.max_scroll_y - body.scroll_y)} ")
+        )
+        await pilot.press("end")
+        await until(pilot, lambda: body.scroll_y == body.max_scroll_y > 0)
+        await until(pilot, lambda: said() == "▲ the end of the request · ↑ or pgup scrolls back")
+        top = int(body.scroll_y)
+        assert top <= always < top + body.scrollable_content_region.height  # always in view
+        await pilot.press("up")
+        await until(pilot, lambda: body.scroll_y == top - 1)
+        await pilot.press("home")
+        await until(pilot, lambda: body.scroll_y == 0)
+        assert fake.calls == [] and app.screen is screen
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+    app, _ = make_app(actions=FakeActions())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        await pilot.pause()
+        assert screen.query_one(".dialog-body").max_scroll_y == 0
+        assert not screen.query_one(".dialog-more").display  # nothing out of view, nothing said
+
+
 # -- question --------------------------------------------------------------------------------
 
 

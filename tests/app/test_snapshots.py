@@ -325,7 +325,7 @@ def test_permission_dialog_shows_a_broad_answer_before_it_is_sent(snap_compare, 
     assert snap_compare(app, terminal_size=size, run_before=press_on("ses_perm", *keys))
 
 
-@pytest.mark.parametrize("size", [(100, 32), NARROW], ids=["100x32", "80x24"])
+@pytest.mark.parametrize("size", [(100, 32), NARROW, WIDE], ids=["100x32", "80x24", "160x48"])
 def test_a_command_of_two_lines_is_shown_as_two(snap_compare, size: tuple[int, int]) -> None:
     """Issue 41: `echo …⏎rm -rf ~/projects` is two lines in the dialog, never one `echo`; the
     table's cell says `(+1 line)`."""
@@ -335,8 +335,9 @@ def test_a_command_of_two_lines_is_shown_as_two(snap_compare, size: tuple[int, i
 
 def test_a_long_command_scrolls_with_a_sign_of_more_at_80x24(snap_compare) -> None:
     """Issue 41: a command of 30 lines at 80x24: the dialog's body scrolls (its scrollbar
-    says there is more) and the buttons stay in view; the patterns and always rows below the
-    command are reached by scrolling, never cut off without a sign."""
+    says there is more, and the line under it how many lines are below) and the buttons stay
+    in view; the patterns and always rows below the command are reached by scrolling, never
+    cut off without a sign."""
     command = "\n".join(f"echo step {i}" for i in range(1, 30)) + "\nrm -rf ~/projects"
     app, _ = make_app(views.sneaky_permission(command), actions=FakeActions())
     assert snap_compare(app, terminal_size=NARROW, run_before=press_on("ses_perm", "r"))

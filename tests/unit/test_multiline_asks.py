@@ -85,3 +85,23 @@ def test_a_command_of_several_lines_says_how_many_under_its_label() -> None:
     assert "command     echo 0\n30 lines    echo 1\n" in shown
     one = permission_fields(pending_of(permission("per_1", "ses_1", "ls"))).plain
     assert "lines" not in one
+
+
+def test_a_pattern_of_several_lines_says_how_many_under_its_label() -> None:
+    """V2 sends what will run only as the permission's patterns (no command in its metadata):
+    a pattern of several lines says how many, as a command does."""
+    from tui.core.models import PermissionRequest
+
+    req = PermissionRequest.parse(
+        {
+            "id": "per_1",
+            "sessionID": "ses_1",
+            "permission": "shell",
+            "patterns": [SNEAKY],
+            "metadata": {},
+            "always": ["echo *"],
+        }
+    )
+    shown = permission_fields(pending_of(req)).plain
+    assert "patterns    echo cleaning build cache\n2 lines     rm -rf ~/projects" in shown
+    assert "always      echo *" in shown  # one line: nothing more said

@@ -49,6 +49,7 @@ from .respond import Responder
 from .screens.confirm import ConfirmScreen
 from .screens.conversation import ConversationScreen
 from .screens.detail import DetailScreen
+from .screens.dialog import PAGE_EXTRA, SCROLL_EXTRA
 from .screens.help import DETAIL_EXTRA, NAVIGATION, HelpScreen, binding_rows
 from .screens.main import MainScreen
 from .screens.permission import PermissionScreen
@@ -786,8 +787,11 @@ class OcwatchApp(App[None]):
             ("Details", binding_rows(DetailScreen.BINDINGS, off) + list(DETAIL_EXTRA)),
             ("Conversation", binding_rows(ConversationScreen.BINDINGS, off)),
             ("Servers", binding_rows(ServersScreen.BINDINGS)),
-            ("Permission dialog", binding_rows(PermissionScreen.BINDINGS)),
-            ("Question dialog", binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA)),
+            ("Permission dialog", binding_rows(PermissionScreen.BINDINGS) + list(SCROLL_EXTRA)),
+            (
+                "Question dialog",
+                binding_rows(QuestionScreen.BINDINGS) + list(QUESTION_EXTRA) + list(PAGE_EXTRA),
+            ),
             ("Confirm dialog", binding_rows(ConfirmScreen.BINDINGS)),
             ("Everywhere", binding_rows(self.BINDINGS) + palette),
             ("Table and mouse", list(NAVIGATION)),

@@ -4,8 +4,10 @@ still open (the request may be answered elsewhere while the dialog is up)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
+from textual.binding import Binding, BindingType
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.screen import ModalScreen
 from textual.widgets import Static
@@ -43,16 +45,18 @@ def value_lines(text: str, indent: str, style: str = "", *, tally: bool = False)
     return parts
 
 
-def values_lines(values: Sequence[str], indent: str, style: str = "") -> list[Part]:
+def values_lines(
+    values: Sequence[str], indent: str, style: str = "", *, tally: bool = False
+) -> list[Part]:
     """Several such values: on one line, comma-separated, when each is one line; else one
-    under the other."""
+    under the other (`tally`: each of several lines says how many, as `value_lines`)."""
     if all(len(literal_lines(v)) <= 1 for v in values):
         return [(", ".join(literal(v) for v in values), style)]
     parts: list[Part] = []
     for n, v in enumerate(values):
         if n:
             parts += ["\n", (indent, "$foreground-muted")]
-        parts += value_lines(v, indent, style)
+        parts += value_lines(v, indent, style, tally=tally)
     return parts
 
 
@@ -102,8 +106,36 @@ def still_open(view: View | None, pending: Pending) -> bool:
     return any(p.id == pending.id for r in view.rows.values() for p in r.pending)
 
 
+SCROLL_EXTRA = (("↑ ↓ pgup pgdn home end", "Scroll a request longer than the dialog"),)
+"""The help's line for the scroll keys (`RequestDialog.BINDINGS`, one line for the six)."""
+PAGE_EXTRA = (("pgup pgdn", "Scroll a request longer than the dialog"),)
+"""The same where a focused list takes the arrows, home and end (the question dialog)."""
+
+
+class DialogBody(VerticalScroll):
+    """A dialog's scrolling body: tells its dialog when its size changes (what is below its
+    view changes with it)."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, RequestDialog):
+            self.call_after_refresh(screen.say_more)
+
+
 class RequestDialog(ModalScreen[R]):
-    """A dialog about one open request of one row; warns when the request closes meanwhile."""
+    """A dialog about one open request of one row; warns when the request closes meanwhile.
+
+    A request longer than the screen scrolls in the dialog's body: the arrow, page, home and
+    end keys scroll it wherever the focus is (the focus starts on a button, which takes none
+    of them; a focused list or text field keeps its own), and a line under the body says how
+    many lines are below (`more_sign`), so what is out of view is never taken for absent."""
+
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding(key, f"scroll_body('{key}')", "Scroll the request", show=False)
+        for key in ("down", "up", "pagedown", "pageup", "home", "end")
+    ]
+    SCROLL_SAID: ClassVar[tuple[str, str]] = ("↓ or pgdn", "↑ or pgup")
+    """The keys the line under the body names: to see what is below, to go back."""
 
     def __init__(
         self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
@@ -129,10 +161,53 @@ class RequestDialog(ModalScreen[R]):
         banner.display = False
         return banner
 
+    def more_sign(self) -> Static:
+        """The line under the body that says what is out of view (shown only when the body
+        scrolls)."""
+        sign = Static("", classes="dialog-more")
+        sign.display = False
+        return sign
+
     def on_mount(self) -> None:
         if self.dashboard is not None:
             self.dashboard.view_changed.subscribe(self, self._on_view)
             self._on_view(self.dashboard.view)
+        body = self.query_one(".dialog-body")
+        for name in ("scroll_y", "virtual_size"):
+            self.watch(body, name, self.say_more, init=False)
+
+    def action_scroll_body(self, key: str) -> None:
+        body = self.query_one(".dialog-body", VerticalScroll)
+        scroll = {
+            "down": body.scroll_down,
+            "up": body.scroll_up,
+            "pagedown": body.scroll_page_down,
+            "pageup": body.scroll_page_up,
+            "home": body.scroll_home,
+            "end": body.scroll_end,
+        }[key]
+        scroll(animate=False)
+
+    def say_more(self) -> None:
+        """How many of the body's lines are below its view, or that its end is in view.
+        Once shown, the line stays while the body scrolls (hiding it would give the body its
+        line back and could end the scrolling that showed it)."""
+        body = self.query_one(".dialog-body", VerticalScroll)
+        sign = self.query_one(".dialog-more", Static)
+        if body.max_scroll_y <= 0:
+            sign.display = False
+            return
+        below = int(body.max_scroll_y - body.scroll_y)
+        if below > 0:
+            lines = f"{below:,} more line{'s' if below != 1 else ''}"
+            said = f"▼ {lines} below · {self.SCROLL_SAID[0]} scrolls"
+            sign.update(Content.styled(said, "$warning bold"))
+        else:
+            said = f"▲ the end of the request · {self.SCROLL_SAID[1]} scrolls back"
+            sign.update(Content.styled(said, "$foreground-muted"))
+        if not sign.display:
+            sign.display = True
+            self.call_after_refresh(self.fit_body)
 
     def on_resize(self) -> None:
         self.call_after_refresh(self.fit_body)
@@ -149,6 +224,7 @@ class RequestDialog(ModalScreen[R]):
         )
         room = int(self.size.height * 0.95) - chrome
         body.styles.max_height = max(3, room)
+        self.call_after_refresh(self.say_more)
 
     def _on_view(self, view: View | None) -> None:
         self.query_one(".dialog-gone", Static).display = not still_open(view, self.pending)

@@ -8,7 +8,7 @@ from typing import Any
 
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.widgets import Button, Input, Static
 
@@ -16,6 +16,7 @@ from tui.app.format import literal
 from tui.core.view import Pending
 
 from .dialog import (
+    DialogBody,
     Part,
     RequestDialog,
     asked_by,
@@ -73,13 +74,13 @@ def permission_fields(pending: Pending) -> Content:
             parts += ["\n", label(literal(key)), literal(str(value))]
     patterns = req.patterns if req is not None else ()
     if patterns:
-        parts += ["\n", label("patterns"), *values_lines(patterns, INDENT)]
+        parts += ["\n", label("patterns"), *values_lines(patterns, INDENT, tally=True)]
     always = req.always if req is not None else ()
     if always:
         parts += [
             "\n",
             label("always"),
-            *values_lines(always, INDENT),
+            *values_lines(always, INDENT, tally=True),
             ("  (what “always” allows from now on)", "$foreground-muted"),
         ]
     return Content.assemble(*parts, *blocks).rstrip()
@@ -138,9 +139,10 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             box.border_title = "Permission asked"
             box.border_subtitle = "o once · a always… · r reject… · m message · esc cancel"
             yield self.gone_banner()
-            with VerticalScroll(classes="dialog-body"):
+            with DialogBody(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
                 yield Static(permission_fields(self.pending), id="permission-fields")
+            yield self.more_sign()
             yield Static(
                 Content.assemble(
                     ("Message", "bold"),

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from rich.segment import Segment
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import Horizontal, Vertical
 from textual.content import Content
 from textual.strip import Strip
 from textual.widget import Widget
@@ -21,7 +21,7 @@ from tui.app.format import literal
 from tui.core.view import Pending, SessionRow
 
 from ..dashboard import Dashboard
-from .dialog import Part, RequestDialog, asked_by, value_lines
+from .dialog import DialogBody, Part, RequestDialog, asked_by, value_lines
 
 QUESTION_EXTRA = (
     ("↑ ↓, space", "Move between options, choose one (or toggle one of several)"),
@@ -130,6 +130,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         Binding("ctrl+r", "reject", "Reject", priority=True),
         Binding("escape", "cancel", "Cancel"),
     ]
+    SCROLL_SAID = ("tab or pgdn", "shift+tab or pgup")  # (the arrows move in a list)
 
     def __init__(
         self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
@@ -142,7 +143,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
             box.border_title = "Question asked"
             box.border_subtitle = "ctrl+s submit · ctrl+r reject · esc cancel"
             yield self.gone_banner()
-            with VerticalScroll(classes="dialog-body"):
+            with DialogBody(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
                 for n, asked in enumerate(self.asked, 1):
                     yield Static(heading(n, asked), classes="question-heading")
@@ -156,6 +157,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
                         yield Input(placeholder=hint, id=f"typed-{n}", classes="question-typed")
                 if not self.asked:
                     yield Static("The request carries no question; reject it or cancel.")
+            yield self.more_sign()
             yield Static(
                 Content.styled(
                     "↑↓ move · space/enter choose · tab next question · enter in a typed answer "
