@@ -405,7 +405,8 @@ class EventRecorder:
     def __init__(
         self, base_url: str, path: str = "/global/event", auth: tuple[str, str] | None = None
     ) -> None:
-        self.url = httpx.URL(base_url.rstrip("/") + path)
+        self.base_url = base_url.rstrip("/")
+        self.url = httpx.URL(self.base_url + path)
         self.auth = auth
         self.frames: list[Frame] = []
         self.non_data: list[str] = []
@@ -416,21 +417,43 @@ class EventRecorder:
         self._thread: threading.Thread | None = None
         self._stopped = threading.Event()
         self._connected = threading.Event()
+        self._probe = "ocwatch-probe-" + uuid.uuid4().hex
+        self._probed = threading.Event()
         self.error: BaseException | None = None
 
     def start(self, timeout: float = 20.0) -> EventRecorder:
+        """Connect, and return once every event the server publishes after this call will be
+        recorded."""
         self._thread = threading.Thread(target=self._run, name="event-recorder", daemon=True)
         self._thread.start()
         wait_until(lambda: self._connected.is_set() or self.error, timeout, what="SSE connect")
         if self.error:
             raise self.error
-        # wait for the first frame (server.connected) so nothing after this call is missed
         wait_until(
             lambda: self.frames or self.error or self._stopped.is_set(),
             timeout,
             what="first SSE frame",
         )
+        if self.status_code == 200 and not self._stopped.is_set():
+            self._prove_subscribed(timeout)
         return self
+
+    def _prove_subscribed(self, timeout: float) -> None:
+        """The server sends `server.connected` before it subscribes the stream to its bus (the
+        stream is that frame, then the bus: an event published in between is never sent; a
+        loaded machine widens the gap), so a toast of our own is published, again every half
+        second, until the stream carries one. The toasts are not recorded."""
+        deadline = time.monotonic() + timeout
+        with httpx.Client(base_url=self.base_url, auth=self.auth, timeout=timeout) as client:
+            while True:
+                r = client.post("/tui/show-toast", json={"message": self._probe, "variant": "info"})
+                r.raise_for_status()
+                if self._probed.wait(0.5):
+                    return
+                if self.error:
+                    raise self.error
+                if self._stopped.is_set() or time.monotonic() >= deadline:
+                    raise WaitTimeout(f"the event stream never carried a toast of ours: {self.url}")
 
     def stop(self) -> None:
         self._stopped.set()
@@ -490,6 +513,9 @@ class EventRecorder:
                         obj = json.loads(raw)
                     except ValueError:
                         obj = None
+                    if self._is_probe(obj):
+                        self._probed.set()
+                        continue
                     with self._lock:
                         self.frames.append(Frame(time.time(), raw, obj))
                 elif line:
@@ -500,6 +526,15 @@ class EventRecorder:
                 self.error = exc
         finally:
             self._stopped.set()
+
+    def _is_probe(self, obj: Any) -> bool:
+        """Whether a frame is one of `_prove_subscribed`'s toasts (`/global/event` wraps the
+        event in `payload`, `/event` does not)."""
+        if not isinstance(obj, dict):
+            return False
+        event = obj.get("payload", obj)
+        props = event.get("properties") if isinstance(event, dict) else None
+        return isinstance(props, dict) and props.get("message") == self._probe
 
     @staticmethod
     def _lines(f: Any, chunked: bool) -> Any:

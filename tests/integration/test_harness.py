@@ -170,6 +170,20 @@ def test_event_stream_first_frame(events: EventRecorder) -> None:
     first = events.snapshot()[0]
     assert first.type == "server.connected"
     assert events.headers.get("content-type", "").startswith("text/event-stream")
+    assert all(f.type != "tui.toast.show" for f in events.snapshot())  # (its probes unrecorded)
+
+
+def test_the_recorder_has_every_event_published_after_its_start(
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
+    """The server subscribes a stream to its bus only after sending `server.connected`: a
+    session made at once after that first frame often went unrecorded on a loaded machine (the
+    sync-frames test then missed seq 0). The recorder's start waits until the stream carries a
+    probe of its own; each try here makes a session at once after it."""
+    for _ in range(5):
+        with EventRecorder(oc_server.url, auth=oc_server.auth) as rec:
+            sid = oc.create_session(title="right after the recorder")["id"]
+            rec.wait_event("session.created", sid, timeout=10)
 
 
 def test_scripted_model_sees_title_turn_and_tool_result(
