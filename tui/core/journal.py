@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from pydantic import ValidationError
 
@@ -26,8 +27,10 @@ from .models import (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Entry:
+class Entry(NamedTuple):
+    """An event as the journal keeps it, with its sequence number (a named tuple: one is made
+    for every event kept, faster than a frozen dataclass)."""
+
     seq: int
     event: Event
 
@@ -80,9 +83,8 @@ class Journal:
         if len(self._entries) > self._limit or self._bytes > self._max_bytes:
             # drop the oldest tenth at once (by count, and as much as the byte bound asks)
             # until a snapshot (which the caller must now take) covers them
-            for _ in range(max(1, self._limit // 10)):
-                if len(self._entries) > 1:
-                    self._drop_oldest()
+            for _ in range(min(max(1, self._limit // 10), len(self._entries) - 1)):
+                self._drop_oldest()
             while self._bytes > self._max_bytes // 2 and len(self._entries) > 1:
                 self._drop_oldest()
             self.overflowed = True

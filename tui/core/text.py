@@ -57,7 +57,7 @@ def loads(text: str | bytes) -> Any:
     parser's RecursionError is no ValueError: callers would let it through as a crash), and so
     do a number of more digits than Python converts and JSON of more values than
     MAX_CONTAINERS / MAX_COMMAS (TooMany): Refused, each, saying why."""
-    if isinstance(text, bytes | bytearray):
+    if isinstance(text, (bytes, bytearray)):
         text = text.decode("utf-8", errors="replace")
     if len(text) > MAX_CONTAINERS:  # (counted only where they could be that many)
         containers = text.count("{") + text.count("[")
@@ -68,7 +68,7 @@ def loads(text: str | bytes) -> Any:
             )
     try:
         data = _DECODER.decode(text)
-        if _SURROGATE_ESCAPE.search(text):
+        if "\\" in text and _SURROGATE_ESCAPE.search(text):  # (most texts hold no escape)
             data = _fix(data)
     except RecursionError:
         raise Refused("JSON nested too deeply") from None

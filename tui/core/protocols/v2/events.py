@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import text
-from ...events import Event, FrameParser, Parsed, remember
+from ...events import GAP, NOTHING, Event, FrameParser, Parsed, remember
 from . import wire
 
 log = logging.getLogger("ocwatch.events.v2")
@@ -104,10 +104,10 @@ class V2EventParser(FrameParser):
     def parse(self, data: str, received: float) -> Parsed:
         """Parse one SSE `data` payload. Never raises."""
         if not data or data.isspace():
-            return Parsed()
+            return NOTHING
         at = data.find('"type":')
         if at >= 0 and data.startswith(_QUICK, at + 7):
-            return Parsed()
+            return NOTHING
         try:
             frame = text.loads(data)
         except (ValueError, RecursionError):
@@ -122,28 +122,33 @@ class V2EventParser(FrameParser):
             props = {}
         if not isinstance(props, dict):
             return self._skip(f"a {etype} event whose data is not an object")
-        gap = self._check_seq(frame.get("durable"))
+        durable = frame.get("durable")
+        gap = self._check_seq(durable) if durable is not None else False
         sid = props.get("sessionID")
         if sid is not None and not isinstance(sid, str):
             return self._skip(f"a {etype} event whose sessionID is not a string")
-        loc = frame.get("location")
-        directory = wire.directory_of(frame) if isinstance(loc, dict) else None
-        created = frame.get("created")
         if etype == "server.connected":
             return Parsed(Event(etype, props, None, received), gap, control=etype)
+        if etype in NOISE:
+            return GAP if gap else NOTHING
         self._more: list[tuple[str, dict[str, Any]]] = []
-        if etype not in NOISE and self.seen(frame.get("id"), data):
-            return Parsed(gap=gap)  # applied already: a replayed copy says nothing new
+        if self.seen(frame.get("id"), data):
+            return GAP if gap else NOTHING  # applied already: a replayed copy says nothing new
         try:
-            out = self._translate(etype, props, sid, created, received)
+            out = self._translate(etype, props, sid, frame.get("created"), received)
         except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError):
             return self._skip(f"a {etype} event of an unexpected shape")
         if out is None:
             if not _noise(etype) and etype not in _KNOWN:
                 self._unknown(etype)
-            return Parsed(gap=gap)
-        more = tuple(Event(t, p, directory or None, received) for t, p in self._more)
-        return Parsed(Event(out[0], out[1], directory or None, received), gap, more=more)
+            return GAP if gap else NOTHING
+        loc = frame.get("location")
+        directory = (wire.directory_of(frame) or None) if isinstance(loc, dict) else None
+        event = Event(out[0], out[1], directory, received)
+        if not self._more:
+            return Parsed(event, gap)
+        more = tuple(Event(t, p, directory, received) for t, p in self._more)
+        return Parsed(event, gap, more=more)
 
     # -- the facts ------------------------------------------------------------------------------
     def _translate(
