@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from textual.app import App, ComposeResult
+from textual.content import Content
 from textual.widgets import Static
 
 from tui.app.screens.conversation import ConversationScreen
 from tui.app.screens.detail import DetailScreen
-from tui.app.widgets.conversation_log import BlockLog
+from tui.app.widgets.conversation_log import BATCH, BlockLog
 from tui.core.client import Unreachable
 from tui.core.conversation import FIRST_PAGE
 
@@ -61,7 +63,8 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
     app, source = make_app(peek=peek)
     async with app.run_test(size=(100, 30)) as pilot:
         screen = await conversation(pilot, app)
-        await until(pilot, lambda: "100 messages" in title(app))
+        # every message laid out (in batches, newest first) before the height is taken
+        await until(pilot, lambda: "100 messages" in title(app) and screen.body.complete)
         height = screen.body.max_scroll_y
         # the session goes on: a new reply, and the last one streamed further
         messages.append(chat(1, start=101, text="Fresh")[0])
@@ -71,8 +74,11 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
         app.pull()
         await until(pilot, lambda: "Fresh 101" in body(app))
         assert "Streamed further 99" in body(app) and "Reply 99" not in body(app)
-        await until(  # the new reply laid out, and followed to the end
-            pilot, lambda: height < screen.body.max_scroll_y == screen.body.scroll_y
+        await until(  # the new reply laid out (all of it: see above), and followed to the end
+            pilot,
+            lambda: (
+                screen.body.complete and height < screen.body.max_scroll_y == screen.body.scroll_y
+            ),
         )
         await pilot.press("g")
         await until(pilot, lambda: screen.body.scroll_y == 0)
@@ -83,6 +89,37 @@ async def test_new_messages_follow_live_and_a_reader_scrolled_up_stays_put() -> 
         await until(pilot, lambda: "Later 103" in body(app))
         await pilot.pause(0.1)  # (time for a scroll that should not come: late, it passes)
         assert screen.body.scroll_y == 0  # the reader scrolled up: left where they are
+
+
+class LogApp(App[None]):
+    def compose(self) -> ComposeResult:
+        yield BlockLog()
+
+
+async def test_a_log_laid_out_in_batches_stays_at_its_end() -> None:
+    """The first batch overflows the view before its scrollbar comes (Textual refuses a scroll
+    until the next layout of the screen): the log still ends at its end, not on the block at
+    the top of the view when the second batch came."""
+    app = LogApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        log = app.query_one(BlockLog)
+        log.set_blocks([(i, Content(f"block {i}")) for i in range(3 * BATCH)])
+        await until(pilot, lambda: log.complete)
+        await pilot.pause()
+        assert log.scroll_y == log.max_scroll_y == 3 * BATCH - log.size.height
+
+
+async def test_the_scrollbar_of_a_log_that_first_overflows_shows_where_the_view_is() -> None:
+    """One batch overflows the view and puts it at its end before the scrollbar comes: the
+    scrollbar, once there, says the end (Textual moves it with the view only while shown)."""
+    app = LogApp()
+    async with app.run_test(size=(40, 10)) as pilot:
+        log = app.query_one(BlockLog)
+        log.set_blocks([(i, Content(f"block {i}")) for i in range(BATCH // 2)])
+        await until(pilot, lambda: log.complete and log.show_vertical_scrollbar)
+        await pilot.pause()
+        assert log.scroll_y == log.max_scroll_y > 0
+        assert log.vertical_scrollbar.position == log.scroll_y
 
 
 async def test_from_the_detail_view_and_a_server_error_is_said() -> None:

@@ -229,11 +229,19 @@ class BlockLog(StripView, can_focus=True):
         self._starts, self._keys = starts, keys
         self._place_cursor()
         self.show_lines(lines, width)
+        # forced: when these lines are the first to overflow, the scrollbar comes only with the
+        # next layout of the screen, and Textual refuses a scroll until then; the next batch
+        # would take the top of the view for what the reader looks at, and stay there instead
+        # of at the end
         if anchor is None:
-            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True)
+            self.scroll_to(y=self.max_scroll_y, animate=False, immediate=True, force=True)
         elif anchor[0] in keys:
             y = starts[keys.index(anchor[0])] + anchor[1]
-            self.scroll_to(y=min(y, self.max_scroll_y), animate=False, immediate=True)
+            self.scroll_to(y=min(y, self.max_scroll_y), animate=False, immediate=True, force=True)
+        if self.max_scroll_y > 0 and not self.show_vertical_scrollbar:
+            # (Textual moves a scrollbar with the view only while it is shown: the one to come
+            # starts where the view is)
+            self.vertical_scrollbar.position = self.scroll_y
         if waiting and not self._pending:
             self._pending = True
             self.set_timer(0.01, self._layout)  # after this frame: the next batch
