@@ -428,17 +428,38 @@ async def test_while_opencode_has_the_terminal_the_dashboard_keeps_watching(
 ) -> None:
     """Issue 41: `A` outside tmux hands the terminal over without stopping the app: while the
     stand-in OpenCode runs, new Views are taken in, a session that starts asking is marked
-    unread, and the alerts that would write to the terminal are held back; once it exits the
-    dashboard is back and the next alert rings."""
+    unread, the alerts that go elsewhere (a desktop notification, a webhook, a command) are
+    delivered, and the alerts that would write to the terminal are held back; once it exits
+    the dashboard is back and the next alert rings."""
     from tui.core.config import AlertConfig
+    from tui.export.deliver import Deliverer, Payload
 
     from .test_alerts import DONE, later, spy
+
+    class Elsewhere:
+        """An off-terminal sink (as notify-send, a webhook or --notify-cmd): what it got."""
+
+        name = "elsewhere"
+
+        def __init__(self) -> None:
+            self.sent: list[Payload] = []
+
+        def describe(self) -> str:
+            return "a test sink"
+
+        async def send(self, p: Payload) -> None:
+            self.sent.append(p)
 
     release = tmp_path / "release"
     called = waiting_stand_in(tmp_path / "bin", release)
     lau = launcher(tmp_path / "bin")
     lau.attach_in = "terminal"
-    app, source = make_app(launcher=lau, alerts=AlertConfig(bell=True))
+    sink = Elsewhere()
+    app, source = make_app(
+        launcher=lau,
+        alerts=AlertConfig(bell=True),
+        deliverer=Deliverer([sink], lambda _text: None),
+    )
     written = spy(app)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, BUSY, "A")
@@ -451,6 +472,10 @@ async def test_while_opencode_has_the_terminal_the_dashboard_keeps_watching(
         source.set(asking)
         await until(pilot, lambda: app.view is not None and app.view.rows[DONE].state == "input")
         await until(pilot, lambda: DONE in app.unread)
+        await until(
+            pilot, lambda: [(p.kind, p.session_id) for p in sink.sent] == [("input", DONE[1])]
+        )
+        assert app.handed_over  # delivered while OpenCode has the terminal
         assert written == []  # nothing written to a terminal OpenCode has
         release.touch()
         await until(pilot, lambda: not app.handed_over)
