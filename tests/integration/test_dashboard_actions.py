@@ -177,12 +177,28 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
     oc: Driver, oc_server: OpenCodeServer, tmp_path
 ) -> None:
     """Issue 41: `A` hands the terminal to OpenCode (a stand-in that runs until released)
-    without stopping the dashboard: a session that starts asking for a permission meanwhile
-    on the real server reaches the View, is marked unread, and the exporter counts its
-    request; the dashboard is back when OpenCode exits."""
+    without stopping the dashboard: a session created and asking for a permission meanwhile
+    on the real server reaches the View, is marked unread, alerts (its first sight is already
+    asking: an off-terminal sink gets it while OpenCode has the terminal), and the exporter
+    counts its request; the dashboard is back when OpenCode exits."""
     from tests.app.test_launch import waiting_stand_in
     from tui.app.launch import DEFAULT_ATTACH, Launcher
+    from tui.export.deliver import Deliverer, Payload
     from tui.export.metrics import Metrics
+
+    class Elsewhere:
+        """An off-terminal alert sink (as notify-send, a webhook or --notify-cmd)."""
+
+        name = "elsewhere"
+
+        def __init__(self) -> None:
+            self.sent: list[Payload] = []
+
+        def describe(self) -> str:
+            return "a test sink"
+
+        async def send(self, p: Payload) -> None:
+            self.sent.append(p)
 
     release = tmp_path / "release"
     called = waiting_stand_in(tmp_path / "bin", release)
@@ -195,6 +211,7 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
         attach_in="terminal",
     )
     here = oc.create_session(title="attached to")["id"]
+    sink = Elsewhere()
     app = create_app(
         fleet,
         DashboardOptions(
@@ -202,6 +219,7 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
             actions=FleetActions(fleet),
             observers=[metrics.publish],
             launcher=launcher,
+            deliverer=Deliverer([sink], lambda _text: None),
         ),
     )
 
@@ -218,6 +236,11 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
         asked = await until_row(pilot, app, sid, asking("permission"), "the permission")
         await until(pilot, lambda: pending() == before + 1, "the exporter's count")
         await until(pilot, lambda: asked.key in app.unread, "the unread mark")
+        await until(
+            pilot,
+            lambda: ("input", sid) in [(p.kind, p.session_id) for p in sink.sent],
+            "the alert",
+        )
         assert app.handed_over
         release.touch()
         await until(pilot, lambda: not app.handed_over, "the dashboard back")
