@@ -115,3 +115,19 @@ def test_a_copy_still_loading_does_not_keep_the_session_from_its_own_server() ->
     assert shown(fleet) == {"ses_pay": (B, "idle")}
     rows[A] = [row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")]
     assert shown(fleet) == {"ses_pay": (A, "idle")}  # its folder's server, once read
+
+
+def test_a_change_of_a_copy_not_shown_changes_nothing_shown() -> None:
+    """Seen in the integration test: a monitor said its copy changed (the one dropped), and the
+    feed, told only that row changed, looked it up in the View (KeyError)."""
+    rows = {
+        A: [row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")],
+        B: [row("ses_pay", "pay", "busy", server=B, directory=SHOP)],
+    }
+    fleet = fleet_of({A: SHOP, B: BLOG}, rows)
+    assert shown(fleet) == {"ses_pay": (B, "busy")}
+    for m in fleet.monitors:  # each monitor says its row changed
+        m.take_changed = lambda url=m.url: [(url, "ses_pay")]  # type: ignore[method-assign]
+    rows[A] = [row("ses_pay", "pay", "unknown", server=A, directory=SHOP, reason="interrupted")]
+    assert shown(fleet) == {"ses_pay": (B, "busy")}
+    assert fleet.last_changes is not None and fleet.last_changes.transitions == []

@@ -152,8 +152,11 @@ class Fleet:
                 rows.update(m.rows(now))
                 theirs = m.take_changed()
                 changed = None if theirs is None or changed is None else changed + theirs
-        if len(self.local) > 1 and self._one_copy(rows):
-            changed = None  # which server's copy shows moved: every row is compared
+        if len(self.local) > 1:
+            if self._one_copy(rows):
+                changed = None  # which server's copy shows moved: every row is compared
+            elif changed is not None and self._dropped:  # a copy not shown changed: nothing
+                changed = [k for k in changed if k not in self._dropped]  # shown did
         if self._members_moved:  # a server added or removed: every row is compared (its
             changed, self._members_moved = None, False  # rows came or went all at once)
         view = View(now, self.servers(), rows)
