@@ -131,3 +131,48 @@ def test_snapshots_failing_while_the_stream_beats_are_said_once_and_their_return
         "stream still carries changes, nothing checks them against the server",
         f"ocwatch watch: {SERVER}: snapshots succeed again",
     ]
+
+
+def test_a_row_whose_server_left_is_not_said_deleted():
+    gone = Transition((SERVER, "ses_1"), srow("idle", "completed"), None, T0)
+    assert "idle (completed) -> deleted" in transition_text(gone, True)
+    left = transition_text(gone, True, left=True)
+    assert "idle (completed) -> not watched (its server left)" in left and "deleted" not in left
+    assert transition_json(gone, left=True)["server_left"] is True
+    assert "server_left" not in transition_json(gone)
+
+
+async def test_watch_says_servers_that_leave_an_inventory_left_and_names_each_line_s_server():
+    """Seen by hand: `watch --servers-file` printed `idle (completed) -> deleted` for every
+    session of a server taken out of the file (none was deleted), and its lines never said
+    which server once a second one was added (it had one at start)."""
+    import asyncio
+    import io
+
+    from tests.unit.test_fleet_membership import FAST, Listed
+    from tui.cli.watch import watch
+    from tui.core.targets import Servers, Target
+    from tui.demo.server import DemoServer
+
+    one = DemoServer(speed=400, heartbeat=0.05)
+    one.freeze()
+    async with one:
+        listed = Listed(Target(one.url, name="one", source="file"))
+        out, err = io.StringIO(), io.StringIO()
+        stop = asyncio.Event()
+        servers = Servers((), settings=FAST, sources=(listed,))
+        task = asyncio.create_task(watch(servers, out=out, err=err, stop=stop))
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + 30
+        while "new -> " not in out.getvalue():
+            assert loop.time() < deadline and not task.done(), err.getvalue()
+            await asyncio.sleep(0.02)
+        listed.targets = []
+        while "not watched (its server left)" not in out.getvalue():
+            assert loop.time() < deadline and not task.done(), err.getvalue()
+            await asyncio.sleep(0.02)
+        stop.set()
+        assert await task == 0
+    lines = out.getvalue().splitlines()
+    assert lines and all(line.endswith(f"@{one.url}") for line in lines)
+    assert not any("deleted" in line for line in lines)

@@ -35,12 +35,13 @@ def _state(row: SessionRow | None) -> dict[str, Any] | None:
     return {"state": state, "reason": reason, "stale": stale}
 
 
-def transition_json(tr: Transition) -> dict[str, Any]:
-    """One NDJSON object of `watch --json` (the README documents the fields)."""
+def transition_json(tr: Transition, left: bool = False) -> dict[str, Any]:
+    """One NDJSON object of `watch --json` (the README documents the fields). `left`: the
+    row is gone because its server left the fleet (`"server_left": true`), not deleted."""
     row = tr.after or tr.before
     assert row is not None
     now = tr.after
-    return {
+    out: dict[str, Any] = {
         "at": iso(tr.at),
         "server": row.server,
         "session_id": row.id,
@@ -52,14 +53,19 @@ def transition_json(tr: Transition) -> dict[str, Any]:
         "pending": [p.to_json() for p in now.pending] if now is not None else [],
         "evidence": list(now.evidence) if now is not None else [],
     }
+    if left:
+        out["server_left"] = True
+    return out
 
 
-def transition_text(tr: Transition, with_server: bool) -> str:
-    """One readable line: time, session, from -> to, title (shown literally)."""
+def transition_text(tr: Transition, with_server: bool, left: bool = False) -> str:
+    """One readable line: time, session, from -> to, title (shown literally). `left`: the row
+    is gone because its server left the fleet, not deleted."""
     row = tr.after or tr.before
     assert row is not None
     before = words.line(tr.before) if tr.before is not None else "new"
-    after = words.line(tr.after) if tr.after is not None else "deleted"
+    gone = "not watched (its server left)" if left else "deleted"
+    after = words.line(tr.after) if tr.after is not None else gone
     line = (
         f"{iso(tr.at)}  {literal(row.id, escapes=True)}  {before} -> {after}  "
         f"{literal(row.title or '', escapes=True)}"
@@ -106,17 +112,22 @@ async def watch(
             if not read:
                 notes.line(NO_SERVER)
             return ExitCode.USAGE
-        with_server = len(fleet.monitors) > 1
         while not stop.is_set():
             changed.clear()
             view = fleet.current()
             notes.say(view.servers, view.generated_at)
+            # servers may come and go (discovery, an inventory file): each line names its own
+            with_server = len(fleet.monitors) > 1 or fleet.keeper is not None
+            watched = {s.url for s in view.servers}
             changes = fleet.last_changes
             for tr in changes.transitions if changes is not None else ():
                 if wanted and tr.key[1] not in wanted:
                     continue
+                left = tr.after is None and tr.key[0] not in watched
                 line = (
-                    text.dumps(transition_json(tr)) if as_json else transition_text(tr, with_server)
+                    text.dumps(transition_json(tr, left))
+                    if as_json
+                    else transition_text(tr, with_server, left)
                 )
                 out.write(line + "\n")
                 out.flush()
