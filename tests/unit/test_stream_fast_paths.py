@@ -7,8 +7,13 @@ the very facts and link state the long way leaves.
 
 from __future__ import annotations
 
+import json
+
+import pytest
+
 from tests.builders import T0, entries, status_event
 from tests.unit.test_transitions import Clock, frame
+from tui.core import text
 from tui.core.client import OcwatchError
 from tui.core.journal import Journal, fold
 from tui.core.models import SessionStatus
@@ -60,3 +65,21 @@ def test_an_overflowing_journal_moves_the_vouch_to_its_last_frame() -> None:
     clock.t = T0 + 14
     mon.on_data(frame("session.status", {"sessionID": "ses_0", "status": {"type": "busy"}}))
     assert mon.state.vouch_since == T0 + 14  # (still overflowed: no snapshot cut it)
+
+
+@pytest.mark.parametrize(
+    "doc",
+    ['{"a": 1}', ' {"a": 1}\n', "[1] [2]", '{"a": 1}x', "", "  ", '{"a":', "nul", '"x"', "1e400"],
+)
+def test_text_loads_reads_and_refuses_as_json_does(doc: str) -> None:
+    """text.loads reads a frame with the decoder's scanner alone when the frame is one value and
+    nothing else; whatever else it is, it is read, or refused with the same words, as json's
+    own decode() does."""
+    try:
+        want: object = json.loads(doc)
+    except ValueError as exc:
+        with pytest.raises(ValueError) as got:
+            text.loads(doc)
+        assert str(got.value) == str(exc)
+    else:
+        assert text.loads(doc) == want

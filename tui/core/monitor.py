@@ -362,9 +362,13 @@ class ServerMonitor(Reflector):
                     # two missed heartbeats: the stream is dead even if the socket is not
                     # (declared after `silence` to `silence + slack` without an event)
                     async with asyncio.timeout(silence + slack) as watchdog:
+                        # (a frame before `quiet_until` needs no move: it is the watchdog's
+                        # time less `silence`, kept here rather than asked of it every frame)
+                        quiet_until = watchdog_at(watchdog) - silence
                         async for data in frames:
-                            if (due := loop.time() + silence) >= watchdog_at(watchdog):
-                                watchdog.reschedule(due + slack)
+                            if (now := loop.time()) >= quiet_until:
+                                watchdog.reschedule(now + silence + slack)
+                                quiet_until = now + slack
                             self.on_data(data)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:

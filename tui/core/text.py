@@ -18,7 +18,8 @@ import math
 import re
 import unicodedata
 from functools import lru_cache
-from typing import Any
+from json.scanner import make_scanner
+from typing import Any, cast
 
 #: DEL and C1 controls, bidi embeddings, overrides, isolates and marks, zero-width and invisible
 #: formatting characters, BOM, lone surrogates, the interlinear annotation and object
@@ -67,7 +68,15 @@ def loads(text: str | bytes) -> Any:
                 f"{MAX_COMMAS:,} values; refused"
             )
     try:
-        data = _DECODER.decode(text)
+        try:
+            # the decoder's scanner straight away: a text that is one value and nothing else
+            # (what a server sends); anything else (white space around it, more after it, no
+            # value) is read by decode(), which says why it is not JSON as json does
+            data, end = _SCAN(text, 0)
+            if end != len(text):
+                data = _DECODER.decode(text)
+        except StopIteration:
+            data = _DECODER.decode(text)
         if "\\" in text and _SURROGATE_ESCAPE.search(text):  # (most texts hold no escape)
             data = _fix(data)
     except RecursionError:
@@ -85,6 +94,8 @@ def _no_constant(_name: str) -> None:
 
 #: One decoder for every parse (json.loads with an argument builds a new one each call)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant)
+#: Its scanner (what its decode() calls after skipping white space; json.scanner's, in C)
+_SCAN = make_scanner(cast(Any, _DECODER))  # (typeshed types its argument as a scanner)
 
 
 def _fix(value: Any) -> Any:
