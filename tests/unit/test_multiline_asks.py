@@ -105,3 +105,28 @@ def test_a_pattern_of_several_lines_says_how_many_under_its_label() -> None:
     shown = permission_fields(pending_of(req)).plain
     assert "patterns    echo cleaning build cache\n2 lines     rm -rf ~/projects" in shown
     assert "always      echo *" in shown  # one line: nothing more said
+
+
+def test_the_status_detail_keeps_the_count_when_it_cuts_the_line() -> None:
+    """`ocwatch status`'s DETAIL column is cut at 60 cells: a command whose first line is long
+    still says how many lines it hides (the cut took the count with it)."""
+    from tui.cli.output import render_table
+    from tui.core.view import ServerInfo, View
+
+    command = "echo " + "x" * 80 + "\nrm -rf ~/projects"
+    pending = pending_of(permission("per_1", "ses_1", command))
+    row = SessionRow(
+        SERVER, "ses_1", "t", "/p", None, "input", None, False, (), (pending,),
+        None, None, None, None,
+    )  # fmt: skip
+    out = render_table(View(0.0, (ServerInfo(SERVER, "1.0", True),), {row.key: row}), 0.0)
+    detail = out.splitlines()[-1].split("  ")[-1].strip()
+    assert detail.startswith("permission bash: echo xxx") and detail.endswith("… (+1 line)")
+    assert len(detail) == 60
+    short = pending_of(permission("per_2", "ses_1", "ls\nrm -rf ~"))
+    row = SessionRow(
+        SERVER, "ses_1", "t", "/p", None, "input", None, False, (), (short,),
+        None, None, None, None,
+    )  # fmt: skip
+    out = render_table(View(0.0, (ServerInfo(SERVER, "1.0", True),), {row.key: row}), 0.0)
+    assert out.endswith("permission bash: ls (+1 line)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import re
 import signal
 import sys
 import time
@@ -112,7 +113,7 @@ def render_table(view: View, now: float | None = None) -> str:
                 literal(r.id, escapes=True),
                 _clip(title, 40),
                 _clip(literal(_folder(r.directory), escapes=True), 24),
-                _clip(detail, 60),
+                _clip_detail(detail, 60),
             )
         )
     widths = [max(_cells(row[i]) for row in table) for i in range(len(header))]
@@ -137,6 +138,19 @@ def _cells(text: str) -> int:
 def _folder(path: str) -> str:
     parts = [p for p in path.rstrip("/").split("/") if p]
     return "/".join(parts[-2:]) if parts else path
+
+
+_MORE_LINES = re.compile(r" \(\+[\d,]+ lines?\)$")
+"""The end of a one-line summary of several lines (tui.core.text.first_line): `(+2 lines)`."""
+
+
+def _clip_detail(text: str, width: int) -> str:
+    """As `_clip`, but a summary that hides lines keeps saying how many however it is cut
+    (`bash: echo cle… (+1 line)`): the hidden lines are what a person must not miss."""
+    more = _MORE_LINES.search(text) if _cells(text) > width else None
+    if more is not None and width - len(more.group(0)) >= 6:
+        return _clip(text[: more.start()], width - len(more.group(0))) + more.group(0)
+    return _clip(text, width)
 
 
 def _clip(text: str, width: int) -> str:
