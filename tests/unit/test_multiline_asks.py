@@ -130,3 +130,21 @@ def test_the_status_detail_keeps_the_count_when_it_cuts_the_line() -> None:
     )  # fmt: skip
     out = render_table(View(0.0, (ServerInfo(SERVER, "1.0", True),), {row.key: row}), 0.0)
     assert out.endswith("permission bash: ls (+1 line)")
+
+
+def test_a_notification_keeps_the_count_when_it_cuts_the_line() -> None:
+    """The terminal's notifications (OSC 9, 777, 99) and the desktop, webhook and command
+    alerts are cut to a few hundred characters: a command whose first line is that long
+    still says how many lines it hides."""
+    from tui.core.alerts import Alert, osc9, osc99, osc777
+    from tui.export.deliver import payload
+
+    summary = pending_of(permission("per_1", "ses_1", "echo " + "x" * 500 + "\nrm -rf ~")).summary
+    alert = Alert("input", (SERVER, "ses_1"), (), "t", summary, (summary,))
+    for sequence in (osc9(alert), osc777(alert), osc99(alert)):
+        assert "x… (+1 line)" in sequence
+    sent = payload(alert, "n", None, 0.0)
+    assert sent.text.endswith("x… (+1 line)") and len(sent.text) == 300
+    assert sent.asked == (sent.text,)
+    plain_one = Alert("error", (SERVER, "ses_1"), (), "t", "e" * 500)
+    assert osc9(plain_one).endswith("e" * 10 + "\x07")  # nothing to keep: cut as before

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import re
 import signal
 import sys
 import time
@@ -14,7 +13,7 @@ from collections.abc import Iterator
 from typing import TextIO
 
 from ..core import words
-from ..core.text import literal
+from ..core.text import MORE_LINES, literal
 from ..core.view import SessionRow, View, attention_rank, duration
 
 
@@ -140,14 +139,10 @@ def _folder(path: str) -> str:
     return "/".join(parts[-2:]) if parts else path
 
 
-_MORE_LINES = re.compile(r" \(\+[\d,]+ lines?\)$")
-"""The end of a one-line summary of several lines (tui.core.text.first_line): `(+2 lines)`."""
-
-
 def _clip_detail(text: str, width: int) -> str:
     """As `_clip`, but a summary that hides lines keeps saying how many however it is cut
     (`bash: echo cle… (+1 line)`): the hidden lines are what a person must not miss."""
-    more = _MORE_LINES.search(text) if _cells(text) > width else None
+    more = MORE_LINES.search(text) if _cells(text) > width else None
     if more is not None and width - len(more.group(0)) >= 6:
         return _clip(text[: more.start()], width - len(more.group(0))) + more.group(0)
     return _clip(text, width)

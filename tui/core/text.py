@@ -290,6 +290,22 @@ class _Fallback(Exception):
 
 def plain(text: str, limit: int | None = None) -> str:
     """The text for a notification (OSC 9, notify-send): controls and invisible characters
-    removed, not escaped."""
+    removed, not escaped; cut to `limit` characters, a summary's `(+N lines)` kept."""
     out = UNSAFE.sub(" ", text)
-    return out if limit is None else out[:limit]
+    if limit is None or len(out) <= limit:
+        return out
+    return keep_count(out, limit) or out[:limit]
+
+
+MORE_LINES = re.compile(r" \(\+[\d,]+ lines?\)$")
+"""How `first_line` ends a summary of several lines."""
+
+
+def keep_count(text: str, limit: int) -> str | None:
+    """`text` (longer than `limit`) cut to `limit` characters with an ellipsis, keeping the
+    `(+N lines)` a summary of several lines ends with (the hidden lines are what a person must
+    not miss: `echo cle… (+1 line)`); None when it has none, or `limit` leaves no room."""
+    more = MORE_LINES.search(text)
+    if more is None or limit - len(more.group(0)) < 6:
+        return None
+    return text[: limit - len(more.group(0)) - 1] + "…" + more.group(0)

@@ -31,7 +31,7 @@ from ..core.alerts import Alert
 from ..core.client import OcwatchError
 from ..core.config import AlertConfig
 from ..core.fleet import Fleet
-from ..core.text import plain
+from ..core.text import keep_count, plain
 from ..core.view import iso
 
 #: Bounds of what is sent: a title, the alert's text, what is asked, the end of the reply.
@@ -92,7 +92,7 @@ class Payload:
 def payload(alert: Alert, server_name: str, reply: str | None, at: float) -> Payload:
     def bound(text: str, limit: int) -> str:
         text = " ".join(plain(text).split())
-        return text if len(text) <= limit else text[: limit - 1] + "…"
+        return text if len(text) <= limit else keep_count(text, limit) or text[: limit - 1] + "…"
 
     tail = None
     if reply:
