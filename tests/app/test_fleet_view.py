@@ -72,3 +72,32 @@ async def test_the_fleet_header_before_the_bar_is_laid_out_is_the_one_after(
             bar._shown = None
             bar.show(app.view, app.now, urls)
         assert bar._shown == laid_out
+
+
+async def test_the_servers_view_says_the_servers_that_left() -> None:
+    """A server that went away (discovery) or was taken out of a servers file is said in the
+    servers view with when and why, the latest first (the toast is gone in seconds); its words
+    (a folder's name, from the machine) are shown literally."""
+    from tui.app import DashboardOptions, create_app
+    from tui.core.source import StaticSource
+
+    source = StaticSource(views.every_state(), views.history())
+    shop = "http://127.0.0.1:34251"
+    source.gone = {  # type: ignore[attr-defined]
+        shop: (
+            views.NOW - 30,
+            f"shop {shop} (opencode TUI, pid 8, ~/[bold]shop[/]) went away (its process ended)",
+        ),
+        "http://10.0.0.5:4096": (views.NOW - 90, "was taken out of the servers file"),
+    }
+    app = create_app(source, DashboardOptions(clock=views.clock, server_urls=[views.A, views.B]))
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("i")
+        await until(pilot, lambda: isinstance(app.screen, ServersScreen))
+        await until(pilot, lambda: len(app.screen.query("#servers-gone")) == 1)
+        said = str(app.screen.query_one("#servers-gone").render())
+        lines = said.splitlines()
+        assert lines[0] == "Gone (2)"
+        assert "~/[bold]shop[/]) went away" in lines[1] and shop in lines[1]  # the latest first
+        assert lines[2].endswith("http://10.0.0.5:4096 was taken out of the servers file")
+        assert len(app.screen.query(ServerPanel)) == 2  # the watched servers' panels stay

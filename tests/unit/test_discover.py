@@ -283,7 +283,9 @@ class Members:
     def __init__(self) -> None:
         self.urls: list[str] = []
 
-    def reconcile(self, targets: list[Target]) -> tuple[list[str], list[str]]:
+    def reconcile(
+        self, targets: list[Target], why: Callable[[str], str] | None = None
+    ) -> tuple[list[str], list[str]]:
         wanted = [t.url for t in targets]
         added = [u for u in wanted if u not in self.urls]
         removed = [u for u in self.urls if u not in wanted]

@@ -121,6 +121,8 @@ async def test_a_keeper_reconciles_the_fleet_to_its_sources_and_keeps_a_bad_sour
             listed.fail, listed.targets = None, []
             await until(lambda: servers() == {one.url})
             assert any("no longer listed" in n for n in notes)
+            # kept with the source's words, for the servers view
+            assert fleet.gone[two.url][1] == f"two {two.url} (in a test) is no longer listed"
         finally:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
@@ -153,3 +155,18 @@ async def test_a_server_whose_credentials_change_in_its_source_takes_them() -> N
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
             await fleet.aclose()
+
+
+def test_the_servers_that_left_are_remembered_boundedly() -> None:
+    from tui.core.fleet import GONE_KEPT
+
+    clock = [0.0]
+    fleet = Fleet([], clock=lambda: clock[0])
+    for port in range(1, GONE_KEPT + 11):
+        clock[0] = float(port)
+        url = f"http://127.0.0.1:{port}"
+        fleet.add(url)
+        assert fleet.remove(url, "went away")
+    assert len(fleet.gone) == GONE_KEPT
+    assert "http://127.0.0.1:1" not in fleet.gone  # the earliest went first
+    assert f"http://127.0.0.1:{GONE_KEPT + 10}" in fleet.gone

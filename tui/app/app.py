@@ -130,6 +130,7 @@ class OcwatchApp(App[None]):
         )
         """What the screens read (the app is its only writer)."""
         self.dashboard.looked = o.looked
+        self.dashboard.gone = getattr(source, "gone", None)  # a live fleet's (Fleet.gone)
         self.read_only = o.read_only
         """Every action is off (abort, reply, answer, attach): a wall screen."""
         self.launcher = o.launcher

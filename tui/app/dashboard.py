@@ -10,7 +10,7 @@ contract in pyproject.toml holds it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 from textual.dom import DOMNode
@@ -70,6 +70,9 @@ class Dashboard:
         """The servers given on the command line (shown before they answer)."""
         self.looked: Callable[[], list[str]] | None = None
         """What local discovery looked at, a line per place (None: discovery is off)."""
+        self.gone: Mapping[str, tuple[float, str]] | None = None
+        """The servers taken out of the fleet (URL -> when, why: Fleet.gone), for the servers
+        view (None: the source has none)."""
         self.unread = unread
         """Rows that changed while the user looked elsewhere (kept by the app's Attention)."""
         self._read = read

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: Servers that left remembered at most (`Fleet.gone`), the latest
+GONE_KEPT = 100
+
 #: A copy's claim to be the one shown (lower first): only the process running a session knows
 #: it is busy, retrying or asking
 _LIVE = {"busy": 0, "retry": 0, "input": 0, "idle": 1, "unknown": 2}
@@ -341,6 +344,8 @@ class Fleet:
         if task is not None:
             task.cancel()
         self.gone[monitor.url] = (self.clock(), why)
+        if len(self.gone) > GONE_KEPT:  # (discovery for months: a port per server that ran)
+            del self.gone[min(self.gone, key=lambda url: self.gone[url][0])]
         try:
             closing = asyncio.get_running_loop().create_task(monitor.client.aclose())
         except RuntimeError:  # no loop: nothing was opened
@@ -351,16 +356,19 @@ class Fleet:
             self._notify()
         return True
 
-    def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]:
+    def reconcile(
+        self, targets: Sequence[Target], why: Callable[[str], str] | None = None
+    ) -> tuple[list[str], list[str]]:
         """Make the watched servers exactly `targets` (full reconciliation, never a patch):
         the missing ones added, the ones not listed removed (why: their target source's
         word); a listed one whose name or labels changed in its source (an inventory file's)
         takes them, keeping its state; one whose credentials changed there is watched afresh
-        with the new ones. Returns (added URLs, removed URLs)."""
+        with the new ones. `why(url)`: why one not listed left, in its source's words (kept
+        in `gone`). Returns (added URLs, removed URLs)."""
         wanted = {normalize_url(t.url): t for t in targets}
         removed = [m.url for m in list(self.monitors) if m.url not in wanted]
         for url in removed:
-            self.remove(url)
+            self.remove(url, why(url) if why is not None else "no longer listed")
         have = {m.url: m for m in self.monitors}
         added = []
         for key, t in wanted.items():

@@ -129,14 +129,17 @@ class Keeper:
         before = self.listed()
         if await self.read_due(clock()):
             now = self.listed()
-            added, removed = fleet.reconcile([t for t, _source in now.values()])
+
+            def why(url: str) -> str:
+                t, source = before.get(url, (None, None))
+                # the source's own words (discovery: the server went away)
+                return f"{_who(url, t)} {getattr(source, 'gone', None) or 'is no longer listed'}"
+
+            added, removed = fleet.reconcile([t for t, _source in now.values()], why)
             for url in added:
                 self.note(f"watching {_who(url, now.get(url, (None, None))[0])}")
             for url in removed:
-                t, source = before.get(url, (None, None))
-                # the source's own words (discovery: the server went away)
-                said = getattr(source, "gone", None) or "is no longer listed"
-                self.note(f"{_who(url, t)} {said}: not watched any more")
+                self.note(f"{why(url)}: not watched any more")
 
 
 def _who(url: str, target: Target | None) -> str:
@@ -147,7 +150,9 @@ def _who(url: str, target: Target | None) -> str:
 
 
 class Reconciled(Protocol):
-    def reconcile(self, targets: Sequence[Target]) -> tuple[list[str], list[str]]: ...
+    def reconcile(
+        self, targets: Sequence[Target], why: Callable[[str], str] | None = None
+    ) -> tuple[list[str], list[str]]: ...
 
 
 def keeper_for(

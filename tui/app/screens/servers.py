@@ -187,6 +187,10 @@ class ServerPanel(Vertical):
                 row.query_one(".field-value", Static).update(value)
 
 
+#: Servers that left shown at most in the servers view (the latest)
+GONE_SHOWN = 20
+
+
 class ServersScreen(ViewScreen):
     """Each server's connection, snapshot, skipped events and drift; updates live."""
 
@@ -197,6 +201,7 @@ class ServersScreen(ViewScreen):
     def __init__(self, dashboard: Dashboard) -> None:
         super().__init__(dashboard)
         self._panels: dict[str, ServerPanel] = {}  # by server URL, in the View's order
+        self._gone: Static | None = None  # the servers that left, under the panels
 
     def compose(self) -> ComposeResult:
         yield Static(Content.styled("Servers", "bold"), id="servers-title")
@@ -227,10 +232,29 @@ class ServersScreen(ViewScreen):
             self._panels = {
                 s.url: ServerPanel(s, by_server.get(s.url, []), app.now) for s in servers
             }
-            body.mount_all(self._panels.values())
+            body.mount_all(self._panels.values(), before=self._gone)
+        else:
+            for server in servers:
+                self._panels[server.url].show(server, by_server.get(server.url, []), app.now)
+        self._show_gone(body)
+
+    def _show_gone(self, body: VerticalScroll) -> None:
+        """The servers that left the fleet (discovery: went away; a servers file: taken out),
+        the latest first: said, not silently dropped (a toast is gone in seconds)."""
+        gone = sorted((self.dashboard.gone or {}).items(), key=lambda kv: -kv[1][0])
+        if not gone and self._gone is None:
             return
-        for server in servers:
-            self._panels[server.url].show(server, by_server.get(server.url, []), app.now)
+        text = Content.styled(f"Gone ({len(gone)})", "bold") if gone else Content("")
+        for url, (when, why) in gone[:GONE_SHOWN]:
+            said = why if url in why else f"{url} {why}"
+            text += Content(f"\n  {fmt.clock_time(when, self.dashboard.now)}  {said}")
+        if len(gone) > GONE_SHOWN:
+            text += Content(f"\n  … and {len(gone) - GONE_SHOWN} earlier")
+        if self._gone is None:
+            self._gone = Static(text, id="servers-gone")
+            body.mount(self._gone)
+        else:
+            self._gone.update(text)
 
     def action_back(self) -> None:
         """Back to the sessions."""
