@@ -47,10 +47,11 @@ def journal_of(evs) -> Journal:
 )
 @settings(max_examples=300, deadline=None)
 def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, with_previous):
-    """For any facts, decide() decides the same at every moment in [now, valid_until), and
-    carry() over a previous row gives the same row at every moment before the sooner of that
-    and its own until: the memo may reuse them there. (A rule that reads the clock without
-    saying when its verdict can change fails this.)"""
+    """For any facts, decide() decides the same at every moment in [now, valid_until) (but for
+    the `since` of a state no fact dates, the moment decided: Decided.undated), and carry()
+    over a previous row gives the same row at every moment before the sooner of that and its
+    own until: the memo may reuse them there. (A rule that reads the clock without saying when
+    its verdict can change fails this.)"""
     facts = journal_of(evs).facts()
     previous = derive_server(snapshot, facts, now - 7.0, S) if with_previous else {}
     for sid, inputs in inputs_of(snapshot, facts).items():
@@ -58,17 +59,20 @@ def test_a_decision_holds_until_its_valid_until(snapshot, evs, now, fractions, w
         assert first == decide(inputs, now, S)  # deterministic
         assert first.valid_until >= now
         old = previous.get((SERVER, sid))
-        row, until = carry(first.row, old, now, inputs.link)
+        row, until = carry(first, old, now, inputs.link)
         assert until >= now
+        assert first.row.since == now if first.undated else True
         horizon = min(first.valid_until, now + 600.0)
         for f in fractions:
             later = now + f * (horizon - now)
             if later >= first.valid_until:
                 continue  # rounded up onto the boundary
             again = decide(inputs, later, S)
-            assert again.row == first.row, (later - now, first.valid_until)
+            assert again.undated == first.undated
+            moment = {"since": later} if first.undated else {}
+            assert again.row == dataclasses.replace(first.row, **moment), later - now
             if later < until:
-                assert carry(again.row, old, later, inputs.link)[0] == row, (later - now, until)
+                assert carry(again, old, later, inputs.link)[0] == row, (later - now, until)
 
 
 links = st.sampled_from(
@@ -94,13 +98,13 @@ def test_a_row_handed_back_as_its_previous_carries_itself(snapshot, evs, now, fr
     previous = {} if before is None else derive_server(snapshot, facts, now - 7.0, S, link=before)
     for sid, inputs in inputs_of(snapshot, facts).items():
         first = decide(inputs, now, S)
-        row, until = carry(first.row, previous.get((SERVER, sid)), now, inputs.link)
-        assert carry(first.row, row, now, inputs.link)[0] == row
+        row, until = carry(first, previous.get((SERVER, sid)), now, inputs.link)
+        assert carry(first, row, now, inputs.link)[0] == row
         horizon = min(first.valid_until, until, now + 600.0)
         for f in fractions:
             later = now + f * (horizon - now)
             if later < first.valid_until and later < until:
-                again = decide(inputs, later, S).row
+                again = decide(inputs, later, S)
                 assert carry(again, row, later, inputs.link)[0] == row, (later - now, until)
 
 
@@ -108,19 +112,23 @@ def test_a_row_handed_back_as_its_previous_carries_itself(snapshot, evs, now, fr
 @settings(max_examples=200, deadline=None)
 def test_carry_over_no_previous_row_is_the_decision_itself(snapshot, evs, now, link):
     """A session seen for the first time, its link up: carry() hands back the decided row
-    itself unless no server fact dates its settled state (then counted from this moment, which
-    it reads); the link down, the row is unknown, with the decided state as its last known."""
+    itself (a state no server fact dates counted from this moment: it holds for this moment
+    alone; given a decision of an earlier moment, counted from this one); the link down, the
+    row is unknown, with the decided state as its last known."""
     facts = journal_of(evs).facts()
     for inputs in inputs_of(snapshot, facts, link).values():
-        decided = decide(inputs, now, S).row
-        row, until = carry(decided, None, now, link)
+        first = decide(inputs, now, S)
+        decided = first.row
+        row, until = carry(first, None, now, link)
         if not link.reachable:
             assert (row.state, row.settling, row.settled) == ("unknown", "unreachable", False)
             if decided.settling != "loading":
                 assert row.last_known is not None
                 assert row.last_known.state == decided.state
-        elif decided.since is None and decided.settled:
-            assert (row.since, until) == (now, now)
+        elif first.undated:
+            assert row is decided and (row.since, until) == (now, now)
+            later = carry(first, None, now + 2.5, link)
+            assert (later[0].since, later[1]) == (now + 2.5, now + 2.5)
         else:
             assert row is decided and until == math.inf
 
@@ -334,17 +342,23 @@ def test_an_equal_row_decided_again_is_the_previous_object(monkeypatch):
 
 def test_a_decision_is_carried_over_another_previous_row_not_decided_again(monkeypatch):
     """The memo keys on the facts: the same facts handed another previous row are carried over
-    it (decide.carry), not decided again. A busy session with no message is counted from the
-    moment ocwatch first saw it; the next call, handed that row, keeps its time in state."""
+    it (decide.carry), not decided again. A prompt just sent is not settled yet: seen first, it
+    shows the run starting (busy); handed a previous row, idle, that row's state is kept."""
     asked = _counting(monkeypatch)
-    snapshot = snap([session("ses_a")], status={"ses_a": busy()}, started_at=T0)
+    snapshot = snap(
+        [session("ses_a")], messages={"ses_a": user("msg_1", "ses_a", created=T0)}, started_at=T0
+    )
     memo = DeriveMemo()
     first = derive_server(snapshot, (), T0 + 1, S, memo=memo)
-    assert asked == ["ses_a"]
-    kept = derive_server(snapshot, (), T0 + 4, S, previous=first, memo=memo)
-    assert asked == ["ses_a"]  # carried, not decided again
-    assert kept[(SERVER, "ses_a")].since == T0 + 1
-    assert kept == derive_server(snapshot, (), T0 + 4, S, previous=first)
+    assert asked == ["ses_a"] and first[(SERVER, "ses_a")].state == "busy"
+    done = assistant("msg_2", "ses_a", created=T0 - 9, completed=T0 - 8, finish="stop")
+    idle = derive_server(snap([session("ses_a")], messages={"ses_a": done}), (), T0, S)
+    assert idle[(SERVER, "ses_a")].state == "idle"
+    asked.clear()
+    kept = derive_server(snapshot, (), T0 + 1.5, S, previous=idle, memo=memo)
+    assert asked == []  # carried, not decided again
+    assert kept[(SERVER, "ses_a")].state == "idle"
+    assert kept == derive_server(snapshot, (), T0 + 1.5, S, previous=idle)
 
 
 def test_a_row_counted_from_first_sight_is_not_reused_later():

@@ -111,16 +111,19 @@ BEFORE_CLAIMS: Final = list(SessionInputs.__annotations__).index("claim_at")
 
 class Decided(NamedTuple):
     """What the facts show, as a row (`carry` lays the previous row over it: as it is, it is the
-    row of a session seen for the first time, but for a settled state no fact dates, whose
-    `since` is left None), and the first moment the same inputs could decide differently (a
-    grace period ending, an "N s ago" text ticking; inf: never). `reads_claims`: whether the
-    row depends on when the server last said the session runs or does not (SessionInputs.
-    claim_at, quiet_at); when it does not, inputs differing only in those two times decide the
-    same row (a resync moves them for every session, and most rows never read them)."""
+    row of a session seen for the first time at the moment decided), and the first moment the
+    same inputs could decide differently (a grace period ending, an "N s ago" text ticking;
+    inf: never). `reads_claims`: whether the row depends on when the server last said the
+    session runs or does not (SessionInputs.claim_at, quiet_at); when it does not, inputs
+    differing only in those two times decide the same row (a resync moves them for every
+    session, and most rows never read them). `undated`: no server fact dates the settled state
+    the row shows, so its `since` is the moment decided, the one thing of it `valid_until`
+    does not cover (carry counts it from the previous row, or from the moment it is given)."""
 
     row: SessionRow
     valid_until: float
     reads_claims: bool = True
+    undated: bool = False
 
 
 class Verdict(NamedTuple):
@@ -242,6 +245,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
     state, reason, stale, evidence, settled, since, ended, settling, until, claims = _verdict(
         inputs, st, pending, now, settings.grace
     )
+    undated = False
     if not settled:
         # the facts are still arriving: not a new state. At first sight, the run that is
         # starting or finishing: busy (carry keeps the last settled one instead); a row still
@@ -249,6 +253,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
         if settling != "loading":
             state, reason, stale, ended = "busy", None, False, None
     elif since is None:  # time in state: no server fact dates it (carry counts it)
+        since, undated = now, True
         evidence = (
             *evidence,
             "time in state counted from when ocwatch first saw it (no server fact dates it)",
@@ -286,6 +291,7 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
             ),
             until,
             claims,
+            undated,
         ),
     )
 
@@ -324,22 +330,24 @@ _NOT_HELD = ("unreachable", "loading")
 
 
 def carry(
-    row: SessionRow, previous: SessionRow | None, now: float, link: Link
+    decided: Decided, previous: SessionRow | None, now: float, link: Link
 ) -> tuple[SessionRow, float]:
-    """The row `decide` made (Decided.row), with the caller's previous row of the session laid
-    over it, and until when the result holds with that previous row (inf, or `now` where it
-    reads the clock): an unsettled row keeps the last settled state; a state no server fact
-    dates is in state since the previous row's time, else from this very moment; busy again
-    after input or retry is dated from when ocwatch saw it; an unreachable server leaves the row
-    unknown, with its last known state. Given the very row it returns as `previous`, it returns
-    an equal row (while the link is up): the memo files a row for the call it is handed back to.
-    Pure; the row as it is (the same object) when there is nothing to lay over it."""
+    """The row `decide` made, at `now`, with the caller's previous row of the session laid over
+    it, and until when the result holds with that previous row (inf, or `now` where it reads
+    the clock): an unsettled row keeps the last settled state; a state no server fact dates is
+    in state since the previous row's time, else from this very moment; busy again after input
+    or retry is dated from when ocwatch saw it; an unreachable server leaves the row unknown,
+    with its last known state. Given the very row it returns as `previous`, it returns an equal
+    row (while the link is up): the memo files a row for the call it is handed back to. Pure;
+    the decided row itself (the same object) when there is nothing to lay over it."""
+    row, _, _, undated = decided
     held = previous
     if held is not None and held.settling in _NOT_HELD:
         held = None
     settled, since = row.settled, row.since
-    if held is None and link.reachable and (since is not None or not settled):
-        return row, math.inf  # first sight, with a dated or unsettled state: nothing to carry
+    if held is None and link.reachable and (not undated or since == now):
+        # first sight (dated, unsettled, or counted from this very moment): nothing to carry
+        return row, now if undated else math.inf
     state, reason, stale, ended = row.state, row.reason, row.stale, row.ended
     evidence, pending, until = row.evidence, row.pending, math.inf
     if not settled:
@@ -353,13 +361,13 @@ def carry(
             )
             if state == "input":  # a row waiting says what is asked: what it waited for
                 pending = held.pending  # (answered since: else it would be settled input)
-    elif since is None:
+    elif undated:
         # time in state: from the server's facts, so that every monitor agrees
         if held is not None and held.state == state and held.reason == reason and held.since:
             since = held.since
         else:  # from this very moment: a row that read the clock is not reused later
             since = until = now
-    elif state == "busy" and held is not None:
+    elif state == "busy" and held is not None and since is not None:
         # busy again after waiting for input or between retries: in state from then, not
         # from the run's start (the answer or the attempt that got through is dated by no
         # fact: from the moment ocwatch saw it, then carried)
@@ -435,7 +443,7 @@ def row_of(
     inputs: SessionInputs, previous: SessionRow | None, now: float, settings: Settings
 ) -> SessionRow:
     """The session's row: its facts decided, the previous row carried over the decision."""
-    return carry(decide(inputs, now, settings).row, previous, now, inputs.link)[0]
+    return carry(decide(inputs, now, settings), previous, now, inputs.link)[0]
 
 
 #: Decided and Verdict made without their Python-level `__new__`: derive decides every session

@@ -195,7 +195,7 @@ def _decided(
         key = (server, fields[_SESSION].id)
         old = get_prev(key) if get_prev is not None else None
         decided = decide(_new(SessionInputs, fields), now, settings)
-        rows[key] = carry(decided[0], old, now, link)[0]
+        rows[key] = carry(decided, old, now, link)[0]
     return rows
 
 
@@ -265,7 +265,7 @@ def _reused_or_decided(
             elif now >= decided[1]:  # the same facts, but the decision no longer holds
                 decided = decide(_new(SessionInputs, fields), now, settings)
             # (else the same facts and decision, another previous row: carried over it again)
-        row, until = carry(decided[0], old, now, link)
+        row, until = carry(decided, old, now, link)
         if old is not None and old == row and _same_requests(old, row, fields[_REQUESTS]):
             row = old  # the same row: the same object
         rows[key] = row
