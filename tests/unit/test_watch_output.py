@@ -176,3 +176,20 @@ async def test_watch_says_servers_that_leave_an_inventory_left_and_names_each_li
     lines = out.getvalue().splitlines()
     assert lines and all(line.endswith(f"@{one.url}") for line in lines)
     assert not any("deleted" in line for line in lines)
+
+
+def test_wait_says_a_session_whose_server_left_is_not_unknown():
+    """Seen by hand: `wait --servers-file` on a busy session whose server was taken out of the
+    file said `unknown session ... on` the other server."""
+    from tui.cli.wait import Awaited, _look
+    from tui.core.exitcodes import ExitCode
+    from tui.core.view import ServerInfo, View
+
+    other = "http://127.0.0.1:4097"
+    out = Awaited("ses_1", row=srow("busy"))
+    _look(out, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0)
+    assert out.code == ExitCode.USAGE
+    assert out.message == f"its server {SERVER} is no longer watched"
+    never = Awaited("ses_2")
+    _look(never, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0)
+    assert never.message == f"unknown session ses_2 on {other}"

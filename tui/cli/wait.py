@@ -140,6 +140,11 @@ def _look(out: Awaited, view: View, now: float) -> None:
     down = [s for s in view.servers if not s.reachable]
     if not down:
         out.code = ExitCode.USAGE
+        if out.row is not None and out.row.server not in {s.url for s in view.servers}:
+            # seen before on a server that left (taken out of the servers file, gone from
+            # discovery): not an unknown session
+            out.message = f"its server {out.row.server} is no longer watched"
+            return
         urls = ", ".join(s.url for s in view.servers)
         out.message = f"unknown session {out.session_id} on {urls}"
         return
