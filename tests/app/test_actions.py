@@ -382,6 +382,23 @@ async def test_question_typed_answer_replaces_the_choice() -> None:
         assert fake.calls == [("answer", A, "que_3Kx9", [["MariaDB"]], False)]
 
 
+async def test_a_typed_answer_and_ctrl_s_read_at_once_send_the_whole_answer() -> None:
+    """A typed answer followed at once by ctrl+s (keys read together: a paste, a fast
+    typist) is submitted whole: as a priority binding ctrl+s ran before the field had taken
+    the keys before it, and the choice went without the typed answer."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        await pilot.press("space", "tab")  # choose PostgreSQL, then go to the typed answer
+        assert isinstance(app.focused, Input)
+        for char in "MariaDB":  # posted at once: none waits for the one before
+            app.post_message(events.Key(char, char))
+        app.post_message(events.Key("ctrl+s", None))
+        await until(pilot, lambda: fake.calls != [])
+        assert fake.calls == [("answer", A, "que_3Kx9", [["MariaDB"]], False)]
+
+
 async def test_question_reject() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)

@@ -112,3 +112,29 @@ async def test_a_new_session_needs_an_absolute_folder_and_is_off_in_read_only() 
         await open_on(pilot, app, BUSY, "N")
         await until(pilot, lambda: READ_ONLY in notes(app))
         assert not isinstance(app.screen, NewSessionScreen) and fake.calls == []
+
+
+async def test_a_prompt_typed_and_sent_in_one_burst_is_sent_whole() -> None:
+    """Keys read together (a fast typist, a terminal's paste, tmux send-keys): ctrl+s right
+    after the text sends all of it. As a priority binding ctrl+s ran before the text box had
+    taken the keys before it: the prompt went empty (or cut short). Likewise the new-session
+    dialog's prompt."""
+    from tui.app.screens.prompt import NewSessionScreen
+
+    await _typed_and_sent_at_once("p", PromptScreen)
+    await _typed_and_sent_at_once("N", NewSessionScreen)
+
+
+async def _typed_and_sent_at_once(key: str, dialog: type) -> None:
+    from textual import events
+
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await open_on(pilot, app, BUSY, key)
+        assert isinstance(app.screen, dialog) and isinstance(app.focused, TextArea)
+        for char in "check it":  # posted at once: none waits for the one before
+            app.post_message(events.Key("space" if char == " " else char, char))
+        app.post_message(events.Key("ctrl+s", None))
+        await until(pilot, lambda: fake.calls != [])
+        assert fake.calls[0][-1] == "check it"

@@ -58,7 +58,10 @@ class PromptScreen(Writing[str]):
     """A multi-line prompt for a session; dismissed with its text (None: cancelled)."""
 
     BINDINGS = [
-        Binding("ctrl+s", "send", "Send", priority=True),
+        # not a priority binding: ctrl+s is taken after the keys typed before it reached the
+        # text (as a priority binding it ran as the app read it, and a prompt typed and sent
+        # in one burst, a paste then ctrl+s, went empty or cut short)
+        Binding("ctrl+s", "send", "Send"),
         Binding("escape", "cancel", "Cancel"),
     ]
 
@@ -108,7 +111,7 @@ class NewSessionScreen(Writing[NewSession]):
     VERB = "Create"
 
     BINDINGS = [
-        Binding("ctrl+s", "send", "Create", priority=True),
+        Binding("ctrl+s", "send", "Create"),
         Binding("escape", "cancel", "Cancel"),
     ]
 

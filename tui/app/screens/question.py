@@ -126,8 +126,11 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
     """ctrl+s submits, ctrl+r rejects, esc cancels; tab moves between the questions."""
 
     BINDINGS = [
-        Binding("ctrl+s", "submit", "Submit", priority=True),
-        Binding("ctrl+r", "reject", "Reject", priority=True),
+        # not priority bindings: a key is then taken in its turn, after the keys typed before
+        # it reached the focused field (a priority binding runs as the app reads the key, so a
+        # typed answer and ctrl+s read at once sent the answer without what was typed)
+        Binding("ctrl+s", "submit", "Submit"),
+        Binding("ctrl+r", "reject", "Reject"),
         Binding("escape", "cancel", "Cancel"),
     ]
     SCROLL_SAID = ("tab or pgdn", "shift+tab or pgup")  # (the arrows move in a list)
