@@ -399,6 +399,33 @@ async def test_a_typed_answer_and_ctrl_s_read_at_once_send_the_whole_answer() ->
         assert fake.calls == [("answer", A, "que_3Kx9", [["MariaDB"]], False)]
 
 
+async def test_questions_longer_than_the_dialog_say_what_is_below_and_tab_reaches_it() -> None:
+    """Issue 41 item 1, the question dialog at 80x24: two questions do not fit; the line under
+    them counts what is below and names tab or pgdn (the arrows move in a list of choices);
+    tab to the next question brings it into view, pgdn scrolls to the end, which is said."""
+    app, _ = make_app(views.several_questions(), actions=FakeActions())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        screen = app.screen
+        assert isinstance(screen, QuestionScreen)
+        body = screen.query_one(".dialog-body")
+        sign = screen.query_one(".dialog-more", Static)
+
+        def said() -> str:
+            return str(sign.render()) if sign.display else ""
+
+        await until(
+            pilot, lambda: said() == f"▼ {body.max_scroll_y} more lines below · tab or pgdn scrolls"
+        )
+        await pilot.press("tab", "tab")  # the typed answer, then the second question's choices
+        await until(pilot, lambda: body.scroll_y > 0)
+        await pilot.press("pagedown")
+        await until(pilot, lambda: body.scroll_y == body.max_scroll_y)
+        await until(
+            pilot, lambda: said() == "▲ the end of the request · shift+tab or pgup scrolls back"
+        )
+
+
 async def test_question_reject() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)
