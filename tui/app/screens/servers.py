@@ -226,17 +226,48 @@ class ServersScreen(ViewScreen):
                 by_server.setdefault(row.server, []).append(row)
         body = self.query_one("#servers-body", VerticalScroll)
         urls = [s.url for s in servers]
-        if urls != list(self._panels):  # servers came or went: new panels, in order
-            for panel in self._panels.values():
-                panel.remove()
-            self._panels = {
-                s.url: ServerPanel(s, by_server.get(s.url, []), app.now) for s in servers
-            }
-            body.mount_all(self._panels.values(), before=self._gone)
+        if urls != list(self._panels):  # servers came or went, or the order moved
+            self._place(body, servers, by_server)
         else:
             for server in servers:
                 self._panels[server.url].show(server, by_server.get(server.url, []), app.now)
         self._show_gone(body)
+
+    def _place(
+        self,
+        body: VerticalScroll,
+        servers: list[ServerInfo],
+        by_server: dict[str, list[SessionRow]],
+    ) -> None:
+        """Each server's panel in its place: a new server's mounted, a gone one's removed, the
+        others moved and updated. (Removing and mounting every panel whenever one server came
+        or went, or the attention order moved, left the view blank for seconds with servers
+        coming and going on a loaded machine: seen by hand.)"""
+        now = self.dashboard.now
+        old, self._panels = self._panels, {}
+        for server in servers:
+            panel = old.pop(server.url, None)
+            if panel is None:
+                panel = ServerPanel(server, by_server.get(server.url, []), now)
+            else:
+                panel.show(server, by_server.get(server.url, []), now)
+            self._panels[server.url] = panel
+        for panel in old.values():
+            panel.remove()
+        previous: ServerPanel | None = None
+        for panel in self._panels.values():
+            if panel.parent is body:
+                if previous is None:
+                    body.move_child(panel, before=0)
+                else:
+                    body.move_child(panel, after=previous)
+            elif previous is not None:
+                body.mount(panel, after=previous)
+            elif body.children:
+                body.mount(panel, before=0)
+            else:
+                body.mount(panel)
+            previous = panel
 
     def _show_gone(self, body: VerticalScroll) -> None:
         """The servers that left the fleet (discovery: went away; a servers file: taken out),
