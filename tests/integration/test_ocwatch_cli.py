@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from tests.cli_env import cli_env
+from tui.cli import wait as wait_module
 from tui.cli.wait import wait_for
 from tui.core.settings import Settings
 
@@ -266,8 +267,12 @@ def test_wrong_or_missing_password_is_one_clear_line(
 def test_server_restart_mid_run_reads_interrupted_and_wait_survives_it(
     private_server: OpenCodeServer,
     scripted_model: ScriptedModel,
+    monkeypatch: pytest.MonkeyPatch,
 ):
     srv = private_server
+    # the restart, not the patience: a loaded machine's server took longer than wait's 15 s to
+    # listen again, and wait gave up before it did
+    monkeypatch.setattr(wait_module, "UNREACHABLE_PATIENCE", 120.0)
     with Driver(srv.url, default_directory=str(srv.project)) as d:
         sid = d.run("hang", "restart-me", title="cut off by a restart")["id"]
         d.wait_status(sid, "busy")
