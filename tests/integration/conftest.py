@@ -25,6 +25,7 @@ import os
 import secrets
 import shutil
 import tempfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -38,13 +39,26 @@ from .scripted_model import ScriptedModel
 HERE = Path(__file__).resolve().parent
 
 
+#: Files whose tests are dealt into this many xdist groups, in order (each a run of
+#: neighbouring tests, so those sharing a module fixture mostly stay together): their time is
+#: in their tests' waits on real runs, not in starting servers, and one worker running them
+#: all would be the last to finish. Each worker starts the servers and fixtures it needs.
+SPLIT = {"test_v2": 2, "test_ocwatch_cli": 2}
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        path = Path(str(item.fspath)).resolve()
-        if path.is_relative_to(HERE):
-            item.add_marker(pytest.mark.integration)
-            # a file's tests on one worker (`--dist loadgroup`): its servers start once
-            item.add_marker(pytest.mark.xdist_group(path.stem))
+    ours = [(item, Path(str(item.fspath)).resolve()) for item in items]
+    ours = [(item, path) for item, path in ours if path.is_relative_to(HERE)]
+    counts = Counter(path.stem for _, path in ours)
+    seen: Counter[str] = Counter()
+    for item, path in ours:
+        item.add_marker(pytest.mark.integration)
+        # a file's tests on one worker (`--dist loadgroup`): its servers start once
+        group, parts = path.stem, SPLIT.get(path.stem, 1)
+        if parts > 1:
+            group += f"-{seen[path.stem] * parts // counts[path.stem]}"
+        seen[path.stem] += 1
+        item.add_marker(pytest.mark.xdist_group(group))
 
 
 @pytest.fixture(scope="session")
