@@ -6,7 +6,7 @@ from textual.app import App, ComposeResult
 from textual.content import Content
 from textual.widgets import Static
 
-from tui.app.screens.conversation import ConversationScreen
+from tui.app.screens.conversation import TOOLS_OFF, ConversationScreen
 from tui.app.screens.detail import DetailScreen
 from tui.app.widgets.conversation_log import BATCH, BlockLog
 from tui.core.client import Unreachable
@@ -144,6 +144,40 @@ async def test_without_a_live_server_it_says_where_messages_come_from() -> None:
         title = str(app.screen.query_one("#conversation-title", Static).render())
         assert "not read: no live server" in title and "reading the rest" not in title, title
         assert "No message yet" not in body(app)  # (none read is not none sent)
+
+
+def footer(app) -> str:  # type: ignore[no-untyped-def]
+    return " ".join(str(key.render()) for key in app.screen.query("FooterKey"))
+
+
+async def test_without_a_live_server_the_tool_keys_are_not_offered_and_say_why() -> None:
+    """No conversation read (a replay): tab, enter and e, which act on tool calls, are left out
+    of the footer and, pressed, say why instead of doing nothing (issue 41 item 8); tab does
+    not wander off to move the focus. With a live server the footer offers them."""
+    app, _ = make_app()
+    notes: list[str] = []
+    app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "m")
+        await until(pilot, lambda: "read from a live server" in body(app))
+        await pilot.pause()
+        shown = footer(app)
+        assert "Back" in shown, shown
+        assert not any(k in shown for k in ("Expand", "Next tool", "All tools")), shown
+        focused = app.focused
+        for press in ("tab", "enter", "e", "shift+tab", "space"):
+            before = len(notes)
+            await pilot.press(press)
+            await until(pilot, lambda b=before: len(notes) > b)
+            assert notes[before:] == [TOOLS_OFF], press
+            assert app.focused is focused, press
+    live, _ = make_app(peek=ChatPeek(chat(3)))
+    async with live.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, live, BUSY, "m")
+        await until(pilot, lambda: "3 messages" in title(live))
+        await pilot.pause()
+        shown = footer(live)
+        assert all(k in shown for k in ("Expand", "Next tool", "All tools")), shown
 
 
 async def test_markup_and_escapes_in_messages_are_shown_literally() -> None:

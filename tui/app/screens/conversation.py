@@ -39,6 +39,13 @@ FOLLOW_PAGE = 10
 shown, everything is read again."""
 RETRY_AFTER = 5.0
 """Seconds before a failed read is tried again."""
+UNAVAILABLE = (
+    "The conversation is read from a live server; a recording holds each session's last "
+    "message only (esc, then enter: the details, Raw)."
+)
+TOOLS_OFF = "No conversation was read (no live server), so it has no tool call to expand."
+TOOL_ACTIONS = frozenset({"toggle_call", "next_call", "previous_call", "toggle_all"})
+"""The keys on tool calls: not offered when no conversation could be read."""
 
 
 class ConversationScreen(ViewScreen):
@@ -65,6 +72,9 @@ class ConversationScreen(ViewScreen):
         Binding("e", "toggle_all", "All tools", tooltip="Expand every tool call, or fold them all"),
         Binding("home,g", "top", "First message", show=False),
         Binding("end,G", "bottom", "Last message (and follow)", show=False),
+        # behind the tool-call keys: with no conversation read (a replay) they are not offered,
+        # and pressed say why (`check_action`); tab would otherwise move the focus instead
+        Binding("enter,space,tab,shift+tab,e", "tools_off", show=False),
     ]
 
     def __init__(self, dashboard: Dashboard, key: Key, row: SessionRow | None = None) -> None:
@@ -73,7 +83,8 @@ class ConversationScreen(ViewScreen):
         self.row = row
         self.items: list[Entry] = []
         self.loaded_all = False
-        self.unavailable = False  # no live server to read it from (a replay)
+        self.unavailable = dashboard.inspector.peek is None
+        """No live server to read it from (a replay): no tool call to expand or select."""
         self.error: str | None = None
         self._read_for: float | None = None  # the row's `updated` the last read was for
         self._read_at = 0.0
@@ -118,10 +129,8 @@ class ConversationScreen(ViewScreen):
             # (a replay: no server to ask, now or later; the recording holds each session's
             # last message only, in the details' Raw section)
             self.unavailable = True
-            self.error = (
-                "The conversation is read from a live server; a recording holds each "
-                "session's last message only (enter: the details, Raw)."
-            )
+            self.error = UNAVAILABLE
+            self.refresh_bindings()
             return None
         try:
             raw = await peek.messages(row.server, row.id, row.directory, limit)
@@ -260,6 +269,18 @@ class ConversationScreen(ViewScreen):
             return
         self._read_for = row.updated
         self.run_worker(self._follow(), group="conversation", exclusive=True, exit_on_error=False)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Without a conversation (no live server) the tool-call keys are not offered; they
+        fall through to `tools_off`, which says why (never a key that does nothing)."""
+        if action in TOOL_ACTIONS:
+            return not self.unavailable
+        if action == "tools_off":
+            return self.unavailable
+        return True
+
+    def action_tools_off(self) -> None:
+        self.notify(TOOLS_OFF, severity="warning", timeout=5, markup=False)
 
     def action_back(self) -> None:
         self.dismiss()
