@@ -785,3 +785,103 @@ async def test_a_session_made_in_the_demo_runs_its_first_prompt(protocol: str) -
             await until(replied)
         except TimeoutError:
             raise AssertionError(f"no scripted reply in {world.messages[sid]}") from None
+
+
+# ----- what the scripted agents do belongs to their task (issue 41 item 10) ---------------------
+class Doings:
+    """Every file read or edited, command run, permission and question, by session."""
+
+    def __init__(self) -> None:
+        self.seen: dict[str, list[tuple[str, Any]]] = {}
+
+    def add(self, sid: str, what: str, value: Any) -> None:
+        self.seen.setdefault(sid, []).append((what, value))
+
+    def part(self, sid: str, part: dict[str, Any]) -> None:
+        args = part["state"].get("input") or {}
+        tool = part.get("tool")
+        if tool in ("read", "edit") and "filePath" in args:
+            self.add(sid, "file", args["filePath"])
+        elif tool == "bash" and "command" in args:
+            self.add(sid, "command", args["command"])
+        elif tool == "question" and "questions" in args:
+            for q in args["questions"]:
+                self.add(sid, "question", q)
+
+    def listen(self, _directory: str, payload: dict[str, Any]) -> None:
+        kind, props = payload["type"], payload.get("properties") or {}
+        if kind == "message.part.updated" and props["part"]["type"] == "tool":
+            self.part(props["sessionID"], props["part"])
+        elif kind == "permission.asked":
+            self.add(props["sessionID"], "permission", props)
+        elif kind == "question.asked":
+            for q in props["questions"]:
+                self.add(props["sessionID"], "asked", q)
+
+    def count(self, sid: str, what: str) -> int:
+        return sum(1 for w, _ in self.seen.get(sid, ()) if w == what)
+
+
+def check_own(sid: str, what: str, value: Any) -> None:
+    """`value`, done by session `sid`, is from its own task's work."""
+    spec = SPEC_BY_ID[sid]
+    work = spec.work
+    files = {f"{spec.directory}/{rel}" for rel in work.files}
+    commands = {c for c, _d, _o in work.commands} | {c for c, _a, _d in work.asks}
+    if what == "file":
+        assert value in files, (sid, value)
+    elif what == "command":
+        assert value in commands, (sid, value)
+    elif what in ("question", "asked"):
+        assert value in work.questions, (sid, value["question"])
+    elif value["permission"] == "edit":  # (a sub-agent's edit of one of its files)
+        assert [f"{spec.directory}/{p}" for p in value["patterns"]] == [
+            value["metadata"]["filepath"]
+        ] and value["metadata"]["filepath"] in files, (sid, value)
+    else:
+        asks = {(c, a) for c, a, _d in work.asks}
+        assert value["permission"] == "bash", (sid, value)
+        assert (value["patterns"][0], value["always"][0]) in asks, (sid, value)
+        assert value["patterns"] == [value["metadata"]["command"]], (sid, value)
+
+
+async def test_each_session_reads_runs_and_asks_what_belongs_to_its_own_task() -> None:
+    """Over a long fast run of every script (a fixed seed), each session's file reads and
+    edits, commands, permission requests and questions come from its own task, never from its
+    folder's shared list ("Move DNS zones" never edits scripts/backup.sh, "Add Stripe checkout
+    flow" never asks which German variant to use); the initial world's too."""
+    world = build_initial_world(lambda: FIXED_NOW, seed=11)
+    doings = Doings()
+    for sid, entries in world.messages.items():
+        for entry in entries:
+            for part in entry["parts"]:
+                if part["type"] == "tool":
+                    doings.part(sid, part)
+    for request in world.permissions.values():
+        doings.add(request["sessionID"], "permission", request)
+    for request in world.questions.values():
+        for q in request["questions"]:
+            doings.add(request["sessionID"], "asked", q)
+    world.listeners.append(doings.listen)
+    director = Director(world, speed=20_000, seed=11)
+    director.start()
+    top = [s for s in SPECS if s.parent is None]
+
+    def enough() -> bool:  # every kind of request each script makes, several times over
+        return (
+            all(doings.count(s.sid, "permission") >= 3 for s in top if "permission" in s.cycle)
+            and all(doings.count(s.sid, "asked") >= 3 for s in top if "question" in s.cycle)
+            and all(doings.count(s.sid, "file") >= 5 for s in SPECS)
+            and doings.count("ses_demo_dns_apply", "permission") >= 3
+        )
+
+    try:
+        await until(enough, timeout=120)
+    finally:
+        await director.stop()
+    checked = 0
+    for sid, done in doings.seen.items():
+        for what, value in done:
+            check_own(sid, what, value)
+            checked += 1
+    assert checked > 200

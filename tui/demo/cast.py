@@ -46,13 +46,16 @@ class Spec:
     offset: int = 0  # where in `cycle` this session starts
 
     @property
-    def folder(self) -> Folder:
-        return FOLDERS[self.directory]
+    def work(self) -> Work:
+        """What this session's agent reads, runs, asks and answers: its own task's (a session
+        made from the dashboard, which has none, takes its folder's)."""
+        return WORKS.get(self.sid) or FOLDERS[self.directory]
 
 
 @dataclass(frozen=True, slots=True)
-class Folder:
-    """What the agents of one project folder read, run, ask and answer."""
+class Work:
+    """What an agent reads, runs, asks and answers: one session's task, or (for a session
+    made from the dashboard) its project folder's."""
 
     files: tuple[str, ...]
     commands: tuple[tuple[str, str, str], ...]  # (command, description, output)
@@ -71,8 +74,8 @@ def _q(
     }
 
 
-FOLDERS: dict[str, Folder] = {
-    WEBSHOP: Folder(
+FOLDERS: dict[str, Work] = {
+    WEBSHOP: Work(
         files=(
             "src/checkout/session.ts",
             "src/cart/reducer.ts",
@@ -108,7 +111,7 @@ FOLDERS: dict[str, Folder] = {
             ),
         ),
     ),
-    INFRA: Folder(
+    INFRA: Work(
         files=(
             "modules/dns/main.tf",
             "alerts/rules.yml",
@@ -150,6 +153,341 @@ FOLDERS: dict[str, Folder] = {
                 "Should disk-pressure alerts page on-call or only open a ticket?",
                 ("Page", "Wake someone up"),
                 ("Ticket", "Next business day"),
+            ),
+        ),
+    ),
+}
+
+# Each session's own work, so that what it reads, runs, asks leave for and asks about belongs to
+# its task ("Move DNS zones" asks about a zone's region, never edits the backup script). The
+# first command, request and question of a session are the ones its initial state shows.
+WORKS: dict[str, Work] = {
+    "ses_demo_checkout": Work(
+        files=("src/checkout/session.ts", "src/checkout/stripe.ts", "src/pages/cart.tsx"),
+        commands=(
+            ("npm test -- --runInBand", "Run the test suite", "Tests: 214 passed, 214 total"),
+            ("npx playwright test checkout", "Run checkout e2e tests", "12 passed (41.3s)"),
+        ),
+        asks=(
+            ("npm install stripe", "npm install *", "Add the Stripe SDK"),
+            (
+                "stripe listen --forward-to localhost:3000/api/stripe/webhook",
+                "stripe listen *",
+                "Forward Stripe's test webhooks",
+            ),
+        ),
+        questions=(
+            _q(
+                "Payment",
+                "Which payment methods should checkout offer first?",
+                ("Card", "Visa, Mastercard, Amex"),
+                ("PayPal", "Redirect flow"),
+                ("SEPA", "Direct debit"),
+                multiple=True,
+            ),
+            _q(
+                "Checkout page",
+                "Should Pay open Stripe's hosted checkout page or an embedded form?",
+                ("Hosted", "Stripe's page, least code"),
+                ("Embedded", "Stays on the shop's page"),
+            ),
+        ),
+    ),
+    "ses_demo_search": Work(
+        files=("src/search/index.ts", "src/search/index.test.ts", "test/fixtures/search.ts"),
+        commands=(
+            (
+                "npm test -- src/search --runInBand",
+                "Run the search tests",
+                "Tests: 18 passed, 18 total",
+            ),
+            (
+                "for i in $(seq 20); do npx jest src/search || break; done",
+                "Run the search tests 20 times",
+                "Tests: 18 passed, 18 total",
+            ),
+        ),
+        asks=(
+            ("rm -rf .cache/search-index", "rm *", "Delete the index the tests share"),
+            ("git push origin fix/flaky-search", "git push *", "Push the fix branch"),
+        ),
+        questions=(
+            _q(
+                "Fixture",
+                "Should each search test build its own index, or share one reset between tests?",
+                ("Own index", "Isolated, a little slower"),
+                ("Shared, reset", "Faster, one reset per test"),
+            ),
+        ),
+    ),
+    "ses_demo_deploy": Work(
+        files=("src/version.ts", "CHANGELOG.md"),
+        commands=(
+            ("npm run build", "Build the release", "Compiled successfully"),
+            ("git log --oneline v2.3.0..HEAD", "List the changes since 2.3", "41 commits"),
+        ),
+        asks=(
+            ("git push origin main", "git push *", "Push the release commit"),
+            ("git push origin v2.4.0", "git push *", "Push the release tag"),
+            ("npm publish --dry-run", "npm publish *", "Check the package contents"),
+        ),
+        questions=(
+            _q(
+                "Release",
+                "Deploy 2.4 to production now, or in Monday's release window?",
+                ("Now", "Deploy at once"),
+                ("Monday", "The usual window"),
+            ),
+        ),
+    ),
+    "ses_demo_i18n": Work(
+        files=("src/pages/product/[slug].tsx", "locales/de/product.ts", "src/i18n/config.ts"),
+        commands=(
+            ("npm run i18n:check", "Look for missing translations", "✔ 0 keys missing in de"),
+            ("npm run lint", "Lint the project", "✔ No problems found"),
+        ),
+        asks=(
+            ("npm install i18next-icu", "npm install *", "Add ICU message formatting"),
+            ("rm -rf .next/cache", "rm *", "Clear the build cache so the new locale loads"),
+        ),
+        questions=(
+            _q(
+                "Locale",
+                "Which German variant should the product pages use?",
+                ("de-DE", "Germany"),
+                ("de-AT", "Austria"),
+                ("de-CH", "Switzerland"),
+            ),
+            _q(
+                "Formality",
+                "Should the German pages address customers as Sie or as du?",
+                ("Sie", "Formal"),
+                ("du", "Informal"),
+            ),
+        ),
+    ),
+    "ses_demo_cart": Work(
+        files=("src/cart/reducer.ts", "src/cart/context.tsx", "src/cart/reducer.test.ts"),
+        commands=(
+            ("npm test -- src/cart --runInBand", "Run the cart tests", "Tests: 9 passed, 9 total"),
+            ("npm run lint", "Lint the project", "✔ No problems found"),
+        ),
+        asks=(
+            (
+                "npx jscodeshift -t codemods/use-cart.js src",
+                "npx jscodeshift *",
+                "Rewrite the callers of the old cart context",
+            ),
+            ("git push origin refactor/cart-reducer", "git push *", "Push the refactor"),
+        ),
+        questions=(
+            _q(
+                "Persistence",
+                "Should the cart reducer keep saving the cart to localStorage?",
+                ("Yes", "The cart survives a reload"),
+                ("No", "Server-side carts only"),
+            ),
+        ),
+    ),
+    "ses_demo_auth": Work(
+        files=("src/auth/middleware.ts", "src/auth/oauth.ts", "src/pages/login.tsx"),
+        commands=(
+            (
+                "npm test -- src/auth --runInBand",
+                "Run the auth tests",
+                "Tests: 23 passed, 23 total",
+            ),
+        ),
+        asks=(("npm install oauth4webapi", "npm install *", "Add the OAuth 2.1 client library"),),
+        questions=(
+            _q(
+                "Identity provider",
+                "Which identity provider should the OAuth login use?",
+                ("Auth0", "Hosted"),
+                ("Keycloak", "Self-hosted"),
+            ),
+        ),
+    ),
+    "ses_demo_auth_explore": Work(
+        files=("src/auth/middleware.ts", "src/checkout/session.ts", "src/pages/product/[slug].tsx"),
+        commands=(("grep -rn req.session src", "Find the session cookie's readers", "3 matches"),),
+        asks=(("grep -rn req.session node_modules", "grep *", "Search the dependencies too"),),
+        questions=(
+            _q(
+                "Scope",
+                "Should the search for session cookie readers include the tests?",
+                ("Yes", "src and test"),
+                ("No", "src only"),
+            ),
+        ),
+    ),
+    "ses_demo_markup": Work(
+        files=("docs/titles.md",),
+        commands=(("cat -v docs/titles.md", "Show the title's bytes", "^[[31mred?^[[0m"),),
+        asks=(("printf '[bold]not bold[/]\\n'", "printf *", "Print a title with markup"),),
+        questions=(
+            _q(
+                "Titles",
+                "Should a title's [bold]markup[/] be shown as typed?",
+                ("As typed", "Literally"),
+                ("Obeyed", "Rendered"),
+            ),
+        ),
+    ),
+    "ses_demo_terraform": Work(
+        files=("versions.tf", "providers.tf", ".terraform.lock.hcl"),
+        commands=(
+            (
+                "terraform plan -out=tfplan",
+                "Plan infrastructure changes",
+                "Plan: 3 to add, 1 to change, 0 to destroy.",
+            ),
+            (
+                "terraform init -upgrade",
+                "Upgrade the providers",
+                "- Installed hashicorp/aws v6.0.0",
+            ),
+            (
+                "terraform validate",
+                "Validate the configuration",
+                "Success! The configuration is valid.",
+            ),
+        ),
+        asks=(
+            ("terraform apply tfplan", "terraform apply *", "Apply the saved plan"),
+            (
+                "terraform state replace-provider hashicorp/aws hashicorp/aws",
+                "terraform state *",
+                "Point the state at the new provider",
+            ),
+        ),
+        questions=(
+            _q(
+                "Version",
+                "Pin the AWS provider to exactly 6.0.0 or to ~> 6.0?",
+                ("~> 6.0", "Minor updates allowed"),
+                ("6.0.0", "Exactly this one"),
+            ),
+        ),
+    ),
+    "ses_demo_alerts": Work(
+        files=("alerts/rules.yml", "alerts/tests.yml"),
+        commands=(
+            (
+                "promtool check rules alerts/rules.yml",
+                "Validate alert rules",
+                "SUCCESS: 27 rules found",
+            ),
+            ("promtool test rules alerts/tests.yml", "Unit-test the alert rules", "SUCCESS"),
+        ),
+        asks=(
+            (
+                "curl -X POST http://prometheus:9090/-/reload",
+                "curl *",
+                "Reload Prometheus's rules",
+            ),
+            ("git push origin main", "git push *", "Push the tuned rules"),
+        ),
+        questions=(
+            _q(
+                "Severity",
+                "Should disk-pressure alerts page on-call or only open a ticket?",
+                ("Page", "Wake someone up"),
+                ("Ticket", "Next business day"),
+            ),
+        ),
+    ),
+    "ses_demo_backup": Work(
+        files=("scripts/backup.sh", "scripts/restore.sh", "systemd/backup.timer"),
+        commands=(
+            ("shellcheck scripts/backup.sh", "Lint the backup script", "(no issues)"),
+            ("restic backup --dry-run /srv/data", "Dry-run the backup", "would add 1204 files"),
+        ),
+        asks=(
+            (
+                "restic restore latest --target /tmp/restore-test",
+                "restic restore *",
+                "Restore last night's snapshot into a scratch folder",
+            ),
+            ("aws s3 mb s3://backup-restore-scratch", "aws s3 *", "Make a scratch bucket"),
+        ),
+        questions=(
+            _q(
+                "Retention",
+                "How many nightly backup snapshots should be kept?",
+                ("7", "One week"),
+                ("30", "One month"),
+            ),
+        ),
+    ),
+    "ses_demo_k8s": Work(
+        files=("charts/ingress/Chart.yaml", "charts/ingress/values.yaml"),
+        commands=(
+            ("helm dependency update charts/ingress", "Fetch the new chart", "Saving 1 charts"),
+            ("helm template charts/ingress", "Render the ingress chart", "---\n# Source: ingress"),
+        ),
+        asks=(
+            (
+                "kubectl rollout restart deploy/ingress-nginx",
+                "kubectl rollout *",
+                "Restart the ingress controller",
+            ),
+            (
+                "helm upgrade ingress charts/ingress --kube-context staging",
+                "helm upgrade *",
+                "Roll the chart out to staging",
+            ),
+        ),
+        questions=(
+            _q(
+                "Rollout",
+                "Roll 4.12 out to staging only, or to production too after the smoke test?",
+                ("Staging", "Production later"),
+                ("Both", "After the smoke test"),
+            ),
+        ),
+    ),
+    "ses_demo_dns": Work(
+        files=("zones/shop.example.com.tf", "modules/dns/main.tf"),
+        commands=(
+            (
+                "dig +short NS shop.example.com",
+                "Look up the zone's name servers",
+                "ns1.oldhost.net.",
+            ),
+            (
+                "terraform plan -target=module.dns -out=tfplan",
+                "Plan the zone's move",
+                "Plan: 12 to add, 0 to change, 0 to destroy.",
+            ),
+        ),
+        asks=(
+            ("terraform apply tfplan", "terraform apply *", "Create the zone in Route 53"),
+            (
+                "aws route53 list-resource-record-sets --hosted-zone-id Z0123456789ABC",
+                "aws route53 *",
+                "Compare the zone's records",
+            ),
+        ),
+        questions=(
+            _q(
+                "Region",
+                "Which AWS region should host the new zone records?",
+                ("eu-central-1", "Frankfurt"),
+                ("us-east-1", "N. Virginia"),
+            ),
+        ),
+    ),
+    "ses_demo_dns_apply": Work(
+        files=("zones/shop.example.com.tf",),
+        commands=(("terraform fmt zones", "Format the zone files", "zones/shop.example.com.tf"),),
+        asks=(("terraform fmt -write=true zones", "terraform fmt *", "Rewrite the zone files"),),
+        questions=(
+            _q(
+                "TTL",
+                "Lower the zone's TTL to 300 s or to 60 s before the switch?",
+                ("300 s", "Five minutes"),
+                ("60 s", "One minute"),
             ),
         ),
     ),

@@ -50,7 +50,7 @@ class _Builder:
             )
 
     def read(self, spec: Spec, run: Run, dt: float) -> None:
-        rel = self.rng.choice(spec.folder.files)
+        rel = self.rng.choice(spec.work.files)
         with self.at(dt):
             part = self.w.start_tool(run, "read", {"filePath": f"{spec.directory}/{rel}"})
         with self.at(dt + 2):
@@ -58,14 +58,14 @@ class _Builder:
             self.w.next_step(run, random_tokens(self.rng))
 
     def bash(self, spec: Spec, run: Run, dt: float, index: int = 0) -> Json:
-        cmd, desc, _out = spec.folder.commands[index]
+        cmd, desc, _out = spec.work.commands[index]
         with self.at(dt):
             return self.w.start_tool(run, "bash", {"command": cmd, "description": desc})
 
     def edit(self, spec: Spec, run: Run, dt: float) -> None:
         """An edit of the folder's first file, its diff in its metadata (no random draw: the
         rest of the world stays as it was)."""
-        rel = spec.folder.files[0]
+        rel = spec.work.files[0]
         path = f"{spec.directory}/{rel}"
         old, new = tools.edit_of(rel)
         with self.at(dt):
@@ -139,7 +139,7 @@ class _Builder:
             return
         run = self.begin(spec, -70)
         self.read(spec, run, -66)
-        cmd, always, desc = spec.folder.asks[0]
+        cmd, always, desc = spec.work.asks[0]
         with self.at(-45):
             part = self.w.start_tool(
                 run, "bash", {"command": cmd, "description": desc}, running=False
@@ -150,7 +150,7 @@ class _Builder:
     def question(self, spec: Spec) -> None:
         run = self.begin(spec, -60)
         self.read(spec, run, -55)
-        question = spec.folder.questions[0]
+        question = spec.work.questions[0]
         with self.at(-20):
             part = self.w.start_tool(run, "question", {"questions": [question]}, running=False)
             self.w.ask_question(run, part, [question])
@@ -193,7 +193,7 @@ class _Builder:
         run = self.begin(spec, -300)
         self.read(spec, run, -295)
         part = self.bash(spec, run, -280, 1)
-        cmd, _desc, short = spec.folder.commands[1]
+        cmd, _desc, short = spec.work.commands[1]
         out = tools.output_of(cmd, short)
         with self.at(-200):
             self.w.finish_tool(

@@ -260,7 +260,7 @@ class Director:
 
 # ----- steps -----------------------------------------------------------------------------
 def _rel(a: Actor) -> str:
-    return a.rng.choice(a.spec.folder.files)
+    return a.rng.choice(a.spec.work.files)
 
 
 def complete_tool(a: Actor, run: Run, part: Json) -> None:
@@ -269,7 +269,7 @@ def complete_tool(a: Actor, run: Run, part: Json) -> None:
     tool = part["tool"]
     if tool == "bash":
         command = args.get("command", "")
-        short = next((o for c, _d, o in a.spec.folder.commands if c == command), "")
+        short = next((o for c, _d, o in a.spec.work.commands if c == command), "")
         out = tools.output_of(command, short)
         a.world.finish_tool(
             run, part, out, title=command, metadata={"output": out, "exit": 0, "truncated": False}
@@ -289,7 +289,7 @@ def complete_tool(a: Actor, run: Run, part: Json) -> None:
 
 
 def start_bash(a: Actor, run: Run) -> Json:
-    cmd, desc, _out = a.rng.choice(a.spec.folder.commands)
+    cmd, desc, _out = a.rng.choice(a.spec.work.commands)
     return a.world.start_tool(run, "bash", {"command": cmd, "description": desc})
 
 
@@ -504,7 +504,7 @@ async def run_retry(a: Actor) -> str:
 async def run_permission(a: Actor) -> str:
     run = a.begin()
     await a.sleep(3)
-    cmd, always, desc = a.rng.choice(a.spec.folder.asks)
+    cmd, always, desc = a.rng.choice(a.spec.work.asks)
     part = a.world.start_tool(run, "bash", {"command": cmd, "description": desc}, running=False)
     request = a.world.ask_permission(run, part, "bash", [cmd], [always], {"command": cmd})
     a.world.run_tool(run, part)
@@ -514,7 +514,7 @@ async def run_permission(a: Actor) -> str:
 async def run_question(a: Actor) -> str:
     run = a.begin()
     await a.sleep(3)
-    question = a.rng.choice(a.spec.folder.questions)
+    question = a.rng.choice(a.spec.work.questions)
     part = a.world.start_tool(run, "question", {"questions": [question]}, running=False)
     request = a.world.ask_question(run, part, [question])
     a.world.run_tool(run, part)

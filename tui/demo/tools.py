@@ -42,6 +42,68 @@ EDITS: dict[str, tuple[str, str]] = {
     ),
     "charts/ingress/values.yaml": ('    tag: "1.11.2"', '    tag: "1.12.1"'),
     "zones/shop.example.com.tf": ("  ttl = 3600", "  ttl = 300"),
+    "src/checkout/stripe.ts": (
+        "export const stripe = null;",
+        "export const stripe = new Stripe(env.STRIPE_SECRET_KEY, {\n"
+        '  apiVersion: "2025-01-27.acacia",\n'
+        "});",
+    ),
+    "src/pages/cart.tsx": (
+        "      <Button disabled>Pay</Button>",
+        '      <Button onClick={() => redirectTo("/api/checkout/session")}>Pay</Button>',
+    ),
+    "src/search/index.test.ts": (
+        "const index = sharedIndex;",
+        "let index: SearchIndex;\nbeforeEach(() => {\n  index = freshIndex();\n});",
+    ),
+    "test/fixtures/search.ts": (
+        "  id: randomUUID(),",
+        "  id: `doc-${n}`,\n  createdAt: FIXED_CLOCK,",
+    ),
+    "src/version.ts": ('export const VERSION = "2.3.1";', 'export const VERSION = "2.4.0";'),
+    "CHANGELOG.md": (
+        "## Unreleased",
+        "## 2.4.0\n\n- Stripe checkout\n- German product pages\n- Cart state in a reducer",
+    ),
+    "locales/de/product.ts": (
+        "export default {};",
+        'export default {\n  addToCart: "In den Warenkorb",\n  sizeChart: "Größentabelle",\n};',
+    ),
+    "src/i18n/config.ts": ('  locales: ["en"],', '  locales: ["en", "de"],'),
+    "src/cart/context.tsx": (
+        "  const [items, setItems] = useState<Item[]>([]);",
+        "  const [state, dispatch] = useReducer(cartReducer, EMPTY_CART);",
+    ),
+    "src/cart/reducer.test.ts": (
+        'describe("cartReducer", () => {});',
+        'describe("cartReducer", () => {\n'
+        '  it("keeps an empty cart empty", () => {\n'
+        '    expect(cartReducer(EMPTY_CART, { type: "clear" })).toEqual(EMPTY_CART);\n'
+        "  });\n"
+        "});",
+    ),
+    "src/auth/oauth.ts": (
+        'export const flow = "session";',
+        'export const flow = "authorization_code";\nexport const pkce = "S256";',
+    ),
+    "src/pages/login.tsx": (
+        '      <form method="post" action="/login">',
+        '      <a href="/oauth/authorize">Sign in</a>',
+    ),
+    "docs/titles.md": ("Titles are rendered.", "Titles are shown as typed: markup is not obeyed."),
+    "versions.tf": ('      version = "~> 5.80"', '      version = "~> 6.0"'),
+    "providers.tf": ("  s3_use_path_style = true", "  s3_use_path_style = true # (v6: unchanged)"),
+    ".terraform.lock.hcl": ('  version     = "5.80.0"', '  version     = "6.0.0"'),
+    "alerts/tests.yml": (
+        "    alert_rule_test: []",
+        "    alert_rule_test:\n      - eval_time: 20m\n        alertname: DiskPressure",
+    ),
+    "scripts/restore.sh": (
+        "restic restore latest --target /srv/data",
+        'restic restore latest --target "${TARGET:-/srv/data}"',
+    ),
+    "systemd/backup.timer": ("OnCalendar=daily", "OnCalendar=*-*-* 02:30:00\nPersistent=true"),
+    "charts/ingress/Chart.yaml": ("    version: 4.11.3", "    version: 4.12.0"),
 }
 
 #: command -> its whole output (the cast's one line is its last)
@@ -107,7 +169,9 @@ def output_of(command: str, short: str) -> str:
 
 
 def _comment(rel: str) -> str:
-    return f"// {rel}" if rel.endswith((".ts", ".tsx")) else f"# {rel}"
+    if rel.endswith((".ts", ".tsx")):
+        return f"// {rel}"
+    return f"<!-- {rel} -->" if rel.endswith(".md") else f"# {rel}"
 
 
 def edit_metadata(path: str, rel: str, old: str, new: str) -> Json:
