@@ -118,12 +118,14 @@ class Decided(NamedTuple):
     differing only in those two times decide the same row (a resync moves them for every
     session, and most rows never read them). `undated`: no server fact dates the settled state
     the row shows, so its `since` is the moment decided, the one thing of it `valid_until`
-    does not cover (carry counts it from the previous row, or from the moment it is given)."""
+    does not cover (carry counts it from the previous row, or from the moment it is given).
+    `inputs`: the facts it was decided from (what a memo files it under)."""
 
     row: SessionRow
     valid_until: float
-    reads_claims: bool = True
-    undated: bool = False
+    reads_claims: bool
+    undated: bool
+    inputs: SessionInputs
 
 
 class Verdict(NamedTuple):
@@ -258,7 +260,29 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
             *evidence,
             "time in state counted from when ocwatch first saw it (no server fact dates it)",
         )
-    updated, err, cost, tokens = _figures(s, msg, touched, stream_error)
+    # the session's figures: when it was last updated (the session, its last message or its
+    # last event, the latest), the last assistant error (else the stream's), its cost and
+    # tokens (the session's, else its last message's)
+    info = msg.info if msg is not None else None
+    updated = s.time.updated / 1000.0
+    err = None
+    cost = s.cost
+    tokens = s.tokens.total if s.tokens is not None else None
+    if info is not None:
+        mt = info.time
+        mtime = (mt.completed or mt.created) / 1000.0
+        if mtime > updated:
+            updated = mtime
+        if info.role == "assistant":
+            err = info.error
+        if cost is None:
+            cost = info.cost
+        if tokens is None and info.tokens is not None:
+            tokens = info.tokens.total
+    if touched is not None and touched > updated:
+        updated = touched
+    if err is None:
+        err = stream_error
     attempt = retry_message = retry_next = None
     if st is not None and st.type == "retry":
         attempt, retry_message, retry_next = st.attempt, st.message, ms(st.next)
@@ -292,37 +316,9 @@ def decide(inputs: SessionInputs, now: float, settings: Settings) -> Decided:
             until,
             claims,
             undated,
+            inputs,
         ),
     )
-
-
-def _figures(
-    s: Session, msg: Message | None, touched: float | None, stream_error: MessageError | None
-) -> tuple[float, MessageError | None, float | None, int | None]:
-    """The session's figures: when it was last updated (the session, its last message or its
-    last event, the latest), the last assistant error (else the stream's), its cost and tokens
-    (the session's, else its last message's)."""
-    info = msg.info if msg is not None else None
-    updated = s.time.updated / 1000.0
-    err = None
-    cost = s.cost
-    tokens = s.tokens.total if s.tokens is not None else None
-    if info is not None:
-        mt = info.time
-        mtime = (mt.completed or mt.created) / 1000.0
-        if mtime > updated:
-            updated = mtime
-        if info.role == "assistant":
-            err = info.error
-        if cost is None:
-            cost = info.cost
-        if tokens is None and info.tokens is not None:
-            tokens = info.tokens.total
-    if touched is not None and touched > updated:
-        updated = touched
-    if err is None:
-        err = stream_error
-    return updated, err, cost, tokens
 
 
 #: a previous row's that is no settled state: what an outage or a first snapshot loading showed
@@ -340,7 +336,7 @@ def carry(
     with its last known state. Given the very row it returns as `previous`, it returns an equal
     row (while the link is up): the memo files a row for the call it is handed back to. Pure;
     the decided row itself (the same object) when there is nothing to lay over it."""
-    row, _, _, undated = decided
+    row, _, _, undated, _ = decided
     held = previous
     if held is not None and held.settling in _NOT_HELD:
         held = None

@@ -74,14 +74,10 @@ _new = tuple.__new__
 
 
 class _Memoed(NamedTuple):
-    """A session's decision, the facts it was decided from, and the row the previous row made
-    of it (fields the reuse check unpacks: a NamedTuple's attributes cost more to read)."""
+    """A session's decision with a previous row carried over it (a decision shown as it is, the
+    link up, is filed as it is: the Decided itself). Fields the reuse check unpacks: a
+    NamedTuple's attributes cost more to read."""
 
-    #: what the reuse check compares: the facts decided (SessionInputs' fields, as _gather
-    #: yields them), or for a decision that reads no claim time (Decided.reads_claims) those
-    #: before the claim times, which a resync moves for every session (cut once here, not at
-    #: every check)
-    facts: tuple[object, ...]
     #: until when `row` holds: the decision's validity, or sooner where carry read the clock
     valid_until: float
     #: the decision with the previous row carried over it (what the rows show)
@@ -91,7 +87,8 @@ class _Memoed(NamedTuple):
     #: the previous row `row` holds with: itself (carry makes a row handed back as its previous
     #: again), or while the link is down the one it was carried over (its last known state)
     held: SessionRow | None
-    #: the decision itself: carried again over another previous row, while it holds
+    #: the decision itself (and the facts it was decided from): carried again over another
+    #: previous row, while it holds
     decided: Decided
 
 
@@ -120,7 +117,9 @@ class DeriveMemo:
     link: Link | None = None  # the last call's link (an input of every row)
     snapshot: Snapshot | None = None
     facts: Facts | None = None
-    rows: dict[str, _Memoed] = field(default_factory=dict)
+    #: each session's decision, as decide made it when its row is shown as it is (no previous
+    #: row carried over it, the link up), else with the carried row (_Memoed)
+    rows: dict[str, Decided | _Memoed] = field(default_factory=dict)
     last_rows: Rows | None = None  # what the last call returned
     last_now: float = -math.inf
     consumed: int = 0  # the length of `facts.changed` the last call saw
@@ -191,11 +190,16 @@ def _decided(
     memo)."""
     rows: Rows = {}
     get_prev = prev.get if prev else None  # (a first derive has no previous rows)
+    reachable = link.reachable
     for fields in gathered:
         key = (server, fields[_SESSION].id)
         old = get_prev(key) if get_prev is not None else None
         decided = decide(_new(SessionInputs, fields), now, settings)
-        rows[key] = carry(decided, old, now, link)[0]
+        # (nothing to carry over a first sight dated by the facts: see _reused_or_decided)
+        if old is None and reachable and not decided[3]:
+            rows[key] = decided[0]
+        else:
+            rows[key] = carry(decided, old, now, link)[0]
     return rows
 
 
@@ -247,6 +251,7 @@ def _reused_or_decided(
     get_prev = prev.get if prev else None  # (nor previous rows)
     reachable = link.reachable
     pushed: list[tuple[float, str]] = []
+    held: SessionRow | None
     for fields in gathered:
         sid = fields[_SESSION].id
         hit = get_hit(sid) if get_hit is not None else None
@@ -255,9 +260,16 @@ def _reused_or_decided(
             old = get_prev(key) if get_prev is not None else None
             decided = decide(_new(SessionInputs, fields), now, settings)
         else:
-            then, valid_until, row, key, held, decided = hit
+            if isinstance(hit, Decided):  # shown as decided: the row holds with itself
+                decided = hit
+                row, valid_until, reads_claims, _, then = hit
+                key, held = (server, sid), row
+            else:
+                valid_until, row, key, held, decided = hit
+                reads_claims, then = decided[2], decided[4]
             old = get_prev(key) if get_prev is not None else None
-            if then != fields[: None if decided[2] else BEFORE_CLAIMS]:
+            # the same facts (but for the claim times, for a decision that reads none)?
+            if then != fields if reads_claims else then[:BEFORE_CLAIMS] != fields[:BEFORE_CLAIMS]:
                 decided = decide(_new(SessionInputs, fields), now, settings)
             elif now < valid_until and (old is held or old == held):
                 rows[key] = row  # the same facts, carried over the same previous row
@@ -265,24 +277,24 @@ def _reused_or_decided(
             elif now >= decided[1]:  # the same facts, but the decision no longer holds
                 decided = decide(_new(SessionInputs, fields), now, settings)
             # (else the same facts and decision, another previous row: carried over it again)
-        row, until = carry(decided, old, now, link)
-        if old is not None and old == row and _same_requests(old, row, fields[_REQUESTS]):
-            row = old  # the same row: the same object
+        if old is None and reachable and not decided[3]:
+            # a first sight dated by the facts, the link up: nothing to carry (carry's own
+            # first test, made here: a first derive would call it for every session to learn
+            # that)
+            row, until = decided[0], math.inf
+        else:
+            row, until = carry(decided, old, now, link)
+            if old is not None and old == row and _same_requests(old, row, fields[_REQUESTS]):
+                row = old  # the same row: the same object
         rows[key] = row
-        valid_until = decided[1] if until > decided[1] else until
-        # filed with itself as the previous row it holds with: the next call, handed it back,
-        # reuses it (carry makes it again); not so while the link is down
-        cache[sid] = _new(
-            _Memoed,
-            (
-                fields if decided[2] else fields[:BEFORE_CLAIMS],  # (_Memoed.facts)
-                valid_until,
-                row,
-                key,
-                row if reachable else old,
-                decided,
-            ),
-        )
+        if row is decided[0] and until == math.inf and reachable:
+            cache[sid] = decided  # shown as decided: filed as it is
+            valid_until = decided[1]
+        else:
+            # filed with itself as the previous row it holds with: the next call, handed it
+            # back, reuses it (carry makes it again); not so while the link is down
+            valid_until = decided[1] if until > decided[1] else until
+            cache[sid] = _new(_Memoed, (valid_until, row, key, row if reachable else old, decided))
         if valid_until != math.inf:
             pushed.append((valid_until, sid))
     return pushed
