@@ -60,6 +60,8 @@ async def test_the_replay_dashboard(tmp_path: Path) -> None:
 
         await until(pilot, lambda: "Pause/play" in help_text())
         assert "run.ndjson" in help_text()
+        # the conversation reads nothing in a replay: its tool-call keys are said to be off
+        assert "Select the next tool call (off in a replay)" in help_text(), help_text()
 
 
 async def test_recording_from_the_dashboard(

@@ -47,7 +47,7 @@ from .launch import Launch, LaunchError, has_graphical_browser, web_url
 from .options import DashboardOptions
 from .respond import Responder
 from .screens.confirm import ConfirmScreen
-from .screens.conversation import ConversationScreen
+from .screens.conversation import TOOL_ACTIONS, ConversationScreen
 from .screens.detail import DetailScreen
 from .screens.dialog import PAGE_EXTRA, SCROLL_EXTRA
 from .screens.help import DETAIL_EXTRA, NAVIGATION, HelpScreen, binding_rows
@@ -786,7 +786,15 @@ class OcwatchApp(App[None]):
                 binding_rows(SessionTable.BINDINGS) + binding_rows(MainScreen.BINDINGS, off),
             ),
             ("Details", binding_rows(DetailScreen.BINDINGS, off) + list(DETAIL_EXTRA)),
-            ("Conversation", binding_rows(ConversationScreen.BINDINGS, off)),
+            (
+                "Conversation",
+                # (a replay reads no conversation: its tool-call keys are off too)
+                binding_rows(
+                    ConversationScreen.BINDINGS,
+                    off,
+                    ACTIONS | TOOL_ACTIONS if self.replay is not None else ACTIONS,
+                ),
+            ),
             ("Servers", binding_rows(ServersScreen.BINDINGS)),
             ("Permission dialog", binding_rows(PermissionScreen.BINDINGS) + list(SCROLL_EXTRA)),
             (

@@ -41,10 +41,12 @@ LEGEND = (
 )
 
 
-def binding_rows(bindings: Iterable[BindingType], off: str | None = None) -> list[tuple[str, str]]:
+def binding_rows(
+    bindings: Iterable[BindingType], off: str | None = None, actions: frozenset[str] = ACTIONS
+) -> list[tuple[str, str]]:
     """(keys, description) for each Binding with a description (its tooltip when it has one:
-    the longer text the footer has no room for); `off`: why the actions on a session are off,
-    said beside each of them (their `off` stand-ins are not listed)."""
+    the longer text the footer has no room for); `off`: why `actions` (by default the actions
+    on a session) are off, said beside each of them (their `off` stand-ins are not listed)."""
     rows = []
     for b in bindings:
         if isinstance(b, Binding) and b.description and not b.system:
@@ -52,7 +54,7 @@ def binding_rows(bindings: Iterable[BindingType], off: str | None = None) -> lis
                 continue
             keys = ", ".join(_key(k) for k in b.key.split(","))
             said = b.tooltip or b.description
-            if off and b.action.removeprefix("app.") in ACTIONS:
+            if off and b.action.removeprefix("app.") in actions:
                 said = f"{said} ({off})"
             rows.append((keys, said))
     return rows
