@@ -122,6 +122,29 @@ async def test_the_scrollbar_of_a_log_that_first_overflows_shows_where_the_view_
         assert log.vertical_scrollbar.position == log.scroll_y
 
 
+async def test_g_pressed_before_a_paint_is_laid_out_stays_at_the_top() -> None:
+    """A repaint at the end (the dashboard's tick), then g before the next refresh: the view
+    stays at the top (the paint's scroll to the end came after g: seen under load, the reader
+    taken back to the end and kept there)."""
+    app, _ = make_app(peek=ChatPeek(chat(40)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await conversation(pilot, app)
+        await until(
+            pilot,
+            lambda: (
+                screen.loaded_all
+                and screen.body.complete
+                and screen.body.scroll_y == screen.body.max_scroll_y > 0
+            ),
+        )
+        screen._paint()  # at the end: it asks to stay there once laid out (after a refresh)
+        screen.action_top()
+        for _ in range(3):  # the refreshes that run what waited for them
+            screen.body.refresh()
+            await pilot.pause()
+        assert screen.body.scroll_y == 0
+
+
 async def test_from_the_detail_view_and_a_server_error_is_said() -> None:
     peek = ChatPeek(chat(3))
     peek.fail = Unreachable("http://127.0.0.1:4096: cannot connect")

@@ -217,7 +217,13 @@ class ConversationScreen(ViewScreen):
         body.cursor = spot.head if spot is not None else None
         self._title()
         if at_end:
-            self.call_after_refresh(body.scroll_end, animate=False)
+            self.call_after_refresh(self._to_end, body.scroll_y)
+
+    def _to_end(self, was: float) -> None:
+        """To the end once the new lines are laid out, unless the reader scrolled up since
+        (a g pressed meanwhile stays where it took them)."""
+        if self.body.scroll_y >= was:
+            self.body.scroll_end(animate=False, immediate=True)
 
     def _spot(self, call: CallKey) -> Spot | None:
         return next((s for s in self.calls if s.call == call), None)
@@ -286,10 +292,11 @@ class ConversationScreen(ViewScreen):
         self.dismiss()
 
     def action_top(self) -> None:
-        self.body.scroll_home(animate=False)
+        # at once: a paint before the next refresh sees the reader has left the end
+        self.body.scroll_home(animate=False, immediate=True)
 
     def action_bottom(self) -> None:
-        self.body.scroll_end(animate=False)
+        self.body.scroll_end(animate=False, immediate=True)
 
     # -- tool calls: the cursor, expanding and folding ------------------------------------------
 
