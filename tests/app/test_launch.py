@@ -31,6 +31,7 @@ from tui.app.screens.detail import DetailScreen
 from tui.cli.main import build_parser
 from tui.core.config import Config, load_config, resolve_options
 from tui.core.settings import Auth
+from tui.export.deliver import Payload
 
 from . import views
 from .conftest import make_app
@@ -55,6 +56,21 @@ def stand_in(folder: Path, code: int = 0) -> Path:
     )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR)
     return out
+
+
+class Elsewhere:
+    """An off-terminal alert sink (as notify-send, a webhook or --notify-cmd): what it got."""
+
+    name = "elsewhere"
+
+    def __init__(self) -> None:
+        self.sent: list[Payload] = []
+
+    def describe(self) -> str:
+        return "a test sink"
+
+    async def send(self, p: Payload) -> None:
+        self.sent.append(p)
 
 
 def waiting_stand_in(folder: Path, release: Path) -> Path:
@@ -432,23 +448,9 @@ async def test_while_opencode_has_the_terminal_the_dashboard_keeps_watching(
     delivered, and the alerts that would write to the terminal are held back; once it exits
     the dashboard is back and the next alert rings."""
     from tui.core.config import AlertConfig
-    from tui.export.deliver import Deliverer, Payload
+    from tui.export.deliver import Deliverer
 
     from .test_alerts import DONE, later, spy
-
-    class Elsewhere:
-        """An off-terminal sink (as notify-send, a webhook or --notify-cmd): what it got."""
-
-        name = "elsewhere"
-
-        def __init__(self) -> None:
-            self.sent: list[Payload] = []
-
-        def describe(self) -> str:
-            return "a test sink"
-
-        async def send(self, p: Payload) -> None:
-            self.sent.append(p)
 
     release = tmp_path / "release"
     called = waiting_stand_in(tmp_path / "bin", release)

@@ -181,24 +181,10 @@ async def test_while_attached_alerts_and_the_exporter_keep_counting(
     on the real server reaches the View, is marked unread, alerts (its first sight is already
     asking: an off-terminal sink gets it while OpenCode has the terminal), and the exporter
     counts its request; the dashboard is back when OpenCode exits."""
-    from tests.app.test_launch import waiting_stand_in
+    from tests.app.test_launch import Elsewhere, waiting_stand_in
     from tui.app.launch import DEFAULT_ATTACH, Launcher
-    from tui.export.deliver import Deliverer, Payload
+    from tui.export.deliver import Deliverer
     from tui.export.metrics import Metrics
-
-    class Elsewhere:
-        """An off-terminal alert sink (as notify-send, a webhook or --notify-cmd)."""
-
-        name = "elsewhere"
-
-        def __init__(self) -> None:
-            self.sent: list[Payload] = []
-
-        def describe(self) -> str:
-            return "a test sink"
-
-        async def send(self, p: Payload) -> None:
-            self.sent.append(p)
 
     release = tmp_path / "release"
     called = waiting_stand_in(tmp_path / "bin", release)
