@@ -61,6 +61,8 @@ class Watcher:
         self.settled: dict[str, list[State]] = {}  # settled rows only
         self.emitted: dict[str, list[State | None]] = {}  # transitions' `to`
         self.since: dict[str, float | None] = {}
+        #: a `watch` process following the same server, whose first sight `fresh` waits for too
+        self.beside: WatchProcess | None = None
         self.evidence: dict[str, set[str]] = {}  # every evidence line shown
         self.asked: dict[str, list[int]] = {}  # per View showing it waiting: requests shown
         self.derives = 0
@@ -181,7 +183,7 @@ class WatchProcess:
 @pytest.fixture(scope="module")
 def followers(oc_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProcess]]:
     watcher = Watcher(oc_server.url).start()
-    proc = WatchProcess(oc_server.url)
+    proc = watcher.beside = WatchProcess(oc_server.url)
     with Driver(oc_server.url, auth=oc_server.auth, default_directory=str(oc_server.project)) as d:
         sentinel = d.create_session(title="lifecycle sentinel")["id"]
         wait_until(
@@ -218,7 +220,17 @@ def fresh(oc: Driver, watcher: Watcher, title: str) -> str:
     """A new session, once the watcher has seen it settled idle (no messages yet)."""
     sid = oc.create_session(title=title)["id"]
     watcher.wait_last(sid, IDLE)
+    seen_beside(watcher, sid)
     return sid
+
+
+def seen_beside(watcher: Watcher, sid: str) -> None:
+    """Until the `watch` process beside the watcher printed the new session too: it is a
+    monitor of its own, and a prompt sent before it saw the session idle makes its first sight
+    busy (seen in a CI run: `None -> busy`, where the in-process watcher had shown idle)."""
+    beside = watcher.beside
+    if beside is not None:
+        wait_until(lambda: beside.of(sid), 30, what=f"watch printing {sid}")
 
 
 def check(

@@ -39,6 +39,7 @@ from .test_lifecycles import (
     Watcher,
     WatchProcess,
     check,
+    seen_beside,
 )
 
 UNKNOWN_CUT: State = ("unknown", "interrupted", False)
@@ -74,7 +75,7 @@ def row(status: dict[str, Any], sid: str) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def followers2(oc2_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProcess]]:
     watcher = Watcher(oc2_server.url, auth_of(oc2_server)).start()
-    proc = WatchProcess(oc2_server.url, oc2_server.password)
+    proc = watcher.beside = WatchProcess(oc2_server.url, oc2_server.password)
     with V2Driver(oc2_server.url, auth=oc2_server.auth, directory=str(oc2_server.project)) as d:
         sentinel = d.create("v2 lifecycle sentinel")
         wait_until(
@@ -91,6 +92,7 @@ def followers2(oc2_server: OpenCodeServer) -> Iterator[tuple[Watcher, WatchProce
 def fresh(oc2: V2Driver, watcher: Watcher, title: str, directory: str | None = None) -> str:
     sid = oc2.create(title, directory)
     watcher.wait_last(sid, IDLE)
+    seen_beside(watcher, sid)
     return sid
 
 
