@@ -277,6 +277,25 @@ def test_past_its_validity_a_row_is_decided_again(monkeypatch):
     assert "11s ago" in later[(SERVER, "ses_a")].evidence[0]
 
 
+def test_rows_past_their_validity_are_decided_again_after_a_first_derive_of_many(monkeypatch):
+    """A first derive files its many deadlines unsorted (made a heap when next read): the next
+    derive on the same snapshot decides again exactly the rows whose validity ended, whatever
+    the order they were filed in (latest first here: read as filed, none would be due)."""
+    asked = _counting(monkeypatch)
+    ids = [f"ses_{i:03}" for i in range(100)]
+    prompts = {sid: user("msg_1", sid, created=T0 + i / 100) for i, sid in enumerate(ids)}
+    snapshot = snap([session(sid) for sid in reversed(ids)], messages=prompts, started_at=T0 + 20)
+    facts, memo = Journal().facts(), DeriveMemo()  # (the same fold: only the due looked at)
+    first = derive_server(snapshot, facts, T0 + 10.5, S, memo=memo)
+    due = [sid for sid in ids if memo.rows[sid].valid_until <= T0 + 10.8]
+    assert due == ids[51:81]  # their grace periods ended: prompted 10 s ago, no reply
+    asked.clear()
+    later = derive_server(snapshot, facts, T0 + 10.8, S, previous=first, memo=memo)
+    assert sorted(asked) == due and memo.changed is not None
+    assert later == derive_server(snapshot, (), T0 + 10.8, S, previous=first)
+    assert later[(SERVER, "ses_060")] != first[(SERVER, "ses_060")]
+
+
 def test_inputs_that_differ_are_decided_again(monkeypatch):
     """Without the inputs' equality a new status entry (busy now) would keep the idle row."""
     asked = _counting(monkeypatch)

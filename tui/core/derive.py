@@ -123,15 +123,32 @@ class DeriveMemo:
     last_rows: Rows | None = None  # what the last call returned
     last_now: float = -math.inf
     consumed: int = 0  # the length of `facts.changed` the last call saw
-    deadlines: list[tuple[float, str]] = field(default_factory=list)  # a heap of (at, sid)
+    #: (at, sid) of the rows that hold until a moment: a heap while `heaped`, else made one
+    #: when next read (a first derive, which looks at every row, files thousands and reads none)
+    deadlines: list[tuple[float, str]] = field(default_factory=list)
+    heaped: bool = True
     # the keys whose rows the last call changed (other rows: the previous objects); None: it
     # derived every row, any may have changed
     changed: list[tuple[str, str]] | None = None
     merged: _Merged | None = None  # the last call's merged maps (kept up to date)
-    order: dict[str, int] = field(default_factory=dict)  # each session's place in the rows
-    listed: list[str] = field(default_factory=list)  # the sessions `order` was made for
+    listed: list[str] = field(default_factory=list)  # the sessions listed, in the rows' order
     values: list[Session] = field(default_factory=list)  # and those `children` was made of
     children: dict[str, list[str]] = field(default_factory=dict)
+    _order: dict[str, int] | None = None  # `order`, once made for `listed`
+
+    @property
+    def order(self) -> dict[str, int]:
+        """Each listed session's place in the rows: made when first asked for after the listing
+        changed (a first derive, which looks at every row in order, never needs it)."""
+        order = self._order
+        if order is None:
+            listed = self.listed
+            order = self._order = dict(zip(listed, range(len(listed)), strict=True))
+        return order
+
+    def relisted(self, listed: list[str]) -> None:
+        """The sessions listed changed (or their order): what was made of the old listing goes."""
+        self.listed, self.values, self._order = listed, [], None
 
 
 def derive_server(
@@ -250,6 +267,7 @@ def _reused_or_decided(
     get_hit = cache.get if cache else None  # (a first derive has nothing filed)
     get_prev = prev.get if prev else None  # (nor previous rows)
     reachable = link.reachable
+    inf = math.inf
     pushed: list[tuple[float, str]] = []
     held: SessionRow | None
     for fields in gathered:
@@ -259,6 +277,15 @@ def _reused_or_decided(
             key = (server, sid)
             old = get_prev(key) if get_prev is not None else None
             decided = decide(_new(SessionInputs, fields), now, settings)
+            if old is None and reachable and not decided[3]:
+                # a first sight dated by the facts, the link up: shown and filed as decided
+                # (carry's first test, made here: a first derive would call it for every
+                # session to learn that)
+                rows[key] = decided[0]
+                cache[sid] = decided
+                if decided[1] != inf:
+                    pushed.append((decided[1], sid))
+                continue
         else:
             if isinstance(hit, Decided):  # shown as decided: the row holds with itself
                 decided = hit
@@ -277,17 +304,14 @@ def _reused_or_decided(
             elif now >= decided[1]:  # the same facts, but the decision no longer holds
                 decided = decide(_new(SessionInputs, fields), now, settings)
             # (else the same facts and decision, another previous row: carried over it again)
-        if old is None and reachable and not decided[3]:
-            # a first sight dated by the facts, the link up: nothing to carry (carry's own
-            # first test, made here: a first derive would call it for every session to learn
-            # that)
-            row, until = decided[0], math.inf
+        if old is None and reachable and not decided[3]:  # (as above: nothing to carry)
+            row, until = decided[0], inf
         else:
             row, until = carry(decided, old, now, link)
             if old is not None and old == row and _same_requests(old, row, fields[_REQUESTS]):
                 row = old  # the same row: the same object
         rows[key] = row
-        if row is decided[0] and until == math.inf and reachable:
+        if row is decided[0] and until == inf and reachable:
             cache[sid] = decided  # shown as decided: filed as it is
             valid_until = decided[1]
         else:
@@ -295,23 +319,23 @@ def _reused_or_decided(
             # back, reuses it (carry makes it again); not so while the link is down
             valid_until = decided[1] if until > decided[1] else until
             cache[sid] = _new(_Memoed, (valid_until, row, key, row if reachable else old, decided))
-        if valid_until != math.inf:
+        if valid_until != inf:
             pushed.append((valid_until, sid))
     return pushed
 
 
 def _watch(memo: DeriveMemo, pushed: list[tuple[float, str]]) -> None:
-    """The memo's deadlines (a heap) with `pushed` in, made anew from the rows filed when it
-    holds too many that no longer count."""
+    """The memo's deadlines with `pushed` in, made anew from the rows filed when they hold too
+    many that no longer count; many at once are made a heap when next read (_candidates)."""
     heap, cache = memo.deadlines, memo.rows
     if len(heap) + len(pushed) > 4 * len(cache) + 64:
         memo.deadlines = [
             (e.valid_until, sid) for sid, e in cache.items() if e.valid_until != math.inf
         ]
-        heapq.heapify(memo.deadlines)
-    elif len(pushed) > 64:
+        memo.heaped = False
+    elif len(pushed) > 64 or not memo.heaped:
         heap += pushed
-        heapq.heapify(heap)
+        memo.heaped = False
     else:
         for item in pushed:
             heapq.heappush(heap, item)
@@ -572,8 +596,7 @@ def _tree(sessions: dict[str, Session], memo: DeriveMemo | None) -> dict[str, li
         return _children(sessions)
     listed = list(sessions)
     if listed != memo.listed:
-        memo.listed, memo.values = listed, []
-        memo.order = dict(zip(listed, range(len(listed)), strict=True))
+        memo.relisted(listed)
     values = list(sessions.values())
     if values != memo.values:
         memo.values, memo.children = values, _children(sessions)
@@ -617,6 +640,9 @@ def _candidates(
     if None in dirty:
         return None
     heap = memo.deadlines
+    if not memo.heaped:
+        heapq.heapify(heap)
+        memo.heaped = True
     while heap and heap[0][0] <= now:
         dirty.add(heapq.heappop(heap)[1])
     sessions = merged.sessions
