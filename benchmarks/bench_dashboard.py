@@ -10,9 +10,9 @@ repeats for 200 busy sessions. Measured (issue 3 targets in brackets):
 - startup to first paint of every row [< 1.5 s];
 - a state change (a busy session finishes: status idle + completed message) until the table
   holds it and the next frame has been painted, p50/p95 over `changes` changes [p95 < 250 ms];
-- a key press (cursor down) until the cursor moved and the next frame has been painted,
-  p50/p95 over 50 presses [< 100 ms]; with `--pane`, the details pane is open beside the
-  table and reads each session the cursor rests on (issue 12: p95 < 50 ms).
+- a key press (cursor down, or up from the lower rows) until the cursor moved and the next
+  frame has been painted, p50/p95 over 50 presses [< 100 ms]; with `--pane`, the details pane
+  is open beside the table and reads each session the cursor rests on (issue 12: p95 < 50 ms).
 """
 
 from __future__ import annotations
@@ -259,13 +259,16 @@ async def run(n: int, rate: int, changes: int, pane: bool = False) -> None:
         )
         keys = []
         table.focus()
+        # (the cursor follows the sessions that finished, near the end of the rows shown: it
+        # moves up from there, or down from the top half)
+        way = "down" if table.cursor_row < 60 else "up"
         for _ in range(50):
             # post the key as the terminal driver would, and time until the frame after the
             # cursor moved (pilot.press also waits for the app to fall idle, which a flood
             # never lets happen)
             moves = len(MOVES)
             t = time.perf_counter()
-            app.post_message(events.Key("down", None))
+            app.post_message(events.Key(way, None))
             while len(MOVES) == moves:
                 if time.perf_counter() - t > 5:
                     raise SystemExit("the cursor never moved")
@@ -274,7 +277,7 @@ async def run(n: int, rate: int, changes: int, pane: bool = False) -> None:
             keys.append((shown - t) * 1000)
             await asyncio.sleep(0.05)
         print(
-            f"key press (cursor down) on screen{' with the details pane' if pane else ''}: "
+            f"key press (cursor {way}) on screen{' with the details pane' if pane else ''}: "
             f"p50 {pct(keys, 50):.0f} ms, p95 {pct(keys, 95):.0f} ms"
         )
         if pane:

@@ -13,11 +13,11 @@ body is divided by the events it read:
 - `bare`: a bare Python socket reader: `recv`, split lines, `json.loads` the `data:` of every
   frame that is not a delta (no HTTP parsing: the chunk-size lines are lines it skips);
 - `v1` / `v2`: ocwatch's stream as production runs it: the monitor's stream loop (its
-  watchdog included), `Client.events` and `sse_data`, the parser into the journal;
-- `v1-read` / `v2-read`: `Client.events` and `sse_data` alone (what the reading costs
+  watchdog included), `Client.event_batches`, the parser into the journal;
+- `v1-read` / `v2-read`: `Client.event_batches` alone (what the reading costs
   without the parser);
-- `v1-parse` / `v2-parse`: the monitor's `on_data` of the same frames, no I/O (what the
-  parser and the journal cost, as bench_ingest measures them).
+- `v1-parse` / `v2-parse`: the monitor's `on_frames` of the same frames, 256 at a time (as
+  a busy stream's reads bring them), no I/O (what the parser and the journal cost).
 
 Printed per run: microseconds of CPU per event of each, and each ocwatch reader's ratio to the
 bare reader of the same protocol in the same run [issue 42: <= 2x]. `--profile v1` runs that
@@ -230,7 +230,21 @@ class SocketAPI:
 def dashboard(sessions: int, rate: int) -> None:
     """bench_dashboard's run, its API served by another process over a real socket."""
     import benchmarks.bench_dashboard as bench
+    from tui.core.monitor import ServerMonitor
 
+    # the frames the dashboard read, counted where the stream loop hands them over: the rate it
+    # kept up with (the server's writes block when it falls behind, so `rate` is at most asked)
+    read = [0, 0.0, 0.0]
+    on_data = ServerMonitor.on_data
+
+    def counted(monitor: ServerMonitor, data: str, now: float | None = None) -> None:
+        read[0] += 1
+        read[2] = time.perf_counter()
+        if read[0] == 1:
+            read[1] = read[2]
+        on_data(monitor, data, now)
+
+    ServerMonitor.on_data = counted  # type: ignore[method-assign]
     api = SocketAPI(sessions, 200, rate)
     bench.URL = api.url  # (read by run() as it starts)
     bench.StreamAPI = lambda n, busy, rate: api  # type: ignore[assignment,misc]
@@ -238,6 +252,7 @@ def dashboard(sessions: int, rate: int) -> None:
         asyncio.run(bench.run(sessions, rate, 30))
     finally:
         api.stop()
+        print(f"frames read: {read[0]} at {read[0] / max(read[2] - read[1], 1e-9):.0f}/s")
 
 
 def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:
@@ -258,13 +273,15 @@ def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:
                     text=True,
                 )
                 said = [line for line in out.stdout.splitlines() if "state change" in line]
+                rates = [line for line in out.stdout.splitlines() if line.startswith("frames read")]
                 why = [line for line in out.stderr.splitlines() if "never showed" in line]
                 got = (
                     said[0].split(": ", 1)[1]
                     if said
                     else f"no figure ({why[-1] if why else out.stderr[-300:]})"
                 )
-                print(f"run {run + 1}, stream read {way}: {got}", flush=True)
+                kept = f"; {rates[0][len('frames ') :]}" if rates else ""
+                print(f"run {run + 1}, stream read {way}: {got}{kept}", flush=True)
     finally:
         if spinner is not None:
             spinner.kill()
@@ -307,23 +324,24 @@ async def ocwatch(port: int, proto_name: str, parse: bool) -> int:
         mon.use(V2)
     events = 0
     if not parse:
-        async with mon.client.events(
+        async with mon.client.event_batches(
             read_timeout=mon.heartbeat_timeout,
             max_event=mon.settings.max_event,
             path=proto.event_path,
             comments=proto.comments,
-        ) as frames:
-            async for data in frames:
-                events += bool(data)  # (not the heartbeats)
+        ) as batches:
+            async for frames in batches:
+                for data in frames:
+                    events += bool(data)  # (not the heartbeats)
         await mon.client.aclose()
         return events
     done = asyncio.Event()
     on_data = mon.on_data
 
-    def counted(data: str) -> None:
+    def counted(data: str, now: float | None = None) -> None:
         nonlocal events
         events += bool(data)  # (not the heartbeats)
-        on_data(data)
+        on_data(data, now)
 
     def ended(exc: Any) -> None:
         done.set()
@@ -353,10 +371,11 @@ def parse(proto: str) -> tuple[float, int]:
     mon = ServerMonitor("http://127.0.0.1:1")
     if proto == "v2":
         mon.use(V2)
-    on_data = mon.on_data
+    on_frames = mon.on_frames
+    batches = [data[i : i + 256] for i in range(0, len(data), 256)]  # (as reads bring them)
     started = time.process_time()
-    for d in data:
-        on_data(d)
+    for batch in batches:
+        on_frames(batch)
     return time.process_time() - started, len(data)
 
 

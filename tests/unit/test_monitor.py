@@ -643,6 +643,33 @@ async def test_a_chunk_of_many_lines_lets_the_event_loop_run():
     assert during > 100, during
 
 
+async def test_the_events_of_one_read_come_as_one_batch_of_bounded_size():
+    """The monitor takes each read's events at once (one clock read, one watchdog check for
+    all): a read of 3,000 events comes as batches of at most BATCH_LINES lines' worth, in
+    order, and a comment (V2's heartbeat) holds its place as an empty string."""
+    from tui.core.client import BATCH_LINES, _sse_batches
+
+    async def chunks():
+        yield b"".join(b"data: %d\n\n" % i for i in range(3000)) + b": beat\n"
+        yield b"data: last\n\n"
+
+    batches = [b async for b in _sse_batches(chunks(), "http://x", 2**20, comments=True)]
+    assert [d for b in batches for d in b] == [str(i) for i in range(3000)] + ["", "last"]
+    assert len(batches) == 1 + -(-6001 // BATCH_LINES) and batches[-1] == ["last"]
+    assert all(len(b) <= BATCH_LINES // 2 + 1 for b in batches)
+
+
+async def test_frames_of_one_read_are_stamped_with_one_moment():
+    ticks = iter(range(100, 200))
+    mon = ServerMonitor("http://x", clock=lambda: float(next(ticks)))
+    seen: list[tuple[str, float | None]] = []
+    mon.on_data = lambda data, now=None: seen.append((data, now))  # type: ignore[method-assign]
+    mon.on_frames(["a", "b", ""])
+    mon.on_frames(["c"])
+    assert seen == [("a", 100.0), ("b", 100.0), ("", 100.0), ("c", 101.0)]
+    await mon.client.aclose()
+
+
 async def test_a_stream_closed_at_once_backs_off_instead_of_storming(monkeypatch):
     import tui.core.monitor as monitor_mod
 

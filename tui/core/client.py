@@ -35,6 +35,9 @@ MAX_BODY = 64 * 2**20
 #: ever (a new cursor with every page) would otherwise be read until memory runs out. 10,000
 #: real sessions list in about 10 MB.
 MAX_LISTING = 256 * 2**20
+#: Lines of the event stream read before the event loop is let run (and the events read so far
+#: handed over): a read of many small events does not hold the dashboard
+BATCH_LINES = 1024
 
 
 def no_tls() -> ssl.SSLContext:
@@ -383,9 +386,25 @@ class Client:
         path: str = "/global/event",
         comments: bool = False,
     ) -> AsyncIterator[AsyncIterator[str]]:
+        """event_batches, an event at a time."""
+        async with self.event_batches(
+            read_timeout=read_timeout, max_event=max_event, path=path, comments=comments
+        ) as batches:
+            yield _one_by_one(batches)
+
+    @contextlib.asynccontextmanager
+    async def event_batches(
+        self,
+        *,
+        read_timeout: float,
+        max_event: int,
+        path: str = "/global/event",
+        comments: bool = False,
+    ) -> AsyncIterator[AsyncIterator[list[str]]]:
         """The watch: the server's event stream (`path`: V1's `/global/event`, V2's
-        `/api/event`), opened and checked, as the `data` of each event (`comments`: an SSE
-        comment, V2's heartbeat, comes as an empty string). Raises AuthFailed on a 401,
+        `/api/event`), opened and checked, as the `data` of each event, in lists: the events
+        each read of the stream brought whole, in order (`comments`: an SSE comment, V2's
+        heartbeat, comes as an empty string). Raises AuthFailed on a 401,
         BadResponse when the answer is
         an error or not an event stream (is it an OpenCode server?); a read waits at most
         `read_timeout` s, and an event over `max_event` bytes ends the stream (OcwatchError).
@@ -425,14 +444,14 @@ class Client:
             )
             try:
                 self._check_stream(direct.status_code, direct.headers, path)
-                yield _sse(direct.body(), self.url, max_event, comments)
+                yield _sse_batches(direct.body(), self.url, max_event, comments)
             finally:
                 direct.aclose()
             return
         timeout = httpx.Timeout(self.timeout, read=read_timeout)
         async with self.http.stream("GET", path, timeout=timeout, headers=headers) as response:
             self._check_stream(response.status_code, response.headers, path)
-            yield sse_data(response, self.url, max_event, comments)
+            yield _sse_batches(_body(response), self.url, max_event, comments)
 
     def _direct_stream(self) -> bool:
         """Whether the event stream is read straight from its socket (tui.core.stream): an
@@ -930,21 +949,33 @@ def sse_data(
     instead of growing without bound (its bytes are dropped). (The stream is asked
     uncompressed and refused otherwise: its raw bytes are its bytes. An answer whose body was
     read already, one made whole rather than streamed, is read from what was kept.)"""
-    chunks = response.aiter_bytes() if response.is_stream_consumed else response.aiter_raw()
-    return _sse(chunks, url, limit, comments)
+    return _one_by_one(_sse_batches(_body(response), url, limit, comments))
 
 
-async def _sse(
+def _body(response: httpx.Response) -> AsyncIterator[bytes]:
+    return response.aiter_bytes() if response.is_stream_consumed else response.aiter_raw()
+
+
+async def _one_by_one(batches: AsyncIterator[list[str]]) -> AsyncIterator[str]:
+    async for batch in batches:
+        for data in batch:
+            yield data
+
+
+async def _sse_batches(
     chunks: AsyncIterator[bytes], url: str, limit: int, comments: bool
-) -> AsyncIterator[str]:
-    """sse_data's reading of `chunks`, the body's bytes as they come: each chunk is split
-    into lines at once; a line not ended yet waits, its pieces kept apart (joined once it
-    ends), bounded by `limit`."""
+) -> AsyncIterator[list[str]]:
+    """sse_data's reading of `chunks`, the body's bytes as they come, in lists: each chunk is
+    split into lines at once, and the events it ends come as one list (at most BATCH_LINES
+    lines' worth: a chunk of many lines does not hold the event loop); a line not ended yet
+    waits, its pieces kept apart (joined once it ends), bounded by `limit`. An event over the
+    limit ends the stream after the events before it."""
     pending: list[bytes] = []  # the pieces of a line not ended yet
     waiting = 0  # their bytes
     data: list[bytes] = []  # the data lines of the event being read
     size = 0  # their bytes
     lines_seen = 0
+    out: list[str] = []  # the events ended so far by this chunk
     async for chunk in chunks:
         if b"\n" not in chunk:
             pending.append(chunk)
@@ -960,7 +991,10 @@ async def _sse(
         rest = lines.pop()
         for line in lines:
             lines_seen += 1
-            if not lines_seen & 4095:  # a chunk of many lines does not hold the event loop
+            if not lines_seen % BATCH_LINES:
+                if out:
+                    yield out
+                    out = []
                 await asyncio.sleep(0)
             if line[-1:] == b"\r":
                 line = line[:-1]
@@ -968,7 +1002,7 @@ async def _sse(
                 if data:
                     value = data[0] if len(data) == 1 else b"\n".join(data)
                     data, size = [], 0
-                    yield value.decode("utf-8", errors="replace")
+                    out.append(value.decode("utf-8", errors="replace"))
                 continue
             if line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
@@ -977,14 +1011,19 @@ async def _sse(
                     break
                 data.append(value)
             elif comments and line[:1] == b":":
-                yield ""
+                out.append("")
         if size > limit:
             break
+        if out:
+            yield out
+            out = []
         if rest:
             pending.append(rest)
         waiting = len(rest)
         if waiting > limit:
             break
+    if out:
+        yield out
     if size > limit or waiting > limit:
         raise OcwatchError(
             f"{url}: an event of the stream is larger than "

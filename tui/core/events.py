@@ -103,9 +103,12 @@ SETTLING = frozenset(
 )
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Event:
-    """One event from the stream, with the client-side receive time (epoch seconds)."""
+    """One event from the stream, with the client-side receive time (epoch seconds). Read
+    only, by convention: not a frozen dataclass, whose `__init__` sets each field through
+    `object.__setattr__` (0.76 us an event against 0.22 us, and one is made for every frame
+    worth keeping: issue 42's stream path); nothing assigns to one once made."""
 
     type: str
     properties: dict[str, Any]

@@ -345,8 +345,8 @@ class ServerMonitor(Reflector):
             try:
                 async with contextlib.AsyncExitStack() as stack:
                     self._stream_task = stack.enter_context(_CancelScope())
-                    frames = await stack.enter_async_context(
-                        self.client.events(
+                    batches = await stack.enter_async_context(
+                        self.client.event_batches(
                             read_timeout=self.heartbeat_timeout,
                             max_event=self.settings.max_event,
                             path=proto.event_path,
@@ -365,11 +365,11 @@ class ServerMonitor(Reflector):
                         # (a frame before `quiet_until` needs no move: it is the watchdog's
                         # time less `silence`, kept here rather than asked of it every frame)
                         quiet_until = watchdog_at(watchdog) - silence
-                        async for data in frames:
+                        async for frames in batches:
                             if (now := loop.time()) >= quiet_until:
                                 watchdog.reschedule(now + silence + slack)
                                 quiet_until = now + slack
-                            self.on_data(data)
+                            self.on_frames(frames)
                 raise OcwatchError(f"{self.url}: event stream closed by the server")
             except asyncio.CancelledError:
                 if not _CancelScope.switched():

@@ -544,9 +544,21 @@ class Reflector:
         self.request_snapshot()
         self._notify()
 
-    def on_data(self, data: str) -> None:
-        """One frame of the event stream (its `data`; an empty one: a heartbeat comment)."""
+    def on_frames(self, frames: list[str]) -> None:
+        """The frames one read of the event stream brought, in order (each as on_data), read
+        at one moment; the collector paused over them, a burst that runs to its end without
+        awaiting (tui.core.gcpause: what the frames leave is freed as they go, what the journal
+        keeps is walked by the next collection anyway)."""
         now = self.clock()
+        on_data = self.on_data
+        for data in frames:
+            on_data(data, now)
+
+    def on_data(self, data: str, now: float | None = None) -> None:
+        """One frame of the event stream (its `data`; an empty one: a heartbeat comment),
+        read at `now` (None: now)."""
+        if now is None:
+            now = self.clock()
         if self._tap is not None:
             self._tap.frame(self.url, now, data)
         self._last_event_at = now
