@@ -8,6 +8,8 @@ from collections.abc import Callable
 import pytest
 from textual import events
 from textual.pilot import Pilot
+from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Button, Input, RadioSet, SelectionList, Static
 
 from tui.app import OcwatchApp
@@ -297,6 +299,17 @@ async def test_permission_cancel_sends_nothing() -> None:
         assert fake.calls == [] and app.screen is app.main_screen
 
 
+def dialog_scroll(screen: Screen[object]) -> tuple[Widget, Callable[[], str]]:
+    """A dialog's scrolled body, and what the line under it says (empty while it is hidden)."""
+    body = screen.query_one(".dialog-body")
+    sign = screen.query_one(".dialog-more", Static)
+
+    def said() -> str:
+        return str(sign.render()) if sign.display else ""
+
+    return body, said
+
+
 async def test_a_long_request_scrolls_from_the_keyboard_and_says_what_is_below() -> None:
     """Issue 41 item 1: at 80x24 a command of 30 lines does not fit; with the focus where the
     dialog puts it (Cancel), the arrow and page keys scroll it down to its patterns and always
@@ -309,12 +322,7 @@ async def test_a_long_request_scrolls_from_the_keyboard_and_says_what_is_below()
         await open_on(pilot, app, PERM, "r")
         screen = app.screen
         assert isinstance(screen, PermissionScreen)
-        body = screen.query_one(".dialog-body")
-        sign = screen.query_one(".dialog-more", Static)
-
-        def said() -> str:
-            return str(sign.render()) if sign.display else ""
-
+        body, said = dialog_scroll(screen)
         await until(
             pilot, lambda: said() == f"▼ {body.max_scroll_y} more lines below · ↓ or pgdn scrolls"
         )
@@ -408,12 +416,7 @@ async def test_questions_longer_than_the_dialog_say_what_is_below_and_tab_reache
         await open_on(pilot, app, QUESTION, "r")
         screen = app.screen
         assert isinstance(screen, QuestionScreen)
-        body = screen.query_one(".dialog-body")
-        sign = screen.query_one(".dialog-more", Static)
-
-        def said() -> str:
-            return str(sign.render()) if sign.display else ""
-
+        body, said = dialog_scroll(screen)
         await until(
             pilot, lambda: said() == f"▼ {body.max_scroll_y} more lines below · tab or pgdn scrolls"
         )

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import signal
 import socket
+import subprocess
 import threading
 import time
 import uuid
@@ -65,6 +67,17 @@ def wait_until(
                 f"timed out after {timeout}s waiting for {what or fn!r}; last={last!r}"
             )
         time.sleep(interval)
+
+
+def interrupt(proc: subprocess.Popen[str], patience: float) -> int:
+    """Stop an `ocwatch` process as Ctrl-C does (SIGINT), killed if it has not ended within
+    `patience` seconds; its exit code."""
+    proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(patience)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
 
 
 def is_json_response(r: httpx.Response) -> bool:

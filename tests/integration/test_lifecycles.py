@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -26,7 +25,7 @@ from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 from tui.core.view import ServerInfo
 
-from .driver import Driver, wait_until
+from .driver import Driver, interrupt, wait_until
 from .oc_server import OpenCodeServer
 from .scripted_model import ChatRequest, Reply, ScriptedModel, error_reply
 
@@ -169,12 +168,7 @@ class WatchProcess:
         return [x for x in list(self.lines) if x["session_id"] == sid]
 
     def stop(self) -> tuple[int, str]:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            code = self.proc.wait(15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
+        code = interrupt(self.proc, 15)
         self._reader.join(5)
         assert self.proc.stderr is not None
         return code, self.proc.stderr.read()

@@ -8,7 +8,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import signal
 import subprocess
 import sys
 import threading
@@ -18,7 +17,7 @@ from typing import Any
 
 from tests.cli_env import cli_env
 
-from .driver import Driver, wait_until
+from .driver import Driver, interrupt, wait_until
 from .driver_v2 import V2Driver
 from .oc_server import OpenCodeServer
 from .scripted_model import ScriptedModel
@@ -66,12 +65,7 @@ class Recording:
         )
 
     def stop(self) -> tuple[int, str]:
-        self.proc.send_signal(signal.SIGINT)
-        try:
-            code = self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            code = self.proc.wait()
+        code = interrupt(self.proc, 20)
         self._reader.join(10)
         return code, "".join(self.said)
 
