@@ -362,8 +362,8 @@ class ServerMonitor(Reflector):
                     # two missed heartbeats: the stream is dead even if the socket is not
                     # (declared after `silence` to `silence + slack` without an event)
                     async with asyncio.timeout(silence + slack) as watchdog:
-                        # (a frame before `quiet_until` needs no move: it is the watchdog's
-                        # time less `silence`, kept here rather than asked of it every frame)
+                        # (a read before `quiet_until` needs no move: it is the watchdog's
+                        # time less `silence`, kept here rather than asked of it every read)
                         quiet_until = watchdog_at(watchdog) - silence
                         async for frames in batches:
                             if (now := loop.time()) >= quiet_until:
