@@ -94,22 +94,24 @@ async def test_recording_from_the_dashboard(
         messages={"ses_2": [done]},
     )
     fleet = Fleet(["http://fake:4096"], transport=httpx.MockTransport(api.handle))
-    app = create_app(
-        fleet,
-        DashboardOptions(server_urls=["http://fake:4096"], recording=FleetRecording(fleet, "test")),
-    )
+    recording = FleetRecording(fleet, "test")
+    app = create_app(fleet, DashboardOptions(server_urls=["http://fake:4096"], recording=recording))
     notes: list[str] = []
     app.notify = lambda message, **kw: notes.append(message)  # type: ignore[method-assign]
     async with app.run_test(size=(100, 30)) as pilot:
         banner = app.main_screen.query_one("#banner", Static)
         await until(pilot, lambda: app.view is not None and bool(app.view.rows))
         assert not banner.display
-        taken = fleet.servers()[0].snapshots
         await pilot.press("R")
-        await until(  # the snapshot it asks for is taken (and so recorded)
+        # the snapshot it asks for is taken, begun and ended in the file (one in flight when R
+        # is pressed ends there unbegun, and a replay passes over it: CI saw the file hold
+        # only that one when this waited for any snapshot to end)
+        await until(
             pilot,
             lambda: (
-                fleet.servers()[0].snapshots > taken and "● REC ocwatch-" in str(banner.render())
+                recording.recorder is not None
+                and recording.recorder.snapshots > 0
+                and "● REC ocwatch-" in str(banner.render())
             ),
         )
         assert banner.display and "● REC ocwatch-" in str(banner.render())

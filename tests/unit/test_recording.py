@@ -459,6 +459,22 @@ def test_a_recording_names_its_format_first(tmp_path: Path) -> None:
     os.remove(path)
 
 
+def test_a_recording_counts_the_snapshots_it_holds_whole(tmp_path: Path) -> None:
+    """One in flight when the recording starts ends in it unbegun (a replay passes over it):
+    not counted; one begun and ended there, taken or failed, is."""
+    rec = Recorder(tmp_path / "x.ndjson", [(SERVER, "")], S, version="test", clock=lambda: T0)
+    rec.snapshot(SERVER, T0, 4, False, protocol="v1")
+    assert rec.snapshots == 0
+    rec.snapshot(SERVER, T0, 5, True)
+    assert rec.snapshots == 0
+    rec.snapshot(SERVER, T0, 5, False, protocol="v1")
+    rec.snapshot(SERVER, T0, 6, True)
+    rec.snapshot(SERVER, T0, 6, False, "unreachable", "Unreachable")
+    rec.snapshot(SERVER, T0, 6, False, protocol="v1")  # (an end said twice counts once)
+    assert rec.snapshots == 2
+    rec.close()
+
+
 def synthetic(path: Path, events: int, seconds: float) -> None:
     """A recording of a snapshot of 50 sessions, then `events` frames over `seconds`: token
     noise, part updates and busy/idle status changes, as a busy server sends them."""

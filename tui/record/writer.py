@@ -74,6 +74,10 @@ class Recorder:
         self.on_full = on_full
         self.clock = clock
         self.records = 0
+        #: snapshots held whole (begun and ended while recording; one in flight at the start
+        #: ends unbegun, and a replay passes over it)
+        self.snapshots = 0
+        self._begun: set[tuple[int, int]] = set()
         self.closed = False
         self.stopped: str | None = None  # why it stopped early
         self.failed = False  # it stopped because writing failed (a full disk): not all is kept
@@ -160,6 +164,11 @@ class Recorder:
         if protocol is not None:
             rec["protocol"] = protocol  # (what a reader of the file sees the server spoke)
         self._write(rec)
+        if begin:
+            self._begun.add((rec["s"], number))
+        elif (rec["s"], number) in self._begun:
+            self._begun.discard((rec["s"], number))
+            self.snapshots += 1
 
     # -- the file --------------------------------------------------------------------------------
     def size(self) -> int:
