@@ -452,6 +452,7 @@ def main() -> None:
         assert server.stdout is not None
         port = int(server.stdout.readline())
         if a.profile:
+            os.environ["BENCH_STREAM_EVENTS"] = str(a.events)  # (the -parse readers' count)
             prof = cProfile.Profile()
             prof.enable()
             cpu, events = read(a.profile, port)
