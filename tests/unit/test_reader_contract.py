@@ -14,6 +14,7 @@ import socket
 from collections.abc import AsyncIterator
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.scripted import Script, ScriptedServer
@@ -25,6 +26,7 @@ from tui.core.client import (
     OcwatchError,
     Redirected,
     Unreachable,
+    describe_transport_error,
 )
 
 TIMEOUT = 0.5  # the clients' read timeout (s)
@@ -374,8 +376,19 @@ async def test_a_refused_connection_is_said_the_same_way(monkeypatch: pytest.Mon
         url = f"http://127.0.0.1:{s.getsockname()[1]}"
         *quick, _ = await read(url, "/session", quick=True, monkeypatch=monkeypatch)
         *usual, _ = await read(url, "/session", quick=False, monkeypatch=monkeypatch)
+        # the event stream's own reader fails as httpx would (the monitor says its errors
+        # through describe_transport_error), in the same words
+        async with Client(url, timeout=TIMEOUT, deadline=DEADLINE, max_body=MAX_BODY) as client:
+            assert client._direct_stream()
+            with pytest.raises(httpx.ConnectError) as failed:
+                async with client.events(read_timeout=TIMEOUT, max_event=MAX_BODY):
+                    pass
+        streamed = describe_transport_error(url, failed.value)
     assert quick == usual
-    assert usual[:2] == ["error", Unreachable] and "cannot connect" in usual[2], usual
+    # in the system's words, not in the reader's (httpx's "All connection attempts failed",
+    # asyncio's "[Errno 111] Connect call failed (...)")
+    assert usual[:3] == ["error", Unreachable, f"{url}: cannot connect (connection refused)"]
+    assert (type(streamed), str(streamed)) == (Unreachable, usual[2])
 
 
 async def test_the_headers_of_a_quick_read_are_httpxs(

@@ -171,10 +171,27 @@ def describe_transport_error(url: str, exc: BaseException) -> OcwatchError:
         said = tls.describe(exc)
         if said is not None:
             return Unreachable(f"{url}: {said}")
-        return Unreachable(f"{url}: cannot connect ({_short(exc) or 'connection refused'})")
+        return Unreachable(f"{url}: cannot connect ({_os_reason(exc) or 'connection refused'})")
     if isinstance(exc, httpx.InvalidURL | httpx.UnsupportedProtocol):
         return Unreachable(f"{url}: invalid server URL ({_short(exc)})")
     return Unreachable(f"{url}: connection failed ({type(exc).__name__}: {_short(exc)})")
+
+
+def _os_reason(exc: BaseException) -> str:
+    """Why a connection failed, in the system's words (`connection refused`, `name or service
+    not known`) when the error under `exc` says it, not in the reader's (httpx's `All
+    connection attempts failed`, asyncio's `[Errno 111] Connect call failed ('127.0.0.1',
+    1)`): the same words for every reader. Else `exc`'s first line."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # (a short chain: httpx's errors over anyio's over the OSError)
+        if seen is None:
+            break
+        if isinstance(seen, OSError) and isinstance(seen.errno, int):
+            words = os.strerror(seen.errno) if seen.errno > 0 else seen.strerror
+            if words and not words.startswith("Unknown error"):
+                return words[0].lower() + words[1:]
+        seen = seen.__cause__ or seen.__context__
+    return _short(exc)
 
 
 def _short(exc: BaseException) -> str:
