@@ -53,6 +53,8 @@ class Awaited:
     code: int | None = None
     row: SessionRow | None = None
     message: str | None = None
+    #: when a View first said its run was cut off (interrupted), not yet confirmed
+    cut_seen: float | None = None
 
 
 async def wait_many(
@@ -92,6 +94,12 @@ async def wait_many(
             for out in outcomes.values():
                 if out.code is None:
                     _look(out, view, now)
+                    first = out.cut_seen is None
+                    # (--timeout 0 looks once: what that look says is the answer)
+                    if timeout != 0 and not _cut_off_confirmed(out, view, now) and first:
+                        monitor = fleet.monitor(out.row.server) if out.row else None
+                        if monitor is not None:
+                            monitor.read_again(out.session_id)
             settled = [o for o in outcomes.values() if o.code is not None]
             if len(settled) == len(outcomes) or (any_ and settled):
                 return list(outcomes.values())
@@ -149,6 +157,26 @@ def _look(out: Awaited, view: View, now: float) -> None:
         out.message = f"unknown session {out.session_id} on {urls}"
         return
     _unreadable(out, [info] if info is not None else down, now)
+
+
+def _cut_off_confirmed(out: Awaited, view: View, now: float) -> bool:
+    """A run read as cut off (unknown, interrupted) is said only once a snapshot begun after
+    a View first said so says it too (False until then: the code is taken back, and `cut_seen`
+    set when it is first seen). The server ends an aborted run's status a moment before it
+    writes the message that says so: a snapshot reading in between (the status gone, the
+    message not yet final) reads it cut off, and `wait` exited 5 for an abort (seen on CI).
+    Any other outcome: True."""
+    row = out.row
+    if out.code is None or row is None or row.reason != "interrupted":
+        out.cut_seen = None
+        return True
+    info = {s.url: s for s in view.servers}.get(row.server)
+    if out.cut_seen is not None and info is not None and (info.snapshot_at or 0.0) > out.cut_seen:
+        return True
+    if out.cut_seen is None:
+        out.cut_seen = now
+    out.code = None
+    return False
 
 
 def _unreadable(out: Awaited, holders: Sequence[ServerInfo], now: float) -> None:

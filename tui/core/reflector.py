@@ -376,6 +376,13 @@ class Reflector:
         self.cache = MessageCache()
         self.request_snapshot(urgent=True)
 
+    def read_again(self, session_id: str) -> None:
+        """Take a snapshot now that reads `session_id`'s last message again (not the cached
+        copy, nor one the stream vouches for): a reader confirming what one read said before
+        it acts on it (`wait` on a run that reads cut off)."""
+        self.cache.entries.pop(session_id, None)
+        self.request_snapshot(urgent=True)
+
     def _listen(self, notify: Notify) -> None:
         self._notify = notify
         self._notify_urgent = getattr(notify, "urgent", notify)
