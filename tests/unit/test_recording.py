@@ -589,6 +589,39 @@ async def test_a_replay_at_100x_of_100k_events_finishes_and_ends_as_replayed(
     assert "ended" in source.status()
 
 
+async def test_the_player_keeps_its_pace_when_records_are_closer_than_a_wait(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Recorded time passes at the speed counted from where it started, not from each wait:
+    a wait lasts at least the event loop's tick (1 ms), so 20,000 records 5 ms apart at 100x
+    were waited for one by one (26 s for a 1 s replay). Records already due are applied without
+    a wait; so at 1000x (no Python reads 20,000 events in 0.1 s) nearly none is waited for."""
+    import time
+
+    from tui.record import replay as player
+
+    path = tmp_path / "dense.ndjson"
+    synthetic(path, 20_000, 100.0)
+    waits = 0
+    wait_for = asyncio.wait_for
+
+    async def counted(aw: Any, timeout: float | None) -> Any:
+        nonlocal waits
+        waits += 1
+        return await wait_for(aw, timeout)
+
+    monkeypatch.setattr(player.asyncio, "wait_for", counted)
+    source = player.ReplaySource(path, speed=1000)
+    runner = asyncio.create_task(source.run(lambda: None))
+    started = time.monotonic()
+    while not source.finished:
+        assert time.monotonic() - started < 120, "the replay did not finish"
+        await asyncio.sleep(0.05)
+    runner.cancel()
+    assert source.replay.events == 20_000
+    assert waits < 20_000 / 4, waits
+
+
 @pytest.mark.parametrize("speed", [10.0, 1000.0])
 async def test_the_players_timeline_is_the_same_at_any_speed(tmp_path: Path, speed: float) -> None:
     """The dashboard's player pulled the View when the screen asked (at most every 50 ms):

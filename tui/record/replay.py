@@ -47,6 +47,9 @@ TICK = 1.0
 #: Records closer together than this (recorded seconds) came in one read: a live consumer
 #: derived once after all of them, and so does a replay
 BATCH = 0.002
+#: Loop seconds at most a player applies records that are due without giving the event loop a
+#: turn (the screen draws meanwhile)
+YIELD_EVERY = 0.02
 #: Turns of the event loop with no request begun or answered after which a snapshot being
 #: replayed waits for an answer the file has not reached (Replay._settle)
 SETTLE_TURNS = 8
@@ -534,6 +537,9 @@ class ReplaySource:
         self.last_changes: Changes | None = None
         self.first = self.replay.start
         self._wake = asyncio.Event()
+        #: (loop time, recorded time) the pace is counted from: recorded time passes at `speed`
+        #: from there (None: from the next wait; a key that changes the pace resets it)
+        self._anchor: tuple[float, float] | None = None
         self._notify: Callable[[], None] = lambda: None
         self._seek_to: float | None = None
         self._steps = 0
@@ -579,6 +585,7 @@ class ReplaySource:
         self._pull()
         notify()
         loop = asyncio.get_running_loop()
+        yielded = loop.time()  # when the loop last had a turn while records were due
         news: float | None = None  # when the first record not yet pulled was applied
         while True:
             if self._seek_to is not None:
@@ -594,6 +601,7 @@ class ReplaySource:
                 notify()
                 continue
             if self.paused or rec is None:  # wait for a key (or a seek)
+                self._anchor = None
                 self._wake.clear()
                 if self._steps:
                     self._steps -= 1
@@ -606,12 +614,25 @@ class ReplaySource:
                 await self._wake.wait()
                 continue
             if rec.t > self.replay.now:  # let recorded time pass, at `speed`
-                began = loop.time()
-                wait = min((rec.t - self.replay.now) / self.speed, 0.1)
-                self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(), wait)
-                target = min(rec.t, self.replay.now + (loop.time() - began) * self.speed)
+                # counted from an anchor, not from each wait: a wait is at least the loop's
+                # tick (1 ms), so records closer than that at the speed, waited for one by
+                # one, played 2,000 events of 100 s in 2.9 s at 100x, 20,000 in 26 s
+                if self._anchor is None:
+                    self._anchor = (loop.time(), self.replay.now)
+                real0, rec0 = self._anchor
+                speed = self.speed
+                reached = rec0 + (loop.time() - real0) * speed
+                if reached < rec.t:
+                    self._wake.clear()
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(
+                            self._wake.wait(), min((rec.t - reached) / speed, 0.1)
+                        )
+                    reached = rec0 + (loop.time() - real0) * speed
+                elif loop.time() - yielded >= YIELD_EVERY:  # behind: the screen still gets a turn
+                    await asyncio.sleep(0)
+                    yielded = loop.time()
+                target = min(rec.t, max(reached, self.replay.now))
                 if news is None:  # (a batch is not cut)
                     # grace periods end as time passes: pulled as follow() pulls while nothing
                     # comes, a recorded TICK after the last pull, for as long as time can still
@@ -628,26 +649,32 @@ class ReplaySource:
                 news = self.replay.now
 
     # -- controls -------------------------------------------------------------------------------
+    def _poke(self) -> None:
+        """A key changed the pace (pause, speed, seek, a step): the loop wakes, and recorded
+        time is counted again from where it is."""
+        self._anchor = None
+        self._wake.set()
+
     def toggle_pause(self) -> None:
         self.paused = not self.paused
-        self._wake.set()
+        self._poke()
 
     def step_once(self) -> None:
         """Apply the next record (pauses first)."""
         self.paused = True
         self._steps += 1
-        self._wake.set()
+        self._poke()
 
     def faster(self, by: int = 1) -> None:
         """The next speed up (`by` 1) or down (`by` -1) of SPEEDS."""
         at = min(range(len(self.SPEEDS)), key=lambda i: abs(self.SPEEDS[i] - self.speed))
         self.speed = self.SPEEDS[max(0, min(len(self.SPEEDS) - 1, at + by))]
-        self._wake.set()
+        self._poke()
 
     def seek(self, delta: float) -> None:
         """Move `delta` recorded seconds (back: replayed from the start up to there)."""
         self._seek_to = max(self.first, (self._seek_to or self.replay.now) + delta)
-        self._wake.set()
+        self._poke()
 
     async def _seek(self) -> None:
         target, self._seek_to = self._seek_to, None
