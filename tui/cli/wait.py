@@ -138,7 +138,7 @@ def _look(out: Awaited, view: View, now: float) -> None:
     (or maybe on) a server that cannot be read now, it waits for that server a while."""
     found = view.find(out.session_id)
     row = found[0] if found else None
-    info = {s.url: s for s in view.servers}.get(row.server) if row is not None else None
+    info = _server(view, row.server) if row is not None else None
     if row is not None and info is not None and info.reachable:
         out.row, out.message = row, None
         out.code = exit_code_for(row)
@@ -159,6 +159,11 @@ def _look(out: Awaited, view: View, now: float) -> None:
     _unreadable(out, [info] if info is not None else down, now)
 
 
+def _server(view: View, url: str) -> ServerInfo | None:
+    """The View's server at `url` (the last listed at it; None: not one of its servers)."""
+    return next((s for s in reversed(view.servers) if s.url == url), None)
+
+
 def _cut_off_confirmed(out: Awaited, view: View, now: float) -> bool:
     """A run read as cut off (unknown, interrupted) is said only once a snapshot begun after
     a View first said so says it too (False until then: the code is taken back, and `cut_seen`
@@ -170,7 +175,7 @@ def _cut_off_confirmed(out: Awaited, view: View, now: float) -> bool:
     if out.code is None or row is None or row.reason != "interrupted":
         out.cut_seen = None
         return True
-    info = {s.url: s for s in view.servers}.get(row.server)
+    info = _server(view, row.server)
     if out.cut_seen is not None and info is not None and (info.snapshot_at or 0.0) > out.cut_seen:
         return True
     if out.cut_seen is None:
