@@ -167,9 +167,10 @@ def _server(view: View, url: str) -> ServerInfo | None:
 def _cut_off_confirmed(out: Awaited, view: View, now: float) -> bool:
     """A run read as cut off (unknown, interrupted) is said only once a snapshot begun after
     a View first said so says it too (False until then: the code is taken back, and `cut_seen`
-    set when it is first seen). The server ends an aborted run's status a moment before it
-    writes the message that says so: a snapshot reading in between (the status gone, the
-    message not yet final) reads it cut off, and `wait` exited 5 for an abort (seen on CI).
+    set when it is first seen). A snapshot that reads the status gone but the last message
+    not yet final reads a run cut off: `wait` exited 5 for a run `ocwatch abort` had just
+    ended (seen on CI; the server seems to drop an aborted run's status a moment before it
+    writes the message that says so).
     Any other outcome: True."""
     row = out.row
     if out.code is None or row is None or row.reason != "interrupted":
