@@ -974,3 +974,82 @@ async def test_a_first_snapshot_slower_than_the_deadline_is_said_while_it_is_ask
         release.set()
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+def _fed(frames: list[str], v2: bool, by_batch: bool, tap: object = None) -> ServerMonitor:
+    from tui.core.protocols import V2
+
+    mon = ServerMonitor("http://x", clock=lambda: 50.0)
+    if v2:
+        mon.use(V2)
+    mon._tap = tap  # type: ignore[assignment]
+    if by_batch:
+        mon.on_frames(frames)
+    else:
+        for data in frames:
+            mon.on_data(data, 50.0)
+    return mon
+
+
+@pytest.mark.parametrize("v2", [False, True], ids=["v1", "v2"])
+async def test_a_batch_passes_over_streamed_tokens_as_its_frames_one_by_one_would(v2):
+    """Streamed tokens, most of a busy stream, are passed over unparsed where a read's frames
+    come in (`on_frames`): the same facts, output and counts as each frame taken alone, and
+    the parser never reached for them; a recording is still handed every frame."""
+    from tests.recorded import frames
+
+    if v2:
+        recorded = json.loads(
+            (
+                __import__("pathlib").Path(__file__).parents[1] / "fixtures/v2/completed.json"
+            ).read_text()
+        )
+        data = [d for _, d in recorded["frames"]]
+        token = '"session.text.delta"'
+    else:
+        data = frames("completed")
+        token = '"message.part.delta"'
+    tokens = [d for d in data if token in d]
+    assert tokens and len(tokens) < len(data)
+    one, batch = _fed(data, v2, by_batch=False), _fed(data, v2, by_batch=True)
+
+    def seen(mon: ServerMonitor) -> object:
+        j = mon.store.journal
+        return (
+            [(e.seq, e.event.type, e.event.properties) for e in j._entries],
+            mon.output_at,
+            mon._last_event_at,
+            mon.parser.skipped,
+            mon.parser.unknown,
+            mon.state,
+        )
+
+    assert seen(batch) == seen(one)
+    parsed: list[str] = []
+    mon = ServerMonitor("http://x", clock=lambda: 50.0)
+    if v2:
+        from tui.core.protocols import V2
+
+        mon.use(V2)
+    real = mon.parser.parse
+    mon.parser.parse = lambda d, now: parsed.append(d) or real(d, now)  # type: ignore[method-assign]
+    mon.on_frames(data)
+    assert parsed == [d for d in data if d not in tokens]
+    only_tokens = ServerMonitor("http://x", clock=lambda: 7.0)
+    if v2:
+        only_tokens.use(V2)
+    only_tokens.on_frames(tokens)
+    assert only_tokens.output_at == only_tokens._last_event_at == 7.0
+
+    class Tap:
+        def __init__(self) -> None:
+            self.frames: list[str] = []
+
+        def frame(self, url: str, now: float, d: str) -> None:
+            self.frames.append(d)
+
+    tap = Tap()
+    _fed(data, v2, by_batch=True, tap=tap)
+    assert tap.frames == data
+    for m in (one, batch, mon, only_tokens):
+        await m.client.aclose()

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from typing import NamedTuple
+from functools import partial
+from typing import NamedTuple, cast
 
 from pydantic import ValidationError
 
@@ -33,6 +34,10 @@ class Entry(NamedTuple):
 
     seq: int
     event: Event
+
+
+#: An Entry made by tuple's own constructor (as events.parsed): `entry((seq, event))`
+entry = cast(Callable[[tuple[int, Event]], Entry], partial(tuple.__new__, Entry))
 
 
 class Journal:
@@ -75,11 +80,11 @@ class Journal:
         at every overflow was most of a busy stream's cost) until a cut that covers them."""
         seq = self.seq
         self.seq += 1
-        entry = Entry(seq, event)
-        self._entries.append(entry)
+        kept = entry((seq, event))
+        self._entries.append(kept)
         self._sizes.append(size)
         self._bytes += size
-        _fold_one(self._facts, entry)
+        _fold_one(self._facts, kept)
         if len(self._entries) > self._limit or self._bytes > self._max_bytes:
             # drop the oldest tenth at once (by count, and as much as the byte bound asks)
             # until a snapshot (which the caller must now take) covers them

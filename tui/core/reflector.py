@@ -553,13 +553,26 @@ class Reflector:
 
     def on_frames(self, frames: list[str]) -> None:
         """The frames one read of the event stream brought, in order (each as on_data), read
-        at one moment; the collector paused over them, a burst that runs to its end without
-        awaiting (tui.core.gcpause: what the frames leave is freed as they go, what the journal
-        keeps is walked by the next collection anyway)."""
+        at one moment."""
         now = self.clock()
         on_data = self.on_data
+        if self._tap is not None:  # (a recording is handed every frame)
+            for data in frames:
+                on_data(data, now)
+            return
+        # the frames its parser knows as noise at sight (streamed tokens, most of a busy
+        # stream) are passed over here, as on_data would: output, nothing to parse
+        quick = self.parser.QUICK
+        output = False
         for data in frames:
-            on_data(data, now)
+            at = data.find('"type":')
+            if at >= 0 and data.startswith(quick, at + 7):
+                output = True
+            else:
+                on_data(data, now)
+        if output:
+            self._last_event_at = self.output_at = now
+            self._stall_checked = False
 
     def on_data(self, data: str, now: float | None = None) -> None:
         """One frame of the event stream (its `data`; an empty one: a heartbeat comment),

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ... import text
-from ...events import GAP, NOTHING, Event, FrameParser, Parsed, remember
+from ...events import GAP, NOTHING, Event, FrameParser, Parsed, parsed, remember
 from . import wire
 
 log = logging.getLogger("ocwatch.events.v2")
@@ -77,6 +77,8 @@ class V2EventParser(FrameParser):
     """Stateful parser for one V2 connection (the EventParser interface): counts skips and
     unknown types, watches each aggregate's `durable.seq`, and remembers what later frames do
     not repeat (a form's session, a tool's name, a step's start, a refusal)."""
+
+    QUICK = _QUICK
 
     _forms: dict[str, str] = field(default_factory=dict)  # form id -> session id
     _tools: dict[str, str] = field(default_factory=dict)  # call id -> tool name
@@ -146,9 +148,9 @@ class V2EventParser(FrameParser):
         directory = (wire.directory_of(frame) or None) if isinstance(loc, dict) else None
         event = Event(out[0], out[1], directory, received)
         if not self._more:
-            return Parsed(event, gap)
+            return parsed((event, gap, None, ()))
         more = tuple(Event(t, p, directory, received) for t, p in self._more)
-        return Parsed(event, gap, more=more)
+        return parsed((event, gap, None, more))
 
     # -- the facts ------------------------------------------------------------------------------
     def _translate(
