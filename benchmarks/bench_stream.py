@@ -384,6 +384,11 @@ def read(reader: str, port: int) -> tuple[float, int]:
     proto = reader.split("-")[-1] if reader.startswith("bare") else reader[:2]
     path = "/api/event" if proto == "v2" else "/global/event"
     if not reader.startswith("bare"):  # (imported before the clock: what a stream costs)
+        # as the command line starts (tui.cli.main): the collector paused while the modules
+        # load, what they made frozen, so no collection walks it again
+        from tui.core import gcpause
+
+        was_on = gcpause.pause_for_imports()
         import httpx  # noqa: F401
 
         import tui.core.monitor  # noqa: F401
@@ -391,6 +396,7 @@ def read(reader: str, port: int) -> tuple[float, int]:
 
         with contextlib.suppress(ImportError):
             import tui.core.stream  # noqa: F401
+        gcpause.imports_loaded(was_on)
     if reader.endswith("-parse"):
         return parse(reader[:2])
     started = time.process_time()

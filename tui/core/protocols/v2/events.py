@@ -58,7 +58,15 @@ _NOISE_PREFIX = ("shell.", "pty.", "lsp.", "file.", "mcp.", "tui.", "installatio
 #: A V2 event's data; the V1 event (type, properties) a translation gives
 Obj = dict[str, Any]
 _V1 = tuple[str, dict[str, Any]]
-_QUICK = ('"session.text.delta"', '"session.reasoning.delta"', '"session.tool.input.delta"')
+#: Noise known at sight, passed over unparsed: the streamed tokens, and the noise 2.0.15 sends
+#: with no `durable` sequence (a usage count, a tool's progress), so no gap is hidden
+_QUICK = (
+    '"session.text.delta"',
+    '"session.reasoning.delta"',
+    '"session.tool.input.delta"',
+    '"session.usage.updated"',
+    '"session.tool.progress"',
+)
 
 
 def _noise(etype: str) -> bool:
