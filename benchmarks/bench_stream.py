@@ -235,16 +235,16 @@ def dashboard(sessions: int, rate: int) -> None:
     # the frames the dashboard read, counted where the stream loop hands them over: the rate it
     # kept up with (the server's writes block when it falls behind, so `rate` is at most asked)
     read = [0, 0.0, 0.0]
-    on_data = ServerMonitor.on_data
+    on_frames = ServerMonitor.on_frames
 
-    def counted(monitor: ServerMonitor, data: str, now: float | None = None) -> None:
-        read[0] += 1
+    def counted(monitor: ServerMonitor, frames: list[str]) -> None:
+        if not read[0]:
+            read[1] = time.perf_counter()
+        read[0] += len(frames)
         read[2] = time.perf_counter()
-        if read[0] == 1:
-            read[1] = read[2]
-        on_data(monitor, data, now)
+        on_frames(monitor, frames)
 
-    ServerMonitor.on_data = counted  # type: ignore[method-assign]
+    ServerMonitor.on_frames = counted  # type: ignore[method-assign]
     api = SocketAPI(sessions, 200, rate)
     bench.URL = api.url  # (read by run() as it starts)
     bench.StreamAPI = lambda n, busy, rate: api  # type: ignore[assignment,misc]
