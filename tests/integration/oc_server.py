@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import fcntl
+import functools
 import json
 import os
 import re
@@ -144,6 +146,87 @@ def git_init(folder: Path, name: str) -> None:
     subprocess.run([*git, "-C", str(folder), "commit", "-q", "-m", f"init {name}"], check=True)
 
 
+#: The plugin SDK a V1 server installs into its config folder when it first loads a project
+#: (it writes a package.json naming the SDK of its own version, then installs it: 31 MB of
+#: downloads into HOME and ~9 s of a core in the server, where the start itself takes 3 s).
+#: Every test server has a config folder of its own, so every one paid it; one install a
+#: version, made once and linked into each folder, is taken as installed (`plugin_seed`).
+PLUGIN = "@opencode-ai/plugin"
+SEEDS = REPO_ROOT / ".opencode" / "plugin-seed"
+
+
+def _package_json(version: str) -> str:
+    """The package.json a V1 server writes into its config folder (as it writes it)."""
+    return json.dumps({"dependencies": {PLUGIN: version}}, indent=2) + "\n"
+
+
+@functools.cache
+def server_version(binary: str) -> str | None:
+    """The version of the npm package `binary` belongs to (the package.json above it), None
+    when it belongs to none: a binary of another origin is not seeded."""
+    for folder in Path(binary).resolve().parents:
+        try:
+            got = json.loads((folder / "package.json").read_text())
+        except (OSError, ValueError):
+            continue
+        version = got.get("version") if isinstance(got, dict) else None
+        return version if isinstance(version, str) else None
+    return None
+
+
+def plugin_seed(version: str) -> Path | None:
+    """A folder holding the plugin SDK `version` installed as a V1 server installs it
+    (package.json, package-lock.json, node_modules), made once by npm under SEEDS, under a
+    lock (pytest-xdist's workers share it); None when it cannot be made (no npm, no registry):
+    the servers then install it themselves, as they always did."""
+    seed = SEEDS / version
+    done = seed / "node_modules" / PLUGIN / "package.json"
+    if done.exists():
+        return seed
+    npm = shutil.which("npm")
+    if npm is None:
+        return None
+    SEEDS.mkdir(parents=True, exist_ok=True)
+    with open(SEEDS / f"{version}.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+        if done.exists():
+            return seed  # (another worker made it meanwhile)
+        work = SEEDS / f"{version}.part-{os.getpid()}"
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        (work / "package.json").write_text(_package_json(version))
+        try:
+            subprocess.run(
+                [npm, "install", "--silent", "--no-audit", "--no-fund"],
+                cwd=work,
+                capture_output=True,
+                timeout=300,
+                check=True,
+            )
+        except (OSError, subprocess.SubprocessError):
+            shutil.rmtree(work, ignore_errors=True)
+            return None
+        work.rename(seed)
+    return seed
+
+
+def seed_plugin(config_dir: Path, binary: str) -> bool:
+    """Lay the plugin SDK of `binary`'s version into a V1 server's config folder before it
+    starts: its package.json and lock copied, its node_modules a link to the one seed (never
+    written to: the server installs nothing when the SDK of its version is there). Whether
+    it was laid (not when the folder has its own already, or no seed could be made)."""
+    version = server_version(binary)
+    if version is None or (config_dir / "node_modules").exists():
+        return False
+    seed = plugin_seed(version)
+    if seed is None:
+        return False
+    for name in ("package.json", "package-lock.json"):
+        shutil.copyfile(seed / name, config_dir / name)
+    (config_dir / "node_modules").symlink_to(seed / "node_modules", target_is_directory=True)
+    return True
+
+
 class OpenCodeServer:
     def __init__(
         self,
@@ -214,6 +297,8 @@ class OpenCodeServer:
         self.config_path.write_text(
             json.dumps(opencode_config(self.model_url, **self.config_extra), indent=2)
         )
+        if not self.v2:  # (V2 installs nothing there)
+            seed_plugin(self.config_path.parent, self.bin)
         if not (self.project / ".git").exists():
             git_init(self.project, "alpha")
         if not (self.project2 / ".git").exists():

@@ -5,13 +5,14 @@ Assertions are on the raw HTTP API of `opencode serve`, never on ocwatch code.
 
 from __future__ import annotations
 
+import json
 import os
 
 import httpx
 import pytest
 
 from .driver import AllStates, Driver, EventRecorder
-from .oc_server import OpenCodeServer
+from .oc_server import PLUGIN, OpenCodeServer
 from .scripted_model import ScriptedModel
 
 pytestmark = pytest.mark.integration
@@ -33,6 +34,22 @@ def test_server_is_healthy_and_isolated(oc: Driver, oc_server: OpenCodeServer) -
     assert env["OPENCODE_DISABLE_AUTOUPDATE"] == "1"
     projects = {p["worktree"] for p in oc.get_global("/project")}
     assert str(oc_server.project) in projects
+
+
+def test_a_server_takes_the_seeded_plugin_and_downloads_nothing(
+    oc: Driver, oc_server: OpenCodeServer
+) -> None:
+    """The plugin SDK each V1 server installs on its first project is laid in from one seed
+    (oc_server.seed_plugin): the server loads a project and installs nothing (it would
+    download 31 MB into its HOME and spend ~9 s of a core)."""
+    config = oc_server.config_path.parent
+    assert (config / "node_modules").is_symlink(), "no seed was laid: is npm on PATH?"
+    oc.create_session()  # (a project loaded: where the server would install)
+    assert (config / "node_modules" / PLUGIN / "package.json").exists()
+    assert not (oc_server.root / "home" / ".npm").exists()
+    assert json.loads((config / "package.json").read_text()) == {
+        "dependencies": {PLUGIN: oc.health()["version"]}
+    }
 
 
 def test_completed(all_states: AllStates, oc: Driver) -> None:
