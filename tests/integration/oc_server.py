@@ -162,52 +162,63 @@ def _package_json(version: str) -> str:
 
 @functools.cache
 def server_version(binary: str) -> str | None:
-    """The version of the npm package `binary` belongs to (the package.json above it), None
-    when it belongs to none: a binary of another origin is not seeded."""
+    """The version of the OpenCode npm package `binary` belongs to (`opencode-ai`, or a
+    platform package `@opencode/...`: the package.json above it), None when it belongs to
+    none: a binary of another origin is not seeded (a wrong version would have the server
+    install into the shared seed)."""
     for folder in Path(binary).resolve().parents:
         try:
             got = json.loads((folder / "package.json").read_text())
         except (OSError, ValueError):
             continue
-        version = got.get("version") if isinstance(got, dict) else None
-        return version if isinstance(version, str) else None
+        if not isinstance(got, dict):
+            return None
+        name, version = got.get("name"), got.get("version")
+        ours = isinstance(name, str) and (name == "opencode-ai" or name.startswith("@opencode/"))
+        return version if ours and isinstance(version, str) else None
     return None
 
 
 def plugin_seed(version: str) -> Path | None:
     """A folder holding the plugin SDK `version` installed as a V1 server installs it
     (package.json, package-lock.json, node_modules), made once by npm under SEEDS, under a
-    lock (pytest-xdist's workers share it); None when it cannot be made (no npm, no registry):
-    the servers then install it themselves, as they always did."""
+    lock (pytest-xdist's workers share it); None when it cannot be made (no npm, no registry,
+    no room): the servers then install it themselves, as they always did."""
     seed = SEEDS / version
-    done = seed / "node_modules" / PLUGIN / "package.json"
-    if done.exists():
+    done = [seed / "node_modules" / PLUGIN / "package.json", seed / "package-lock.json"]
+    if all(f.exists() for f in done):
         return seed
     npm = shutil.which("npm")
     if npm is None:
         return None
-    SEEDS.mkdir(parents=True, exist_ok=True)
-    with open(SEEDS / f"{version}.lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
-        if done.exists():
-            return seed  # (another worker made it meanwhile)
-        work = SEEDS / f"{version}.part-{os.getpid()}"
-        shutil.rmtree(work, ignore_errors=True)
-        work.mkdir()
-        (work / "package.json").write_text(_package_json(version))
-        try:
-            subprocess.run(
-                [npm, "install", "--silent", "--no-audit", "--no-fund"],
-                cwd=work,
-                capture_output=True,
-                timeout=300,
-                check=True,
-            )
-        except (OSError, subprocess.SubprocessError):
-            shutil.rmtree(work, ignore_errors=True)
-            return None
-        work.rename(seed)
-    return seed
+    try:
+        SEEDS.mkdir(parents=True, exist_ok=True)
+        with open(SEEDS / f"{version}.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)  # (released when the file closes)
+            if all(f.exists() for f in done):
+                return seed  # (another worker made it meanwhile)
+            # what a run cut short left (a half-made seed, a killed install's folders)
+            shutil.rmtree(seed, ignore_errors=True)
+            for part in SEEDS.glob(f"{version}.part-*"):
+                shutil.rmtree(part, ignore_errors=True)
+            work = SEEDS / f"{version}.part-{os.getpid()}"
+            work.mkdir()
+            (work / "package.json").write_text(_package_json(version))
+            try:
+                subprocess.run(
+                    [npm, "install", "--silent", "--no-audit", "--no-fund", "--package-lock"],
+                    cwd=work,
+                    capture_output=True,
+                    timeout=300,
+                    check=True,
+                )
+            except (OSError, subprocess.SubprocessError):
+                shutil.rmtree(work, ignore_errors=True)
+                return None
+            work.rename(seed)
+    except OSError:
+        return None
+    return seed if all(f.exists() for f in done) else None
 
 
 def seed_plugin(config_dir: Path, binary: str) -> bool:

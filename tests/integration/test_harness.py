@@ -45,7 +45,9 @@ def test_a_server_takes_the_seeded_plugin_and_downloads_nothing(
     config = oc_server.config_path.parent
     assert (config / "node_modules").is_symlink(), "no seed was laid: is npm on PATH?"
     oc.create_session()  # (a project loaded: where the server would install)
-    assert (config / "node_modules" / PLUGIN / "package.json").exists()
+    assert (config / "node_modules").is_symlink(), "the server replaced the seed's link"
+    sdk = json.loads((config / "node_modules" / PLUGIN / "package.json").read_text())
+    assert sdk["version"] == oc.health()["version"]
     assert not (oc_server.root / "home" / ".npm").exists()
     assert json.loads((config / "package.json").read_text()) == {
         "dependencies": {PLUGIN: oc.health()["version"]}

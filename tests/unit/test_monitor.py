@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from pathlib import Path
 
 import httpx
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from tests.fakes import FakeAPI, wire_session
 from tui.core.monitor import ServerMonitor
 from tui.core.settings import Settings
+
+V2_FIXTURES = Path(__file__).parents[1] / "fixtures" / "v2"
 
 FAST = Settings(snapshot_debounce=0.01, resync_interval=60, heartbeat_timeout=1.0)
 
@@ -1000,17 +1003,27 @@ async def test_a_batch_passes_over_streamed_tokens_as_its_frames_one_by_one_woul
     from tests.recorded import frames
 
     if v2:
-        recorded = json.loads(
-            (
-                __import__("pathlib").Path(__file__).parents[1] / "fixtures/v2/completed.json"
-            ).read_text()
-        )
-        data = [d for _, d in recorded["frames"]]
+        data = [d for _, d in json.loads((V2_FIXTURES / "completed.json").read_text())["frames"]]
         # (and the noise 2.0.15 sends with no sequence to keep)
-        kinds = ('"type":"session.text.delta"', '"type":"session.usage.updated"')
+        kinds = ['"type":"session.text.delta"', '"type":"session.usage.updated"']
+        made = ("session.reasoning.delta", "session.tool.input.delta", "session.tool.progress")
+        sid = json.loads(data[-1])["data"]["sessionID"]
+        extra = [  # (compact, as a V2 server writes them)
+            json.dumps(
+                {"id": f"evt_q{i}", "type": t, "data": {"sessionID": sid, "delta": "x"}},
+                separators=(",", ":"),
+            )
+            for i, t in enumerate(made)
+        ]
+        kinds += [f'"type":"{t}"' for t in made]
     else:
         data = frames("completed")
-        kinds = ('"type":"message.part.delta"',)
+        kinds = ['"type":"message.part.delta"', '"type": "message.part.delta"']
+        extra = [  # (a space after the colon, as some writers put it)
+            json.dumps({"payload": {"type": "message.part.delta", "properties": {}}})
+        ]
+    # streamed between the run's frames, with a heartbeat (an empty frame)
+    data = data[:3] + extra + [""] + data[3:]
     tokens = [d for d in data if any(k in d for k in kinds)]
     assert all(any(k in d for d in tokens) for k in kinds) and len(tokens) < len(data)
     one, batch = _fed(data, v2, by_batch=False), _fed(data, v2, by_batch=True)
@@ -1055,3 +1068,21 @@ async def test_a_batch_passes_over_streamed_tokens_as_its_frames_one_by_one_woul
     assert tap.frames == data
     for m in (one, batch, mon, only_tokens):
         await m.client.aclose()
+
+
+def test_the_v2_noise_passed_over_at_sight_carries_no_sequence():
+    """V2 types passed over unparsed (besides the streamed tokens) must never carry a
+    `durable` sequence: one skipped would make the next of its session look like a gap (a
+    snapshot each time). Every recorded 2.0.15 frame of those types is checked: a server
+    that starts sending them with one fails here."""
+    from tui.core.protocols.v2.events import V2EventParser
+
+    quick = [q.strip('"') for q in V2EventParser.QUICK]
+    seen = 0
+    for path in V2_FIXTURES.glob("*.json"):
+        for _, d in json.loads(path.read_text())["frames"]:
+            frame = json.loads(d)
+            if isinstance(frame, dict) and frame.get("type") in quick:
+                seen += 1
+                assert "durable" not in frame, (path.name, frame["type"])
+    assert seen > 10
