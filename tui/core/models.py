@@ -37,9 +37,6 @@ Millis = Annotated[float, Field(ge=0, le=MAX_MS)]
 OptMillis = Annotated[float | None, Field(ge=0, le=MAX_MS)]
 
 _ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
-#: Each model's schema validator (its adapter's `validator`), called straight: the adapter's
-#: `validate_python` passes eight keyword arguments on to it (0.24 of 2.2 us a small message)
-_VALIDATORS: dict[type[Any], Any] = {}
 
 
 def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
@@ -47,13 +44,6 @@ def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
     if adapter is None:
         adapter = _ADAPTERS[cls] = TypeAdapter(cls)
     return adapter
-
-
-def _validator(cls: type[Any]) -> Any:
-    validator = _VALIDATORS.get(cls)
-    if validator is None:
-        validator = _VALIDATORS[cls] = _adapter(cls).validator
-    return validator
 
 
 def _without(raw: Any, exc: ValidationError) -> Any:
@@ -102,7 +92,9 @@ class Wire:
         """Validate a decoded JSON value. A field of an unexpected type or out of range (a null
         title, 1.5 tokens, a time of 1e300) takes its default instead of losing the whole
         record; a record still invalid without them raises pydantic.ValidationError."""
-        validate = _validator(cls).validate_python
+        # its schema validator called straight: the adapter's `validate_python` passes eight
+        # keyword arguments on to it (0.24 of 2.2 us a small message)
+        validate = _adapter(cls).validator.validate_python
         try:
             return cast(Self, validate(raw))
         except ValidationError as exc:
