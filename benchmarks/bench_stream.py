@@ -336,17 +336,19 @@ async def ocwatch(port: int, proto_name: str, parse: bool) -> int:
         await mon.client.aclose()
         return events
     done = asyncio.Event()
-    on_data = mon.on_data
+    on_frames = mon.on_frames
 
-    def counted(data: str, now: float | None = None) -> None:
+    def counted(frames: list[str]) -> None:
+        # counted where a read's frames come in: the streamed tokens skipped at sight never
+        # reach on_data
         nonlocal events
-        events += bool(data)  # (not the heartbeats)
-        on_data(data, now)
+        events += sum(map(bool, frames))  # (not the heartbeats)
+        on_frames(frames)
 
     def ended(exc: Any) -> None:
         done.set()
 
-    mon.on_data = counted  # type: ignore[method-assign]
+    mon.on_frames = counted  # type: ignore[method-assign]
     mon.stream_down = ended  # type: ignore[method-assign]
     task = asyncio.create_task(mon._stream_loop())
     await done.wait()
