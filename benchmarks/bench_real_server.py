@@ -7,6 +7,9 @@
 2. `wait` latency: for R runs of a scripted model that streams for a second, the time between the
    assistant message's `time.completed` (server clock, same machine) and `wait` returning
    (issue 2: median under 300 ms).
+3. The touch of one `ocwatch wait SID --timeout 0` on that server of N sessions (as a script runs
+   it: a process of its own), beside `ocwatch status --json`, which reads every session: its
+   requests (counted by a proxy), its time and the server's CPU (median of R).
 Needs the pinned binary (`.opencode/node_modules/.bin/opencode`, or $OPENCODE_BIN).
 """
 
@@ -14,7 +17,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -24,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.integration.driver import Driver  # noqa: E402
+from tests.integration.fault_proxy import FaultProxy  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
 from tui.cli.wait import wait_for  # noqa: E402
 from tui.core.client import Client  # noqa: E402
@@ -64,6 +70,32 @@ def wait_latency(d: Driver, url: str) -> float:
     return (box["at"] - done) * 1000.0  # type: ignore[operator]
 
 
+def cpu_of(pid: int) -> float:
+    """CPU seconds a process has used (user + system), from /proc."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def touch(url: str, server_pid: int, args: list[str], runs: int) -> str:
+    """An `ocwatch` command's requests (one run through a counting proxy), then its time and
+    the server's CPU (median of `runs`, straight to the server)."""
+    command = [sys.executable, "-m", "tui.cli.main", *args]
+    with FaultProxy(url) as proxy:
+        subprocess.run([*command, "--server", proxy.url], capture_output=True, timeout=300)
+        asked = sum(proxy.asked.values())
+    times, cpus = [], []
+    for _ in range(runs):
+        c, t = cpu_of(server_pid), time.perf_counter()
+        subprocess.run([*command, "--server", url], capture_output=True, timeout=300)
+        times.append(time.perf_counter() - t)
+        cpus.append(cpu_of(server_pid) - c)
+    return (
+        f"{asked} requests, {statistics.median(times):.2f} s, the server's CPU "
+        f"{statistics.median(cpus):.2f} s"
+    )
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--sessions", type=int, default=2000)
@@ -87,11 +119,18 @@ def main() -> None:
                     )
                 )
             print(f"created {args.sessions} sessions in {time.perf_counter() - t:.1f}s")
+            one = d.sessions(directory=folders[0])[0]["id"]
         first, second, t1, t2, n = asyncio.run(resync_cost(srv.url))
         print(
             f"snapshot of {n} sessions: first {first} requests ({t1:.2f}s), "
             f"resync with nothing changed {second} requests ({t2:.2f}s)"
         )
+        assert srv.proc is not None
+        pid = srv.proc.pid
+        wait_one = touch(srv.url, pid, ["wait", one, "--timeout", "0"], args.runs)
+        status = touch(srv.url, pid, ["status", "--json"], args.runs)
+        print(f"one `ocwatch wait SID --timeout 0` on {n} sessions: {wait_one}")
+        print(f"one `ocwatch status --json` beside it: {status}")
 
 
 if __name__ == "__main__":

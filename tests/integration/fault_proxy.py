@@ -11,11 +11,13 @@ needs no HTTP parser beyond the request head). Faults, switched at any time from
 - `trickle[path] = seconds`: forward the response one byte per `seconds`;
 - `inject(bytes)`: write raw bytes into every open event stream now (see `GARBLED`,
   `TRUNCATED`, `huge_line`).
+`asked` counts the requests of each path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import json
 import threading
 import zlib
@@ -86,6 +88,7 @@ class FaultProxy:
         self.answer: dict[str, bytes] = {}
         self.trickle: dict[str, float] = {}
         self.swallowed = 0
+        self.asked: collections.Counter[str] = collections.Counter()  # requests by path
         self._streams: set[asyncio.StreamWriter] = set()
         self._chunked: dict[asyncio.StreamWriter, bool] = {}
         self._mid_frame: set[asyncio.StreamWriter] = set()  # a frame begun, not yet ended
@@ -167,6 +170,7 @@ class FaultProxy:
             lines = head.decode("latin-1").split("\r\n")
             method, target, _ = lines[0].split(" ", 2)
             path = target.split("?", 1)[0]
+            self.asked[path] += 1
             length = 0
             kept = [lines[0]]
             for h in lines[1:]:

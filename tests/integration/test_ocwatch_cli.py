@@ -19,6 +19,7 @@ from tui.cli.wait import wait_for
 from tui.core.settings import Settings
 
 from .driver import AllStates, Driver
+from .fault_proxy import FaultProxy
 from .oc_server import OpenCodeServer
 from .scripted_model import ScriptedModel
 
@@ -187,6 +188,39 @@ def test_output_into_a_pipe_closed_early_keeps_the_exit_code(
             os.close(write)
         assert proc.returncode == code, proc.stderr
         assert "Traceback" not in proc.stderr and "BrokenPipe" not in proc.stderr, proc.stderr
+
+
+def test_wait_reads_the_sessions_it_waits_for_not_the_whole_server(
+    oc_server: OpenCodeServer, all_states: AllStates
+):
+    """`ocwatch wait` reads the sessions it waits for and their sub-agents: not every
+    session's last message (a wait on a server of 1,000 sessions asked for 1,000), and what it
+    says of them is what `status` says, which reads them all."""
+    whole = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}
+    assert len(whole) >= 10
+    with FaultProxy(oc_server.url) as proxy:
+
+        def waited(sid: str) -> tuple[int, dict[str, Any], set[str]]:
+            proxy.asked.clear()
+            proc = ocwatch("wait", sid, "--server", proxy.url, "--timeout", "0", "--json")
+            read = {p.split("/")[2] for p in proxy.asked if p.endswith("/message")}
+            return proc.returncode, json.loads(proc.stdout)["session"], read
+
+        code, row, read = waited(all_states.completed)
+        assert (code, read) == (0, {all_states.completed})
+        assert (row["state"], row["reason"]) == ("idle", "completed")
+        # a parent whose sub-agent runs: read with it, busy, as status says (--timeout 0: one
+        # look, so 124)
+        code, row, read = waited(all_states.parent)
+        assert (code, read) == (124, {all_states.parent, all_states.child})
+        said = whole[all_states.parent]
+        assert (row["state"], row["reason"], row["stale"], row["children"]) == (
+            said["state"],
+            said["reason"],
+            said["stale"],
+            said["children"],
+        )
+        assert row["children"] == [all_states.child] and row["state"] == "busy"
 
 
 def test_wait_unknown_session_and_unreachable_server(oc_server: OpenCodeServer):

@@ -95,7 +95,7 @@ async def _send_and_wait(
 ) -> tuple[int, SessionRow | None, str | None]:
     """Follow the server, send the prompt once its first snapshot is in, then wait until the
     session has been seen running since and settles (its run's end, never the one before)."""
-    fleet = Fleet([url], auth=auth, settings=settings)
+    fleet = Fleet([url], auth=auth, settings=settings, focus=(session_id,))
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
     loop = asyncio.get_running_loop()

@@ -74,7 +74,10 @@ async def wait_many(
 
     The steps: the first look at every server (`_first_read`), then, at each change of the
     fleet, each open session looked up again (`_look`) until they have settled."""
-    fleet = Fleet.of_servers(servers, keeper=servers.keeper(lambda text: say("wait", text)))
+    # (each server read for those sessions only: the others' last messages are not asked)
+    fleet = Fleet.of_servers(
+        servers, keeper=servers.keeper(lambda text: say("wait", text)), focus=session_ids
+    )
     outcomes = {sid: Awaited(sid) for sid in dict.fromkeys(session_ids)}
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)

@@ -97,7 +97,9 @@ async def watch(
     stop = stop or asyncio.Event()
     wanted = set(sessions)
     settings = servers.settings
-    fleet = Fleet.of_servers(servers, keeper=servers.keeper(lambda text: say("", text, err)))
+    fleet = Fleet.of_servers(
+        servers, keeper=servers.keeper(lambda text: say("", text, err)), focus=wanted or None
+    )
     if fleet.keeper is not None:  # the sources' first lists (discovery's) before the first look
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
 from .actions import ActionError
@@ -49,6 +49,7 @@ class Fleet:
         progressive: bool = False,
         keeper: Keeper | None = None,
         local: Mapping[str, str] | None = None,
+        focus: Collection[str] | None = None,
     ) -> None:
         """`auth` is the first server's credentials only (a password is never sent to a
         server it was not given for); `auths` (normalized URL -> credentials) sets each
@@ -57,7 +58,10 @@ class Fleet:
         whose last message is not read yet say `loading`; ServerMonitor.progressive).
         `keeper`: reads where the servers come from (discovery, an inventory file) while the
         fleet runs, and reconciles the fleet to them (tui.core.targets). `local` (normalized
-        URL -> project folder): the servers local discovery found (`local`)."""
+        URL -> project folder): the servers local discovery found (`local`). `focus`: the
+        only sessions its readers look at (`ocwatch wait`'s): each server's snapshots are of
+        them and their descendants (ServerMonitor's `focus`); None: of every session."""
+        self.focus = None if focus is None else frozenset(focus)
         self.settings = settings or Settings()
         self.clock = clock
         seen: dict[str, ServerMonitor] = {}
@@ -72,6 +76,7 @@ class Fleet:
                 transport=transport,
                 name=(names or {}).get(key, ""),
                 progressive=progressive,
+                focus=self.focus,
             )
             seen.setdefault(mon.url, mon)
         self.monitors: list[ServerMonitor] = list(seen.values())
@@ -105,9 +110,11 @@ class Fleet:
         transport: httpx.AsyncBaseTransport | None = None,
         progressive: bool = False,
         keeper: Keeper | None = None,
+        focus: Collection[str] | None = None,
     ) -> Fleet:
         """A Fleet over `servers` (their credentials, names and settings); `keeper`, when the
-        servers' sources are followed while it runs (`servers.keeper(note)`)."""
+        servers' sources are followed while it runs (`servers.keeper(note)`); `focus`, the only
+        sessions looked at."""
         return cls(
             servers.urls,
             auth=servers.auth,
@@ -119,6 +126,7 @@ class Fleet:
             progressive=progressive,
             keeper=keeper,
             local=servers.local,
+            focus=focus,
         )
 
     @classmethod
@@ -321,6 +329,7 @@ class Fleet:
             transport=self._transport,
             name=name,
             progressive=self._progressive,
+            focus=self.focus,
         )
         monitor.labels = labels
         self.monitors.append(monitor)

@@ -63,9 +63,12 @@ class ServerMonitor(Reflector):
         name: str = "",
         client: Client | None = None,
         progressive: bool = False,
+        focus: frozenset[str] | None = None,
     ) -> None:
         """`client`: one made elsewhere (a replay's, answering from a recording).
-        `progressive`: `run()` shows the first snapshot as it arrives (take_snapshot)."""
+        `progressive`: `run()` shows the first snapshot as it arrives (take_snapshot).
+        `focus`: the only sessions looked at (`ocwatch wait`'s): each snapshot is of them and
+        their descendants (tui.core.snapshot.narrow); None: of every session."""
         settings = settings or Settings()
         super().__init__(
             client
@@ -82,6 +85,7 @@ class ServerMonitor(Reflector):
             auth=auth,
         )
         self.progressive = progressive
+        self.focus = focus
         self._want_snapshot = asyncio.Event()
         self._urgent = asyncio.Event()
         self._snapshot_done = asyncio.Event()
@@ -287,6 +291,7 @@ class ServerMonitor(Reflector):
                 partial=partial,
                 relist=begun.relist,
                 reverify=begun.reverify,
+                focus=self.focus,
             )
             return await self._read_probed(kw)
         finally:

@@ -249,6 +249,7 @@ async def fetch_snapshot(
     partial: Callable[[Snapshot], None] | None = None,
     relist: Relist | None = None,
     reverify: int | None = None,
+    focus: frozenset[str] | None = None,
 ) -> Snapshot:
     """Fetch one complete Snapshot. Raises OcwatchError when the server cannot answer.
 
@@ -272,9 +273,12 @@ async def fetch_snapshot(
     `relist`: the session list is not read (nor the health, nor the project folders): the maps
     are asked for its folders and those of its sessions. `reverify`: at most that many vouched
     messages are asked again only for being older than `vouch_max_age`, the longest vouched
-    first (None: all of them)."""
+    first (None: all of them). `focus`: the snapshot is of those sessions and their
+    descendants only (`narrow`)."""
     got = _Gathered(client, cache, clock(), journal_seq, client.requests)
     listed = await _list_sessions(got, relist)
+    if focus is not None:
+        listed = narrow(got, focus)
     await _read_maps(got)
     if probe_active:
         got.active |= await client.active() or set()
@@ -349,6 +353,34 @@ class Gathered:
             unreadable=dict(self.unreadable),
             **more,
         )
+
+
+def family_of(sessions: Mapping[str, Session], focus: Iterable[str]) -> dict[str, Session]:
+    """The sessions of `focus` that are listed, with all their listed descendants (what their
+    rows roll up: a sub-agent's run, its requests), in the listed order."""
+    kids: dict[str, list[str]] = {}
+    for s in sessions.values():
+        if s.parent_id:
+            kids.setdefault(s.parent_id, []).append(s.id)
+    keep: set[str] = set()
+    todo = [sid for sid in focus if sid in sessions]
+    while todo:  # (iterative: a tree can be deep; `keep` stops a cycle)
+        sid = todo.pop()
+        if sid not in keep:
+            keep.add(sid)
+            todo.extend(kids.get(sid, ()))
+    return {sid: s for sid, s in sessions.items() if sid in keep}
+
+
+def narrow(got: Gathered, focus: frozenset[str]) -> list[Session]:
+    """Keep of what was listed only the sessions a reader looks at (`focus`: `ocwatch wait`'s)
+    and their descendants, and ask the per-folder routes of their folders only: the others'
+    last messages are never read (a `wait` on a server of 1,000 sessions asked for 1,000).
+    Those sessions, in the listed order."""
+    got.sessions = family_of(got.sessions, focus)
+    found = {s.directory for s in got.sessions.values() if s.directory}
+    got.folders = [*sorted(found)] or [None]
+    return list(got.sessions.values())
 
 
 @dataclass

@@ -37,6 +37,7 @@ from ...snapshot import (
     _models,
     confined,
     each_in_turn,
+    narrow,
     reverified_first,
     unreadable_why,
 )
@@ -148,6 +149,7 @@ async def fetch_snapshot_v2(
     vouch_max_age: float = 300.0,
     expected_status: Callable[[str], SessionStatus | None] = lambda _sid: None,
     reverify: int | None = None,
+    focus: frozenset[str] | None = None,
     **_unused: Any,
 ) -> Snapshot:
     """Read one complete V2 Snapshot. Raises OcwatchError when the server cannot answer.
@@ -159,12 +161,15 @@ async def fetch_snapshot_v2(
     when the active list does (`expected_status(id)`): then `vouch(id, cached message)` brings
     it up to date from the journal, and the status the events say is its entry. Vouched tails
     older than `vouch_max_age` are read again, `reverify` of them at most (None: all).
+    `focus`: of those sessions and their descendants only (tui.core.snapshot.narrow).
 
     The steps, as V1's: list the sessions (`_list_sessions`), read the active list and the
     open asks (`_read_maps`), choose whose transcript tail to read (`_choose_reads`), read them
     (`_read_tails`)."""
     got = _Gathered(client, cache, clock(), journal_seq, client.requests)
     await _list_sessions(got, relist, info)
+    if focus is not None:
+        got.listed = narrow(got, focus)
     await _read_maps(got)
     need = _choose_reads(
         got,
