@@ -32,6 +32,11 @@ def last_frame_time() -> float:
     return max(t for n in names() for t, _ in load(n)["frames"])
 
 
+def folder_of(moment: dict[str, Any]) -> str:
+    """The folder of a moment's session (its `location.directory`)."""
+    return str((moment["session"].get("location") or {}).get("directory") or "")
+
+
 class _Beats(httpx.AsyncByteStream):
     """`server.connected`, then a comment heartbeat now and then, for ever."""
 
@@ -44,7 +49,9 @@ class _Beats(httpx.AsyncByteStream):
 
 class FakeV2:
     """One V2 server holding a session per fixture, each at `moment` ("waiting" when the fixture
-    has it and `waiting` is set, else "end"). `hits` counts the requests of each route."""
+    has it and `waiting` is set, else "end"). `hits` counts the requests of each route. The
+    open requests are listed per folder, each in its session's (`location[directory]`; none
+    given: the first session's, the server's own)."""
 
     def __init__(self, waiting: bool = True, moments: list[dict[str, Any]] | None = None) -> None:
         """`moments`: the sessions as these moments give them (default: every fixture's)."""
@@ -54,6 +61,7 @@ class FakeV2:
                 fx = load(name)
                 moments.append(fx["waiting"] if waiting and "waiting" in fx else fx["end"])
         self.moments = {m["session"]["id"]: m for m in moments}
+        self.own_folder = next((folder_of(m) for m in moments), "")
         self.hits: dict[str, int] = {}
         #: the actions asked: (method, path, JSON body or None), in order
         self.acted: list[tuple[str, str, Any]] = []
@@ -74,11 +82,12 @@ class FakeV2:
             running = {sid: {"type": "running"} for sid, x in m.items() if sid in x["active"]}
             return httpx.Response(200, json={"data": running})
         directory = request.url.params.get("location[directory]")
+        here = [x for x in m.values() if folder_of(x) == (directory or self.own_folder)]
         if path == "/api/permission/request":
-            data = [p for x in m.values() for p in x["permissions"]]
+            data = [p for x in here for p in x["permissions"]]
             return httpx.Response(200, json={"location": {"directory": directory}, "data": data})
         if path == "/api/form":
-            data = [f for x in m.values() for f in x["forms"]]
+            data = [f for x in here for f in x["forms"]]
             return httpx.Response(200, json={"location": {"directory": directory}, "data": data})
         if path == "/api/event":
             return httpx.Response(

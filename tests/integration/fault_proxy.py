@@ -226,6 +226,10 @@ class FaultProxy:
                 break
         except (OSError, asyncio.IncompleteReadError, ValueError):
             pass  # the client sees the connection end, as with a real broken proxy
+        except asyncio.CancelledError:
+            # the proxy stopping (`stop`): end quietly (a cancelled connection task makes 3.11's
+            # asyncio log a traceback from the callback start_server added to it)
+            pass
         finally:
             self._streams.discard(writer)
             self._chunked.pop(writer, None)

@@ -21,7 +21,7 @@ from tui.core.settings import Settings
 from .driver import AllStates, Driver
 from .fault_proxy import FaultProxy
 from .oc_server import OpenCodeServer
-from .scripted_model import ScriptedModel
+from .scripted_model import ScriptedModel, marker
 
 
 def ocwatch(
@@ -221,6 +221,35 @@ def test_wait_reads_the_sessions_it_waits_for_not_the_whole_server(
             said["children"],
         )
         assert row["children"] == [all_states.child] and row["state"] == "busy"
+
+
+def test_a_prompt_sent_through_another_folder_is_read_in_the_sessions_own(
+    oc_server: OpenCodeServer, oc: Driver
+):
+    """A session of one project prompted through the other's folder (`?directory=`): the
+    server lists its status and its permission in the session's own folder, which is all
+    `wait` asks (the folders of the sessions it waits for): it says what `status` says."""
+    sid = oc.create_session(directory=str(oc_server.project), title="prompted elsewhere")["id"]
+    text = f"Please do the permission thing {marker('permission', None)}"
+    oc.post(
+        f"/session/{sid}/prompt_async",
+        {"parts": [{"type": "text", "text": text}]},
+        directory=str(oc_server.project2),
+    )
+    asked: dict[str, Any] = {}
+    try:
+        asked = oc.wait_permission(sid)  # (listed in its own folder, or this times out)
+        proc = ocwatch("wait", sid, "--server", oc_server.url, "--timeout", "0", "--json")
+        assert proc.returncode == 4, proc.stderr
+        row = json.loads(proc.stdout)["session"]
+        said = {r["id"]: r for r in status_json(oc_server.url)["sessions"]}[sid]
+        assert row["state"] == said["state"] == "input"
+        assert [p["id"] for p in row["pending"]] == [p["id"] for p in said["pending"]]
+        assert [p["id"] for p in row["pending"]] == [asked["id"]]
+    finally:
+        if asked:
+            oc.reply_permission(asked["id"], "reject", directory=str(oc_server.project))
+        oc.wait_absent(sid)
 
 
 def test_wait_unknown_session_and_unreachable_server(oc_server: OpenCodeServer):

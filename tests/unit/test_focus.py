@@ -7,22 +7,31 @@ protocols."""
 from __future__ import annotations
 
 import asyncio
+import copy
+import io
 from collections import Counter
 from typing import Any
 
 import httpx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.fakes import FakeAPI, wire_session
-from tests.fakes_v2 import FakeV2
+from tests.fakes_v2 import FakeV2, load, names
+from tui.cli.prompt import _send_and_wait
+from tui.cli.wait import wait_many
+from tui.cli.watch import watch
+from tui.core import monitor as monitor_module
 from tui.core.client import Client
 from tui.core.derive import derive_server
+from tui.core.exitcodes import ExitCode
 from tui.core.fleet import Fleet
 from tui.core.models import Session
 from tui.core.protocols.v2.snapshot import fetch_snapshot_v2
-from tui.core.settings import Settings
-from tui.core.snapshot import MessageCache, Snapshot, family_of, fetch_snapshot
+from tui.core.settings import Auth, Settings
+from tui.core.snapshot import MessageCache, Relist, Snapshot, family_of, fetch_snapshot
+from tui.core.targets import Servers
 
 IDS = [f"ses_{i}" for i in range(8)]
 FOLDERS = ["/p/a", "/p/b", "/p/c"]
@@ -114,15 +123,17 @@ def worlds(draw: st.DrawFn) -> tuple[FakeAPI, set[str]]:
 
 
 class Counted:
-    """A FakeAPI's transport that also counts the requests of each path, with its folder."""
+    """A fake server's transport that also counts the requests of each path, with its folder
+    (V1's `directory`, V2's `location[directory]`)."""
 
-    def __init__(self, api: FakeAPI) -> None:
+    def __init__(self, api: FakeAPI | FakeV2) -> None:
         self.api = api
         self.paths: Counter[str] = Counter()
 
     def transport(self) -> httpx.MockTransport:
         def handle(request: httpx.Request) -> httpx.Response:
-            folder = request.url.params.get("directory")
+            params = request.url.params
+            folder = params.get("directory") or params.get("location[directory]")
             self.paths[request.url.path + (f"?{folder}" if folder else "")] += 1
             return self.api.handle(request)
 
@@ -130,10 +141,10 @@ class Counted:
 
     def messages_read(self) -> set[str]:
         paths = (p.split("?", 1)[0] for p in self.paths)
-        return {p.split("/")[2] for p in paths if p.endswith("/message")}
+        return {p.split("/")[-2] for p in paths if p.endswith("/message")}
 
-    def folders_asked(self) -> set[str]:
-        return {p.split("?", 1)[1] for p in self.paths if p.startswith("/session/status?")}
+    def folders_asked(self, route: str = "/session/status") -> set[str]:
+        return {p.split("?", 1)[1] for p in self.paths if p.startswith(route + "?")}
 
 
 async def v1_snapshot(api: FakeAPI, focus: frozenset[str] | None) -> tuple[Snapshot, Counted]:
@@ -159,35 +170,47 @@ def test_a_focused_v1_snapshot_reads_its_family_only_and_says_what_a_whole_one_s
     assert all(mine[k] == rows[k] for k in mine)
 
 
-async def v2_snapshot(api: FakeV2, focus: frozenset[str] | None) -> Snapshot:
-    async with Client("http://v2", transport=api.transport()) as client:
-        return await fetch_snapshot_v2(client, MessageCache(), clock=lambda: NOW, focus=focus)
+def two_folder_moments(waiting: bool) -> list[dict[str, Any]]:
+    """Every recorded 2.0.15 session (as it waited, or as it ended), every other one moved to
+    a second folder (where its open requests are then listed)."""
+    moments = []
+    for i, name in enumerate(names()):
+        fx = load(name)
+        moment = copy.deepcopy(fx["waiting"] if waiting and "waiting" in fx else fx["end"])
+        if i % 2:
+            where = moment["session"].setdefault("location", {})
+            where["directory"] = str(where.get("directory") or "/x") + "-beta"
+        moments.append(moment)
+    return moments
 
 
-def transcripts_read(api: FakeV2) -> int:
-    return sum(n for path, n in api.hits.items() if path.endswith("/message"))
+async def v2_snapshot(api: FakeV2, focus: frozenset[str] | None) -> tuple[Snapshot, Counted]:
+    counted = Counted(api)
+    async with Client("http://v2", transport=counted.transport()) as client:
+        snap = await fetch_snapshot_v2(client, MessageCache(), clock=lambda: NOW, focus=focus)
+    return snap, counted
 
 
 async def test_a_focused_v2_snapshot_of_each_recorded_session_says_what_a_whole_one_says():
-    for waiting in (True, False):  # (each real 2.0.15 run as it waited, and as it ended)
-        api = FakeV2(waiting=waiting)
-        whole = await v2_snapshot(api, None)
+    for waiting in (True, False):
+        api = FakeV2(moments=two_folder_moments(waiting))
+        whole, counted = await v2_snapshot(api, None)
+        assert len(counted.folders_asked("/api/permission/request")) == 2
         rows = derive_server(whole, (), NOW, Settings())
-        everything = transcripts_read(api)
-        assert everything >= len(whole.sessions) > 3
+        assert any(r.pending for r in rows.values()) or not waiting
         for sid in whole.sessions:
-            before = transcripts_read(api)
-            focused = await v2_snapshot(api, frozenset({sid}))
-            family = set(family_of(whole.sessions, {sid}))
-            assert set(focused.sessions) == family
-            assert transcripts_read(api) - before == everything * len(family) // len(whole.sessions)
+            focused, counted = await v2_snapshot(api, frozenset({sid}))
+            family = family_of(whole.sessions, {sid})
+            assert set(focused.sessions) == set(family)
+            assert counted.messages_read() == set(family)  # no other transcript read
+            folders = {s.directory for s in family.values()}
+            assert counted.folders_asked("/api/permission/request") == folders
             mine = derive_server(focused, (), NOW, Settings())
             assert mine and all(mine[k] == rows[k] for k in mine)
 
 
-async def test_wait_reads_only_the_sessions_it_waits_for_of_a_large_server():
-    """`ocwatch wait`'s fleet (its `focus`): of a server of 500 idle sessions, the one waited
-    for is read, with its sub-agent; none of the others' last messages."""
+def five_hundred() -> FakeAPI:
+    """A server of 500 idle sessions in 3 folders, one of which has a sub-agent."""
     api = FakeAPI()
     for i in range(500):
         sid = f"ses_{i:04d}"
@@ -195,19 +218,93 @@ async def test_wait_reads_only_the_sessions_it_waits_for_of_a_large_server():
         api.messages[sid] = message(sid, "done")
     api.sessions.append(wire_session("ses_kid", "/p/b", parent="ses_0007"))
     api.messages["ses_kid"] = message("ses_kid", "done")
+    return api
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Counted:
+    """five_hundred(), the server of every monitor the commands make (whatever their URL)."""
+    counted = Counted(five_hundred())
+    made = monitor_module.Client
+
+    def client(url: str, auth: Auth | None = None, **kw: Any) -> Client:
+        return made(url, auth, **{**kw, "transport": counted.transport()})
+
+    monkeypatch.setattr(monitor_module, "Client", client)
+    return counted
+
+
+async def test_the_commands_that_look_at_sessions_read_only_them(served: Counted) -> None:
+    """`wait`, `watch --session` and `prompt --wait`, each over the server of 500 sessions:
+    the session looked at and its sub-agent are read, none of the others."""
+    servers = Servers(("http://x",))
+    (out,) = await wait_many(["ses_0007"], servers, timeout=0)
+    assert out.code == 0 and out.row is not None and out.row.children == ("ses_kid",)
+    assert served.messages_read() == {"ses_0007", "ses_kid"}
+    assert served.folders_asked() == {"/p/b"}  # (ses_0007 and its sub-agent's folder)
+
+    served.paths.clear()
+    stop, lines = asyncio.Event(), []
+
+    def said(line: str) -> None:
+        lines.append(line)
+        stop.set()
+
+    await watch(
+        servers,
+        sessions=["ses_0007"],
+        out=io.StringIO(),
+        err=io.StringIO(),
+        stop=stop,
+        on_line=said,
+    )
+    assert "ses_0007" in lines[0] and served.messages_read() == {"ses_0007", "ses_kid"}
+
+    served.paths.clear()
+    code, row, _ = await _send_and_wait("ses_0007", "go on", "http://x", None, Settings(), 0.5)
+    assert code == ExitCode.TIMEOUT and row is not None  # (the fake never runs it)
+    assert ("/session/ses_0007/prompt_async", {"parts": [{"type": "text", "text": "go on"}]}) in (
+        served.api.posts
+    )
+    assert served.messages_read() == {"ses_0007", "ses_kid"}
+
+
+def test_a_server_added_later_reads_the_same_sessions() -> None:
+    fleet = Fleet(["http://a"], focus=["ses_1"])
+    added = fleet.add("http://b")
+    assert fleet.monitors[0].focus == added.focus == frozenset({"ses_1"})
+    assert Fleet(["http://a"]).add("http://b").focus is None  # (no focus: every session)
+
+
+async def test_a_resync_without_the_list_keeps_the_focus_and_reads_a_sub_agent_seen_since():
+    """A resync over a stream that vouches for every event lays the events' sessions over the
+    last list (Relist): one of them a sub-agent started since, another an unrelated session.
+    The focus keeps the sub-agent, and only its last message is read."""
+    api = FakeAPI(sessions=[wire_session("ses_a", "/p/a"), wire_session("ses_b", "/p/b")])
+    api.messages = {"ses_a": message("ses_a", "done"), "ses_b": message("ses_b", "done")}
+    cache, focus = MessageCache(), frozenset({"ses_a"})
     counted = Counted(api)
-    fleet = Fleet(["http://x"], transport=counted.transport(), focus=["ses_0007"])
-    changed = asyncio.Event()
-    task = asyncio.create_task(fleet.run(changed.set))
-    try:
-        await fleet.monitors[0].first_snapshot()
-        view = fleet.current()
-        assert view.servers[0].first_snapshot
-        (row,) = [r for r in view.rows.values() if r.id == "ses_0007"]
-        assert (row.state, row.reason, row.children) == ("idle", "completed", ("ses_kid",))
-    finally:
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        await fleet.aclose()
-    assert counted.messages_read() == {"ses_0007", "ses_kid"}
-    assert counted.folders_asked() == {"/p/b"}  # (ses_0007 and its sub-agent's folder)
+    async with Client("http://x", transport=counted.transport()) as client:
+        first = await fetch_snapshot(client, cache, clock=lambda: NOW, focus=focus)
+        assert set(first.sessions) == {"ses_a"}
+        kid = wire_session("ses_kid", "/p/c", parent="ses_a")
+        api.sessions.append(kid)
+        api.messages["ses_kid"] = message("ses_kid", "open")
+        api.status["/p/c"] = {"ses_kid": {"type": "busy"}}
+        relist = Relist(
+            {**first.sessions, "ses_kid": Session.parse(kid), "ses_b": first_of(api, "ses_b")},
+            first.folders,
+            first.version,
+            first.listed_at,
+        )
+        counted.paths.clear()
+        again = await fetch_snapshot(client, cache, clock=lambda: NOW, focus=focus, relist=relist)
+    assert set(again.sessions) == {"ses_a", "ses_kid"}
+    assert counted.messages_read() == {"ses_kid"}  # (ses_a's final message is kept)
+    assert counted.folders_asked() == {"/p/a", "/p/c"}
+    rows = {r.id: r for r in derive_server(again, (), NOW, Settings()).values()}
+    assert rows["ses_a"].children == ("ses_kid",) and rows["ses_kid"].state == "busy"
+
+
+def first_of(api: FakeAPI, sid: str) -> Session:
+    return Session.parse(next(x for x in api.sessions if x["id"] == sid))

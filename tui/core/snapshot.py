@@ -376,11 +376,16 @@ def narrow(got: Gathered, focus: frozenset[str]) -> list[Session]:
     """Keep of what was listed only the sessions a reader looks at (`focus`: `ocwatch wait`'s)
     and their descendants, and ask the per-folder routes of their folders only: the others'
     last messages are never read (a `wait` on a server of 1,000 sessions asked for 1,000).
-    Those sessions, in the listed order."""
-    got.sessions = family_of(got.sessions, focus)
-    found = {s.directory for s in got.sessions.values() if s.directory}
-    got.folders = [*sorted(found)] or [None]
-    return list(got.sessions.values())
+    A server lists a session's status and requests in the session's own folder (1.18.33, even
+    for a prompt sent through another folder: tests/integration); one kept session without a
+    folder has every folder asked, as a whole snapshot asks them. Those sessions, in the
+    listed order."""
+    got.sessions = kept = family_of(got.sessions, focus)
+    if kept and all(s.directory for s in kept.values()):
+        got.folders = [*sorted({s.directory for s in kept.values()})] or [None]
+    elif not kept:  # (on this server, nothing of the focus: no map to ask)
+        got.folders = []
+    return list(kept.values())
 
 
 @dataclass
