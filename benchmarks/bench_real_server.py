@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import statistics
 import subprocess
 import sys
@@ -31,6 +30,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.integration.driver import Driver  # noqa: E402
 from tests.integration.fault_proxy import FaultProxy  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
+from tests.procstat import cpu_s  # noqa: E402
 from tui.cli.wait import wait_for  # noqa: E402
 from tui.core.client import Client  # noqa: E402
 from tui.core.settings import Settings  # noqa: E402
@@ -70,13 +70,6 @@ def wait_latency(d: Driver, url: str) -> float:
     return (box["at"] - done) * 1000.0  # type: ignore[operator]
 
 
-def cpu_of(pid: int) -> float:
-    """CPU seconds a process has used (user + system), from /proc."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def touch(url: str, server_pid: int, args: list[str], runs: int) -> str:
     """An `ocwatch` command's requests (one run through a counting proxy), then its time and
     the server's CPU (median of `runs`, straight to the server)."""
@@ -86,10 +79,10 @@ def touch(url: str, server_pid: int, args: list[str], runs: int) -> str:
         asked = sum(proxy.asked.values())
     times, cpus = [], []
     for _ in range(runs):
-        c, t = cpu_of(server_pid), time.perf_counter()
+        c, t = cpu_s(server_pid), time.perf_counter()
         subprocess.run([*command, "--server", url], capture_output=True, timeout=300)
         times.append(time.perf_counter() - t)
-        cpus.append(cpu_of(server_pid) - c)
+        cpus.append(cpu_s(server_pid) - c)
     return (
         f"{asked} requests, {statistics.median(times):.2f} s, the server's CPU "
         f"{statistics.median(cpus):.2f} s"

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import signal
 import statistics
 import subprocess
@@ -33,6 +32,7 @@ sys.path.insert(0, str(ROOT))
 from tests.cli_env import cli_env  # noqa: E402
 from tests.integration.driver import Driver, wait_until  # noqa: E402
 from tests.integration.oc_server import scripted_server  # noqa: E402
+from tests.procstat import cpu_s  # noqa: E402
 
 CORE = """
 import asyncio, sys, time
@@ -73,11 +73,6 @@ class Watch:
     def stop(self) -> int:
         self.proc.send_signal(signal.SIGINT)
         return self.proc.wait(15)
-
-
-def cpu_seconds(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def latency(d: Driver, watch: Watch, runs: int) -> list[float]:
@@ -130,9 +125,9 @@ def main() -> None:
         assert core.stdout is not None and core.stdout.readline().strip() == "ready"
         wait_until(lambda: len(watch.lines) >= args.sessions, 120, what="watch's first lines")
         time.sleep(2)
-        w0, c0 = cpu_seconds(watch.proc.pid), cpu_seconds(core.pid)
+        w0, c0 = cpu_s(watch.proc.pid), cpu_s(core.pid)
         time.sleep(args.idle)
-        w1, c1 = cpu_seconds(watch.proc.pid), cpu_seconds(core.pid)
+        w1, c1 = cpu_s(watch.proc.pid), cpu_s(core.pid)
         code = watch.stop()
         core.kill()
         print(

@@ -48,6 +48,7 @@ from .journal import (
 from .models import Message, MessageError, Session, SessionStatus
 from .settings import Settings
 from .snapshot import Snapshot
+from .snapshot import children_of as _children
 from .view import SessionRow, ago
 
 __all__ = [
@@ -508,16 +509,6 @@ def _gather(
             claim,
             quiet,
         )
-
-
-def _children(sessions: dict[str, Session]) -> dict[str, list[str]]:
-    """Each listed parent's listed children, in the sessions' order."""
-    children: dict[str, list[str]] = {}
-    for s in sessions.values():
-        parent = s.parent_id
-        if parent and parent in sessions:
-            children.setdefault(parent, []).append(s.id)
-    return children
 
 
 def _families(

@@ -355,13 +355,20 @@ class Gathered:
         )
 
 
+def children_of(sessions: Mapping[str, Session]) -> dict[str, list[str]]:
+    """Each listed parent's listed children, in the sessions' order."""
+    children: dict[str, list[str]] = {}
+    for s in sessions.values():
+        parent = s.parent_id
+        if parent and parent in sessions:
+            children.setdefault(parent, []).append(s.id)
+    return children
+
+
 def family_of(sessions: Mapping[str, Session], focus: Iterable[str]) -> dict[str, Session]:
     """The sessions of `focus` that are listed, with all their listed descendants (what their
     rows roll up: a sub-agent's run, its requests), in the listed order."""
-    kids: dict[str, list[str]] = {}
-    for s in sessions.values():
-        if s.parent_id:
-            kids.setdefault(s.parent_id, []).append(s.id)
+    kids = children_of(sessions)
     keep: set[str] = set()
     todo = [sid for sid in focus if sid in sessions]
     while todo:  # (iterative: a tree can be deep; `keep` stops a cycle)
@@ -382,7 +389,7 @@ def narrow(got: Gathered, focus: frozenset[str]) -> list[Session]:
     listed order."""
     got.sessions = kept = family_of(got.sessions, focus)
     if kept and all(s.directory for s in kept.values()):
-        got.folders = [*sorted({s.directory for s in kept.values()})] or [None]
+        got.folders = [*sorted({s.directory for s in kept.values()})]
     elif not kept:  # (on this server, nothing of the focus: no map to ask)
         got.folders = []
     return list(kept.values())
