@@ -29,7 +29,9 @@ import pytest
 from tests.cli_env import cli_env
 from tests.hostile import HostileServer, json_answer, session
 
-T0 = 1_795_985_000_000  # ms
+#: a minute ago (ms): the dashboard folds rows idle for over 12 h, and a fixed date here made the
+#: idle titles show only while their last messages loaded (a race once the date was 12 h old)
+T0 = int(time.time() * 1000) - 60_000
 #: What the titles try to do to the terminal, and what must never reach it raw.
 INJECTED = [
     b"\x1b]0;pwned",
@@ -54,7 +56,7 @@ def sessions_json() -> str:
     ]
     surrogate = (
         '{"id": "ses_surr", "title": "SURR\\ud800", "directory": "/tmp/p", '
-        '"time": {"created": 1795985000000, "updated": 1795985000000}}'
+        f'"time": {{"created": {T0}, "updated": {T0}}}}}'
     )
     return json.dumps(items)[:-1] + ", " + surrogate + "]"
 
