@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from tests.app.test_actions import until
-from tests.unit.test_progressive import URL, Held, server
+from tests.unit.test_progressive import T0, URL, Held, server
 from tui.app import DashboardOptions, create_app
 from tui.app.widgets.session_table import row_key_str
 from tui.core.fleet import Fleet
@@ -20,8 +20,10 @@ def cells(app, sid: str) -> list[str]:  # type: ignore[no-untyped-def]
 
 async def test_rows_show_while_their_last_messages_load() -> None:
     api = Held(server())
-    fleet = Fleet([URL], transport=api.transport(), progressive=True)
-    app = create_app(fleet, DashboardOptions(server_urls=[URL]))
+    # the server's clock, not today's: its sessions are dated around T0 (2027-01-15) and,
+    # read on a later day, the idle ones would be folded away as idle for over 12 h
+    fleet = Fleet([URL], transport=api.transport(), progressive=True, clock=lambda: T0)
+    app = create_app(fleet, DashboardOptions(server_urls=[URL], clock=lambda: T0))
     async with app.run_test(size=(120, 30)) as pilot:
         table = app.main_screen.table
         await until(pilot, lambda: table.row_count == 7)
