@@ -9,7 +9,8 @@
    (issue 2: median under 300 ms).
 3. The touch of one `ocwatch wait SID --timeout 0` on that server of N sessions (as a script runs
    it: a process of its own), beside `ocwatch status --json`, which reads every session: its
-   requests (counted by a proxy), its time and the server's CPU (median of R).
+   requests (counted by a proxy), its time and the server's CPU (median of R); and of one
+   `ocwatch report SID --for 0` (a bug report's capture), which reads the same as `wait`.
 Needs the pinned binary (`.opencode/node_modules/.bin/opencode`, or $OPENCODE_BIN).
 """
 
@@ -122,8 +123,10 @@ def main() -> None:
         pid = srv.proc.pid
         wait_one = touch(srv.url, pid, ["wait", one, "--timeout", "0"], args.runs)
         status = touch(srv.url, pid, ["status", "--json"], args.runs)
+        report = touch(srv.url, pid, ["report", one, "--for", "0"], args.runs)
         print(f"one `ocwatch wait SID --timeout 0` on {n} sessions: {wait_one}")
         print(f"one `ocwatch status --json` beside it: {status}")
+        print(f"one `ocwatch report SID --for 0`: {report}")
 
 
 if __name__ == "__main__":

@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 import copy
 import io
+import json
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,7 +21,9 @@ from hypothesis import strategies as st
 
 from tests.fakes import FakeAPI, wire_session
 from tests.fakes_v2 import FakeV2, load, names
+from tui.cli.main import main
 from tui.cli.prompt import _send_and_wait
+from tui.cli.report import capture
 from tui.cli.wait import wait_many
 from tui.cli.watch import watch
 from tui.core import monitor as monitor_module
@@ -267,6 +271,41 @@ async def test_the_commands_that_look_at_sessions_read_only_them(served: Counted
         served.api.posts
     )
     assert served.messages_read() == {"ses_0007", "ses_kid"}
+
+
+def test_a_report_reads_only_its_session_and_its_recording_replays_as_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`ocwatch report` over the server of 500 sessions reads the session and its sub-agent
+    alone; the recording it writes names that focus (version 2), and replays to the same
+    rows: its replay asks only what was recorded (an unfocused replay would ask for the last
+    messages of 499 sessions never read, and fail its snapshots)."""
+    counted = Counted(five_hundred())
+    path = tmp_path / "report.ndjson"
+    got = asyncio.run(
+        capture(
+            "ses_0007",
+            Servers(("http://x",)),
+            seconds=0,
+            recording=path,
+            redacted=False,
+            transport=counted.transport(),
+        )
+    )
+    assert got["session"]["state"] == "idle" and got["session"]["reason"] == "completed"
+    assert [c["id"] for c in got["children"]] == ["ses_kid"]
+    assert counted.messages_read() == {"ses_0007", "ses_kid"}
+    assert counted.folders_asked() == {"/p/b"}
+    header = json.loads(path.read_text().splitlines()[0])
+    assert header["version"] == 2 and header["focus"] == ["ses_0007"]
+
+    assert main(["status", "--json", "--replay", str(path)]) == 0
+    replayed = json.loads(capsys.readouterr().out)
+    assert replayed["servers"][0]["reachable"] and replayed["servers"][0]["error"] is None
+    rows = {r["id"]: r for r in replayed["sessions"]}
+    for sid, said in (("ses_0007", got["session"]), ("ses_kid", got["children"][0])):
+        assert (rows[sid]["state"], rows[sid]["reason"]) == (said["state"], said["reason"])
+    assert set(rows) == {"ses_0007", "ses_kid"}
 
 
 def test_a_server_added_later_reads_the_same_sessions() -> None:

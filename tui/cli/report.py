@@ -139,7 +139,9 @@ async def capture(
     The steps: watch the servers into `recording` and read the session's messages at the end
     (`_watch`); find its row; read back from the recording what the server said about it
     (`_recorded`); put the bundle together, redacted if asked."""
-    fleet = Fleet.of_servers(servers, transport=transport)
+    # its snapshots read the session and its sub-agents alone (of the others, only that they
+    # are listed): a report on a server of thousands of sessions asks a handful of questions
+    fleet = Fleet.of_servers(servers, transport=transport, focus=[session_id])
     fetched = await _watch(fleet, session_id, seconds, recording, servers.settings)
     view = fleet.current()
     row = _row_of(view, session_id)
@@ -199,7 +201,11 @@ async def _watch(
     from ..record.writer import Recorder
 
     recorder = Recorder(
-        recording, [(m.url, m.name) for m in fleet.monitors], settings, version=__version__
+        recording,
+        [(m.url, m.name) for m in fleet.monitors],
+        settings,
+        version=__version__,
+        focus=fleet.focus,
     )
     for m in fleet.monitors:
         m.tap = recorder

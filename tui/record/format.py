@@ -26,6 +26,10 @@ _DECODE = _DECODER.decode
 _SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 FORMAT = "ocwatch-recording"
 VERSION = 1
+#: A recording of a focused fleet (`ocwatch report`'s: its snapshots read some sessions only):
+#: its header names the focus, and a reader that knew no focus would replay it as a whole
+#: fleet's and ask for answers never recorded, so it must refuse it (a version of its own)
+FOCUSED_VERSION = 2
 KINDS = ("http", "frame", "stream", "snap", "end")
 
 
@@ -41,16 +45,21 @@ class Header:
     ocwatch: str
     servers: tuple[tuple[str, str], ...]  # (url, name) of each server, by index
     settings: dict[str, Any] = field(default_factory=dict)
+    #: the sessions the recorded fleet looked at (with their descendants), None: every one
+    focus: tuple[str, ...] | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "format": FORMAT,
-            "version": VERSION,
+            "version": VERSION if self.focus is None else FOCUSED_VERSION,
             "created": self.created,
             "ocwatch": self.ocwatch,
             "servers": [{"url": u, "name": n} for u, n in self.servers],
             "settings": self.settings,
         }
+        if self.focus is not None:
+            out["focus"] = list(self.focus)
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +132,21 @@ def _header(path: Path, first: str) -> Header:
         raise RecordingError(
             f"{path}:1: not an ocwatch recording (the first line must name the format {FORMAT!r})"
         )
-    if data.get("version") != VERSION:
+    version = data.get("version")
+    if version not in (VERSION, FOCUSED_VERSION) or isinstance(version, bool):
         raise RecordingError(
-            f"{path}:1: recording format version {data.get('version')!r} is "
-            f"not one this ocwatch reads (it reads version {VERSION})"
+            f"{path}:1: recording format version {version!r} is "
+            f"not one this ocwatch reads (it reads versions {VERSION} and {FOCUSED_VERSION})"
+        )
+    focus = data.get("focus") if version == FOCUSED_VERSION else None
+    if version == FOCUSED_VERSION and (
+        not isinstance(focus, list)
+        or not focus
+        or not all(isinstance(sid, str) and sid for sid in focus)
+    ):
+        raise RecordingError(
+            f"{path}:1: a recording of version {FOCUSED_VERSION} must name the sessions it "
+            "looked at (its focus: a list of session ids)"
         )
     servers = data.get("servers")
     if (
@@ -142,6 +162,7 @@ def _header(path: Path, first: str) -> Header:
         str(data.get("ocwatch", "?")),
         tuple((s["url"], str(s.get("name") or "")) for s in servers),
         settings,
+        None if focus is None else tuple(focus),
     )
 
 

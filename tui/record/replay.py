@@ -213,13 +213,22 @@ class Replay:
         self.now = self.header.created
         self.start = self.header.created
         self._clients = [ReplayClient(url) for url, _ in self.header.servers]
+        # a focused fleet's recording (report's) is read as it was: its snapshots of the
+        # focus alone, asking only what was asked
+        focus = None if self.header.focus is None else frozenset(self.header.focus)
         monitors = [
             ServerMonitor(
-                client.url, settings=self.settings, clock=self.clock, name=name, client=client
+                client.url,
+                settings=self.settings,
+                clock=self.clock,
+                name=name,
+                client=client,
+                focus=focus,
             )
             for client, (_url, name) in zip(self._clients, self.header.servers, strict=True)
         ]
         self.fleet = Fleet.of(monitors, self.settings, self.clock)
+        self.fleet.focus = focus
         #: the client whose answers the snapshots being read have not caught up with
         self._owed: ReplayClient | None = None
         #: the snapshots being read: (server, number) -> where it began, and the reading

@@ -13,7 +13,7 @@ import io
 import json
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import IO, Any, cast
@@ -67,7 +67,10 @@ class Recorder:
         max_size: int | None = None,
         on_full: Callable[[str], None] | None = None,
         clock: Callable[[], float] = time.time,
+        focus: Collection[str] | None = None,
     ) -> None:
+        """`focus`: the sessions the fleet's snapshots look at (Fleet.focus), named in the
+        header so that a replay reads what was read, None: every session."""
         self.path = path
         self.index = {url: i for i, (url, _name) in enumerate(servers)}
         self.max_size = max_size
@@ -94,7 +97,13 @@ class Recorder:
         self._bytes = 0  # written to a plain file (a .gz's size is what reached the disk)
         self._flushed = clock()
         self._dirty = False  # written since the last flush
-        header = Header(clock(), version, tuple(servers), asdict(settings))
+        header = Header(
+            clock(),
+            version,
+            tuple(servers),
+            asdict(settings),
+            None if focus is None else tuple(sorted(focus)),
+        )
         self._write(header.to_json())
 
     # -- Tap -------------------------------------------------------------------------------------
