@@ -280,7 +280,8 @@ def header(**over: Any) -> str:
         (header(version=True), ":1: recording format version True is not one this ocwatch"),
         # a focused fleet's recording (report's) names its focus; without it, it cannot be read
         (header(version=2), ":1: a recording of version 2 must name the sessions it looked at"),
-        (header(version=2, focus=[]), ":1: a recording of version 2 must name the sessions"),
+        (header(version=2, focus=None), ":1: a recording of version 2 must name the sessions"),
+        (header(version=2, focus=[""]), ":1: a recording of version 2 must name the sessions"),
         (header(version=2, focus=["ses_1", 7]), ":1: a recording of version 2 must name the"),
         ("{}\n", ":1: not an ocwatch recording"),
         ("PK\x03\x04 zip\n", ":1: not an ocwatch recording"),

@@ -15,6 +15,8 @@ from tui.core import text
 from tui.core.client import OcwatchError
 from tui.core.settings import Settings
 from tui.core.targets import Servers
+from tui.record.format import read
+from tui.record.writer import Recorder
 
 SECRET = "the launch codes are 0000"
 
@@ -102,6 +104,24 @@ async def test_redact_leaves_no_message_text(tmp_path: Path) -> None:
 async def test_an_unknown_session_is_said(tmp_path: Path) -> None:
     with pytest.raises(OcwatchError, match="ses_nope is on none of the watched servers"):
         await bundle(tmp_path, redacted=False, sid="ses_nope")
+
+
+async def test_an_id_that_is_no_utf_8_is_said_and_recorded_as_typed(tmp_path: Path) -> None:
+    """A byte of argv that is no UTF-8 arrives as a lone surrogate: the report says the
+    session is on no server (no traceback writing its recording), and the recording's header
+    names that focus as typed."""
+    sid = "ses_\udcff"
+    with pytest.raises(OcwatchError, match="is on none of the watched servers"):
+        await bundle(tmp_path, redacted=False, sid=sid)
+    header, _records = read(tmp_path / "c.ndjson")
+    assert header.focus == (sid,)
+
+
+def test_a_focus_of_no_session_reads_back_as_written(tmp_path: Path) -> None:
+    """A fleet focused on nothing (it reads no session) is recorded and read back so."""
+    path = tmp_path / "none.ndjson"
+    Recorder(path, [("http://x", "")], Settings(), version="t", focus=()).close()
+    assert read(path)[0].focus == ()
 
 
 def test_redact_keeps_ids_and_states() -> None:

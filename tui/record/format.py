@@ -140,9 +140,7 @@ def _header(path: Path, first: str) -> Header:
         )
     focus = data.get("focus") if version == FOCUSED_VERSION else None
     if version == FOCUSED_VERSION and (
-        not isinstance(focus, list)
-        or not focus
-        or not all(isinstance(sid, str) and sid for sid in focus)
+        not isinstance(focus, list) or not all(isinstance(sid, str) and sid for sid in focus)
     ):
         raise RecordingError(
             f"{path}:1: a recording of version {FOCUSED_VERSION} must name the sessions it "

@@ -104,7 +104,9 @@ class Recorder:
             asdict(settings),
             None if focus is None else tuple(sorted(focus)),
         )
-        self._write(header.to_json())
+        # (ASCII: a focus is what the user typed, which may hold a lone surrogate, an argv
+        # byte that is no UTF-8; escaped, it reads back as typed)
+        self._line(json.dumps(header.to_json(), separators=(",", ":")) + "\n")
 
     # -- Tap -------------------------------------------------------------------------------------
     def http(
@@ -301,7 +303,11 @@ class FleetRecording:
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         monitors = self.fleet.monitors
         self.recorder = recorder = Recorder(
-            path, [(m.url, m.name) for m in monitors], self.fleet.settings, version=self.version
+            path,
+            [(m.url, m.name) for m in monitors],
+            self.fleet.settings,
+            version=self.version,
+            focus=self.fleet.focus,  # (the dashboard's: None)
         )
         now = recorder.clock()
         for m in monitors:
