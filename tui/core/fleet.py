@@ -131,10 +131,15 @@ class Fleet:
 
     @classmethod
     def of(
-        cls, monitors: Sequence[ServerMonitor], settings: Settings, clock: Callable[[], float]
+        cls,
+        monitors: Sequence[ServerMonitor],
+        settings: Settings,
+        clock: Callable[[], float],
+        focus: Collection[str] | None = None,
     ) -> Fleet:
-        """A Fleet over monitors made elsewhere (a replay's, on its recorded clock)."""
-        fleet = cls([], settings=settings, clock=clock)
+        """A Fleet over monitors made elsewhere (a replay's, on its recorded clock; `focus`,
+        the one they were made with)."""
+        fleet = cls([], settings=settings, clock=clock, focus=focus)
         fleet.monitors = list(monitors)
         return fleet
 

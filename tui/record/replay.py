@@ -227,8 +227,7 @@ class Replay:
             )
             for client, (_url, name) in zip(self._clients, self.header.servers, strict=True)
         ]
-        self.fleet = Fleet.of(monitors, self.settings, self.clock)
-        self.fleet.focus = focus
+        self.fleet = Fleet.of(monitors, self.settings, self.clock, focus)
         #: the client whose answers the snapshots being read have not caught up with
         self._owed: ReplayClient | None = None
         #: the snapshots being read: (server, number) -> where it began, and the reading
