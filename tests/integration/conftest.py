@@ -46,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 SPLIT = {"test_v2": 2, "test_ocwatch_cli": 2}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups off the markers
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     ours = [(item, Path(str(item.fspath)).resolve()) for item in items]
     ours = [(item, path) for item, path in ours if path.is_relative_to(HERE)]
