@@ -16,3 +16,17 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     a core keeps the cores busy (docs/PERFORMANCE.md, "The test suite")."""
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(2 * (cores or 1), MAX_WORKERS))
+
+
+@pytest.fixture(autouse=True)
+def _heap_left_alone(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dashboard collects the whole heap once its sessions show, and freezes what survived
+    (tui.app.heap). In a test process that heap is pytest's and every loaded test module's: a
+    full collection of it costs 0.25-0.3 s of CPU for each dashboard a test opens (the app
+    tier: 218 of them, 58 of its ~200 CPU-s), and changes nothing a test reads. So the
+    keeper's freeze does nothing here, but in tests marked `real_heap`
+    (tests/app/test_heap.py), which test it."""
+    if request.node.get_closest_marker("real_heap") is None:
+        from tui.core import gcpause
+
+        monkeypatch.setattr(gcpause, "freeze_heap", lambda: None)

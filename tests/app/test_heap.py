@@ -6,11 +6,15 @@ import gc
 import time
 from collections.abc import Callable
 
+import pytest
+
 from tui.app.heap import HeapKeeper
 
 from . import views
 from .conftest import make_app
 from .test_actions import until
+
+pytestmark = pytest.mark.real_heap  # (tests/conftest.py: elsewhere the freeze does nothing)
 
 
 class Clock:

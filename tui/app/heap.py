@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from ..core.gcpause import freeze_heap, thaw_heap
+from ..core import gcpause
 
 REFREEZE = 600.0
 """Seconds between full collections once the heap is frozen."""
@@ -59,7 +59,7 @@ class HeapKeeper:
         self._scheduled = False
         if complete is not None:
             self.complete = self.complete or complete
-        freeze_heap()
+        gcpause.freeze_heap()
         self.frozen_at = self.clock()
 
     def maintain(self) -> None:
@@ -70,5 +70,5 @@ class HeapKeeper:
     def release(self) -> None:
         """Unfreeze: the frozen objects are collectable again (call on exit)."""
         if self.frozen_at is not None:
-            thaw_heap()
+            gcpause.thaw_heap()
             self.frozen_at, self.complete = None, False
