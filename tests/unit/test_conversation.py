@@ -82,6 +82,20 @@ def test_entries_skip_what_is_not_a_message() -> None:
     ]
 
 
+def test_a_message_listed_twice_is_one_entry_as_said_last_in_its_first_place() -> None:
+    # (a malformed answer; found by the property test below: merging it with itself grew it)
+    said = [
+        {"info": {"id": "msg_1", "role": "user"}, "parts": [{"type": "text", "text": "old"}]},
+        {"info": {"id": "msg_2", "role": "assistant"}},
+        {"info": {"id": "msg_1", "role": "user"}, "parts": [{"type": "text", "text": "new"}]},
+        {"info": {"id": ""}},
+        {"info": {"id": ""}},
+    ]
+    items = entries(said)
+    assert [(e.id, e.text) for e in items] == [("msg_1", "new"), ("msg_2", ""), ("", "")]
+    assert merge(items, items) == items
+
+
 @settings(max_examples=300, deadline=None)
 @given(st.lists(JSON, max_size=6))
 def test_any_answer_gives_entries_never_an_exception(messages: list[Any]) -> None:

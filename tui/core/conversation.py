@@ -194,8 +194,15 @@ def entry(message: Any) -> Entry | None:
 
 
 def entries(messages: Iterable[Any]) -> list[Entry]:
-    """Every message that is one, in the server's order (oldest first)."""
-    return [e for e in (entry(m) for m in messages) if e is not None]
+    """Every message that is one, in the server's order (oldest first). A message listed twice
+    (a malformed answer) is one entry, as it was said last, in its first place: as `merge`
+    lays a message seen again over its old self."""
+    out: dict[str, Entry] = {}
+    for m in messages:
+        e = entry(m)
+        if e is not None:
+            out[e.id] = e  # (a key already there keeps its place)
+    return list(out.values())
 
 
 def merge(known: Sequence[Entry], newest: Sequence[Entry]) -> list[Entry]:
