@@ -19,7 +19,7 @@ def pytest_configure(config: pytest.Config) -> None:
     """Collect cyclic garbage less often than CPython would. A test process holds pytest's,
     every loaded test module's and the tests' own long-lived objects, and each full
     collection walks them all: with CPython's thresholds, about 70 a worker over the unit
-    and app tiers, 75 of their ~350 CPU-s in the collector; with these, 31 (measured with
+    and app tiers, 75 of their ~350 CPU-s in the collector; with these, 28 (measured with
     gc.callbacks). What ocwatch itself does to the collector (tui.core.gcpause) is tested
     against CPython's own thresholds where it reads them (test_replay_fast_paths)."""
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
