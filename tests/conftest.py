@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import sys
 
 import pytest
 
@@ -23,6 +24,18 @@ def pytest_configure(config: pytest.Config) -> None:
     gc.callbacks). What ocwatch itself does to the collector (tui.core.gcpause) is tested
     against CPython's own thresholds where it reads them (test_replay_fast_paths)."""
     gc.set_threshold(GC_THRESHOLD, *gc.get_threshold()[1:])
+    _keep_byte_code()
+
+
+def _keep_byte_code() -> None:
+    """Write byte code in the test run, whatever `PYTHONDONTWRITEBYTECODE` says. With it set
+    (this project's machines set it), nothing is cached: every pytest worker rewrites and
+    compiles every test module again (7 of collection's 9 CPU-s), and every `ocwatch` a test
+    starts compiles tui/, which an editable install leaves uncompiled (0.39-0.52 CPU-s to
+    import tui.cli.main against 0.27-0.32 from its byte code). Set here, before xdist starts
+    its workers, so they and every process a test starts inherit it."""
+    sys.dont_write_bytecode = False
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
