@@ -192,7 +192,9 @@ def test_two_servers_of_one_storage_show_each_session_once_from_the_one_running_
                 try:
                     await until(lambda: shown() == want)
                 except AssertionError:
-                    raise AssertionError(f"shown {shown()}, want {want}") from None
+                    rows = fleet.current().rows
+                    states = {k: (rows[k].state, rows[k].reason) for k in shown()}
+                    raise AssertionError(f"shown {shown()} {states}, want {want}") from None
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

@@ -6,6 +6,8 @@ from the server running it."""
 
 from __future__ import annotations
 
+import dataclasses
+
 from tests.app.views import BLOG, SHOP, row
 from tui.core.fleet import Fleet
 from tui.core.view import SessionRow
@@ -131,3 +133,31 @@ def test_a_change_of_a_copy_not_shown_changes_nothing_shown() -> None:
     rows[A] = [row("ses_pay", "pay", "unknown", server=A, directory=SHOP, reason="interrupted")]
     assert shown(fleet) == {"ses_pay": (B, "busy")}
     assert fleet.last_changes is not None and fleet.last_changes.transitions == []
+
+
+def test_a_busy_another_server_infers_from_the_storage_does_not_take_the_session() -> None:
+    """Seen in the integration test on a loaded machine: a run ended on A while B, which reads
+    the same storage, had read its last message unfinished. B's copy showed busy while the
+    facts were still arriving (B's server never reported it busy), outranked A's idle and kept
+    the session for good, first as busy, then as idle, from the server that did not run it."""
+    finishing = row("ses_pay", "pay", "busy", server=B, directory=SHOP, settled=False)
+    finishing = dataclasses.replace(finishing, settling="finishing")
+    rows = {
+        A: [row("ses_pay", "pay", "busy", server=A, directory=SHOP)],
+        B: [finishing],
+    }
+    fleet = fleet_of({A: SHOP, B: BLOG}, rows)
+    assert shown(fleet) == {"ses_pay": (A, "busy")}
+    rows[A] = [row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")]
+    assert shown(fleet) == {"ses_pay": (A, "idle")}  # not B's busy, which is no claim
+    rows[B] = [row("ses_pay", "pay", "idle", server=B, directory=SHOP, reason="completed")]
+    assert shown(fleet) == {"ses_pay": (A, "idle")}
+
+    # the same from first sight, before either was shown: the idle of its folder's server
+    rows = {A: [row("ses_pay", "pay", "idle", server=A, directory=SHOP, reason="completed")]}
+    rows[B] = [finishing]
+    assert shown(fleet_of({A: SHOP, B: BLOG}, rows)) == {"ses_pay": (A, "idle")}
+
+    # a busy its server claims (settled) still takes it from an idle copy
+    rows[B] = [row("ses_pay", "pay", "busy", server=B, directory=SHOP)]
+    assert shown(fleet_of({A: SHOP, B: BLOG}, rows)) == {"ses_pay": (B, "busy")}

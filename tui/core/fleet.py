@@ -32,6 +32,17 @@ GONE_KEPT = 100
 _LIVE = {"busy": 0, "retry": 0, "input": 0, "idle": 1, "unknown": 2}
 
 
+def _live(row: SessionRow) -> int:
+    """How surely a copy's server runs the session (lower: surer). A busy shown while the facts
+    are still arriving (the run starting or finishing, or asked about again) is what any server
+    reading the storage infers from a run's messages, the running one's or another's: it ranks
+    as an idle, not as the server's own claim. A row still loading shows what its server's maps
+    say, which is its claim."""
+    if not row.settled and row.settling != "loading" and row.state == "busy":
+        return 1
+    return _LIVE.get(row.state, 2)
+
+
 class Fleet:
     """Monitors for several servers behind one ViewSource."""
 
@@ -193,7 +204,8 @@ class Fleet:
         """Keep one copy of each session that several locally discovered servers list (they
         read one storage; the ids are random, so one id is one session): the copy of the
         server running it (busy, retrying or asking, which only that process knows: the
-        others say it is idle, or interrupted when its last message is not finished), else
+        others say it is idle, or interrupted when its last message is not finished, or busy
+        for a moment while they read a run's last message: `_live`), else
         the server shown last time (once every copy was read), else the one whose folder is
         the session's, else the first. A sub-session goes with its parent. True when the
         copies dropped changed."""
@@ -221,7 +233,7 @@ class Fleet:
             got = min(
                 copy,
                 key=lambda s: (
-                    _LIVE.get(copy[s].state, 2),
+                    _live(copy[s]),
                     s != was,
                     copy[s].directory != local[s],
                     order.get(s, 0),
