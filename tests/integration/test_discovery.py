@@ -192,9 +192,9 @@ def test_two_servers_of_one_storage_show_each_session_once_from_the_one_running_
                 try:
                     await until(lambda: shown() == want)
                 except AssertionError:
-                    rows = fleet.current().rows
-                    states = {k: (rows[k].state, rows[k].reason) for k in shown()}
-                    raise AssertionError(f"shown {shown()} {states}, want {want}") from None
+                    rows, got = fleet.current().rows, shown()
+                    states = {k: (rows[k].state, rows[k].reason) for k in got}
+                    raise AssertionError(f"shown {got} {states}, want {want}") from None
             finally:
                 task.cancel()
                 await asyncio.gather(task, return_exceptions=True)

@@ -6,8 +6,6 @@ from the server running it."""
 
 from __future__ import annotations
 
-import dataclasses
-
 from tests.app.views import BLOG, SHOP, row
 from tui.core.fleet import Fleet
 from tui.core.view import SessionRow
@@ -140,8 +138,9 @@ def test_a_busy_another_server_infers_from_the_storage_does_not_take_the_session
     the same storage, had read its last message unfinished. B's copy showed busy while the
     facts were still arriving (B's server never reported it busy), outranked A's idle and kept
     the session for good, first as busy, then as idle, from the server that did not run it."""
-    finishing = row("ses_pay", "pay", "busy", server=B, directory=SHOP, settled=False)
-    finishing = dataclasses.replace(finishing, settling="finishing")
+    finishing = row(
+        "ses_pay", "pay", "busy", server=B, directory=SHOP, settled=False, settling="finishing"
+    )
     rows = {
         A: [row("ses_pay", "pay", "busy", server=A, directory=SHOP)],
         B: [finishing],
