@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
+import time
 from dataclasses import replace
 
+import pytest
 from rich.cells import cell_len
 from rich.text import Text
 from textual import events
@@ -11,6 +14,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, OptionList, Static
 
 from tui.app import OcwatchApp
+from tui.app.app import LOADING_PULL_INTERVAL, PULL_INTERVAL, PULL_SHARE
 from tui.app.screens.detail import DetailScreen, pending_section
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.servers import ServerPanel, ServersScreen
@@ -717,6 +721,55 @@ async def test_an_urgent_change_is_pulled_at_once_not_at_the_next_slot() -> None
         app.mark_urgent()
         await pilot.pause()
         assert app._pulled_at > before and not app._dirty
+
+
+async def test_a_flood_is_pulled_once_a_spacing_whatever_urgent_pulls_come_between() -> None:
+    """A change pulled for an urgent one leaves no second pull scheduled: a flood of changes
+    with urgent ones among them is pulled at most once a spacing, plus once for each urgent
+    change. (Each urgent pull made while a pull was scheduled had added a pull for good: a
+    flood with a few runs ending was pulled 25 times a second, not 20.)"""
+    app, _ = make_app()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        pulls = 0
+        original = app.pull
+
+        def counting() -> None:
+            nonlocal pulls
+            pulls += 1
+            original()
+
+        app.pull = counting  # type: ignore[method-assign]
+        urgent = 0
+        began = time.monotonic()
+        for i in range(150):
+            app.mark_dirty()
+            if i % 6 == 0:
+                app.mark_urgent()
+                urgent += 1
+            await asyncio.sleep(0.004)
+        await until(pilot, lambda: not app._dirty)
+        elapsed = time.monotonic() - began
+        assert pulls <= elapsed / PULL_INTERVAL + 1 + urgent, (pulls, elapsed, urgent)
+
+
+async def test_a_costly_pull_spaces_the_next_by_its_share() -> None:
+    """After a pull that took t s, a change that cannot settle a row waits t / PULL_SHARE,
+    within PULL_INTERVAL and LOADING_PULL_INTERVAL; an urgent one does not."""
+    app, _ = make_app()
+    async with app.run_test() as pilot:
+        await pilot.pause()
+        app.pull()
+        assert 0 <= app._pull_took < 1
+        app._pull_took = 0.02
+        assert app._spacing() == pytest.approx(0.02 / PULL_SHARE)
+        app._pull_took = 0.0001
+        assert app._spacing() == PULL_INTERVAL
+        app._pull_took = 5.0
+        assert app._spacing() == LOADING_PULL_INTERVAL
+        before = app._pulled_at
+        app.mark_urgent()
+        await until(pilot, lambda: app._pulled_at > before)
 
 
 def test_the_servers_view_says_how_often_a_light_resync_comes() -> None:

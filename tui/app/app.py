@@ -2,9 +2,9 @@
 
 One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag and, at
 most PULL_INTERVAL after the last pull, `source.current(now)` is pulled (so a flood of changes
-becomes at most 20 redraws a second); a timer also pulls at least once a second so times count
-up and grace periods expire on screen. Each new View is compared with the previous one: the
-transitions feed the alerts and the unread marks.
+becomes at most 20 redraws a second, fewer when a pull is costly: PULL_SHARE); a timer also
+pulls at least once a second so times count up and grace periods expire on screen. Each new
+View is compared with the previous one: the transitions feed the alerts and the unread marks.
 
 Actions (abort, reply, answer) go through an `Actions` object (`tui.app.actions`); the View, not
 the action, changes the rows.
@@ -76,6 +76,12 @@ URGENT_PULL_INTERVAL = 0.01
 """Least seconds between a pull and one for an event that can settle a row (a run ended,
 something asked or answered: ServerMonitor's urgent notify), drawn at once rather than at the
 next PULL_INTERVAL slot."""
+PULL_SHARE = 0.15
+"""The share of the time a flood of changes that cannot settle a row (streamed output, a busy
+status repeated) may spend pulling: after a pull that took `t` s, the next such pull waits at
+least `t / PULL_SHARE` (at most LOADING_PULL_INTERVAL). A pull of 2,000 rows with 200 of them
+streaming takes 10-20 ms; at 20 a second it took a third of the core the stream's reading needs
+(issue 42). Urgent changes (URGENT_PULL_INTERVAL) are not held back by it."""
 LOADING_PULL_INTERVAL = 0.25
 """Seconds between pulls while a server's first snapshot is still reading last messages (the
 table shows its rows already): each pull repaints every row, and the reading shares this
@@ -153,7 +159,9 @@ class OcwatchApp(App[None]):
         self.view_changed = self.dashboard.view_changed
         self._dirty = True
         self._urgent_pending = False
+        self._pull_scheduled = False  # a pull for a change is scheduled (mark_dirty)
         self._pulled_at = -math.inf
+        self._pull_took = 0.0  # seconds the last pull took (PULL_SHARE)
         self._loading = False  # a server's first snapshot is loading (LOADING_PULL_INTERVAL)
         self._source_failures = 0
         self.startup_message: str | None = None
@@ -387,17 +395,40 @@ class OcwatchApp(App[None]):
         """The source's `notify`: cheap, may be called at any rate; changes are coalesced.
 
         The first change after a quiet spell is pulled at once; a change that follows a pull
-        within PULL_INTERVAL is pulled when that interval is up (a one-shot timer, so it never
-        waits longer): a flood becomes at most 20 redraws a second."""
+        within the pull spacing (`_spacing`) is pulled when that is up: a flood becomes at most
+        20 redraws a second, fewer when a pull is costly. One pull at most is scheduled at a
+        time; a pull made meanwhile for another reason (urgent) moves it on."""
         if self._dirty:
             return
         self._dirty = True
-        spacing = LOADING_PULL_INTERVAL if self._loading else PULL_INTERVAL
-        wait = self._pulled_at + spacing - time.monotonic()
+        if not self._pull_scheduled:
+            self._schedule_pull()
+
+    def _spacing(self) -> float:
+        """Least seconds from a pull to the next one for a change that cannot settle a row."""
+        if self._loading:
+            return LOADING_PULL_INTERVAL
+        return min(LOADING_PULL_INTERVAL, max(PULL_INTERVAL, self._pull_took / PULL_SHARE))
+
+    def _schedule_pull(self) -> None:
+        self._pull_scheduled = True
+        wait = self._pulled_at + self._spacing() - time.monotonic()
         if wait <= 0:
-            self.call_next(self._pull_if_dirty)
+            self.call_next(self._pull_when_due)
         else:
-            self.set_timer(wait, self._pull_if_dirty)
+            self.set_timer(wait, self._pull_when_due)
+
+    def _pull_when_due(self) -> None:
+        """The scheduled pull: made if a change is still to show and the spacing since the last
+        pull (which may have been made since, for an urgent change) is up; else scheduled again
+        for when it is."""
+        self._pull_scheduled = False
+        if not self._dirty:
+            return
+        if self._pulled_at + self._spacing() > time.monotonic():
+            self._schedule_pull()
+            return
+        self.pull()
 
     def mark_urgent(self) -> None:
         """The source's urgent `notify`: a change that can settle a row, pulled at once (at
@@ -417,9 +448,6 @@ class OcwatchApp(App[None]):
 
     def _pull_urgent(self) -> None:
         self._urgent_pending = False
-        self._pull_if_dirty()
-
-    def _pull_if_dirty(self) -> None:
         if self._dirty:
             self.pull()
 
@@ -458,6 +486,7 @@ class OcwatchApp(App[None]):
             self.call_after_refresh(self.responder.select_new)
         if view.rows:  # sessions are loaded: once on screen, freeze them out of the GC's walks
             self.heap.loaded(self.call_after_refresh, complete=not self._loading)
+        self._pull_took = time.monotonic() - self._pulled_at
 
     # -- attention ------------------------------------------------------------------------------
 
