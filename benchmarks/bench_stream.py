@@ -30,7 +30,9 @@ its frame is painted, p50/p95 over 30 changes) against a server in another proce
 socket (its API from bench_dashboard's StreamAPI, its stream `rate` events a second, an event a
 chunk, in 10 ms batches), once with the stream read directly and once through httpx
 (`OCWATCH_DIRECT_STREAM=0`) in each run; `--load` keeps a second process spinning meanwhile
-[issue 42: p95 <= 100 ms at 50,000 events/s, the machine loaded].
+[issue 42: p95 <= 100 ms at 50,000 events/s, the machine loaded]. Each run also says the rate
+the dashboard read (below the server's when it falls behind) and, while the stream ran, the
+share of a core its process took and how often it pulled a View and what that took.
 """
 
 from __future__ import annotations
@@ -230,6 +232,7 @@ class SocketAPI:
 def dashboard(sessions: int, rate: int) -> None:
     """bench_dashboard's run, its API served by another process over a real socket."""
     import benchmarks.bench_dashboard as bench
+    from tui.app import OcwatchApp
     from tui.core.monitor import ServerMonitor
 
     # the frames the dashboard read, counted where the stream loop hands them over: the rate it
@@ -244,7 +247,21 @@ def dashboard(sessions: int, rate: int) -> None:
         read[2] = time.perf_counter()
         on_frames(monitor, frames)
 
+    # the app's pulls once the stream runs: how many, and the CPU they and the process take
+    pulls = [0, 0.0, 0.0]  # pulls, their CPU seconds, the process's CPU when the first came
+    pull = OcwatchApp.pull
+
+    def timed(app: OcwatchApp) -> None:
+        began = time.process_time()
+        pull(app)
+        if read[0]:
+            if not pulls[0]:
+                pulls[2] = began
+            pulls[0] += 1
+            pulls[1] += time.process_time() - began
+
     ServerMonitor.on_frames = counted  # type: ignore[method-assign]
+    OcwatchApp.pull = timed  # type: ignore[method-assign]
     api = SocketAPI(sessions, 200, rate)
     bench.URL = api.url  # (read by run() as it starts)
     bench.StreamAPI = lambda n, busy, rate: api  # type: ignore[assignment,misc]
@@ -252,7 +269,13 @@ def dashboard(sessions: int, rate: int) -> None:
         asyncio.run(bench.run(sessions, rate, 30))
     finally:
         api.stop()
-        print(f"frames read: {read[0]} at {read[0] / max(read[2] - read[1], 1e-9):.0f}/s")
+        span = max(read[2] - read[1], 1e-9)
+        print(f"frames read: {read[0]} at {read[0] / span:.0f}/s")
+        cpu = time.process_time() - pulls[2]
+        print(
+            f"while streaming: the process {cpu / span:.2f} of a core; {pulls[0]} pulls "
+            f"({pulls[0] / span:.1f}/s) {pulls[1] / span:.2f} of a core"
+        )
 
 
 def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:
@@ -273,14 +296,18 @@ def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:
                     text=True,
                 )
                 said = [line for line in out.stdout.splitlines() if "state change" in line]
-                rates = [line for line in out.stdout.splitlines() if line.startswith("frames read")]
+                rates = [
+                    line[len("frames ") :] if line.startswith("frames read") else line
+                    for line in out.stdout.splitlines()
+                    if line.startswith(("frames read", "while streaming"))
+                ]
                 why = [line for line in out.stderr.splitlines() if "never showed" in line]
                 got = (
                     said[0].split(": ", 1)[1]
                     if said
                     else f"no figure ({why[-1] if why else out.stderr[-300:]})"
                 )
-                kept = f"; {rates[0][len('frames ') :]}" if rates else ""
+                kept = "".join(f"; {line}" for line in rates)
                 print(f"run {run + 1}, stream read {way}: {got}{kept}", flush=True)
     finally:
         if spinner is not None:
