@@ -271,11 +271,13 @@ def dashboard(sessions: int, rate: int) -> None:
         api.stop()
         span = max(read[2] - read[1], 1e-9)
         print(f"frames read: {read[0]} at {read[0] / span:.0f}/s")
-        cpu = time.process_time() - pulls[2]
-        print(
-            f"while streaming: the process {cpu / span:.2f} of a core; {pulls[0]} pulls "
-            f"({pulls[0] / span:.1f}/s) {pulls[1] / span:.2f} of a core"
-        )
+        if pulls[0]:  # (a run that read nothing, or never pulled, has no such figures)
+            cpu = time.process_time() - pulls[2]
+            print(
+                f"while streaming: the process {cpu / span:.2f} of a core; {pulls[0]} pulls "
+                f"({pulls[0] / span:.1f}/s) {pulls[1] / span:.2f} of a core (averaged over "
+                "the whole run: loading, the changes and the key presses)"
+            )
 
 
 def dashboards(sessions: int, rate: int, runs: int, load: bool) -> None:

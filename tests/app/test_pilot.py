@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from rich.cells import cell_len
@@ -14,7 +15,7 @@ from textual.css.query import NoMatches
 from textual.widgets import Input, OptionList, Static
 
 from tui.app import OcwatchApp
-from tui.app.app import LOADING_PULL_INTERVAL, PULL_INTERVAL, PULL_SHARE
+from tui.app.app import LOADING_PULL_INTERVAL, PULL_INTERVAL, PULL_SHARE, URGENT_PULL_INTERVAL
 from tui.app.screens.detail import DetailScreen, pending_section
 from tui.app.screens.help import HelpScreen
 from tui.app.screens.servers import ServerPanel, ServersScreen
@@ -767,9 +768,29 @@ async def test_a_costly_pull_spaces_the_next_by_its_share() -> None:
         assert app._spacing() == PULL_INTERVAL
         app._pull_took = 5.0
         assert app._spacing() == LOADING_PULL_INTERVAL
-        before = app._pulled_at
+        # a pull that took 30 ms: the next change waits 200 ms (a lower bound: a slow
+        # machine only makes it later)
+        app._pull_took = 0.03
+        app._pulled_at = before = time.monotonic()
+        app.mark_dirty()
+        await until(pilot, lambda: app._pulled_at > before)
+        assert app._pulled_at - before >= 0.03 / PULL_SHARE - 0.005
+        # an urgent change after a costly pull is scheduled URGENT_PULL_INTERVAL after it (or
+        # at once, if the machine took longer than that to get here)
+        waits: list[float] = []
+        set_timer = app.set_timer
+
+        def timed(delay: float, callback: Any, *args: Any, **kwargs: Any) -> Any:
+            if callback == app._pull_urgent:
+                waits.append(delay)
+            return set_timer(delay, callback, *args, **kwargs)
+
+        app.set_timer = timed  # type: ignore[method-assign]
+        app._pull_took = 5.0
+        app._pulled_at = before = time.monotonic()
         app.mark_urgent()
         await until(pilot, lambda: app._pulled_at > before)
+        assert all(wait <= URGENT_PULL_INTERVAL for wait in waits), waits
 
 
 def test_the_servers_view_says_how_often_a_light_resync_comes() -> None:

@@ -1,9 +1,10 @@
 """The ocwatch Textual app: a consumer of Views, built by `create_app()` for the CLI and tests.
 
-One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag and, at
-most PULL_INTERVAL after the last pull, `source.current(now)` is pulled (so a flood of changes
-becomes at most 20 redraws a second, fewer when a pull is costly: PULL_SHARE); a timer also
-pulls at least once a second so times count up and grace periods expire on screen. Each new
+One long-lived worker runs the `ViewSource`; its `notify` callback only sets a dirty flag and,
+PULL_INTERVAL after the last pull (longer when a pull is costly: PULL_SHARE),
+`source.current(now)` is pulled (so a flood of changes becomes at most 20 redraws a second); a
+change that can settle a row is pulled at once (URGENT_PULL_INTERVAL); a timer also pulls at
+least once a second so times count up and grace periods expire on screen. Each new
 View is compared with the previous one: the transitions feed the alerts and the unread marks.
 
 Actions (abort, reply, answer) go through an `Actions` object (`tui.app.actions`); the View, not
@@ -66,7 +67,8 @@ OFF = "abort, reply, answer, prompt, new session and attach are off"
 READ_ONLY = f"Read-only dashboard: {OFF}."
 REPLAY_OFF = f"This is a replay of a recording: {OFF}."
 PULL_INTERVAL = 0.05
-"""Least seconds between two pulls (at most 20 redraws a second)."""
+"""Least seconds from a pull to the next one for a change that cannot settle a row (at most 20
+redraws a second; more when a pull is costly: PULL_SHARE)."""
 TICK_CHECK = 0.25
 """How often the timer checks whether a second has passed since the last pull (an idle
 dashboard wakes 4 times a second, not 20)."""
@@ -79,13 +81,15 @@ next PULL_INTERVAL slot."""
 PULL_SHARE = 0.15
 """The share of the time a flood of changes that cannot settle a row (streamed output, a busy
 status repeated) may spend pulling: after a pull that took `t` s, the next such pull waits at
-least `t / PULL_SHARE` (at most LOADING_PULL_INTERVAL). A pull of 2,000 rows with 200 of them
-streaming takes 10-20 ms; at 20 a second it took a third of the core the stream's reading needs
-(issue 42). Urgent changes (URGENT_PULL_INTERVAL) are not held back by it."""
+least `t / PULL_SHARE` (at most LOADING_PULL_INTERVAL). `t` is wall time: on a machine short
+of CPU a pull takes longer and the screen gives way to the stream's reading. A pull of 2,000
+rows with 200 of them streaming takes 10-15 ms (p95 about 20; the paint after it is not
+counted); at 20 a second it took a third of the core the stream's reading needs (issue 42).
+Urgent changes (URGENT_PULL_INTERVAL) are not held back by it."""
 LOADING_PULL_INTERVAL = 0.25
 """Seconds between pulls while a server's first snapshot is still reading last messages (the
 table shows its rows already): each pull repaints every row, and the reading shares this
-process's one core with the painting."""
+process's one core with the painting. Also the longest PULL_SHARE spaces pulls."""
 
 
 class OcwatchApp(App[None]):
