@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import gc
+import sys
 import time
 from collections.abc import Callable
 
 import pytest
 
 from tui.app.heap import HeapKeeper
+from tui.core.gcpause import MIDDLE_THRESHOLD, spare_the_middle
 
 from . import views
 from .conftest import make_app
@@ -46,6 +48,30 @@ def test_loaded_schedules_one_settle_that_freezes_and_release_unfreezes() -> Non
     finally:
         keeper.release()
     assert not keeper.frozen and gc.get_freeze_count() == 0
+
+
+@pytest.mark.skipif(sys.version_info >= (3, 14), reason="CPython's three generations only")
+def test_once_frozen_the_middle_generation_is_spared_until_release() -> None:
+    """From the first freeze the middle generation's threshold is MIDDLE_THRESHOLD (what a
+    stream keeps for a moment dies before the oldest generation); release restores what the
+    collector had. A caller's higher threshold is never lowered, an off collector untouched."""
+    before = gc.get_threshold()
+    keeper = HeapKeeper(refreeze=60, clock=Clock())
+    try:
+        gc.set_threshold(700, 10, 10)
+        keeper.settle()
+        assert gc.get_threshold() == (700, MIDDLE_THRESHOLD, 10)
+        keeper.settle()  # (frozen again: the thresholds found at the first are kept)
+        keeper.release()
+        assert gc.get_threshold() == (700, 10, 10)
+        gc.set_threshold(700, 500, 10)
+        assert spare_the_middle() == (700, 500, 10) and gc.get_threshold() == (700, 500, 10)
+        gc.set_threshold(0, 10, 10)
+        spare_the_middle()
+        assert gc.get_threshold() == (0, 10, 10)
+    finally:
+        keeper.release()
+        gc.set_threshold(*before)
 
 
 def test_a_heap_frozen_while_loading_is_frozen_again_once_everything_is_in() -> None:

@@ -11,8 +11,10 @@ first snapshot shows its rows before the last messages are read; once every mess
 heap is frozen once more, so the bulk of it (the parsed messages) is not walked again either.
 Reference counting still frees frozen objects as usual; only a reference *cycle* among frozen
 objects waits. So every `refreeze` seconds the keeper unfreezes, collects and freezes again (one
-full pause per period, instead of one every few seconds), and on exit it unfreezes, leaving the
-process as it found it.
+full pause per period, instead of one every few seconds). From the first freeze on, the middle
+generation is collected less often (`gcpause.spare_the_middle`: what a stream keeps for a
+moment dies young). On exit it unfreezes and restores the thresholds, leaving the process as
+it found it.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ class HeapKeeper:
         self.frozen_at: float | None = None
         self.complete = False  # the heap was frozen with everything loaded
         self._scheduled = False
+        self._thresholds: tuple[int, ...] | None = None  # the collector's, before the first freeze
 
     @property
     def frozen(self) -> bool:
@@ -60,6 +63,8 @@ class HeapKeeper:
         if complete is not None:
             self.complete = self.complete or complete
         gcpause.freeze_heap()
+        if self._thresholds is None:
+            self._thresholds = gcpause.spare_the_middle()
         self.frozen_at = self.clock()
 
     def maintain(self) -> None:
@@ -68,7 +73,11 @@ class HeapKeeper:
             self.settle()
 
     def release(self) -> None:
-        """Unfreeze: the frozen objects are collectable again (call on exit)."""
+        """Unfreeze: the frozen objects are collectable again, and the collector's thresholds
+        are what they were (call on exit)."""
         if self.frozen_at is not None:
             gcpause.thaw_heap()
             self.frozen_at, self.complete = None, False
+        if self._thresholds is not None:
+            gcpause.restore_thresholds(self._thresholds)
+            self._thresholds = None
