@@ -16,6 +16,62 @@ from tui.core.settings import Settings
 
 V2_FIXTURES = Path(__file__).parents[1] / "fixtures" / "v2"
 
+
+def _payload(etype: str, sid: str = "ses_1", **props: object) -> str:
+    return json.dumps(
+        {"directory": "/p/a", "payload": {"type": etype, "properties": {"sessionID": sid, **props}}}
+    )
+
+
+class Told:
+    """A notify that counts its calls, plain and urgent (tui.core.monitor.Notify)."""
+
+    def __init__(self) -> None:
+        self.plain = self.urgent_calls = 0
+
+    def __call__(self) -> None:
+        self.plain += 1
+
+    def urgent(self) -> None:
+        self.urgent_calls += 1
+
+
+@pytest.mark.parametrize("tap", [False, True], ids=["plain", "recorded"])
+async def test_the_frames_of_one_read_are_told_once_urgent_if_any_was(tap):
+    """A read's frames each change the facts, but what they change is told once, after all of
+    them (nothing runs between two frames of one read): urgently if any frame can settle a
+    row, else plainly; a read of streamed tokens alone tells nothing, as before. A frame
+    taken alone (`on_data`) still tells at once."""
+    busy = _payload("session.status", status={"type": "busy"})
+    part = _payload(
+        "message.part.updated",
+        part={"id": "prt_1", "sessionID": "ses_1", "messageID": "msg_1", "type": "text"},
+    )
+    idle = _payload("session.idle")
+    token = _payload("message.part.delta", messageID="msg_1", partID="prt_1", delta="x")
+
+    class Tap:
+        def frame(self, url: str, now: float, d: str) -> None:
+            pass
+
+    mon = ServerMonitor("http://x", clock=lambda: 5.0)
+    told = Told()
+    mon._listen(told)
+    if tap:
+        mon._tap = Tap()  # type: ignore[assignment]
+    mon.on_frames([busy, part, token, busy])
+    assert (told.plain, told.urgent_calls) == (1, 0)
+    mon.on_frames([busy, idle, part])
+    assert (told.plain, told.urgent_calls) == (1, 1)
+    mon.on_frames([token, token])
+    assert (told.plain, told.urgent_calls) == (1, 1)
+    mon.on_data(part, 6.0)
+    mon.on_data(busy, 6.0)
+    assert (told.plain, told.urgent_calls) == (3, 1)
+    assert mon._notify is told  # (restored after each read)
+    await mon.client.aclose()
+
+
 FAST = Settings(snapshot_debounce=0.01, resync_interval=60, heartbeat_timeout=1.0)
 
 
