@@ -72,6 +72,30 @@ async def test_the_frames_of_one_read_are_told_once_urgent_if_any_was(tap):
     await mon.client.aclose()
 
 
+async def test_a_read_that_fails_midway_still_tells_and_keeps_its_notify():
+    """A frame whose handling raises (a bug) ends the read: what the frames before it changed
+    is still told, and the monitor's notify is its own again for the next read (a monitor
+    left with the read's would never tell the app anything more)."""
+    mon = ServerMonitor("http://x", clock=lambda: 5.0)
+    told = Told()
+    mon._listen(told)
+    real = mon.on_data
+
+    def failing(data: str, now: float | None = None) -> None:
+        if data == "boom":
+            raise RuntimeError("a parser bug")
+        real(data, now)
+
+    mon.on_data = failing  # type: ignore[method-assign]
+    with pytest.raises(RuntimeError):
+        mon.on_frames([_payload("session.idle"), "boom", _payload("session.idle")])
+    assert (told.plain, told.urgent_calls) == (0, 1)
+    assert mon._notify is told and mon._notify_urgent == told.urgent
+    mon.on_frames([_payload("session.status", status={"type": "busy"})])
+    assert (told.plain, told.urgent_calls) == (1, 1)
+    await mon.client.aclose()
+
+
 FAST = Settings(snapshot_debounce=0.01, resync_interval=60, heartbeat_timeout=1.0)
 
 

@@ -58,7 +58,8 @@ class HeapKeeper:
 
     def settle(self, *, complete: bool | None = None) -> None:
         """Collect, then freeze what survived (`complete`: with everything loaded; None: as
-        loaded as before)."""
+        loaded as before). The first time, also spare the middle generation (the thresholds
+        found are restored by `release`)."""
         self._scheduled = False
         if complete is not None:
             self.complete = self.complete or complete
