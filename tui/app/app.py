@@ -68,7 +68,7 @@ READ_ONLY = f"Read-only dashboard: {OFF}."
 REPLAY_OFF = f"This is a replay of a recording: {OFF}."
 PULL_INTERVAL = 0.05
 """Least seconds from a pull to the next one for a change that cannot settle a row (at most 20
-redraws a second; more when a pull is costly: PULL_SHARE)."""
+redraws a second; a longer wait when a pull is costly: PULL_SHARE)."""
 TICK_CHECK = 0.25
 """How often the timer checks whether a second has passed since the last pull (an idle
 dashboard wakes 4 times a second, not 20)."""
