@@ -98,8 +98,9 @@ def test_a_v1_server_is_found_with_its_folder_and_a_v2_service_with_its_password
     proc = ocwatch("status", "--json", state=state)
     data = json.loads(proc.stdout)
     servers = {s["url"]: s for s in data["servers"]}
-    assert servers[v1.url]["reachable"] and servers[v1.url]["protocol"] == "v1", servers
-    assert servers[service.url]["reachable"] and servers[service.url]["protocol"] == "v2"
+    for srv, protocol in ((v1, "v1"), (service, "v2")):
+        got = servers[srv.url]
+        assert got["reachable"] and got["protocol"] == protocol, (got, proc.stderr, srv.tail())
     assert sid in {r["id"] for r in data["sessions"]}
     assert service.password not in proc.stdout + proc.stderr
 
