@@ -98,7 +98,9 @@ class FakeV2:
             got = m.get(parts[3])
             if got is None:
                 return httpx.Response(404, json={"_tag": "SessionNotFoundError"})
-            return httpx.Response(200, json={"data": got["transcript"], "cursor": {}})
+            limit = request.url.params.get("limit")  # (newest first, as asked: order=desc)
+            data = got["transcript"][: int(limit)] if limit else got["transcript"]
+            return httpx.Response(200, json={"data": data, "cursor": {}})
         if path.startswith("/api/"):
             return httpx.Response(404, json={"_tag": "NotFound"})
         return httpx.Response(200, text=HTML, headers={"content-type": "text/html"})

@@ -45,6 +45,9 @@ from . import wire
 
 #: Transcript entries read per session: the last turn and the markers after it
 TAIL = 8
+#: Entries read at most when the newest TAIL hold no turn (agent or model switches, shell
+#: commands after a run): the tail is read again, four times as deep each time, up to this
+TAIL_MAX = 128
 
 
 class Tail(NamedTuple):
@@ -364,18 +367,26 @@ async def _read_tails(
         nonlocal done
         s = got.sessions[sid]
         try:
-            try:
-                entries = await client.v2_messages(sid, TAIL)
-            except NotFound:  # deleted between the list and this request
-                cache.put(s, None, fetched=started)
-                cache.tails[sid] = Tail(None, None, None)
-                return
-            except OcwatchError as exc:
-                if not confined(exc):
-                    raise
-                got.unread(sid, unreadable_why(exc, sid))
-                return
-            raw_msg, tail = read_tail(entries, sid)
+            limit = TAIL
+            while True:
+                try:
+                    entries = await client.v2_messages(sid, limit)
+                except NotFound:  # deleted between the list and this request
+                    cache.put(s, None, fetched=started)
+                    cache.tails[sid] = Tail(None, None, None)
+                    return
+                except OcwatchError as exc:
+                    if not confined(exc):
+                        raise
+                    got.unread(sid, unreadable_why(exc, sid))
+                    return
+                raw_msg, tail = read_tail(entries, sid)
+                if raw_msg is not None or len(entries) < limit:
+                    break  # (a turn, or the whole transcript read)
+                if limit >= TAIL_MAX:
+                    got.unread(sid, f"no turn among the newest {limit} transcript entries")
+                    return
+                limit = min(limit * 4, TAIL_MAX)
             msg: Message | None = None
             if raw_msg is not None:
                 try:
