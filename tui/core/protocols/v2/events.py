@@ -190,6 +190,20 @@ class V2EventParser(FrameParser):
         self._remember(self._infos, sid, info)
         return "session.updated", {"sessionID": sid, "info": info}
 
+    def _session_moved(self, _e: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1 | None:
+        """A session moved to another folder (`POST /api/session/{id}/move`): it lives there
+        now, and a resync asks that folder what the session waits on (its permissions and
+        forms are read per folder)."""
+        base = self._infos.get(sid)
+        if base is None and sid in self._known:
+            base = self._known[sid].to_wire()
+        directory = wire.directory_of(p)
+        if base is None or not directory:
+            return None  # (a session not seen yet: the next listing has its folder)
+        info = {**base, "directory": directory}
+        self._remember(self._infos, sid, info)
+        return "session.updated", {"sessionID": sid, "info": info}
+
     def _session_deleted(self, _e: str, _p: Obj, sid: Any, _c: Any, _r: float) -> _V1:
         return "session.deleted", {"sessionID": sid}
 
@@ -216,8 +230,14 @@ class V2EventParser(FrameParser):
             return _status(sid, {"type": "busy"})
         return self._tool(sid, p, "pending", created) if tool else None
 
-    def _inbox_enqueued(self, _e: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1:
-        """A prompt accepted: the run is starting."""
+    def _inbox_enqueued(self, _e: str, p: Obj, sid: Any, created: Any, _r: float) -> _V1 | None:
+        """A prompt accepted: the run is starting. An item of another kind than the user's
+        starts none: a `synthetic` one is context queued for the next prompt (what 2.0.15
+        queues with a shell command's output, `POST /api/session/{id}/shell`)."""
+        item = p.get("item")
+        kind = item.get("type") if isinstance(item, dict) else None
+        if isinstance(kind, str) and kind != "user":
+            return None
         mid = p.get("inboxID")
         return _message(sid, {"id": mid, "role": "user", "time": {"created": created}})
 
@@ -393,6 +413,7 @@ _TOOL_STATUS = {
 _STEPS: dict[str, _Step] = {
     "session.created": V2EventParser._session_created,
     "session.renamed": V2EventParser._session_renamed,
+    "session.moved": V2EventParser._session_moved,
     "session.deleted": V2EventParser._session_deleted,
     "session.removed": V2EventParser._session_deleted,
     "session.execution.started": V2EventParser._execution_started,
