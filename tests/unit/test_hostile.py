@@ -110,6 +110,18 @@ def test_a_gzip_bomb_is_refused_not_inflated(hostile: HostileServer):
     assert code == 2 and "larger than 64 MiB (decompressed); refused" in err
 
 
+def test_an_answer_compressed_twice_is_refused_unread(hostile: HostileServer):
+    """`content-encoding: gzip, gzip`: each chunk inflated through both layers at once before
+    its size was checked (a review's 3 KB answer holding 2 GiB took `status` to 4.2 GB)."""
+    inner = gzip.compress(b"[" + b" " * (64 * 2**20) + b"]", compresslevel=9)
+    body = gzip.compress(inner, compresslevel=9)
+    hostile.routes["/session/status"] = Answer(
+        200, body, {"content-type": "application/json", "content-encoding": "gzip, gzip"}
+    )
+    code, _data, err = status_json(hostile.url)
+    assert code == 2 and "compressed several times over (gzip, gzip); refused" in err, err
+
+
 def test_a_compressed_event_stream_is_refused_not_inflated(hostile: HostileServer):
     """The stream is asked for uncompressed; one that comes gzipped anyway (4.5 MB inflating
     to 1 GiB of blank lines) is refused: `wait --timeout 3` ends in time (a review found it
@@ -337,3 +349,55 @@ def test_status_has_an_overall_deadline(hostile: HostileServer) -> None:
     assert proc.returncode == 2, proc.stderr
     assert "no complete snapshot within 2s (the server answers too slowly" in proc.stderr
     assert took < 30, took  # (not the ~50 s the trickle takes)
+
+
+@pytest.mark.parametrize(
+    "sid", ["\x1b]0;PWNED\x07\x1b[2J[red]ses", "ses 1", "ses/../x", "s" * 201, "ses_é"]
+)
+async def test_a_new_sessions_id_that_is_not_one_is_refused_never_printed(sid: str) -> None:
+    """`ocwatch prompt --new` prints the new session's id for scripts: an id with escape
+    sequences, markup, spaces or a path in it is refused (it printed `ESC]0;PWNED BEL`
+    raw), and the error shows it literally."""
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, json={"id": sid})
+
+    async with Client("http://h", transport=httpx.MockTransport(answer)) as client:
+        with pytest.raises(BadResponse, match="the new session's id is not one") as caught:
+            await client.create_session("/tmp/project")
+        assert "\x1b" not in caught.value.message and "\x07" not in caught.value.message
+        got = httpx.MockTransport(lambda r: httpx.Response(200, json={"id": "ses_4fA.b~c-d"}))
+    async with Client("http://h", transport=got) as client:
+        assert await client.create_session("/tmp/project") == "ses_4fA.b~c-d"
+
+
+def test_a_new_event_type_in_every_frame_is_counted_not_remembered_for_good() -> None:
+    """A server sending a type never seen before in each event (a review's 5,000 types of
+    100 KB took 491 MB): the first UNKNOWN_TYPES_KEPT are remembered (each said once), the
+    rest only counted."""
+    from tui.core.events import UNKNOWN_TYPES_KEPT, EventParser
+    from tui.core.protocols.v2.events import V2EventParser
+
+    v1, v2 = EventParser(), V2EventParser()
+    for i in range(3 * UNKNOWN_TYPES_KEPT):
+        kind = f"x.{i}." + "y" * 300 * (i % 2)
+        v1.parse(json.dumps({"type": kind, "properties": {}}), 1.0)
+        v2.parse(json.dumps({"id": f"evt_{i}", "type": kind, "data": {}}), 1.0)
+    for parser in (v1, v2):
+        assert parser.unknown == 3 * UNKNOWN_TYPES_KEPT
+        assert len(parser.unknown_types) == UNKNOWN_TYPES_KEPT
+        assert all(len(t) <= 200 for t in parser.unknown_types)
+
+
+def test_a_skipped_events_type_is_logged_literally(caplog: pytest.LogCaptureFixture) -> None:
+    """The one log line that names a server's text: an escape sequence in a skipped event's
+    type reaches stderr (`-v`) as characters, never as the sequence."""
+    from tui.core.events import EventParser
+    from tui.core.protocols.v2.events import V2EventParser
+
+    kind = "session.status\x1b]0;PWNED\x07\x1b[31m[bold]"
+    with caplog.at_level("WARNING"):
+        EventParser().parse(json.dumps({"type": kind, "properties": 7}), 1.0)
+        V2EventParser().parse(json.dumps({"id": "e", "type": kind, "data": 7}), 1.0)
+    said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped")]
+    assert said and not any("\x1b" in s or "\x07" in s for s in said), said

@@ -699,6 +699,28 @@ async def test_an_unterminated_event_line_is_cut_at_the_limit_not_kept():
     assert got == ['{"a": 1}', "two\nlines"]
 
 
+async def test_an_event_of_many_empty_data_lines_is_bounded_as_one_long_line():
+    """Empty `data:` lines carry no bytes but each is kept (a review's 60 MB of them took
+    `watch` to 918 MB under a 16 MiB limit): each line counts what keeping it costs."""
+    from tui.core.client import LINE_COST, OcwatchError, sse_data
+
+    kept: list[int] = []
+
+    async def body():
+        yield b"data: first\n\n"
+        for _ in range(64):  # 64 x 16,384 empty data lines, no blank line ending the event
+            kept.append(1)
+            yield b"data:\n" * 16384
+
+    resp = httpx.Response(200, content=body())
+    got = []
+    with pytest.raises(OcwatchError, match="larger than 1 MiB"):
+        async for data in sse_data(resp, "http://x", 2**20):
+            got.append(data)
+    assert got == ["first"]
+    assert len(kept) <= 2**20 // LINE_COST // 16384 + 1  # (cut within the limit's lines)
+
+
 async def test_a_chunk_of_many_lines_lets_the_event_loop_run():
     """A chunk of the stream holding a million blank lines (what a few KB of gzip inflate to)
     is read line by line: the event loop runs meanwhile (a review found `wait --timeout 10`
@@ -990,6 +1012,7 @@ def test_retry_after_is_read_as_seconds_or_a_date_and_bounded() -> None:
 
     assert retry_after("120", 0.0) == 120.0
     assert retry_after(None, 0.0) is None and retry_after("soon", 0.0) is None
+    assert retry_after("\u00b2", 0.0) is None  # (a digit to str.isdigit, not to float: no crash)
     assert retry_after("99999999", 0.0) == MAX_RETRY_AFTER
     now = 1_800_000_000.0
     assert retry_after(formatdate(now + 30, usegmt=True), now) == pytest.approx(30.0, abs=1)

@@ -86,8 +86,8 @@ def retry_after(value: str | None, now: float) -> float | None:
     if not value:
         return None
     value = value.strip()
-    if value.isdigit():
-        return min(float(value), MAX_RETRY_AFTER)
+    if value.isdigit():  # (ASCII digits only: `²` is a digit to str.isdigit, not to float)
+        return min(float(value), MAX_RETRY_AFTER) if value.isascii() else None
     try:
         from email.utils import parsedate_to_datetime
 
@@ -369,7 +369,15 @@ class Client:
         )
 
     async def _read(self, resp: httpx.Response, where: str) -> bytes:
-        """The decoded answer, refused past `max_body` bytes."""
+        """The decoded answer, refused past `max_body` bytes. Content encodings stacked one
+        on another are refused unread: each layer multiplies what one chunk inflates to before
+        the size is checked (two layers of gzip: 2 GiB from 3 KB)."""
+        coding = resp.headers.get("content-encoding", "")
+        if "," in coding:
+            raise BadResponse(
+                f"{where}: answer compressed several times over ({text.literal(coding[:60])}); "
+                "refused"
+            )
         out = bytearray()
         async for chunk in resp.aiter_bytes():
             out += chunk
@@ -868,6 +876,11 @@ class Client:
         sid = got.get("id") if isinstance(got, dict) else None
         if not isinstance(sid, str) or not sid:
             raise BadResponse(f"{self.url}: the new session's answer has no id")
+        if len(sid) > 200 or not _PLAIN_SEGMENT.fullmatch(sid):
+            # (it is printed for scripts to use, and asked for again: a server's escape
+            # sequences or markup never reach the terminal through it)
+            shown = text.literal(sid[:80], escapes=True)
+            raise BadResponse(f"{self.url}: the new session's id is not one ({shown})")
         return sid
 
     async def prompt(self, session_id: str, text: str, directory: str | None = None) -> None:
@@ -979,6 +992,12 @@ async def _one_by_one(batches: AsyncIterator[list[str]]) -> AsyncIterator[str]:
             yield data
 
 
+#: What a data line costs against an event's limit besides its bytes: what keeping it does
+#: (its bytes object and its slot, the newline joining it), so that an event of many short or
+#: empty lines is bounded in memory as one long line is
+LINE_COST = 64
+
+
 async def _sse_batches(
     chunks: AsyncIterator[bytes], url: str, limit: int, comments: bool
 ) -> AsyncIterator[list[str]]:
@@ -1023,7 +1042,7 @@ async def _sse_batches(
                 continue
             if line[:5] == b"data:":
                 value = line[6:] if line[5:6] == b" " else line[5:]
-                size += len(value)
+                size += len(value) + LINE_COST
                 if size > limit:
                     break
                 data.append(value)
