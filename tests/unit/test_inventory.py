@@ -367,3 +367,25 @@ def test_metrics_says_where_its_servers_come_from_when_none_is_named() -> None:
     assert serving("URL", Fleet(["http://h:1"]), Servers(("http://h:1",))).endswith(
         "for http://h:1"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [("[" * 100_000 + "]" * 100_000, "nested too deeply"), ("[" + "9" * 5000 + "]", "too long")],
+)
+def test_a_file_python_cannot_read_is_said_not_a_traceback(text: str, why: str) -> None:
+    """A number of more digits than Python converts (a ValueError that is no JSON error) or a
+    document nested too deeply: a TargetError (the keeper keeps the last good list), never a
+    traceback (`status` crashed on the first, a running `watch` stopped)."""
+    with pytest.raises(TargetError, match=why):
+        parse(text)
+
+
+@pytest.mark.parametrize("toml", ["grace = " + "1" * 5000, "servers = " + "[" * 5000 + "]" * 5000])
+def test_a_config_python_cannot_read_is_a_warning_and_the_defaults(
+    tmp_path: Path, toml: str
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(toml)
+    cfg, warnings = load_config(path, env={})
+    assert cfg == Config() and any("cannot read it" in w for w in warnings), warnings

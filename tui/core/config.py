@@ -278,6 +278,12 @@ def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
             data = {}
+        except RecursionError:
+            warnings.append(f"config {path}: cannot read it (nested too deeply); using defaults")
+            data = {}
+        except ValueError:  # (an integer of more digits than Python converts)
+            warnings.append(f"config {path}: cannot read it (a number too long); using defaults")
+            data = {}
     if "password" in data:
         warnings.append(
             f"config {path}: 'password' is ignored; use $OPENCODE_SERVER_PASSWORD or password_file"

@@ -197,6 +197,10 @@ def remember(kept: dict[str, Any], key: str, value: Any, limit: int) -> None:
     kept[key] = value
 
 
+#: Unknown event types an EventParser remembers (each said once), at most
+UNKNOWN_TYPES_KEPT = 64
+
+
 @dataclass
 class FrameParser:
     """What every protocol's parser of one connection counts and keeps (the monitor and the
@@ -242,14 +246,19 @@ class FrameParser:
 
     def _skip(self, what: str) -> Parsed:
         self.skipped += 1
-        log.warning("skipped %s", what)
+        log.warning("skipped %s", text.literal(what, escapes=True))  # (a server's type in it)
         return NOTHING
 
     def _unknown(self, etype: str) -> None:
-        """An event of a type no rule reads (nor known as noise): counted, said once."""
+        """An event of a type no rule reads (nor known as noise): counted, said once (the
+        first UNKNOWN_TYPES_KEPT types a server sends: one sending a new type in every event
+        is not remembered for good)."""
         self.unknown += 1
-        self.unknown_types[etype] += 1
-        if self.unknown_types[etype] == 1:
+        types = self.unknown_types
+        if etype in types:
+            types[etype] += 1
+        elif len(types) < UNKNOWN_TYPES_KEPT and len(etype) <= 200:
+            types[etype] = 1
             log.info("ignoring unknown event type %r", etype)
 
     def _seq_jump(self, agg: Any, seq: Any, limit: int | None = None) -> bool:

@@ -73,6 +73,8 @@ def parse(
         ) from None
     except RecursionError:
         raise TargetError("not valid JSON: nested too deeply") from None
+    except ValueError:  # (an integer of more digits than Python converts)
+        raise TargetError("not valid JSON: a number too long to read") from None
     if not isinstance(data, list):
         raise TargetError('expected a JSON list of groups ([{"targets": [...], "labels": {...}}])')
     env = dict(os.environ) if env is None else env
