@@ -401,3 +401,18 @@ def test_a_skipped_events_type_is_logged_literally(caplog: pytest.LogCaptureFixt
         V2EventParser().parse(json.dumps({"id": "e", "type": kind, "data": 7}), 1.0)
     said = [r.getMessage() for r in caplog.records if r.getMessage().startswith("skipped")]
     assert said and not any("\x1b" in s or "\x07" in s for s in said), said
+
+
+@pytest.mark.parametrize(
+    "url",
+    ["http://例え.jp:1", "http://127.0.0.1:1/é", "http://127.0.0.1:1/a\tb", "http://h:1/\x1b[2J"],
+)
+def test_a_url_that_is_not_printable_ascii_is_a_clear_error(url: str) -> None:
+    """A request line and its Host header are ASCII: an IDN host or a path of other
+    characters (`--server`, a servers file, service.json) crashed a read with a traceback."""
+    from tui.core.client import OcwatchError, normalize_url
+
+    with pytest.raises(OcwatchError, match="only printable ASCII") as caught:
+        normalize_url(url)
+    assert "\x1b" not in caught.value.message and "\t" not in caught.value.message
+    assert normalize_url("http://xn--r8jz45g.jp:1/a%C3%A9") == "http://xn--r8jz45g.jp:1/a%C3%A9"

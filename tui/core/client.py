@@ -149,6 +149,12 @@ def normalize_url(url: str) -> str:
         )
     if parts.scheme not in ("http", "https") or not host or _NOT_HOST.search(host):
         raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: expected http://HOST:PORT")
+    if not url.isascii() or not url.isprintable() or " " in url:
+        # (a request line and its Host header are ASCII: such a URL crashed a read)
+        raise OcwatchError(
+            f"invalid server URL {_no_userinfo(url)!r}: only printable ASCII, no spaces (a "
+            "host of other letters goes in its xn-- form, a path's characters %-encoded)"
+        )
     del port
     return url
 
