@@ -465,6 +465,31 @@ def test_a_recording_names_its_format_first(tmp_path: Path) -> None:
     os.remove(path)
 
 
+def test_a_line_longer_than_any_record_is_refused_not_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compressed file of one endless line (a review's 1.5 MB inflating to 1.5 GB took
+    `status --replay` to 3.1 GB): a header or a record longer than MAX_HEADER / MAX_LINE is
+    refused once that much is read. (The limits made small here: the same code reads them.)"""
+    import tui.record.format as fmt
+
+    monkeypatch.setattr(fmt, "MAX_HEADER", 1000)
+    monkeypatch.setattr(fmt, "MAX_LINE", 5000)
+    bomb = tmp_path / "bomb.ndjson.gz"
+    with gzip.open(bomb, "wt") as f:
+        f.write('{"format": "ocwatch-recording", "x": "' + "a" * 10_000 + '"}\n')
+    with pytest.raises(RecordingError, match="not an ocwatch recording"):
+        read(bomb)
+    path = tmp_path / "long.ndjson"
+    Recorder(path, [(SERVER, "prod")], S, version="9.9").close()
+    lines = path.read_text().splitlines(keepends=True)
+    record = json.dumps({"t": T0, "s": 0, "k": "frame", "d": "x" * 6000}) + "\n"
+    path.write_text(lines[0] + record + "".join(lines[1:]))
+    _head, records = read(path)
+    with pytest.raises(RecordingError, match="2: a line longer than 0 MiB"):
+        list(records)
+
+
 def test_a_recording_counts_the_snapshots_it_holds_whole(tmp_path: Path) -> None:
     """One in flight when the recording starts ends in it unbegun (a replay passes over it):
     not counted; one begun and ended there, taken or failed, is."""

@@ -31,6 +31,11 @@ VERSION = 1
 #: fleet's and ask for answers never recorded, so it must refuse it (a version of its own)
 FOCUSED_VERSION = 2
 KINDS = ("http", "frame", "stream", "snap", "end")
+#: Characters of one line read at most: a record holds an answer's body (at most the client's
+#: max_body, 64 MiB) as a JSON string, escaping included; the header is far shorter. A file
+#: of longer lines is no recording (a compressed one of a single line inflated to gigabytes)
+MAX_LINE = 160 * 2**20
+MAX_HEADER = 2**20
 
 
 class RecordingError(OcwatchError):
@@ -106,7 +111,7 @@ def read(path: Path, cut: list[str] | None = None) -> tuple[Header, Iterator[Rec
     order, so what came after the cut can change nothing before it)."""
     try:
         handle = open_text(path, "rt")
-        first = handle.readline()
+        first = handle.readline(MAX_HEADER + 1)
     except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
         raise RecordingError(f"{path}: cannot read it ({_why(exc)})") from None
     header = _header(path, first)
@@ -166,11 +171,10 @@ def _header(path: Path, first: str) -> Header:
 
 def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -> Iterator[Record]:
     number = 1
-    lines = iter(handle)
     with handle:
         while True:
             try:
-                line = next(lines, "")
+                line = handle.readline(MAX_LINE + 1)
             except (OSError, EOFError, zlib.error, gzip.BadGzipFile, UnicodeDecodeError) as exc:
                 ends = _stops_short(exc)
                 if cut is None or ends is None:
@@ -182,6 +186,11 @@ def _records(path: Path, handle: IO[str], servers: int, cut: list[str] | None) -
             if not line:
                 return
             number += 1
+            if len(line) > MAX_LINE:
+                raise RecordingError(
+                    f"{path}:{number}: a line longer than {MAX_LINE // 2**20} MiB; not an "
+                    "ocwatch recording's"
+                )
             if line[-1] != "\n":
                 why = "the last line is cut short"
                 if cut is None:
