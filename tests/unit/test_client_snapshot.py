@@ -212,3 +212,32 @@ async def test_progress_counts_the_last_messages_of_a_first_snapshot():
         await fetch_snapshot(c, cache, clock=clock, progress=lambda d, t: seen_again.append((d, t)))
     assert seen == [(i, 250) for i in range(251)]
     assert seen_again == [(0, 0)]  # a resync of unchanged sessions fetches none
+
+
+async def test_a_server_of_many_folders_is_read_a_few_folders_at_a_time():
+    """Each folder's maps are three requests; a server listing sessions in 60 folders is read
+    FOLDERS_AT_ONCE folders at a time (3,000 folders opened 9,000 connections and read as a
+    timeout), and every folder is still read."""
+    import asyncio
+
+    from tui.core.snapshot import FOLDERS_AT_ONCE
+
+    folders = [f"/p/f{i}" for i in range(60)]
+    api = FakeAPI(sessions=[wire_session(f"ses_{i}", folder) for i, folder in enumerate(folders)])
+    api.status = {folders[-1]: {"ses_59": {"type": "busy"}}}
+    flight = {"now": 0, "most": 0}
+
+    async def handle(request: httpx.Request) -> httpx.Response:
+        maps = request.url.path in ("/session/status", "/permission", "/question")
+        if maps:
+            flight["now"] += 1
+            flight["most"] = max(flight["most"], flight["now"])
+            await asyncio.sleep(0.001)
+            flight["now"] -= 1
+        return api.handle(request)
+
+    async with Client("http://x", transport=httpx.MockTransport(handle)) as c:
+        snap = await fetch_snapshot(c, MessageCache(), clock=clock)
+    assert api.hits["/session/status"] >= len(folders)
+    assert snap.status["ses_59"].type == "busy"
+    assert 3 < flight["most"] <= 3 * FOLDERS_AT_ONCE, flight

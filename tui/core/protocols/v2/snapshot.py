@@ -38,6 +38,7 @@ from ...snapshot import (
     confined,
     each_in_turn,
     narrow,
+    per_folder,
     reverified_first,
     unreadable_why,
 )
@@ -251,19 +252,17 @@ def _listed_outcome(raw: dict[str, Any]) -> tuple[str | None, float | None]:
 
 
 async def _read_maps(got: _Gathered) -> None:
-    """Step 2: the active list, and the open permissions and forms of every folder, all at
-    once."""
+    """Step 2: the active list, and the open permissions and forms of every folder
+    (per_folder, a few folders at a time)."""
     client = got.client
 
-    async def per_folder(d: str | None) -> tuple[list[Any], list[Any]]:
+    async def pending(d: str | None) -> tuple[list[Any], list[Any]]:
         perms, forms = await asyncio.gather(
             client.v2_pending("/api/permission/request", d), client.v2_pending("/api/form", d)
         )
         return perms, forms
 
-    got.active, results = await asyncio.gather(
-        client.v2_active(), asyncio.gather(*(per_folder(d) for d in got.folders))
-    )
+    got.active, results = await asyncio.gather(client.v2_active(), per_folder(got.folders, pending))
     for perms, forms in results:
         ps, bad = _models(
             [wire.permission(p) for p in perms if isinstance(p, dict)],
