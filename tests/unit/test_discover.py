@@ -378,6 +378,35 @@ def test_ocwatch_servers_says_what_it_looked_at_and_exits_2_when_it_cannot(
     assert "discovery: local discovery reads /proc: not available on darwin" in got.err
 
 
+def test_ocwatch_servers_refuses_a_url_with_a_password_as_every_command_does(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """`servers` printed a named URL as given, a password in it too (`--server`, $OCWATCH_SERVERS,
+    the config), and exited 0 for URLs every other command refuses; an inventory target with
+    credentials was echoed whole in its error."""
+    from tui.cli.servers import run_servers
+    from tui.core.inventory import InventoryFile
+
+    bad = ["http://opencode:s3cretPW@127.0.0.1:1", "ftp://x"]
+    good = "http://127.0.0.1:4096"
+    for as_json in (False, True):
+        code = run_servers([*bad, good], origins={}, names={}, sources=[], as_json=as_json)
+        got = capsys.readouterr()
+        assert code == 2 and "s3cretPW" not in got.out + got.err
+        assert "invalid server URL 'http://***@127.0.0.1:1'" in got.err
+        if as_json:  # (the list holds the good one; the sources say what was refused)
+            data = json.loads(got.out)
+            assert [x["url"] for x in data["servers"]] == [good]
+            assert len([r for r in data["sources"] if r["error"]]) == 2
+        else:
+            assert good in got.out and "ftp://x" not in got.out
+    inventory = tmp_path / "servers.json"
+    inventory.write_text(json.dumps([{"targets": ["opencode:InvSecret@127.0.0.1:47120"]}]))
+    assert run_servers([], origins={}, names={}, sources=[InventoryFile(str(inventory))]) == 2
+    got = capsys.readouterr()
+    assert "InvSecret" not in got.out + got.err and "target ***@127.0.0.1:47120" in got.err
+
+
 def test_on_by_default_only_when_nothing_names_a_server(monkeypatch: pytest.MonkeyPatch) -> None:
     from tui.core.config import Config, resolve_options
 

@@ -34,15 +34,19 @@ def listed(
     error, and discovery's `looked` lines)."""
     servers: list[dict[str, str]] = []
     seen: set[str] = set()
+    reads: list[dict[str, Any]] = []
     for url in urls:
-        key = _key(url)
+        try:
+            key = normalize_url(url)
+        except OcwatchError as exc:  # (said as every command says it: credentials masked)
+            reads.append({"source": "named servers", "error": exc.message})
+            continue
         if key in seen:
             continue
         seen.add(key)
         servers.append(
             {"url": url, "name": names.get(key, ""), "found": origins.get(key, "config"), "how": ""}
         )
-    reads: list[dict[str, Any]] = []
     for source in sources:
         read: dict[str, Any] = {"source": source.label, "error": None}
         got: list[Target] = []

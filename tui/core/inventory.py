@@ -180,7 +180,9 @@ def _labels(
 
 def _url(scheme: str, target: str, where: str) -> str:
     """`scheme://host:port` of a `host:port` target, or TargetError."""
-    bad = f"{where}: target {shown(target)}: expected host:port"
+    # (a target with credentials in it is shown without them: they are never printed)
+    said = "***@" + target.rsplit("@", 1)[1] if "@" in target else target
+    bad = f"{where}: target {shown(said)}: expected host:port"
     if not target or not target.isprintable() or any(c in target for c in "/@?# \\"):
         raise TargetError(bad)
     try:
