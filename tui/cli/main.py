@@ -29,7 +29,7 @@ from ..core.config import CORE, Options, load_config, resolve_options
 from ..core.exitcodes import ExitCode
 from ..core.settings import DEFAULT_URL, Auth
 from . import actions
-from .output import say
+from .output import OUTPUT, say
 from .status import run_status, run_status_replay
 from .wait import run_wait
 
@@ -535,12 +535,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         say("", f"cannot read the password file: {why}")
         return ExitCode.USAGE
     try:
-        return _dispatch(args, auth)
+        code = _dispatch(args, auth)
     except KeyboardInterrupt:
         return 130
     except OcwatchError as exc:
         say("", exc.message)
         return exc.exit_code
+    if code == ExitCode.OK and OUTPUT.lost is not None and args.command not in ANSWERED_BY_CODE:
+        return ExitCode.USAGE  # (its output is its answer, and it was not written: said)
+    return code
+
+
+#: Commands whose exit code is their answer (`wait`'s outcome): an output that could not be
+#: written does not change it
+ANSWERED_BY_CODE = frozenset({"wait", "prompt", "abort", "reply", "answer"})
 
 
 def _dispatch(args: argparse.Namespace, auth: Auth | None) -> int:
@@ -795,8 +803,8 @@ def entry() -> None:  # pragma: no cover - the process's own exit
     except KeyboardInterrupt:
         code = 130
     for stream in (sys.stdout, sys.stderr):
-        # a reader that closed the pipe: nothing more to say
-        with contextlib.suppress(OSError, ValueError):
+        # a reader that closed the pipe, or no stream at all (`>&-`): nothing more to say
+        with contextlib.suppress(OSError, ValueError, AttributeError):
             stream.flush()
     logging.shutdown()
     os._exit(code)

@@ -17,17 +17,38 @@ from ..core.text import MORE_LINES, literal
 from ..core.view import SessionRow, View, attention_rank, duration
 
 
+class _Output:
+    lost: str | None = None
+    """Why the standard output could not be written (None: it could), for `main` to exit by."""
+
+
+OUTPUT = _Output()
+
+
 @contextlib.contextmanager
 def pipe_safe() -> Iterator[None]:
     """Output to a pipe whose reader may stop early (`ocwatch status | head -1`): the rest of the
-    output is dropped quietly and the command keeps the exit code it decided."""
+    output is dropped quietly and the command keeps the exit code it decided. An output that
+    cannot be written for another reason (a full disk: `> /dev/full`) is said on stderr once,
+    and noted in OUTPUT.lost (a command whose output is its answer then exits 2, not 0); a
+    closed one (`>&-`: no sys.stdout) takes nothing and says nothing."""
     try:
         yield
-        sys.stdout.flush()
+        if sys.stdout is not None:
+            sys.stdout.flush()
     except BrokenPipeError:
-        # stdout is gone: point it at /dev/null so the interpreter's last flush is quiet too
-        with contextlib.suppress(OSError, ValueError):
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _to_devnull()
+    except OSError as exc:
+        if OUTPUT.lost is None:
+            OUTPUT.lost = exc.strerror or type(exc).__name__
+            say("", f"cannot write the output: {OUTPUT.lost}")
+        _to_devnull()
+
+
+def _to_devnull() -> None:
+    """stdout is gone: point it at /dev/null so the interpreter's last flush is quiet too."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 def say(prefix: str, text: str, file: TextIO | None = None) -> None:

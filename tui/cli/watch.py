@@ -236,6 +236,9 @@ def run_watch(
         stop_on_signals(stop)
         return await watch(servers, sessions=sessions, as_json=as_json, stop=stop)
 
+    if sys.stdout is None:  # (`>&-`: its lines are its answer, and they have nowhere to go)
+        say("watch", "no standard output to write the transitions to")
+        return ExitCode.USAGE
     try:
         return asyncio.run(main())
     except KeyboardInterrupt:
@@ -246,3 +249,6 @@ def run_watch(
 
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
+    except OSError as exc:  # (a full disk: `> /dev/full`)
+        say("watch", f"cannot write the output: {exc.strerror or type(exc).__name__}")
+        return ExitCode.USAGE
