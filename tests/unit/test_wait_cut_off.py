@@ -77,3 +77,45 @@ def test_with_timeout_0_the_one_look_is_the_answer(monkeypatch: pytest.MonkeyPat
     api = Aborting(sessions=[wire_session("ses_1")])
     out = run_wait(api, monkeypatch, timeout=0)
     assert (out.code, out.row.reason) == (ExitCode.UNKNOWN, "interrupted")
+
+
+class Failing(FakeAPI):
+    """The session's status is gone (its run ended); its last message answers 500 `failing`
+    times, then reads completed."""
+
+    failing: int = 1
+
+    def _get(self, path: str, request: httpx.Request) -> httpx.Response:
+        if path == "/session/ses_1/message":
+            if self.hits["/session/{id}/message"] <= self.failing:
+                return httpx.Response(500, json={"name": "UnknownError"})
+            done = {"time": {"created": 1_000_000, "completed": 1_000_500}, "finish": "stop"}
+            self.messages["ses_1"] = [assistant(**done)]
+        return super()._get(path, request)
+
+
+@pytest.mark.parametrize("failing", [1, 2], ids=["once", "twice"])
+def test_a_last_message_that_could_not_be_read_is_read_again_not_an_outcome(
+    monkeypatch: pytest.MonkeyPatch, failing: int
+) -> None:
+    """A 500 on the session's last message read as unknown, settled: `wait` exited 5 for a run
+    that completed (a review, against a server failing that one route for a few seconds)."""
+    api = Failing(sessions=[wire_session("ses_1")])
+    api.failing = failing
+    out = run_wait(api, monkeypatch, timeout=30)
+    assert (out.code, out.row.state, out.row.reason) == (ExitCode.COMPLETED, "idle", "completed")
+    assert api.hits["/session/{id}/message"] == failing + 1
+
+
+@pytest.mark.parametrize("timeout", [0, 60])
+def test_a_last_message_that_cannot_be_read_is_said_not_an_outcome(
+    monkeypatch: pytest.MonkeyPatch, timeout: float
+) -> None:
+    """Still unreadable once UNREACHABLE_PATIENCE passed (made short here): exit 2, saying
+    why, as for a server that cannot be read; with `--timeout 0` at once."""
+    monkeypatch.setattr(wait, "UNREACHABLE_PATIENCE", 0.3)
+    api = Failing(sessions=[wire_session("ses_1")])
+    api.failing = 10**9
+    out = run_wait(api, monkeypatch, timeout=timeout)
+    assert out.code == ExitCode.USAGE and "last message unreadable" in (out.message or ""), out
+    assert ("gave up after 0.3s" in out.message) == bool(timeout)

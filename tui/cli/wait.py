@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..core import text, words
+from ..core.decide import UNREADABLE
 from ..core.exitcodes import ExitCode, worst
 from ..core.fleet import Fleet
 from ..core.outcome import Outcome, outcome
@@ -55,6 +56,8 @@ class Awaited:
     message: str | None = None
     #: when a View first said its run was cut off (interrupted), not yet confirmed
     cut_seen: float | None = None
+    #: since when its row says its last message could not be read (None: it could)
+    unread_since: float | None = None
 
 
 async def wait_many(
@@ -97,6 +100,10 @@ async def wait_many(
             for out in outcomes.values():
                 if out.code is None:
                     _look(out, view, now)
+                    if _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE):
+                        monitor = fleet.monitor(out.row.server) if out.row else None
+                        if monitor is not None:
+                            monitor.read_again(out.session_id)
                     first = out.cut_seen is None
                     # (--timeout 0 looks once: what that look says is the answer)
                     if timeout != 0 and not _cut_off_confirmed(out, view, now) and first:
@@ -160,6 +167,30 @@ def _look(out: Awaited, view: View, now: float) -> None:
         out.message = f"unknown session {out.session_id} on {urls}"
         return
     _unreadable(out, [info] if info is not None else down, now)
+
+
+def _unread(out: Awaited, now: float, patience: float) -> bool:
+    """A row read as unknown only because its last message could not be read (a 500 on that
+    one request) is no outcome: `wait` exited 5 for a run that completed. It waits for a read
+    that succeeds, and says the failure (USAGE) once it has lasted `patience` s, as for a
+    server that cannot be read (`--timeout 0`: at once). Whether the session's message is to
+    be asked again now (the first look that found it unreadable)."""
+    row = out.row
+    why = next((e for e in row.evidence if e.startswith(UNREADABLE)), None) if row else None
+    if out.code is None or row is None or row.state != "unknown" or why is None:
+        out.unread_since = None
+        return False
+    first = out.unread_since is None
+    if first:
+        out.unread_since = now
+    if not patience or now - (out.unread_since or now) > patience:
+        out.code = ExitCode.USAGE
+        out.message = f"{row.server}: {why}" + (
+            f" (gave up after {patience:g}s)" if patience else ""
+        )
+        return False
+    out.code = None
+    return first
 
 
 def _server(view: View, url: str) -> ServerInfo | None:

@@ -561,13 +561,17 @@ def _loading(st: SessionStatus | None, in_active: bool, status_at: float | None)
     )
 
 
+#: The evidence a row whose last message could not be read starts with (`wait` reads it)
+UNREADABLE = "last message unreadable: "
+
+
 def _unreadable(
     st: SessionStatus | None, in_active: bool, status_at: float | None, why: str
 ) -> Verdict:
     """Its last message could not be read (that session's failure alone): busy when the server
     reports it running (its stale check cannot run), else unknown; never idle with no messages,
     for there is one and it says how the run ended."""
-    note = f"last message unreadable: {why}"
+    note = f"{UNREADABLE}{why}"
     if st is not None and st.type != "idle" or in_active:
         label = st.type if st is not None and st.type != "idle" else "running"
         return Verdict.of("busy", None, False, (f"server reports {label}", note), True, status_at)
