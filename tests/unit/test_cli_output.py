@@ -96,3 +96,26 @@ def test_watch_ends_with_one_line_when_its_lines_cannot_be_written(
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     said = "no standard output" if closed else "cannot write the output: No space left on device"
     assert said in proc.stderr
+
+
+def test_prompt_wait_timeout_bounds_its_first_look_too() -> None:
+    """`prompt --wait --timeout 1` against a server that takes connections and never answers:
+    the first look is bounded by --timeout (it waited out the 10 s request timeout, then the
+    45 s command deadline), and exit 2 says the prompt was not sent."""
+    import socket
+
+    with socket.socket() as mute:
+        mute.bind(("127.0.0.1", 0))
+        mute.listen(8)  # (connections queue; nothing is ever read or answered)
+        url = f"http://127.0.0.1:{mute.getsockname()[1]}"
+        proc = subprocess.run(
+            [sys.executable, "-m", "tui.cli.main", "prompt", "ses_x", "hello", "--wait"]
+            + ["--timeout", "1", "--server", url],
+            capture_output=True,
+            text=True,
+            env=cli_env(),
+            timeout=60,
+        )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert "no snapshot within 1s; the prompt was not sent" in proc.stderr

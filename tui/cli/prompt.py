@@ -102,14 +102,21 @@ async def _send_and_wait(
     deadline = None if timeout is None else loop.time() + timeout
     try:
         monitor = fleet.monitors[0]
+        # (--timeout bounds the whole command, this first look too)
+        first_look = (
+            settings.command_deadline
+            if timeout is None
+            else min(timeout, settings.command_deadline)
+        )
         await asyncio.wait(
             {asyncio.ensure_future(monitor.first_snapshot()), task},
-            timeout=settings.command_deadline,
+            timeout=first_look,
             return_when=asyncio.FIRST_COMPLETED,
         )
         view = fleet.current()
         if not view.servers[0].first_snapshot:
-            raise OcwatchError(view.servers[0].error or f"{url}: no snapshot")
+            why = view.servers[0].error or f"{url}: no snapshot within {first_look:g}s"
+            raise OcwatchError(f"{why}; the prompt was not sent")
         found = view.find(session_id)
         if not found:
             raise actions.ActionError(f"unknown session {session_id} on {url}")
