@@ -179,3 +179,38 @@ async def test_a_shell_commands_output_queued_after_a_run_starts_no_run() -> Non
         clock.t,
     ).event
     assert got is not None and got.type == "message.updated"
+
+
+async def test_a_message_read_while_the_run_went_on_is_read_again_once_it_stopped() -> None:
+    """The stream drops between two steps of a run; the snapshot the drop asks for reads the
+    first step, completed (finish tool-calls), while the session runs. Missed meanwhile: the
+    second step asks a permission, the user rejects it (2.0.15 moves no time.updated, writes no
+    time.idle). The cached first step was reused as final by every snapshot after: the row read
+    unknown, interrupted, for good. A message read while running is read again once it
+    stopped (MessageCache.fresh, as its docstring said)."""
+    from tui.core.client import OcwatchError
+
+    once = load("permission_once")["end"]
+    rej = load("permission_reject")["end"]
+    sid = rej["session"]["id"]
+    step1 = {**copy.deepcopy(once["transcript"][2]), "id": "msg_24a3951e0000aaaaaaaaaaaaaa"}
+    user = rej["transcript"][1]
+    between = {**copy.deepcopy(rej), "transcript": [step1, user], "active": [sid]}
+    end = {**copy.deepcopy(rej), "transcript": [rej["transcript"][0], step1, user], "active": []}
+    assert between["session"]["time"] == end["session"]["time"]
+    api = FakeV2(moments=[copy.deepcopy(between)])
+    clock = Clock(rej["transcript"][0]["time"]["created"] / 1000 - 1)
+    mon = ServerMonitor(URL, settings=Settings(), transport=api.transport(), clock=clock)
+    mon.stream_opened()
+    assert await mon.take_snapshot()
+    mon.stream_down(OcwatchError(f"{URL}: event stream closed"))
+    assert await mon.take_snapshot()  # (the one the drop asks for, during the outage)
+    assert mon.rows(clock.t)[(URL, sid)].state == "busy"
+    api.moments[sid] = copy.deepcopy(end)  # the second step, its permission, the reject
+    clock.t += 30
+    mon.stream_opened()
+    for _ in range(3):
+        assert await mon.take_snapshot()
+        row = mon.rows(clock.t)[(URL, sid)]
+        assert (row.state, row.reason) == ("idle", "aborted"), row.evidence
+        clock.t += 30

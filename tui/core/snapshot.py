@@ -104,13 +104,15 @@ class MessageCache:
         if hit is None or hit[0] != s.time.updated:
             return False
         msg, was_running = hit[1], hit[2]
-        if msg is None:
+        if msg is None or was_running:
+            # (even a final one: a run's step completed, and the run went on, or ended in a
+            # way this message does not say: V2 moves no time.updated for a refusal)
             return not was_running
         info = msg.info
         final = info.role == "assistant" and (info.time.completed or info.error is not None)
         if final:
             return True
-        return not was_running and now - info.time.created / 1000.0 > settle
+        return now - info.time.created / 1000.0 > settle
 
     def vouched(self, s: Session, since: float | None, now: float, max_age: float) -> bool:
         """Whether the cached last message can be brought up to date from the journal instead
