@@ -440,17 +440,19 @@ async def _list_sessions(got: _Gathered, relist: Relist | None) -> list[Session]
 FOLDERS_AT_ONCE = 8
 
 
-async def per_folder(
+def per_folder(
     folders: Sequence[str | None], read: Callable[[str | None], Awaitable[_R]]
-) -> list[_R]:
-    """`read` of each folder, FOLDERS_AT_ONCE at a time, in the folders' order."""
-    got: dict[str | None, _R] = {}
+) -> asyncio.Future[list[_R]]:
+    """`read` of each folder, FOLDERS_AT_ONCE at a time, in the folders' order. (A gate, not
+    workers: up to FOLDERS_AT_ONCE folders this runs as one gather of them did, turn for turn,
+    which a replay's reading of a recorded snapshot counts on: tui.record.replay._settle.)"""
+    gate = asyncio.Semaphore(FOLDERS_AT_ONCE)
 
-    async def one(d: str | None) -> None:
-        got[d] = await read(d)
+    async def one(d: str | None) -> _R:
+        async with gate:
+            return await read(d)
 
-    await each_in_turn(folders, one, FOLDERS_AT_ONCE)
-    return [got[d] for d in folders]
+    return asyncio.gather(*(one(d) for d in folders))  # (a future: no task of its own)
 
 
 async def _read_maps(got: _Gathered) -> None:
