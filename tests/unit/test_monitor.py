@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -684,25 +685,30 @@ async def test_the_first_snapshot_shows_how_far_it_has_loaded():
 
 
 async def test_an_unterminated_event_line_is_cut_at_the_limit_not_kept():
-    from tui.core.client import OcwatchError, sse_data
-
     async def body():
         yield b'data: {"a": 1}\r\n\r\ndata: two\ndata: lines\n\n: a comment\nevent: x\n'
         for _ in range(64):  # 4 MiB of one line that never ends
             yield b"x" * 65536
 
-    resp = httpx.Response(200, content=body())
+    assert await events_before_the_cut(body()) == ['{"a": 1}', "two\nlines"]
+
+
+async def events_before_the_cut(body: AsyncIterator[bytes]) -> list[str]:
+    """The events `sse_data` gives of `body` (async bytes) under a 1 MiB limit, before the
+    event that passes it ends the stream (OcwatchError; the test fails if none does)."""
+    from tui.core.client import OcwatchError, sse_data
+
     got = []
     with pytest.raises(OcwatchError, match="larger than 1 MiB"):
-        async for data in sse_data(resp, "http://x", 2**20):
+        async for data in sse_data(httpx.Response(200, content=body), "http://x", 2**20):
             got.append(data)
-    assert got == ['{"a": 1}', "two\nlines"]
+    return got
 
 
 async def test_an_event_of_many_empty_data_lines_is_bounded_as_one_long_line():
     """Empty `data:` lines carry no bytes but each is kept (a review's 60 MB of them took
     `watch` to 918 MB under a 16 MiB limit): each line counts what keeping it costs."""
-    from tui.core.client import LINE_COST, OcwatchError, sse_data
+    from tui.core.client import LINE_COST
 
     kept: list[int] = []
 
@@ -712,12 +718,7 @@ async def test_an_event_of_many_empty_data_lines_is_bounded_as_one_long_line():
             kept.append(1)
             yield b"data:\n" * 16384
 
-    resp = httpx.Response(200, content=body())
-    got = []
-    with pytest.raises(OcwatchError, match="larger than 1 MiB"):
-        async for data in sse_data(resp, "http://x", 2**20):
-            got.append(data)
-    assert got == ["first"]
+    assert await events_before_the_cut(body()) == ["first"]
     assert len(kept) <= 2**20 // LINE_COST // 16384 + 1  # (cut within the limit's lines)
 
 

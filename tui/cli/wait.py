@@ -181,9 +181,9 @@ def _unread(out: Awaited, now: float, patience: float) -> bool:
         out.unread_since = None
         return False
     first = out.unread_since is None
-    if first:
+    if out.unread_since is None:
         out.unread_since = now
-    if not patience or now - (out.unread_since or now) > patience:
+    if not patience or now - out.unread_since > patience:
         out.code = ExitCode.USAGE
         out.message = f"{row.server}: {why}" + (
             f" (gave up after {patience:g}s)" if patience else ""

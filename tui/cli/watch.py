@@ -20,7 +20,7 @@ from ..core.fleet import Fleet
 from ..core.targets import Servers
 from ..core.text import literal
 from ..core.view import ServerInfo, SessionRow, Transition, iso
-from .output import say, stop_on_signals
+from .output import OUTPUT, pipe_safe, say, stop_on_signals
 from .wait import NO_SERVER, first_looks
 
 #: How often the View is derived again without news (grace periods end as time passes), as
@@ -239,16 +239,10 @@ def run_watch(
     if sys.stdout is None:  # (`>&-`: its lines are its answer, and they have nowhere to go)
         say("watch", "no standard output to write the transitions to")
         return ExitCode.USAGE
+    code: int = ExitCode.OK
     try:
-        return asyncio.run(main())
+        with pipe_safe():  # (a closed pipe ends it quietly; a full disk is said, exit 2)
+            code = asyncio.run(main())
     except KeyboardInterrupt:
         return 0
-    except BrokenPipeError:
-        with contextlib.suppress(OSError, ValueError):
-            import os
-
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
-    except OSError as exc:  # (a full disk: `> /dev/full`)
-        say("watch", f"cannot write the output: {exc.strerror or type(exc).__name__}")
-        return ExitCode.USAGE
+    return ExitCode.USAGE if OUTPUT.lost is not None else code

@@ -278,11 +278,9 @@ def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
             data = {}
-        except RecursionError:
-            warnings.append(f"config {path}: cannot read it (nested too deeply); using defaults")
-            data = {}
-        except ValueError:  # (an integer of more digits than Python converts)
-            warnings.append(f"config {path}: cannot read it (a number too long); using defaults")
+        except (RecursionError, ValueError) as exc:  # (ValueError: a number Python won't read)
+            why = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+            warnings.append(f"config {path}: cannot read it ({why}); using defaults")
             data = {}
     if "password" in data:
         warnings.append(

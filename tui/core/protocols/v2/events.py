@@ -181,26 +181,25 @@ class V2EventParser(FrameParser):
         return "session.created", {"sessionID": sid, "info": info}
 
     def _session_renamed(self, _e: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1 | None:
-        base = self._infos.get(sid) if isinstance(sid, str) else None
-        if base is None and isinstance(sid, str) and sid in self._known:
-            base = self._known[sid].to_wire()
-        if base is None or not isinstance(p.get("title"), str):
-            return None  # (a session not seen yet: the next listing has its title)
-        info = {**base, "title": p["title"]}
-        self._remember(self._infos, sid, info)
-        return "session.updated", {"sessionID": sid, "info": info}
+        title = p.get("title")
+        return self._changed(sid, {"title": title}) if isinstance(title, str) else None
 
     def _session_moved(self, _e: str, p: Obj, sid: Any, _c: Any, _r: float) -> _V1 | None:
         """A session moved to another folder (`POST /api/session/{id}/move`): it lives there
         now, and a resync asks that folder what the session waits on (its permissions and
         forms are read per folder)."""
-        base = self._infos.get(sid)
-        if base is None and sid in self._known:
-            base = self._known[sid].to_wire()
         directory = wire.directory_of(p)
-        if base is None or not directory:
-            return None  # (a session not seen yet: the next listing has its folder)
-        info = {**base, "directory": directory}
+        return self._changed(sid, {"directory": directory}) if directory else None
+
+    def _changed(self, sid: Any, change: dict[str, Any]) -> _V1 | None:
+        """A known session's info with `change` laid over it, as V1's session.updated; None
+        for a session not seen yet (the next listing has it as it is)."""
+        base = self._infos.get(sid) if isinstance(sid, str) else None
+        if base is None and isinstance(sid, str) and sid in self._known:
+            base = self._known[sid].to_wire()
+        if base is None:
+            return None
+        info = {**base, **change}
         self._remember(self._infos, sid, info)
         return "session.updated", {"sessionID": sid, "info": info}
 
