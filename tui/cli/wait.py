@@ -12,7 +12,7 @@ from typing import Any
 from ..core import text, words
 from ..core.decide import UNREADABLE
 from ..core.exitcodes import ExitCode, worst
-from ..core.fleet import Fleet
+from ..core.fleet import Fleet, live_rank
 from ..core.outcome import Outcome, outcome
 from ..core.settings import Auth, Settings
 from ..core.targets import Servers
@@ -146,8 +146,7 @@ def _look(out: Awaited, view: View, now: float) -> None:
     """Look for an open session in the View: its row on a readable server gives its exit code
     once it has settled; on no server while every server is read, it is unknown (USAGE); on
     (or maybe on) a server that cannot be read now, it waits for that server a while."""
-    found = view.find(out.session_id)
-    row = found[0] if found else None
+    row = _best_copy(view, out.session_id)
     info = _server(view, row.server) if row is not None else None
     if row is not None and info is not None and info.reachable:
         out.row, out.message = row, None
@@ -167,6 +166,20 @@ def _look(out: Awaited, view: View, now: float) -> None:
         out.message = f"unknown session {out.session_id} on {urls}"
         return
     _unreadable(out, [info] if info is not None else down, now)
+
+
+def _best_copy(view: View, session_id: str) -> SessionRow | None:
+    """The session's row; of several (named servers reading one storage each list it; the
+    fleet keeps one copy only of discovered ones), a readable server's, and of those the one
+    running it (`live_rank`: the others infer the run from the storage, and read it cut off
+    while it runs): `wait` exited 5 for a running session when the other server was named
+    first."""
+
+    def rank(row: SessionRow) -> tuple[bool, int]:
+        info = _server(view, row.server)
+        return info is None or not info.reachable, live_rank(row)
+
+    return min(view.find(session_id), key=rank, default=None)
 
 
 def _unread(out: Awaited, now: float, patience: float) -> bool:

@@ -32,7 +32,7 @@ GONE_KEPT = 100
 _LIVE = {"busy": 0, "retry": 0, "input": 0, "idle": 1, "unknown": 2}
 
 
-def _live(row: SessionRow) -> int:
+def live_rank(row: SessionRow) -> int:
     """How surely a copy's server runs the session (lower: surer). A busy shown while the facts
     are still arriving (the run starting or finishing, or asked about again) is what any server
     reading the storage infers from a run's messages, the running one's or another's: it ranks
@@ -205,7 +205,7 @@ class Fleet:
         read one storage; the ids are random, so one id is one session): the copy of the
         server running it (busy, retrying or asking, which only that process knows: the
         others say it is idle, or interrupted when its last message is not finished, or busy
-        for a moment while they read a run's last message: `_live`), else
+        for a moment while they read a run's last message: `live_rank`), else
         the server shown last time (once every copy was read), else the one whose folder is
         the session's, else the first. A sub-session goes with its parent. True when the
         copies dropped changed."""
@@ -233,7 +233,7 @@ class Fleet:
             got = min(
                 copy,
                 key=lambda s: (
-                    _live(copy[s]),
+                    live_rank(copy[s]),
                     s != was,
                     copy[s].directory != local[s],
                     order.get(s, 0),

@@ -1,0 +1,52 @@
+"""`wait` over named servers that read one storage (so each lists the session): the copy of
+the server running it says how it is. The other server infers the run from the storage (no
+status of its own, the last message unfinished: cut off), and `wait` exited 5 for a running
+session when that server was named first."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes import FakeAPI, wire_session
+from tui.cli import wait
+from tui.core.exitcodes import ExitCode
+from tui.core.fleet import Fleet
+from tui.core.settings import Settings
+from tui.core.targets import Servers
+
+RUNNING, OTHER = "http://running:4096", "http://other:4096"
+
+
+def unfinished() -> list[dict[str, Any]]:
+    info = {"id": "msg_2", "sessionID": "ses_1", "role": "assistant", "time": {"created": 1}}
+    return [{"info": info, "parts": []}]
+
+
+def wait_on(order: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, timeout: float) -> Any:
+    running = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": unfinished()})
+    running.status = {"/p/a": {"ses_1": {"type": "busy"}}}
+    other = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": unfinished()})
+    by_host = {"running": running, "other": other}
+    transport = httpx.MockTransport(lambda r: by_host[r.url.host].handle(r))
+    made = Fleet.of_servers
+
+    def of_servers(servers: Servers, **kw: Any) -> Fleet:
+        return made(servers, transport=transport, **kw)
+
+    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    (out,) = asyncio.run(wait.wait_many(["ses_1"], Servers(order, Settings()), timeout=timeout))
+    return out
+
+
+@pytest.mark.parametrize(
+    "order", [(OTHER, RUNNING), (RUNNING, OTHER)], ids=["other-first", "running-first"]
+)
+def test_the_copy_of_the_server_running_it_is_the_answer(
+    monkeypatch: pytest.MonkeyPatch, order: tuple[str, ...]
+) -> None:
+    out = wait_on(order, monkeypatch, timeout=1.0)
+    assert (out.code, out.row.server, out.row.state) == (ExitCode.TIMEOUT, RUNNING, "busy")
