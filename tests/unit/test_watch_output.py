@@ -187,9 +187,9 @@ def test_wait_says_a_session_whose_server_left_is_not_unknown():
 
     other = "http://127.0.0.1:4097"
     out = Awaited("ses_1", row=srow("busy"))
-    _look(out, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0)
+    _look(out, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0, lambda url: None)
     assert out.code == ExitCode.USAGE
     assert out.message == f"its server {SERVER} is no longer watched"
     never = Awaited("ses_2")
-    _look(never, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0)
+    _look(never, View(T0, (ServerInfo(url=other, reachable=True),), {}), T0, lambda url: None)
     assert never.message == f"unknown session ses_2 on {other}"

@@ -37,7 +37,7 @@ def test_every_command_says_it_the_same(
     watch.LinkNotes(err).say(view.servers, 2.0)
     assert err.getvalue() == f"ocwatch watch: {said}\n"
     out = wait.Awaited("ses_1")
-    wait._unreadable(out, [server], 2.0)
+    wait._unreadable(out, [server], 2.0, lambda url: None)
     assert out.message == said
     with pytest.raises(OcwatchError) as got:
         report._row_of(view, "ses_1")

@@ -23,6 +23,10 @@ from .output import pipe_safe, say
 #: How long the server may stay unreachable mid-wait (a restart) before `wait` gives up.
 UNREACHABLE_PATIENCE = 15.0
 
+#: Seconds between looks while no event comes: a grace running out, a server down a while.
+LOOK_EVERY = 0.5
+LOOK_EVERY_DOWN = 1.0
+
 
 #: The exit code of each outcome (a stale row's: how its run visibly ended; a session that has
 #: never run: nothing completed).
@@ -58,6 +62,8 @@ class Awaited:
     cut_seen: float | None = None
     #: since when its row says its last message could not be read (None: it could)
     unread_since: float | None = None
+    #: when its servers were asked to try again at once, their patience out (None: not yet)
+    last_try: float | None = None
 
 
 async def wait_many(
@@ -86,6 +92,12 @@ async def wait_many(
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
+
+    def try_now(url: str) -> None:  # (a snapshot at once, past the monitor's backoff)
+        monitor = fleet.monitor(url)
+        if monitor is not None:
+            monitor.request_snapshot(urgent=True)
+
     deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     try:
         failed = await _first_read(fleet, task, timeout, servers.settings)
@@ -99,7 +111,7 @@ async def wait_many(
             now = time.time()
             for out in outcomes.values():
                 if out.code is None:
-                    _look(out, view, now)
+                    _look(out, view, now, try_now)
                     if _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE):
                         monitor = fleet.monitor(out.row.server) if out.row else None
                         if monitor is not None:
@@ -114,7 +126,7 @@ async def wait_many(
             if len(settled) == len(outcomes) or (any_ and settled):
                 return list(outcomes.values())
             # woken by the stream; the short timer only re-evaluates grace deadlines locally
-            wake = 0.5 if all(s.reachable for s in view.servers) else 1.0
+            wake = LOOK_EVERY if all(s.reachable for s in view.servers) else LOOK_EVERY_DOWN
             stop = await next_change(changed, task, deadline, timeout, wake)
             if stop is not None:
                 return _close(outcomes, *stop)
@@ -142,14 +154,14 @@ async def _first_read(
     return ExitCode.USAGE, "; ".join(s.why_unread() for s in read) or NO_SERVER
 
 
-def _look(out: Awaited, view: View, now: float) -> None:
+def _look(out: Awaited, view: View, now: float, try_now: Callable[[str], None]) -> None:
     """Look for an open session in the View: its row on a readable server gives its exit code
     once it has settled; on no server while every server is read, it is unknown (USAGE); on
     (or maybe on) a server that cannot be read now, it waits for that server a while."""
     row = _best_copy(view, out.session_id)
     info = _server(view, row.server) if row is not None else None
     if row is not None and info is not None and info.reachable:
-        out.row, out.message = row, None
+        out.row, out.message, out.last_try = row, None, None
         out.code = exit_code_for(row)
         return
     if row is not None:
@@ -165,7 +177,7 @@ def _look(out: Awaited, view: View, now: float) -> None:
         urls = ", ".join(s.url for s in view.servers)
         out.message = f"unknown session {out.session_id} on {urls}"
         return
-    _unreadable(out, [info] if info is not None else down, now)
+    _unreadable(out, [info] if info is not None else down, now, try_now)
 
 
 def _best_copy(view: View, session_id: str) -> SessionRow | None:
@@ -232,16 +244,29 @@ def _cut_off_confirmed(out: Awaited, view: View, now: float) -> bool:
     return False
 
 
-def _unreadable(out: Awaited, holders: Sequence[ServerInfo], now: float) -> None:
+def _unreadable(
+    out: Awaited, holders: Sequence[ServerInfo], now: float, try_now: Callable[[str], None]
+) -> None:
     """A session on (or maybe on) servers that cannot be read now: said why; USAGE when they
-    were never read, or have not been for UNREACHABLE_PATIENCE (else it waits for them)."""
+    were never read, or have not been for UNREACHABLE_PATIENCE and a last try of each, asked
+    once the patience ran out, failed too (else it waits for them). Their monitors back off
+    between tries (up to 8-15 s), so the last try before then may be seconds old: `wait`
+    gave up on a server that had been back a while (a restart). `try_now(url)` asks it."""
     since = min((s.error_since or now) for s in holders)
     out.message = "; ".join(s.why_unread() for s in holders)
-    gave_up = now - since > UNREACHABLE_PATIENCE
-    if gave_up or not any(s.first_snapshot for s in holders):
+    if not any(s.first_snapshot for s in holders):
         out.code = ExitCode.USAGE
-        if gave_up:
-            out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
+        return
+    if now - since <= UNREACHABLE_PATIENCE:
+        return
+    if out.last_try is None:
+        out.last_try = now
+        for s in holders:
+            try_now(s.url)
+        return
+    if all((s.error_at or now) > out.last_try for s in holders):
+        out.code = ExitCode.USAGE
+        out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
 
 
 async def next_change(

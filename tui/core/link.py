@@ -20,6 +20,7 @@ class LinkState:
 
     error: str | None = None  # why the last snapshot failed (None: it succeeded)
     error_since: float | None = None  # when the current error began
+    error_at: float | None = None  # when a try last failed (a snapshot, a reconnect)
     fatal: bool = False  # retrying will not help without a fix (authentication failed)
     connected: bool = False  # the event stream is up
     connected_at: float = 0.0  # when it last came up (0: never)
@@ -99,7 +100,7 @@ class LinkState:
     def failed(self, why: str, fatal: bool, now: float) -> LinkState:
         """A snapshot (or a reconnect to a lost server) failed."""
         since = now if self.error is None else self.error_since
-        return replace(self, error=why, error_since=since, fatal=fatal)
+        return replace(self, error=why, error_since=since, error_at=now, fatal=fatal)
 
     def installed(self, started_at: float) -> LinkState:
         """A snapshot that began at `started_at` is in: no error; it covers the gap when it

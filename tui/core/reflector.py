@@ -286,6 +286,7 @@ class Reflector:
             reachable=self.reachable,
             error=st.error,
             error_since=st.error_since,
+            error_at=st.error_at,
             connected=st.connected,
             last_event_at=self._last_event_at,
             snapshot_at=snap.started_at if snap else None,

@@ -1,0 +1,71 @@
+"""`wait` gives up on a server that stays unreachable for UNREACHABLE_PATIENCE, but only once a
+try begun after the patience ran out has failed too. The monitor backs off between tries
+(0.5 s doubling), so its last try before the patience ran out could be seconds old: `wait`
+exited 2 for a server that had been back (a restart) a while."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.fakes import FakeAPI, wire_session
+from tui.cli import wait
+from tui.core.exitcodes import ExitCode
+from tui.core.fleet import Fleet
+from tui.core.settings import Settings
+from tui.core.targets import Servers
+
+URL = "http://fake:4096"
+
+
+def wait_through_an_outage(
+    monkeypatch: pytest.MonkeyPatch, down_for: float, timeout: float
+) -> wait.Awaited:
+    """Wait on a busy session while its server is down for `down_for` s from 0.2 s after the
+    first look (patience 1 s); each snapshot attempt is timed by the monitor's own backoff."""
+    monkeypatch.setattr(wait, "UNREACHABLE_PATIENCE", 1.0)
+    monkeypatch.setattr(wait, "LOOK_EVERY_DOWN", 0.05)  # looked at as the patience runs out
+    api = FakeAPI(sessions=[wire_session("ses_1")])
+    api.status = {"/p/a": {"ses_1": {"type": "busy"}}}
+    outage: list[float] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if outage and outage[0] <= time.monotonic() < outage[0] + down_for:
+            raise httpx.ConnectError("connection refused", request=request)
+        return api.handle(request)
+
+    made = Fleet.of_servers
+
+    def of_servers(servers: Servers, **kw: Any) -> Fleet:
+        return made(servers, transport=httpx.MockTransport(handle), **kw)
+
+    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    servers = Servers((URL,), Settings(resync_interval=0.05))
+
+    def ready() -> None:
+        outage.append(time.monotonic() + 0.2)
+
+    (out,) = asyncio.run(wait.wait_many(["ses_1"], servers, timeout=timeout, on_ready=ready))
+    return out
+
+
+def test_a_server_back_before_the_patience_ran_out_is_waited_on(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # back 0.9 s in: the monitor's tries at ~0.05 and ~0.6-0.8 s failed, its next would be at
+    # ~1.5 s or later, after the patience ran out (~1.05 s)
+    out = wait_through_an_outage(monkeypatch, down_for=0.9, timeout=3.0)
+    assert (out.code, out.row.state) == (ExitCode.TIMEOUT, "busy"), out.message
+
+
+def test_a_server_still_down_after_the_last_try_is_given_up(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out = wait_through_an_outage(monkeypatch, down_for=60.0, timeout=20.0)
+    assert out.code == ExitCode.USAGE
+    assert "connection refused" in (out.message or "") or "unreachable" in (out.message or "")
+    assert "gave up after 1s" in (out.message or "")
