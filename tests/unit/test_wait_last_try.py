@@ -69,3 +69,33 @@ def test_a_server_still_down_after_the_last_try_is_given_up(
     assert out.code == ExitCode.USAGE
     assert "connection refused" in (out.message or "") or "unreachable" in (out.message or "")
     assert "gave up after 1s" in (out.message or "")
+
+
+@pytest.mark.parametrize("timeout", [0, 0.5], ids=["timeout-0", "timeout-0.5"])
+def test_a_server_that_never_answers_the_one_look(
+    monkeypatch: pytest.MonkeyPatch, timeout: float
+) -> None:
+    """`--timeout 0` looks once: a server that does not answer within the request timeout
+    could not be read (2, as `status` says), where it said "timed out" (124), which claims
+    the run was seen not settled. A `--timeout` that runs out first is still 124."""
+
+    async def never(request: httpx.Request) -> httpx.Response:
+        await asyncio.sleep(3600)
+        raise AssertionError
+
+    made = Fleet.of_servers
+
+    def of_servers(servers: Servers, **kw: Any) -> Fleet:
+        return made(servers, transport=httpx.MockTransport(never), **kw)
+
+    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    servers = Servers((URL,), Settings(request_timeout=0.3))
+    (out,) = asyncio.run(wait.wait_many(["ses_1"], servers, timeout=timeout))
+    if timeout:
+        assert (out.code, out.message) == (
+            ExitCode.TIMEOUT,
+            "timed out after 0.5s (no snapshot yet)",
+        )
+    else:
+        assert out.code == ExitCode.USAGE
+        assert out.message == f"{URL}: no answer within 0.3s (the server answers too slowly)"

@@ -140,8 +140,9 @@ async def _first_read(
     fleet: Fleet, task: asyncio.Task[None], timeout: float | None, settings: Settings
 ) -> tuple[ExitCode, str] | None:
     """The first look at every server (`--timeout` bounds it; 0: one request's timeout); why
-    to stop when no server could be read: none answered in time (TIMEOUT) or each said why
-    not (USAGE). None: at least one was read."""
+    to stop when no server could be read: none answered in time (TIMEOUT; with `--timeout 0`
+    USAGE, as the one look could not be made: "timed out" would say the run was seen not
+    settled) or each said why not (USAGE). None: at least one was read."""
     first_look = None if timeout is None else (timeout or settings.request_timeout)
     pending = await first_looks(fleet, task, first_look)
     read = fleet.current().servers  # what the monitors published, as every reader sees
@@ -149,6 +150,13 @@ async def _first_read(
         return None
     if task.done():  # (before any first look ended: no --timeout ran out)
         return ExitCode.USAGE, why_stopped(task)
+    if pending and timeout == 0:  # the one look could not be made: nothing was seen
+        return ExitCode.USAGE, "; ".join(
+            s.why_unread()
+            if s.error
+            else f"{s.url}: no answer within {first_look:g}s (the server answers too slowly)"
+            for s in read
+        )
     if pending:
         return ExitCode.TIMEOUT, f"timed out after {first_look:g}s (no snapshot yet)"
     return ExitCode.USAGE, "; ".join(s.why_unread() for s in read) or NO_SERVER
