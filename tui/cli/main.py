@@ -54,23 +54,21 @@ def seconds(text: str) -> float:
 
 
 def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
-    if many:
-        p.add_argument(
-            "--server",
-            "-s",
-            action="append",
-            metavar="URL",
-            default=argparse.SUPPRESS,
-            help=f"server URL (repeatable; default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
-        )
-    else:
-        p.add_argument(
-            "--server",
-            "-s",
-            metavar="URL",
-            default=argparse.SUPPRESS,
-            help=f"server URL (default $OPENCODE_SERVER_URL or {DEFAULT_URL})",
-        )
+    """`--server`, appended to any given before the command, so that a command on one server
+    (`many` False) sees, and refuses, a second one (`_one_server`) rather than keep the last."""
+    p.add_argument(
+        "--server",
+        "-s",
+        action="append",
+        metavar="URL",
+        default=argparse.SUPPRESS,
+        help=f"server URL{' (repeatable' if many else ' (one'}; default $OPENCODE_SERVER_URL "
+        f"or {DEFAULT_URL})",
+    )
+
+
+#: Commands that act on one server
+ONE_SERVER = frozenset({"prompt", "abort", "reply", "answer"})
 
 
 def _alert_args(p: argparse.ArgumentParser, default: object) -> None:
@@ -609,12 +607,15 @@ def _script_options(args: argparse.Namespace, auth: Auth | None) -> Options:
     """The options of a command for scripts: the config file's servers, grace and
     password_file apply too (flags win); its notices are said."""
     cmd = args.command
+    urls = _flag_urls(args)
+    if cmd in ONE_SERVER and urls is not None and len(urls) > 1:
+        raise OcwatchError(f"`ocwatch {cmd}` acts on one server: give one --server")
     config, warnings = load_config()
     if not honours(cmd, "servers_file"):  # (a command on one server, a report, a recording)
         config = config.model_copy(update={"servers_file": None})
     opts = resolve_options(
         config,
-        urls=_flag_urls(args),
+        urls=urls,
         grace=args.grace,
         auth=auth,
         notices=warnings,
@@ -629,10 +630,21 @@ def _script_options(args: argparse.Namespace, auth: Auth | None) -> Options:
 
 
 def _replay_alone(args: argparse.Namespace) -> bool:
-    """`--replay FILE` with `--server` (status, watch): said, a usage error."""
-    if args.replay is not None and _flag_urls(args):
-        say("", "--server does not go with --replay FILE (the recording names its servers)")
-        return False
+    """`--replay FILE` (status, watch) with what the recording decides: the servers (--server,
+    --servers-file, --discover) and how its runs are read (--grace): said, a usage error,
+    where they were dropped in silence."""
+    if args.replay is None:
+        return True
+    given = {
+        "--server": _flag_urls(args),
+        "--servers-file": args.servers_file,
+        "--discover": args.discover,
+        "--grace": args.grace,
+    }
+    for flag, value in given.items():
+        if value is not None:
+            say("", f"{flag} does not go with --replay FILE (the recording says it)")
+            return False
     return True
 
 
@@ -726,6 +738,10 @@ def _prompt(args: argparse.Namespace, auth: Auth | None) -> int:
     if len(args.target) != (1 if args.new else 2):
         print("ocwatch prompt: give SESSION_ID TEXT, or --new FOLDER TEXT", file=sys.stderr)
         return ExitCode.USAGE
+    for flag, given in (("--timeout", args.timeout is not None), ("--json", args.json)):
+        if given and not args.wait:
+            print(f"ocwatch prompt: {flag} goes with --wait", file=sys.stderr)
+            return ExitCode.USAGE
     return run_prompt(
         None if args.new else args.target[0],
         args.target[-1],
