@@ -11,12 +11,13 @@ from typing import TextIO
 
 from ..core import actions
 from ..core.client import OcwatchError
+from ..core.exitcodes import ExitCode
 from ..core.fleet import Fleet
 from ..core.settings import Auth, Settings
 from ..core.text import literal
 from ..core.view import SessionRow, running
 from .output import pipe_safe
-from .wait import exit_code_for, next_change, report
+from .wait import Awaited, follow, report
 
 
 def read_prompt(value: str, stdin: TextIO) -> str:
@@ -128,22 +129,26 @@ async def _send_and_wait(
         before = (found[0].state, found[0].reason, found[0].since)
         await fleet.act(url, lambda c: actions.prompt(c, session_id, prompt))
         seen_running = False
-        row: SessionRow | None = None
-        while True:
-            changed.clear()
-            found = fleet.current().find(session_id)
-            row = found[0] if found else None
-            if row is not None:
-                # running since it was sent (the events say so at once); or settled on another
-                # state than before it (a run too quick to be seen running)
-                moved = (row.state, row.reason, row.since) != before
-                seen_running = seen_running or running(row) or (moved and row.settled)
-                code = exit_code_for(row) if seen_running and not running(row) else None
-                if code is not None:
-                    return code, row, None
-            stop = await next_change(changed, task, deadline, timeout, 0.5)
-            if stop is not None:
-                return stop[0], row, stop[1]
+
+        def since_sent(row: SessionRow) -> bool:
+            """Whether the row is the run the prompt started: running since it was sent (the
+            events say so at once), or settled on another state than before it (a run too
+            quick to be seen running). Its end then is the outcome, never the run before."""
+            nonlocal seen_running
+            moved = (row.state, row.reason, row.since) != before
+            seen_running = seen_running or running(row) or (moved and row.settled)
+            return seen_running
+
+        (out,) = await follow(
+            fleet,
+            task,
+            changed,
+            {session_id: Awaited(session_id)},
+            deadline,
+            timeout,
+            counts=since_sent,
+        )
+        return out.code if out.code is not None else ExitCode.USAGE, out.row, out.message
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):

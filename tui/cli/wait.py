@@ -92,12 +92,6 @@ async def wait_many(
         await fleet.keeper.step(fleet, fleet.clock)
     changed = asyncio.Event()
     task = asyncio.create_task(fleet.run(changed.set))
-
-    def try_now(url: str) -> None:  # (a snapshot at once, past the monitor's backoff)
-        monitor = fleet.monitor(url)
-        if monitor is not None:
-            monitor.request_snapshot(urgent=True)
-
     deadline = None if timeout is None else asyncio.get_running_loop().time() + timeout
     try:
         failed = await _first_read(fleet, task, timeout, servers.settings)
@@ -105,35 +99,59 @@ async def wait_many(
             return _close(outcomes, *failed)
         if on_ready is not None:
             on_ready()
-        while True:
-            changed.clear()
-            view = fleet.current()
-            now = time.time()
-            for out in outcomes.values():
-                if out.code is None:
-                    _look(out, view, now, try_now)
-                    if _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE):
-                        monitor = fleet.monitor(out.row.server) if out.row else None
-                        if monitor is not None:
-                            monitor.read_again(out.session_id)
-                    first = out.cut_seen is None
-                    # (--timeout 0 looks once: what that look says is the answer)
-                    if timeout != 0 and not _cut_off_confirmed(out, view, now) and first:
-                        monitor = fleet.monitor(out.row.server) if out.row else None
-                        if monitor is not None:
-                            monitor.read_again(out.session_id)
-            settled = [o for o in outcomes.values() if o.code is not None]
-            if len(settled) == len(outcomes) or (any_ and settled):
-                return list(outcomes.values())
-            # woken by the stream; the short timer only re-evaluates grace deadlines locally
-            wake = LOOK_EVERY if all(s.reachable for s in view.servers) else LOOK_EVERY_DOWN
-            stop = await next_change(changed, task, deadline, timeout, wake)
-            if stop is not None:
-                return _close(outcomes, *stop)
+        return await follow(fleet, task, changed, outcomes, deadline, timeout, any_=any_)
     finally:
         task.cancel()
         with contextlib.suppress(BaseException):
             await task
+
+
+async def follow(
+    fleet: Fleet,
+    task: asyncio.Task[None],
+    changed: asyncio.Event,
+    outcomes: dict[str, Awaited],
+    deadline: float | None,
+    timeout: float | None,
+    *,
+    any_: bool = False,
+    counts: Callable[[SessionRow], bool] = lambda row: True,
+) -> list[Awaited]:
+    """At each change of the fleet (its `task` running, setting `changed`), each open session
+    looked up again (`_look`) until every one (`any_`: one) has settled, or the deadline
+    passed. `counts(row)`: whether a settled row is the outcome (`prompt --wait`: only once
+    the run it started was seen)."""
+
+    def try_now(url: str) -> None:  # (a snapshot at once, past the monitor's backoff)
+        monitor = fleet.monitor(url)
+        if monitor is not None:
+            monitor.request_snapshot(urgent=True)
+
+    while True:
+        changed.clear()
+        view = fleet.current()
+        now = time.time()
+        for out in outcomes.values():
+            if out.code is None:
+                _look(out, view, now, try_now, counts)
+                if _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE):
+                    monitor = fleet.monitor(out.row.server) if out.row else None
+                    if monitor is not None:
+                        monitor.read_again(out.session_id)
+                first = out.cut_seen is None
+                # (--timeout 0 looks once: what that look says is the answer)
+                if timeout != 0 and not _cut_off_confirmed(out, view, now) and first:
+                    monitor = fleet.monitor(out.row.server) if out.row else None
+                    if monitor is not None:
+                        monitor.read_again(out.session_id)
+        settled = [o for o in outcomes.values() if o.code is not None]
+        if len(settled) == len(outcomes) or (any_ and settled):
+            return list(outcomes.values())
+        # woken by the stream; the short timer only re-evaluates grace deadlines locally
+        wake = LOOK_EVERY if all(s.reachable for s in view.servers) else LOOK_EVERY_DOWN
+        stop = await next_change(changed, task, deadline, timeout, wake)
+        if stop is not None:
+            return _close(outcomes, *stop)
 
 
 async def _first_read(
@@ -162,15 +180,22 @@ async def _first_read(
     return ExitCode.USAGE, "; ".join(s.why_unread() for s in read) or NO_SERVER
 
 
-def _look(out: Awaited, view: View, now: float, try_now: Callable[[str], None]) -> None:
+def _look(
+    out: Awaited,
+    view: View,
+    now: float,
+    try_now: Callable[[str], None],
+    counts: Callable[[SessionRow], bool] = lambda row: True,
+) -> None:
     """Look for an open session in the View: its row on a readable server gives its exit code
-    once it has settled; on no server while every server is read, it is unknown (USAGE); on
-    (or maybe on) a server that cannot be read now, it waits for that server a while."""
+    once it has settled (and `counts`); on no server while every server is read, it is unknown
+    (USAGE); on (or maybe on) a server that cannot be read now, it waits for that server a
+    while (`try_now(url)` asks it again at once: `_unreadable`)."""
     row = _best_copy(view, out.session_id)
     info = _server(view, row.server) if row is not None else None
     if row is not None and info is not None and info.reachable:
         out.row, out.message, out.last_try = row, None, None
-        out.code = exit_code_for(row)
+        out.code = exit_code_for(row) if counts(row) else None
         return
     if row is not None:
         out.row = row
