@@ -1,6 +1,8 @@
 """Capture V2 wire facts from a real `opencode serve` 2.0.15 into `tests/fixtures/v2/`.
 
-    python -m tests.integration.record_v2_fixtures
+    python -m tests.integration.record_v2_fixtures [NAME...]
+
+(NAME: only those, e.g. `question_interrupted`; none: every one.)
 
 For each kind of run it writes `<name>.json`: `{"frames": [[received, data], ...]}` (every
 `/api/event` frame about the session, as received, deltas included), and the answers a snapshot
@@ -13,9 +15,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable, Set
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +70,7 @@ def answers(d: V2Driver, sid: str) -> dict[str, Any]:
     }
 
 
-def main() -> None:
+def main(only: frozenset[str] = frozenset()) -> None:
     binary = find_opencode2_bin()
     assert binary, "the V2 binary is not installed (the README's test command)"
     model = ScriptedModel().start()
@@ -79,62 +83,104 @@ def main() -> None:
         time.sleep(0.5)
         OUT.mkdir(parents=True, exist_ok=True)
 
-        def save(name: str, sid: str, got: dict[str, Any], forms: set[str] = frozenset()):
+        def save(name: str, sid: str, got: dict[str, Any], forms: Set[str] = frozenset()) -> None:
             time.sleep(0.5)  # (the last frames of the end)
             got["frames"] = rec.about(sid, set(forms))
             got["session_id"] = sid
             (OUT / f"{name}.json").write_text(json.dumps(got, indent=1) + "\n")
 
-        for name, scenario, outcome in (
-            ("completed", "text", "succeeded"),
-            ("failed", "fail", "failed"),
-        ):
-            sid = d.run(scenario)
-            d.wait_outcome(sid, outcome)
-            save(name, sid, {"end": answers(d, sid)})
-
-        sid = d.run("hang", "rec-interrupt")
-        d.wait_active(sid)
-        wait_until(lambda: d.messages(sid, 2)[0]["type"] == "assistant", what="a step")
-        busy = answers(d, sid)
-        d.interrupt(sid)
-        d.wait_outcome(sid, "interrupted")
-        model.release("rec-interrupt")
-        save("interrupted", sid, {"waiting": busy, "end": answers(d, sid)})
-
-        sid = d.run("unavailable")
-        d.wait_retry(sid)
-        retry = answers(d, sid)
-        d.interrupt(sid)
-        d.wait_outcome(sid, "interrupted")
-        save("retry", sid, {"waiting": retry, "end": answers(d, sid)})
-
-        for decision in ("once", "reject"):
-            sid = d.run("permission", f"echo rec-{decision}")
-            req = d.wait_permission(sid)
-            waiting = answers(d, sid)
-            d.reply_permission(sid, req["id"], decision)
-            if decision == "once":
-                d.wait_outcome(sid, "succeeded")
-            else:
-                wait_until(lambda s=sid: s not in d.active(), what="the rejected run's end")
-            save(f"permission_{decision}", sid, {"waiting": waiting, "end": answers(d, sid)})
-
-        for how in ("answered", "dismissed"):
-            sid = d.run("question")
-            form = d.wait_form(sid)
-            waiting = answers(d, sid)
-            if how == "answered":
-                d.answer_form(sid, form["id"], {"q0": "Red"})
-                d.wait_outcome(sid, "succeeded")
-            else:
-                d.dismiss_form(sid, form["id"])
-                wait_until(lambda s=sid: s not in d.active(), what="the dismissed run's end")
-            save(f"question_{how}", sid, {"waiting": waiting, "end": answers(d, sid)}, {form["id"]})
+        for name, record in SCENARIOS.items():
+            if not only or name in only:
+                record(d, model, save)
     finally:
         srv.stop()
         model.stop()
 
 
+Save = Callable[..., None]  # (name, session id, answers, forms)
+
+
+def ran_to(
+    name: str, scenario: str, outcome: str
+) -> Callable[[V2Driver, ScriptedModel, Save], None]:
+    def record(d: V2Driver, model: ScriptedModel, save: Save) -> None:
+        sid = d.run(scenario)
+        d.wait_outcome(sid, outcome)
+        save(name, sid, {"end": answers(d, sid)})
+
+    return record
+
+
+def interrupted(d: V2Driver, model: ScriptedModel, save: Save) -> None:
+    sid = d.run("hang", "rec-interrupt")
+    d.wait_active(sid)
+    wait_until(lambda: d.messages(sid, 2)[0]["type"] == "assistant", what="a step")
+    busy = answers(d, sid)
+    d.interrupt(sid)
+    d.wait_outcome(sid, "interrupted")
+    model.release("rec-interrupt")
+    save("interrupted", sid, {"waiting": busy, "end": answers(d, sid)})
+
+
+def retry(d: V2Driver, model: ScriptedModel, save: Save) -> None:
+    sid = d.run("unavailable")
+    d.wait_retry(sid)
+    waiting = answers(d, sid)
+    d.interrupt(sid)
+    d.wait_outcome(sid, "interrupted")
+    save("retry", sid, {"waiting": waiting, "end": answers(d, sid)})
+
+
+def permission(decision: str) -> Callable[[V2Driver, ScriptedModel, Save], None]:
+    def record(d: V2Driver, model: ScriptedModel, save: Save) -> None:
+        sid = d.run("permission", f"echo rec-{decision}")
+        req = d.wait_permission(sid)
+        waiting = answers(d, sid)
+        d.reply_permission(sid, req["id"], decision)
+        if decision == "once":
+            d.wait_outcome(sid, "succeeded")
+        else:
+            wait_until(lambda: sid not in d.active(), what="the rejected run's end")
+        save(f"permission_{decision}", sid, {"waiting": waiting, "end": answers(d, sid)})
+
+    return record
+
+
+def question(how: str) -> Callable[[V2Driver, ScriptedModel, Save], None]:
+    """A question form answered, dismissed, or left open while the run is interrupted (the
+    server cancels the form, fails its tool call, then interrupts the run)."""
+
+    def record(d: V2Driver, model: ScriptedModel, save: Save) -> None:
+        sid = d.run("question")
+        form = d.wait_form(sid)
+        waiting = answers(d, sid)
+        if how == "answered":
+            d.answer_form(sid, form["id"], {"q0": "Red"})
+            d.wait_outcome(sid, "succeeded")
+        elif how == "dismissed":
+            d.dismiss_form(sid, form["id"])
+            wait_until(lambda: sid not in d.active(), what="the dismissed run's end")
+        else:
+            d.interrupt(sid)
+            d.wait_outcome(sid, "interrupted")
+        save(f"question_{how}", sid, {"waiting": waiting, "end": answers(d, sid)}, {form["id"]})
+
+    return record
+
+
+#: Each fixture and how it is made, in the order recorded
+SCENARIOS: dict[str, Callable[[V2Driver, ScriptedModel, Save], None]] = {
+    "completed": ran_to("completed", "text", "succeeded"),
+    "failed": ran_to("failed", "fail", "failed"),
+    "interrupted": interrupted,
+    "retry": retry,
+    "permission_once": permission("once"),
+    "permission_reject": permission("reject"),
+    "question_answered": question("answered"),
+    "question_dismissed": question("dismissed"),
+    "question_interrupted": question("interrupted"),
+}
+
+
 if __name__ == "__main__":
-    main()
+    main(frozenset(sys.argv[1:]))

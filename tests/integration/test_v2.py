@@ -211,7 +211,13 @@ def test_permission(
 
 @pytest.mark.parametrize(
     ("answer", "want"),
-    [("answer", [IDLE, BUSY, INPUT, BUSY, DONE]), ("dismiss", [IDLE, BUSY, INPUT, ABORTED])],
+    [
+        ("answer", [IDLE, BUSY, INPUT, BUSY, DONE]),
+        ("dismiss", [IDLE, BUSY, INPUT, ABORTED]),
+        # the run aborted while its form is open: the server cancels the form and fails its
+        # call ("Tool execution interrupted") before the run; never busy between
+        ("abort", [IDLE, BUSY, INPUT, ABORTED]),
+    ],
 )
 def test_question(oc2: V2Driver, followers2, oc2_server, answer: str, want: list[State]) -> None:
     watcher, proc = followers2
@@ -223,11 +229,14 @@ def test_question(oc2: V2Driver, followers2, oc2_server, answer: str, want: list
     (pending,) = got["pending"]
     assert pending["kind"] == "question" and pending["id"] == form["id"]
     assert "Which colour should I use?" in pending["summary"]
-    how = ("--option", "Red") if answer == "answer" else ("--reject",)
-    code, out, err = act(oc2_server, "answer", form["id"], *how)
+    if answer == "abort":
+        code, out, err = act(oc2_server, "abort", sid)
+    else:
+        how = ("--option", "Red") if answer == "answer" else ("--reject",)
+        code, out, err = act(oc2_server, "answer", form["id"], *how)
     assert code == 0, err
-    assert not any(f["id"] == form["id"] for f in oc2.forms())  # applied by the server
     watcher.wait_last(sid, want[-1])
+    assert not any(f["id"] == form["id"] for f in oc2.forms())  # applied by the server
     check(watcher, proc, sid, want)
     if answer == "answer":  # the model was told the option's value
         said = json.dumps(oc2.messages(sid, 10))

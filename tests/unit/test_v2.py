@@ -33,6 +33,7 @@ ENDS: dict[str, tuple[tuple[str, str | None] | None, tuple[str, str | None]]] = 
     "permission_reject": (("input", None), ("idle", "aborted")),
     "question_answered": (("input", None), ("idle", "completed")),
     "question_dismissed": (("input", None), ("idle", "aborted")),
+    "question_interrupted": (("input", None), ("idle", "aborted")),
 }
 
 
@@ -48,6 +49,9 @@ LIFECYCLES = {
     "permission_reject": [IDLE, BUSY, INPUT, ("idle", "aborted")],
     "question_answered": [IDLE, BUSY, INPUT, BUSY, ("idle", "completed")],
     "question_dismissed": [IDLE, BUSY, INPUT, ("idle", "aborted")],
+    # (the server cancels the open form, fails its tool call as interrupted, then the run: the
+    # row kept waiting until the run's end, never busy between)
+    "question_interrupted": [IDLE, BUSY, INPUT, ("idle", "aborted")],
 }
 
 

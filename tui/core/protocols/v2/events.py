@@ -94,6 +94,7 @@ class V2EventParser(FrameParser):
     _retrying: dict[str, bool] = field(default_factory=dict)  # sessions between two attempts
     _refused: dict[str, tuple[float, str]] = field(default_factory=dict)  # sid -> (when, what)
     _asks: dict[str, tuple[str, str]] = field(default_factory=dict)  # request -> (msg, call id)
+    _ended: dict[str, str] = field(default_factory=dict)  # call id -> how the user ended it
     # the sessions as the last snapshot listed them (prune), and as events created them since:
     # what a rename, which says the title alone, is laid over
     _known: Mapping[str, Any] = field(default_factory=dict)
@@ -322,11 +323,19 @@ class V2EventParser(FrameParser):
         """A tool event as V1's tool part (`at`: the event's time, the call's start or end)."""
         call = p.get("id")
         ended = status in ("completed", "error")
+        error = p.get("error")
+        how = self._ended.pop(call, None) if isinstance(call, str) and ended else None
+        if how is not None and status == "error":
+            # the failure of a call the user ended (a form dismissed, a permission refused) says
+            # so, whatever the server's words: interrupting a run while its form was open fails
+            # the call as "Tool execution interrupted", and the row read busy until the run's end
+            said = wire.error_text(error)
+            error = {"type": "aborted", "message": f"{how} ({said})" if said else how}
         item = {
             "type": "tool",
             "id": call,
             "name": p.get("name") or self._tools.get(call) if isinstance(call, str) else None,
-            "state": {"status": status, "input": p.get("input"), "error": p.get("error")},
+            "state": {"status": status, "input": p.get("input"), "error": error},
             "time": {"completed": at} if ended else {"ran": at},
         }
         if status in ("completed", "error") and isinstance(call, str):
@@ -374,6 +383,7 @@ class V2EventParser(FrameParser):
         if not refused or held is None:
             return
         mid, call = held
+        self._remember(self._ended, call, how)
         part = wire.tool_part(
             {
                 "type": "tool",
