@@ -12,7 +12,7 @@ import json
 import subprocess
 import sys
 import zlib
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
@@ -416,3 +416,80 @@ def test_a_url_that_is_not_printable_ascii_is_a_clear_error(url: str) -> None:
         normalize_url(url)
     assert "\x1b" not in caught.value.message and "\t" not in caught.value.message
     assert normalize_url("http://xn--r8jz45g.jp:1/a%C3%A9") == "http://xn--r8jz45g.jp:1/a%C3%A9"
+
+
+class Chunks(httpx.AsyncByteStream):
+    """A body that arrives in chunks of `size` bytes, as from a socket (a whole `content` is
+    decoded by httpx as the answer is made)."""
+
+    def __init__(self, body: bytes, size: int = 65536) -> None:
+        self.body, self.size = body, size
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        for at in range(0, len(self.body), self.size):
+            yield self.body[at : at + self.size]
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate"])
+async def test_a_compressed_answer_is_inflated_no_further_than_its_bound(coding: str) -> None:
+    """httpx inflates each chunk whole before the size is checked: 32 KB of gzip inflated to
+    32 MiB at once (a 64 KB chunk, 64 MiB) for an answer refused at 1 MiB. It is now inflated
+    at most the bound's worth at a time."""
+    import tracemalloc
+    import zlib
+
+    from tui.core.client import BadResponse, Client
+
+    squeeze = zlib.compressobj(9, zlib.DEFLATED, 31 if coding == "gzip" else 15)
+    body = squeeze.compress(b"[" + b" " * (32 * 2**20) + b"]") + squeeze.flush()
+    headers = {"content-type": "application/json", "content-encoding": coding}
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=Chunks(body), headers=headers)
+    )
+    async with Client("http://x", transport=transport, max_body=2**20) as client:
+        tracemalloc.start()
+        try:
+            with pytest.raises(BadResponse, match="larger than 1 MiB"):
+                await client.status()
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+    assert peak < 8 * 2**20, peak
+
+
+@pytest.mark.parametrize(
+    ("coding", "wbits"),
+    [("gzip", 31), ("x-gzip", 31), ("deflate", 15), ("deflate", -15), ("identity", 0), ("", 0)],
+    ids=["gzip", "x-gzip", "deflate", "raw-deflate", "identity", "none"],
+)
+async def test_a_compressed_answer_within_its_bound_is_read(coding: str, wbits: int) -> None:
+    """Inflated as it arrives, 3 bytes at a time; `deflate` in zlib's format or raw (as some
+    servers send it), `x-gzip` as gzip (RFC 9110)."""
+    import zlib
+
+    from tui.core.client import Client
+
+    raw = json.dumps({"ses_1": {"type": "busy"}}).encode()
+    if wbits:
+        squeeze = zlib.compressobj(6, zlib.DEFLATED, wbits)
+        body = squeeze.compress(raw) + squeeze.flush()
+    else:
+        body = raw
+    headers = {"content-type": "application/json", "content-encoding": coding}
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=Chunks(body, 3), headers=headers)
+    )
+    async with Client("http://x", transport=transport) as client:
+        assert await client.status() == {"ses_1": {"type": "busy"}}
+
+
+async def test_an_answer_its_encoding_cannot_decode_is_said() -> None:
+    from tui.core.client import BadResponse, Client
+
+    headers = {"content-type": "application/json", "content-encoding": "gzip"}
+    transport = httpx.MockTransport(
+        lambda request: httpx.Response(200, stream=Chunks(b"not gzip at all"), headers=headers)
+    )
+    async with Client("http://x", transport=transport) as client:
+        with pytest.raises(BadResponse, match="answer not decodable as its content-encoding"):
+            await client.status()
