@@ -32,6 +32,7 @@ SHOWN = {
     "permission_reject": "input",
     "question_answered": "input",
     "question_dismissed": "input",
+    "question_interrupted": "input",
 }
 
 
@@ -87,7 +88,7 @@ async def test_a_v2_server_reads_as_the_real_one_did_and_says_v2() -> None:
         )
         (panel,) = servers_text(app)
         assert panel["url"] == f"{URL} · OpenCode V2 2.0.15"
-        assert panel["sessions"].startswith("8:")
+        assert panel["sessions"].startswith(f"{len(SHOWN)}:")
 
 
 @pytest.mark.parametrize("size", [(80, 24), (140, 36)])
