@@ -50,3 +50,25 @@ def test_the_copy_of_the_server_running_it_is_the_answer(
 ) -> None:
     out = wait_on(order, monkeypatch, timeout=1.0)
     assert (out.code, out.row.server, out.row.state) == (ExitCode.TIMEOUT, RUNNING, "busy")
+
+
+def test_a_copy_read_cut_off_waits_for_the_copy_whose_server_is_down() -> None:
+    """The server running the session blips (its copy unreadable); the other reads the run
+    cut off from the storage: that is no outcome while the one that may run it is down."""
+    from dataclasses import replace
+
+    from tests.unit.test_watch_output import srow
+    from tui.core.view import ServerInfo, View
+
+    cut = replace(srow("unknown", "interrupted"), server=OTHER)
+    blip = replace(srow("unknown"), server=RUNNING)
+    servers = (ServerInfo(url=OTHER, reachable=True), ServerInfo(url=RUNNING, reachable=False))
+    view = View(0.0, servers, {(OTHER, "ses_1"): cut, (RUNNING, "ses_1"): blip})
+    assert wait._best_copy(view, "ses_1") is blip
+    # every server read: the cut-off is said, unless the running one says it runs
+    both = (ServerInfo(url=OTHER, reachable=True), ServerInfo(url=RUNNING, reachable=True))
+    alone = {(OTHER, "ses_1"): cut}
+    assert wait._best_copy(View(0.0, both, alone), "ses_1") is cut
+    runs = replace(srow("busy"), server=RUNNING)
+    rows = {(OTHER, "ses_1"): cut, (RUNNING, "ses_1"): runs}
+    assert wait._best_copy(View(0.0, both, rows), "ses_1") is runs

@@ -54,8 +54,9 @@ def seconds(text: str) -> float:
 
 
 def _server_arg(p: argparse.ArgumentParser, many: bool) -> None:
-    """`--server`, appended to any given before the command, so that a command on one server
-    (`many` False) sees, and refuses, a second one (`_one_server`) rather than keep the last."""
+    """`--server`, repeatable wherever it is given, so that a command on one server (`many`
+    False) sees, and refuses, a second one (`_script_options`) rather than keep the last.
+    (Given on both sides of the command, the ones after it win, as every option's.)"""
     p.add_argument(
         "--server",
         "-s",

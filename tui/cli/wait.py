@@ -23,6 +23,10 @@ from .output import pipe_safe, say
 #: How long the server may stay unreachable mid-wait (a restart) before `wait` gives up.
 UNREACHABLE_PATIENCE = 15.0
 
+#: How long the last try asked of a server down past the patience may take to be made and
+#: fail (a server that said when to ask again, Retry-After, is not asked sooner: given up then)
+LAST_TRY_WAIT = 10.0
+
 #: Seconds between looks while no event comes: a grace running out, a server down a while.
 LOOK_EVERY = 0.5
 LOOK_EVERY_DOWN = 1.0
@@ -218,13 +222,19 @@ def _best_copy(view: View, session_id: str) -> SessionRow | None:
     fleet keeps one copy only of discovered ones), a readable server's, and of those the one
     running it (`live_rank`: the others infer the run from the storage, and read it cut off
     while it runs): `wait` exited 5 for a running session when the other server was named
-    first."""
+    first. A copy read cut off while another copy's server is down: the down one's."""
 
-    def rank(row: SessionRow) -> tuple[bool, int]:
+    def down(row: SessionRow) -> bool:
         info = _server(view, row.server)
-        return info is None or not info.reachable, live_rank(row)
+        return info is None or not info.reachable
 
-    return min(view.find(session_id), key=rank, default=None)
+    found = view.find(session_id)
+    best = min(found, key=lambda row: (down(row), live_rank(row)), default=None)
+    if best is not None and best.reason == "interrupted":
+        # read cut off by a server that infers the run from the storage, while one that may
+        # be running it cannot be read now (a blip): that one's word is waited for
+        return next((row for row in found if down(row)), best)
+    return best
 
 
 def _unread(out: Awaited, now: float, patience: float) -> bool:
@@ -282,9 +292,11 @@ def _unreadable(
 ) -> None:
     """A session on (or maybe on) servers that cannot be read now: said why; USAGE when they
     were never read, or have not been for UNREACHABLE_PATIENCE and a last try of each, asked
-    once the patience ran out, failed too (else it waits for them). Their monitors back off
-    between tries (up to 8-15 s), so the last try before then may be seconds old: `wait`
-    gave up on a server that had been back a while (a restart). `try_now(url)` asks it."""
+    once the patience ran out, failed too (a try begun since: one begun before that ends
+    later is no answer to it; else it waits for them, at most LAST_TRY_WAIT). Their monitors
+    back off between tries (up to 8-15 s), so the last try before then may be seconds old:
+    `wait` gave up on a server that had been back a while (a restart). `try_now(url)` asks
+    it."""
     since = min((s.error_since or now) for s in holders)
     out.message = "; ".join(s.why_unread() for s in holders)
     if not any(s.first_snapshot for s in holders):
@@ -297,7 +309,8 @@ def _unreadable(
         for s in holders:
             try_now(s.url)
         return
-    if all((s.error_at or now) > out.last_try for s in holders):
+    tried = all((s.error_at or now) > out.last_try for s in holders)
+    if tried or now - out.last_try > LAST_TRY_WAIT:
         out.code = ExitCode.USAGE
         out.message += f" (gave up after {UNREACHABLE_PATIENCE:g}s)"
 

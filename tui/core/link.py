@@ -20,7 +20,7 @@ class LinkState:
 
     error: str | None = None  # why the last snapshot failed (None: it succeeded)
     error_since: float | None = None  # when the current error began
-    error_at: float | None = None  # when a try last failed (a snapshot, a reconnect)
+    error_at: float | None = None  # when a try that failed began (a snapshot, a reconnect)
     fatal: bool = False  # retrying will not help without a fix (authentication failed)
     connected: bool = False  # the event stream is up
     connected_at: float = 0.0  # when it last came up (0: never)
@@ -97,10 +97,12 @@ class LinkState:
         """Events were missed or could not be read: the stream vouches from `now` on only."""
         return replace(self, vouch_since=now)
 
-    def failed(self, why: str, fatal: bool, now: float) -> LinkState:
-        """A snapshot (or a reconnect to a lost server) failed."""
+    def failed(self, why: str, fatal: bool, now: float, tried_at: float | None = None) -> LinkState:
+        """A snapshot (or a reconnect to a lost server) failed; the try began at `tried_at`
+        (None: `now`)."""
         since = now if self.error is None else self.error_since
-        return replace(self, error=why, error_since=since, error_at=now, fatal=fatal)
+        tried = now if tried_at is None else tried_at
+        return replace(self, error=why, error_since=since, error_at=tried, fatal=fatal)
 
     def installed(self, started_at: float) -> LinkState:
         """A snapshot that began at `started_at` is in: no error; it covers the gap when it

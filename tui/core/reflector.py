@@ -504,7 +504,8 @@ class Reflector:
         if gave_up and self.state.error is None:
             log.info(exc.message)
             return  # (nor is a first snapshot's attempt over: the one asked again ends it)
-        self._fail(exc)
+        # (one given up is no try that failed: when the last one began stays)
+        self._fail(exc, self.state.error_at if gave_up else begun.started)
         self._snapshot_ended()
 
     def _progress(self, done: int, total: int) -> None:
@@ -519,8 +520,10 @@ class Reflector:
         ):
             self._notify()
 
-    def _fail(self, exc: OcwatchError) -> None:
-        self.state = self.state.failed(exc.message, isinstance(exc, AuthFailed), self.clock())
+    def _fail(self, exc: OcwatchError, tried_at: float | None = None) -> None:
+        """A try that began at `tried_at` (None: now) failed."""
+        fatal = isinstance(exc, AuthFailed)
+        self.state = self.state.failed(exc.message, fatal, self.clock(), tried_at)
 
     def stream_opened(self) -> None:
         """The event stream is up (a new connection)."""

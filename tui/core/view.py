@@ -197,7 +197,7 @@ class ServerInfo:
     labels: tuple[tuple[str, str], ...] = ()  # extra labels (an inventory file's), sorted
     error: str | None = None
     error_since: float | None = None  # when the current error began
-    error_at: float | None = None  # when a try last failed, saying it (a snapshot, a reconnect)
+    error_at: float | None = None  # when the last try that failed began (not one ocwatch gave up)
     connected: bool = False  # event stream up
     last_event_at: float | None = None
     snapshot_at: float | None = None
