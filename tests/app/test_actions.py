@@ -617,3 +617,20 @@ def test_permission_fields_show_a_command_only_when_there_is_one() -> None:
     assert "command     rm -rf build/" in bash and "always      rm *" in bash
     bare = permission_fields(Pending("permission", "per_x", "s", "?")).plain
     assert bare == "tool        ?"
+
+
+async def test_a_dialog_s_layout_due_after_it_closed_does_nothing() -> None:
+    """A dialog fits its body and says what is below it after a refresh; closed in between
+    (escape pressed at once), those found no body to fit: a crash (NoMatches), as the
+    conversation view's follow of its end was seen to in the demo."""
+    app, _ = make_app(actions=FakeActions())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        assert isinstance(screen, PermissionScreen)
+        await pilot.press("escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+        screen.fit_body()  # (what the refresh then calls)
+        screen.say_more()
+        await pilot.pause()
+        assert app.is_running

@@ -439,3 +439,18 @@ async def test_expand_all_shows_the_selected_call_with_its_details() -> None:
         assert head is not None and more is not None
         top, height = int(log.scroll_y), log.scrollable_content_region.height
         assert top <= head[0] and more[0] + more[1] <= top + height
+
+
+async def test_a_scroll_to_the_end_due_after_the_view_closed_does_nothing() -> None:
+    """A paint at the end asks to follow the end once laid out (after the next refresh); the
+    view closed in between (escape pressed at once): the dashboard crashed (NoMatches, seen in
+    the demo), as the log was no longer there to scroll."""
+    app, _ = make_app(peek=ChatPeek(chat(5)))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = await conversation(pilot, app)
+        await until(pilot, lambda: "5 messages" in title(app))
+        await pilot.press("escape")
+        assert app.screen is app.main_screen
+        screen._to_end(0.0)  # (what the refresh then calls)
+        await pilot.pause()
+        assert app.is_running

@@ -221,9 +221,11 @@ class ConversationScreen(ViewScreen):
 
     def _to_end(self, was: float) -> None:
         """To the end once the new lines are laid out, unless the reader scrolled up since
-        (a g pressed meanwhile stays where it took them)."""
-        if self.body.scroll_y >= was:
-            self.body.scroll_end(animate=False, immediate=True)
+        (a g pressed meanwhile stays where it took them). Closed meanwhile (escape pressed at
+        once): nothing to scroll (the dashboard crashed on the log no longer there)."""
+        body = next(iter(self.query(BlockLog)), None)
+        if body is not None and body.scroll_y >= was:
+            body.scroll_end(animate=False, immediate=True)
 
     def _spot(self, call: CallKey) -> Spot | None:
         return next((s for s in self.calls if s.call == call), None)

@@ -191,9 +191,12 @@ class RequestDialog(ModalScreen[R]):
     def say_more(self) -> None:
         """How many of the body's lines are below its view, or that its end is in view.
         Once shown, the line stays while the body scrolls (hiding it would give the body its
-        line back and could end the scrolling that showed it)."""
-        body = self.query_one(".dialog-body", VerticalScroll)
-        sign = self.query_one(".dialog-more", Static)
+        line back and could end the scrolling that showed it). Closed meanwhile (it runs after
+        a refresh): nothing to say."""
+        body = next(iter(self.query(".dialog-body").results(VerticalScroll)), None)
+        sign = next(iter(self.query(".dialog-more").results(Static)), None)
+        if body is None or sign is None:
+            return
         if body.max_scroll_y <= 0:
             sign.display = False
             return
@@ -214,9 +217,12 @@ class RequestDialog(ModalScreen[R]):
 
     def fit_body(self) -> None:
         """Give the scrolling body what the screen leaves after the fixed parts (the message box,
-        the buttons), so a long request (a big diff) scrolls and the buttons stay in view."""
-        dialog = self.query_one(".dialog")
-        body = self.query_one(".dialog-body")
+        the buttons), so a long request (a big diff) scrolls and the buttons stay in view.
+        Closed meanwhile (it runs after a refresh): nothing to fit."""
+        dialog = next(iter(self.query(".dialog")), None)
+        body = next(iter(self.query(".dialog-body")), None)
+        if dialog is None or body is None:
+            return
         chrome = dialog.styles.gutter.height + sum(
             child.outer_size.height + child.styles.margin.height
             for child in dialog.children
