@@ -429,14 +429,25 @@ async def test_questions_longer_than_the_dialog_say_what_is_below_and_tab_reache
         )
 
 
-async def test_question_reject() -> None:
+async def test_question_reject_asks_first() -> None:
+    """ctrl+r (next to ctrl+s) stops the run: it asks first, and Back (the default) keeps the
+    question open with nothing sent."""
     fake = FakeActions()
     app, _ = make_app(actions=fake)
     async with app.run_test(size=(120, 40)) as pilot:
         await open_on(pilot, app, QUESTION, "r")
         await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        assert "its run stops" in str(app.screen.query_one("#confirm-body", Static).render())
+        await pilot.press("enter")  # (the focus is on Back)
+        await until(pilot, lambda: isinstance(app.screen, QuestionScreen))
+        assert fake.calls == []
+        await pilot.press("ctrl+r")
+        await until(pilot, lambda: isinstance(app.screen, ConfirmScreen))
+        await pilot.press("y")
         await settle(pilot, app)
         assert fake.calls == [("answer", A, "que_3Kx9", None, True)]
+        assert app.screen is app.main_screen
 
 
 async def test_question_multiple_choice_and_several_questions() -> None:

@@ -21,6 +21,7 @@ from tui.app.format import literal
 from tui.core.view import Pending, SessionRow
 
 from ..dashboard import Dashboard
+from .confirm import ConfirmScreen
 from .dialog import DialogBody, Part, RequestDialog, asked_by, value_lines
 
 QUESTION_EXTRA = (
@@ -130,7 +131,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         # it reached the focused field (a priority binding runs as the app reads the key, so a
         # typed answer and ctrl+s read at once sent the answer without what was typed)
         Binding("ctrl+s", "submit", "Submit"),
-        Binding("ctrl+r", "reject", "Reject"),
+        Binding("ctrl+r", "reject", "Reject… (asks first; the run stops)"),
         Binding("escape", "cancel", "Cancel"),
     ]
     SCROLL_SAID = ("tab or pgdn", "shift+tab or pgup")  # (the arrows move in a list)
@@ -144,7 +145,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
     def compose(self) -> ComposeResult:
         with Vertical(id="question", classes="dialog") as box:
             box.border_title = "Question asked"
-            box.border_subtitle = "ctrl+s submit · ctrl+r reject · esc cancel"
+            box.border_subtitle = "ctrl+s submit · ctrl+r reject… · esc cancel"
             yield self.gone_banner()
             with DialogBody(classes="dialog-body"):
                 yield Static(asked_by(self.row, self.pending), classes="dialog-who")
@@ -171,7 +172,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
             )
             with Horizontal(classes="dialog-buttons"):
                 yield Button("Submit (ctrl+s)", variant="success", id="submit")
-                yield Button("Reject (ctrl+r)", variant="error", id="reject")
+                yield Button("Reject… (ctrl+r)", variant="error", id="reject")
                 yield Button("Cancel (esc)", id="cancel")
 
     def _choices(self, n: int, asked: Asked) -> Widget:
@@ -251,8 +252,26 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         self.dismiss(QuestionReply(answers))
 
     def action_reject(self) -> None:
-        """Reject the whole request (the agent is told the user dismissed it)."""
-        self.dismiss(QuestionReply(None, reject=True))
+        """Reject the whole request, once confirmed: the agent is told the user dismissed it,
+        and its run stops (a key next to ctrl+s ended a run at once; a permission's reject
+        asks for its confirmation too)."""
+        body = Content.assemble(
+            "Reject the question of ",
+            (literal(self.row.title) or self.row.id, "bold"),
+            "?\n\n",
+            (
+                "The agent is told you dismissed it, and its run stops. To answer it, go back.",
+                "$foreground-muted",
+            ),
+        )
+
+        def rejected(yes: bool | None) -> None:
+            if yes:
+                self.dismiss(QuestionReply(None, reject=True))
+
+        self.app.push_screen(
+            ConfirmScreen("Reject this question?", body, yes="Reject", no="Back"), rejected
+        )
 
     def action_cancel(self) -> None:
         """Close without answering."""
