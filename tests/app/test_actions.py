@@ -645,3 +645,21 @@ async def test_a_dialog_s_layout_due_after_it_closed_does_nothing() -> None:
         screen.say_more()
         await pilot.pause()
         assert app.is_running
+
+
+async def test_a_typed_answer_pasted_over_several_lines_is_kept_whole() -> None:
+    """Input keeps a paste's first line only: the other lines of a pasted answer were lost,
+    and the answer sent without them (a UX review). They are joined into the one line, and
+    that is said."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        screen = app.screen
+        assert isinstance(screen, QuestionScreen)
+        typed = screen.query_one("#typed-1", Input)
+        typed.focus()
+        await pilot.press(*"Show")
+        typed.post_message(events.Paste(" literally\n - line two\n\n - line three\n"))
+        await until(pilot, lambda: typed.value == "Show literally - line two - line three")
+        await until(pilot, lambda: any("3 lines as one" in n for n in notes(app)))

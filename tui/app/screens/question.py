@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rich.segment import Segment
+from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
@@ -123,6 +124,26 @@ class ChoiceList(SelectionList[int]):
         return Strip(segments, strip.cell_length)
 
 
+class TypedAnswer(Input):
+    """A typed answer, one line. A paste of several lines is kept whole, its lines joined by
+    spaces, and said so: Input keeps a paste's first line only, and the rest of a pasted
+    answer was lost without a word (a UX review sent two lines of three)."""
+
+    def on_paste(self, event: events.Paste) -> None:
+        lines = [line.rstrip() for line in event.text.splitlines() if line.strip()]
+        if len(lines) <= 1:
+            return  # (Input's own)
+        event.prevent_default()
+        event.stop()
+        one = lines[0] + "".join(" " + line.lstrip() for line in lines[1:])
+        selection = self.selection
+        if selection.is_empty:
+            self.insert_text_at_cursor(one)
+        else:
+            self.replace(one, *selection)
+        self.notify(f"Pasted {len(lines)} lines as one: a typed answer is one line.", timeout=4)
+
+
 class QuestionScreen(RequestDialog[QuestionReply | None]):
     """ctrl+s submits, ctrl+r rejects, esc cancels; tab moves between the questions."""
 
@@ -158,7 +179,9 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
                             if asked.multiple
                             else "or type an answer (replaces the choice)"
                         )
-                        yield Input(placeholder=hint, id=f"typed-{n}", classes="question-typed")
+                        yield TypedAnswer(
+                            placeholder=hint, id=f"typed-{n}", classes="question-typed"
+                        )
                 if not self.asked:
                     yield Static("The request carries no question; reject it or cancel.")
             yield self.more_sign()
