@@ -138,3 +138,28 @@ async def _typed_and_sent_at_once(key: str, dialog: type) -> None:
         app.post_message(events.Key("ctrl+s", None))
         await until(pilot, lambda: fake.calls != [])
         assert fake.calls[0][-1] == "check it"
+
+
+async def test_a_prompt_closed_unsent_is_kept_as_a_draft_until_sent() -> None:
+    """esc threw away a prompt of several lines without a word (a UX review): it is kept,
+    said, and there when `p` opens the dialog on that session again; sent, it is gone."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "p")
+        await pilot.press(*"Update the changelog.", "enter", *"Then")
+        await pilot.press("escape")
+        await until(pilot, lambda: not isinstance(app.screen, PromptScreen))
+        assert any("Draft kept" in n for n in notes(app))
+        await open_on(pilot, app, BUSY, "p")
+        assert isinstance(app.screen, PromptScreen)
+        area = app.screen.query_one("#prompt-text", TextArea)
+        assert area.text == "Update the changelog.\nThen"
+        await pilot.press(*" run the tests.")  # (the cursor at its end)
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert fake.calls == [
+            ("prompt", BUSY[0], BUSY[1], "Update the changelog.\nThen run the tests.")
+        ]
+        await open_on(pilot, app, BUSY, "p")
+        assert app.screen.query_one("#prompt-text", TextArea).text == ""

@@ -45,6 +45,9 @@ class Responder:
         """Request ids the server accepted an answer for, until the View drops them."""
         self.select_when_shown: Key | None = None
         """A session created from the dashboard, selected as soon as the table has it."""
+        self.drafts: dict[str, str] = {}
+        """Prompts written and not sent (the dialog closed with esc), by dialog: kept for
+        when it opens again."""
 
     def forget_closed(self) -> None:
         """Drop answered requests the View no longer lists (called on each new View)."""
@@ -122,7 +125,7 @@ class Responder:
         row = self.app.row_of(key)
         if row is None or self._ready() is None:
             return
-        self.app.push_screen(PromptScreen(row), lambda text: self._prompt(row, text))
+        self.app.push_screen(PromptScreen(row, self.drafts), lambda text: self._prompt(row, text))
 
     def _prompt(self, row: SessionRow, text: str | None) -> None:
         if not text or self.actions is None:
@@ -145,7 +148,8 @@ class Responder:
             return
         folder = row.directory if row is not None else ""
         self.app.push_screen(
-            NewSessionScreen(server, folder), lambda made: self._new_session(server, made)
+            NewSessionScreen(server, folder, self.drafts),
+            lambda made: self._new_session(server, made),
         )
 
     def _new_session(self, server: str, made: NewSession | None) -> None:

@@ -30,6 +30,40 @@ class Writing(ModalScreen[T | None]):
 
     VERB = "Send"
 
+    def __init__(self, drafts: dict[str, str] | None, draft_key: str) -> None:
+        """`drafts`: what was written in such dialogs and not sent, by `draft_key` (kept
+        across dialogs by their opener; None: none kept)."""
+        super().__init__()
+        self.drafts = drafts
+        self.draft_key = draft_key
+
+    def draft(self) -> str:
+        """What was written here last time and not sent ("": nothing)."""
+        return (self.drafts or {}).get(self.draft_key, "")
+
+    def _keep_draft(self) -> None:
+        """Closed unsent: what was written is kept for the next time, and said (esc threw a
+        prompt of several lines away without a word)."""
+        if self.drafts is None:
+            return
+        area = next(iter(self.query("#prompt-text").results(TextArea)), None)
+        if area is not None and area.text.strip():
+            self.drafts[self.draft_key] = area.text
+            self.app.notify("Draft kept: it is there when this dialog opens again.", timeout=3)
+        else:
+            self.drafts.pop(self.draft_key, None)
+
+    def sent(self, result: T) -> None:
+        """Close with what is sent: its draft is done with."""
+        if self.drafts is not None:
+            self.drafts.pop(self.draft_key, None)
+        self.dismiss(result)
+
+    def text_area(self) -> TextArea:
+        """The text to write in, holding the draft kept from last time (its cursor at its end,
+        once mounted: `on_mount`)."""
+        return TextArea(self.draft(), id="prompt-text", soft_wrap=True, show_line_numbers=False)
+
     def ending(self) -> ComposeResult:
         """The note line and the two buttons, under the fields."""
         yield Static("", id="prompt-note", classes="dialog-note")
@@ -45,12 +79,13 @@ class Writing(ModalScreen[T | None]):
         if event.button.id == "send":
             self.action_send()
         else:
-            self.dismiss(None)
+            self.action_cancel()
 
     def action_send(self) -> None:
         raise NotImplementedError
 
     def action_cancel(self) -> None:
+        self._keep_draft()
         self.dismiss(None)
 
 
@@ -65,8 +100,8 @@ class PromptScreen(Writing[str]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, row: SessionRow) -> None:
-        super().__init__()
+    def __init__(self, row: SessionRow, drafts: dict[str, str] | None = None) -> None:
+        super().__init__(drafts, f"prompt {row.server} {row.id}")
         self.row = row
         self.session_key: Key = row.key
         """The session this dialog is about (the user is looking at it)."""
@@ -82,11 +117,13 @@ class PromptScreen(Writing[str]):
                 ),
                 classes="dialog-who",
             )
-            yield TextArea(id="prompt-text", soft_wrap=True, show_line_numbers=False)
+            yield self.text_area()
             yield from self.ending()
 
     def on_mount(self) -> None:
-        self.query_one("#prompt-text", TextArea).focus()
+        area = self.query_one("#prompt-text", TextArea)
+        area.move_cursor(area.document.end)
+        area.focus()
 
     def action_send(self) -> None:
         """Send what is written (an empty prompt is said, not sent)."""
@@ -94,7 +131,7 @@ class PromptScreen(Writing[str]):
         if not text.strip():
             self.note("Write the prompt first: an empty one is not sent.")
             return
-        self.dismiss(text)
+        self.sent(text)
 
 
 class NewSession(NamedTuple):
@@ -115,8 +152,8 @@ class NewSessionScreen(Writing[NewSession]):
         Binding("escape", "cancel", "Cancel"),
     ]
 
-    def __init__(self, server: str, folder: str) -> None:
-        super().__init__()
+    def __init__(self, server: str, folder: str, drafts: dict[str, str] | None = None) -> None:
+        super().__init__(drafts, f"new {server}")
         self.server = server
         self.folder = folder
 
@@ -133,12 +170,13 @@ class NewSessionScreen(Writing[NewSession]):
             yield Static(
                 Content.styled("first prompt (optional; enter new line)", "$foreground-muted")
             )
-            yield TextArea(id="prompt-text", soft_wrap=True, show_line_numbers=False)
+            yield self.text_area()
             yield from self.ending()
 
     def on_mount(self) -> None:
-        target = "#prompt-text" if self.folder else "#new-folder"
-        self.query_one(target).focus()
+        area = self.query_one("#prompt-text", TextArea)
+        area.move_cursor(area.document.end)
+        (area if self.folder else self.query_one("#new-folder")).focus()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         event.stop()  # enter in the folder goes to the prompt, it creates nothing
@@ -153,4 +191,4 @@ class NewSessionScreen(Writing[NewSession]):
             )
             self.query_one("#new-folder", Input).focus()
             return
-        self.dismiss(NewSession(folder, self.query_one("#prompt-text", TextArea).text))
+        self.sent(NewSession(folder, self.query_one("#prompt-text", TextArea).text))
