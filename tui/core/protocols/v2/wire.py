@@ -133,7 +133,7 @@ def message(raw: dict[str, Any], sid: str = "", *, full: bool = False) -> dict[s
     (an `idle` marker, a switch of agent or model, ...); `full`: its tool parts with their
     output and metadata (tool_part)."""
     kind = raw.get("type")
-    if kind not in TURNS:
+    if not isinstance(kind, str) or kind not in TURNS:  # (an object or a list: unhashable)
         return None
     mid = raw.get("id")
     sid = _str(raw.get("sessionID")) or sid
@@ -202,11 +202,18 @@ def permission(raw: dict[str, Any]) -> dict[str, Any]:
         "id": raw.get("id"),
         "sessionID": raw.get("sessionID"),
         "permission": raw.get("action") or "",
-        "patterns": raw.get("resources") if isinstance(raw.get("resources"), list) else [],
-        "always": raw.get("save") if isinstance(raw.get("save"), list) else [],
+        # (the strings of each list: one odd entry dropped the whole request, and a session
+        # waiting on it read busy)
+        "patterns": _strings(raw.get("resources")),
+        "always": _strings(raw.get("save")),
         "metadata": {"source": source.get("type")} if source.get("type") else {},
         "tool": {"messageID": source.get("messageID"), "callID": source.get("id")},
     }
+
+
+def _strings(raw: Any) -> list[str]:
+    """The strings of a list (anything else: none)."""
+    return [x for x in raw if isinstance(x, str)] if isinstance(raw, list) else []
 
 
 def form(raw: dict[str, Any]) -> dict[str, Any]:
