@@ -134,3 +134,26 @@ def test_grouping_hangs_each_root_under_its_folder_and_a_filter_keeps_only_group
     assert not any(ln.context for ln in busy if is_group(ln.key))  # a heading, not context
     folded = layout(merged, group_of=grouping.of, collapsed=[groups[0].key])
     assert folded[0].hidden == sum(1 for r in rows.values() if grouping.of(r) == groups[0].key)
+
+
+def test_a_chain_of_thousands_of_sub_sessions_is_laid_out_without_recursion() -> None:
+    """Each session the parent of the next, 3,000 deep (a hostile server): the recursive walk
+    overflowed Python's stack and the dashboard crashed (RecursionError). Laid out in order,
+    each one level under the last; the titles' indentation stops at INDENT_MAX levels."""
+    from rich.style import Style
+
+    from tui.app.widgets.cells import CellRenderer
+    from tui.core.words import INDENT_MAX, indent
+
+    chain = [
+        views.row(f"ses_{i:05d}", f"t{i}", "busy", parent_id=f"ses_{i - 1:05d}" if i else None)
+        for i in range(3000)
+    ]
+    rows = {r.key: r for r in chain}
+    lines = layout(rows)
+    assert keys(lines) == [r.id for r in chain]
+    assert [ln.depth for ln in lines] == list(range(3000))
+    assert indent(INDENT_MAX) == "  " * INDENT_MAX
+    assert indent(2999) == "  " * INDENT_MAX + "⋯2999 "
+    deepest = CellRenderer(lambda spec: Style()).title(chain[-1], lines[-1], False).plain
+    assert deepest.startswith("  " * INDENT_MAX + "⋯2999 └ ") and len(deepest) < 40

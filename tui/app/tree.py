@@ -166,29 +166,37 @@ def layout(
                 stack.extend(order(children.get(k, [])))
         return found
 
-    def walk(key: Key, depth: int, last: bool) -> None:
-        if key in visited:  # a parent cycle: show each row once
-            return
-        visited.add(key)
-        kids = order(children[key]) if key in children else _NO_KIDS
-        is_folded = key in folded and bool(kids)
-        hidden = descendants(key) - visited if is_folded else set()
-        visited.update(hidden)  # placed (folded away), not orphans
-        out.append(
-            TreeLine(key, depth, last, bool(kids), not is_folded, len(hidden), key not in matched)
-        )
-        if is_folded:
-            return
-        for i, kid in enumerate(kids):
-            walk(kid, depth + 1, i == len(kids) - 1)
+    def walk(top: Key, last_top: bool) -> None:
+        """`top` and what hangs under it, depth first, with a stack of its own (a chain of a
+        thousand sub-sessions overflowed Python's: the dashboard crashed, RecursionError)."""
+        stack: list[tuple[Key, int, bool]] = [(top, 0, last_top)]
+        while stack:
+            key, depth, last = stack.pop()
+            if key in visited:  # a parent cycle: show each row once
+                continue
+            visited.add(key)
+            kids = order(children[key]) if key in children else _NO_KIDS
+            is_folded = key in folded and bool(kids)
+            hidden = descendants(key) - visited if is_folded else set()
+            visited.update(hidden)  # placed (folded away), not orphans
+            out.append(
+                TreeLine(
+                    key, depth, last, bool(kids), not is_folded, len(hidden), key not in matched
+                )
+            )
+            if not is_folded:  # (the first child on top: walked first)
+                stack.extend(
+                    (kid, depth + 1, i == len(kids) - 1)
+                    for i, kid in reversed(list(enumerate(kids)))
+                )
 
     roots = order(children.get(None, []))
     for i, root in enumerate(roots):
-        walk(root, 0, i == len(roots) - 1)
+        walk(root, i == len(roots) - 1)
     # Rows caught in a parent cycle have no root; show them at the top level.
     for key in order([k for k in rows if k not in visited]):
         if key not in visited:
-            walk(key, 0, True)
+            walk(key, True)
     return out
 
 

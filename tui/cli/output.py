@@ -122,7 +122,7 @@ def render_table(view: View, now: float | None = None) -> str:
             detail = literal(r.evidence[0] if r.stale or not r.error else r.error, escapes=True)
         elif r.state == "retry" and r.retry_message:
             detail = literal(r.retry_message, escapes=True)
-        title = ("  " * depth + ("└ " if depth else "")) + literal(
+        title = (words.indent(depth) + ("└ " if depth else "")) + literal(
             r.title or "(untitled)", escapes=True
         )
         held = duration(now - r.since if r.since else None, unknown="-")

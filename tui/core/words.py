@@ -132,3 +132,16 @@ def metric(row: SessionRow | None, missing: str) -> str:
     if row is None:
         return missing
     return "stale" if row.stale else row.state
+
+
+#: Levels of nesting (sub-sessions) shown as indentation at most; deeper ones say their depth
+INDENT_MAX = 8
+
+
+def indent(depth: int) -> str:
+    """The indentation of a title `depth` levels down: two cells a level, at most INDENT_MAX
+    levels; past them the depth is said (`⋯12 `). A chain of thousands of sub-sessions
+    indented titles by thousands of cells (the status table's time went quadratic)."""
+    if depth <= INDENT_MAX:
+        return "  " * depth
+    return "  " * INDENT_MAX + f"⋯{depth} "

@@ -11,6 +11,7 @@ from rich.style import Style
 from rich.text import Text
 
 from tui.core.view import SessionRow
+from tui.core.words import indent
 
 from .. import format as fmt
 from ..tree import GROUP, TreeLine
@@ -195,7 +196,7 @@ class CellRenderer:
 
     def title(self, row: SessionRow, line: TreeLine, loud: bool) -> Text:
         # Roots keep a two-cell gutter for the fold marker; children hang under their parent.
-        prefix = "  " * line.depth + ("└ " if line.last else "├ ") if line.depth else ""
+        prefix = indent(line.depth) + ("└ " if line.last else "├ ") if line.depth else ""
         if line.has_children:
             prefix += "▾ " if line.expanded else "▸ "
         elif not line.depth:
