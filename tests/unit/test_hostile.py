@@ -493,3 +493,17 @@ async def test_an_answer_its_encoding_cannot_decode_is_said() -> None:
     async with Client("http://x", transport=transport) as client:
         with pytest.raises(BadResponse, match="answer not decodable as its content-encoding"):
             await client.status()
+
+
+async def test_a_folder_too_long_for_a_url_is_said_not_a_traceback() -> None:
+    """A server's folder (or session id) of 70,000 characters goes into a query (a path):
+    httpx refuses the URL with InvalidURL, no HTTPError, and it went up as a traceback."""
+    from tui.core.client import BadResponse, Client
+
+    transport = httpx.MockTransport(lambda request: httpx.Response(200, json={}))
+    async with Client("http://x", transport=transport) as client:
+        with pytest.raises(BadResponse, match="cannot be asked") as got:
+            await client.status("/" + "d" * 70_000)
+        assert len(got.value.message) < 400
+        with pytest.raises(BadResponse, match="cannot be asked"):
+            await client.messages("ses_" + "x" * 70_000, 5)

@@ -379,6 +379,12 @@ class Client:
             ) from None
         except httpx.HTTPError as exc:
             raise describe_transport_error(self.url, exc) from None
+        except httpx.InvalidURL as exc:
+            # (not an HTTPError: a folder or an id the server gave, too long for a URL; it
+            # went up as a traceback)
+            raise BadResponse(
+                f"{self.url} {method} {text.literal(path[:120])}: cannot be asked ({exc}); refused"
+            ) from None
         return self._check(resp, content, method, path, expect_json), resp.headers
 
     def redirected(self, resp: httpx.Response, method: str, path: str) -> Redirected:
