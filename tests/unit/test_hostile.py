@@ -507,3 +507,47 @@ async def test_a_folder_too_long_for_a_url_is_said_not_a_traceback() -> None:
         assert len(got.value.message) < 400
         with pytest.raises(BadResponse, match="cannot be asked"):
             await client.messages("ses_" + "x" * 70_000, 5)
+
+
+@pytest.mark.parametrize("route", ["/experimental/session", "/api/session"])
+async def test_a_listing_whose_cursor_goes_round_in_a_circle_is_refused(route: str) -> None:
+    """The cursors alternated a, b, a, b: the same page was read until the page limit (1,000
+    requests a snapshot), and what it listed was then taken as every session."""
+    from tui.core.client import Client, Endless
+
+    asked: list[str | None] = []
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path != route:
+            return httpx.Response(404)
+        cursor = request.url.params.get("cursor")
+        asked.append(cursor)
+        nxt = "b" if cursor == "a" else "a"
+        items = [session(f"ses_{i}") for i in range(2)]
+        if route == "/api/session":
+            return httpx.Response(200, json={"data": items, "cursor": {"next": nxt}})
+        return httpx.Response(200, json=items, headers={"x-next-cursor": nxt})
+
+    async with Client("http://fake:4096", transport=httpx.MockTransport(handle)) as client:
+        with pytest.raises(Endless, match="came back to a page read before"):
+            if route == "/api/session":
+                await client.v2_sessions(page=2)
+            else:
+                await client.all_sessions(page=2)
+    assert asked == [None, "a", "b"]
+
+
+async def test_a_listing_past_its_page_limit_is_refused_not_taken_as_every_session() -> None:
+    from tui.core.client import Client, Endless
+
+    def handle(request: httpx.Request) -> httpx.Response:
+        if request.url.path != "/experimental/session":
+            return httpx.Response(404)
+        n = int(request.url.params.get("cursor") or 0)
+        return httpx.Response(
+            200, json=[session(f"ses_{n}")], headers={"x-next-cursor": str(n + 1)}
+        )
+
+    async with Client("http://fake:4096", transport=httpx.MockTransport(handle)) as client:
+        with pytest.raises(Endless, match="more than 5 pages"):
+            await client.all_sessions(page=1, max_pages=5)

@@ -456,6 +456,25 @@ class Client:
                 f"over {pages} page(s); refused (does the server page on for ever?)"
             )
 
+    def _next_page(self, seen: set[str], cursor: str, route: str, pages: int) -> str:
+        """The cursor of a listing's next page; one that came before is refused (Endless): the
+        pages went round in a circle, read again and again until the page limit, and what
+        they had listed was then taken as every session."""
+        if cursor in seen:
+            raise Endless(
+                f"{self.url} GET {route}: the session list's cursor came back to a page read "
+                f"before, after {pages} page(s); refused"
+            )
+        seen.add(cursor)
+        return cursor
+
+    def _too_many_pages(self, route: str, pages: int) -> Endless:
+        """A listing still saying there is more after `pages` pages: not every session."""
+        return Endless(
+            f"{self.url} GET {route}: the session list had more than {pages} pages; refused "
+            "(does the server page on for ever?)"
+        )
+
     @contextlib.asynccontextmanager
     async def events(
         self,
@@ -673,6 +692,7 @@ class Client:
         skipped). Refused past MAX_LISTING bytes (Endless)."""
         out: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
+        seen: set[str] = set()
         started = self.bytes_received
         for n in range(1, max_pages + 1):
             params: dict[str, Any] = {"limit": page, "order": "asc"}
@@ -686,9 +706,9 @@ class Client:
             cur = answer.get("cursor")
             nxt = cur.get("next") if isinstance(cur, dict) else None
             if not isinstance(nxt, str) or not nxt or len(items) < page or nxt == cursor:
-                break
-            cursor = nxt
-        return list(out.values())
+                return list(out.values())
+            cursor = self._next_page(seen, nxt, "/api/session", n)
+        raise self._too_many_pages("/api/session", max_pages)
 
     async def v2_active(self) -> set[str]:
         """The sessions `GET /api/session/active` lists as running (server-wide)."""
@@ -797,6 +817,7 @@ class Client:
     async def _experimental_sessions(self, page: int, max_pages: int) -> list[dict[str, Any]]:
         out: dict[str, dict[str, Any]] = {}
         cursor: str | None = None
+        seen: set[str] = set()
         started = self.bytes_received
         for n in range(1, max_pages + 1):
             params: dict[str, Any] = {"limit": page}
@@ -809,9 +830,9 @@ class Client:
                 out.setdefault(str(item.get("id")), item)
             nxt = headers.get("x-next-cursor")
             if not nxt or not items or nxt == cursor:
-                break
-            cursor = nxt
-        return list(out.values())
+                return list(out.values())
+            cursor = self._next_page(seen, nxt, "/experimental/session", n)
+        raise self._too_many_pages("/experimental/session", max_pages)
 
     async def projects(self) -> list[dict[str, Any]]:
         return _list(await self._get("/project"), self.url, "/project")
