@@ -617,6 +617,24 @@ async def test_ops_keys_j_k_g_G_and_n_for_the_next_row_waiting_for_input() -> No
         assert t.cursor_row in waiting
 
 
+async def test_n_says_sessions_waiting_that_a_filter_hides() -> None:
+    """`n` said "No session is waiting for input." while the header counted some, hidden by a
+    state filter (a UX review): it says how many wait, and how to show them."""
+    app, _ = make_app()
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        t = table(app)
+        assert t._view is not None
+        asking = sum(r.state == "input" for r in t._view.rows.values())
+        assert asking
+        t.set_filters(text="no such session at all")
+        await pilot.pause()
+        await pilot.press("n")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert f"{asking} waiting for input, hidden by the filter: esc clears it." in said
+
+
 async def test_the_filter_takes_a_regular_expression_and_plain_text() -> None:
     app, _ = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

@@ -354,7 +354,7 @@ class SessionTable(RowTable):
     def action_next_input(self) -> None:
         """Move the cursor to the next row waiting for input (after the cursor, wrapping)."""
         view = self._view
-        if view is None or not self.lines:
+        if view is None:
             return
         waiting = [
             i
@@ -362,7 +362,16 @@ class SessionTable(RowTable):
             if (row := view.rows.get(line.key)) is not None and row.state == "input"
         ]
         if not waiting:
-            self.notify("No session is waiting for input.", timeout=3)
+            # (sessions waiting but not shown are said, never "none": a UX review)
+            hidden = sum(row.state == "input" for row in view.rows.values())
+            if not hidden:
+                self.notify("No session is waiting for input.", timeout=3)
+            elif self.filtering:
+                self.notify(
+                    f"{hidden} waiting for input, hidden by the filter: esc clears it.", timeout=4
+                )
+            else:
+                self.notify(f"{hidden} waiting for input, under a folded row.", timeout=4)
             return
         at = self.cursor_row
         self.move_cursor(row=next((i for i in waiting if i > at), waiting[0]))
