@@ -180,7 +180,14 @@ class CellRenderer:
             counts = dict(c.rsplit(" ", 1) for c in row.evidence)
             for state in ("input", "stale", "retry", "busy", "unknown", "idle"):
                 if state in counts:
-                    glyph = fmt.STALE_GLYPH if state == "stale" else fmt.STATE_GLYPH[state]
+                    # (idle's glyph ○ is "nothing ran": every idle is counted, so the word, as
+                    # the header's `idle N`)
+                    if state == "stale":
+                        glyph = fmt.STALE_GLYPH
+                    elif state == "idle":
+                        glyph = "idle"
+                    else:
+                        glyph = fmt.STATE_GLYPH[state]
                     text.append("\u00a0\u00a0")
                     text.append(f"{glyph} {counts[state]}", style=self.style(f"$state-{state}"))
             if line.hidden:
