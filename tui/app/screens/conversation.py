@@ -223,7 +223,7 @@ class ConversationScreen(ViewScreen):
         """To the end once the new lines are laid out, unless the reader scrolled up since
         (a g pressed meanwhile stays where it took them). Closed meanwhile (escape pressed at
         once): nothing to scroll (the dashboard crashed on the log no longer there)."""
-        body = next(iter(self.query(BlockLog)), None)
+        body = self.query_one_optional(BlockLog)
         if body is not None and body.scroll_y >= was:
             body.scroll_end(animate=False, immediate=True)
 

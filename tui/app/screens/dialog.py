@@ -193,8 +193,8 @@ class RequestDialog(ModalScreen[R]):
         Once shown, the line stays while the body scrolls (hiding it would give the body its
         line back and could end the scrolling that showed it). Closed meanwhile (it runs after
         a refresh): nothing to say."""
-        body = next(iter(self.query(".dialog-body").results(VerticalScroll)), None)
-        sign = next(iter(self.query(".dialog-more").results(Static)), None)
+        body = self.query_one_optional(".dialog-body", VerticalScroll)
+        sign = self.query_one_optional(".dialog-more", Static)
         if body is None or sign is None:
             return
         if body.max_scroll_y <= 0:
@@ -219,8 +219,8 @@ class RequestDialog(ModalScreen[R]):
         """Give the scrolling body what the screen leaves after the fixed parts (the message box,
         the buttons), so a long request (a big diff) scrolls and the buttons stay in view.
         Closed meanwhile (it runs after a refresh): nothing to fit."""
-        dialog = next(iter(self.query(".dialog")), None)
-        body = next(iter(self.query(".dialog-body")), None)
+        dialog = self.query_one_optional(".dialog")
+        body = self.query_one_optional(".dialog-body")
         if dialog is None or body is None:
             return
         chrome = dialog.styles.gutter.height + sum(

@@ -46,7 +46,7 @@ class Writing(ModalScreen[T | None]):
         prompt of several lines away without a word)."""
         if self.drafts is None:
             return
-        area = next(iter(self.query("#prompt-text").results(TextArea)), None)
+        area = self.query_one_optional("#prompt-text", TextArea)
         if area is not None and area.text.strip():
             self.drafts[self.draft_key] = area.text
             self.app.notify("Draft kept: it is there when this dialog opens again.", timeout=3)
