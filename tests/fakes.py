@@ -130,3 +130,15 @@ def wire_session(
     if parent:
         out["parentID"] = parent
     return out
+
+
+def wait_on_transport(monkeypatch: Any, transport: httpx.AsyncBaseTransport) -> None:
+    """`ocwatch wait`'s fleets (tui.cli.wait) made on `transport`, not on the network."""
+    from tui.cli import wait
+
+    made = wait.Fleet.of_servers
+
+    def of_servers(servers: Any, **kw: Any) -> Any:
+        return made(servers, transport=transport, **kw)
+
+    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)

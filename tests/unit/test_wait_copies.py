@@ -11,10 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes import FakeAPI, wire_session
+from tests.fakes import FakeAPI, wait_on_transport, wire_session
 from tui.cli import wait
 from tui.core.exitcodes import ExitCode
-from tui.core.fleet import Fleet
 from tui.core.settings import Settings
 from tui.core.targets import Servers
 
@@ -32,12 +31,7 @@ def wait_on(order: tuple[str, ...], monkeypatch: pytest.MonkeyPatch, timeout: fl
     other = FakeAPI(sessions=[wire_session("ses_1")], messages={"ses_1": unfinished()})
     by_host = {"running": running, "other": other}
     transport = httpx.MockTransport(lambda r: by_host[r.url.host].handle(r))
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=transport, **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, transport)
     (out,) = asyncio.run(wait.wait_many(["ses_1"], Servers(order, Settings()), timeout=timeout))
     return out
 

@@ -11,10 +11,9 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.fakes import FakeAPI, wire_session
+from tests.fakes import FakeAPI, wait_on_transport, wire_session
 from tui.cli import wait
 from tui.core.exitcodes import ExitCode
-from tui.core.fleet import Fleet
 from tui.core.settings import Settings
 from tui.core.targets import Servers
 
@@ -48,12 +47,7 @@ class Aborting(FakeAPI):
 
 
 def run_wait(api: FakeAPI, monkeypatch: pytest.MonkeyPatch, timeout: float | None) -> Any:
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=api.transport(), **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, api.transport())
     servers = Servers((URL,), Settings())
     (out,) = asyncio.run(wait.wait_many(["ses_1"], servers, timeout=timeout))
     return out

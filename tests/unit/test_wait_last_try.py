@@ -8,15 +8,13 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from typing import Any
 
 import httpx
 import pytest
 
-from tests.fakes import FakeAPI, wire_session
+from tests.fakes import FakeAPI, wait_on_transport, wire_session
 from tui.cli import wait
 from tui.core.exitcodes import ExitCode
-from tui.core.fleet import Fleet
 from tui.core.settings import Settings
 from tui.core.targets import Servers
 
@@ -39,12 +37,7 @@ def wait_through_an_outage(
             raise httpx.ConnectError("connection refused", request=request)
         return api.handle(request)
 
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=httpx.MockTransport(handle), **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, httpx.MockTransport(handle))
     servers = Servers((URL,), Settings(resync_interval=0.05))
 
     def ready() -> None:
@@ -84,12 +77,7 @@ def test_a_server_that_never_answers_the_one_look(
         await asyncio.sleep(3600)
         raise AssertionError
 
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=httpx.MockTransport(never), **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, httpx.MockTransport(never))
     servers = Servers((URL,), Settings(request_timeout=0.3))
     (out,) = asyncio.run(wait.wait_many(["ses_1"], servers, timeout=timeout))
     if timeout:
@@ -118,12 +106,7 @@ def test_a_server_that_says_when_to_ask_again_is_given_up_after_the_last_try_s_w
             return httpx.Response(503, headers={"retry-after": "30"}, text="busy")
         return api.handle(request)
 
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=httpx.MockTransport(handle), **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, httpx.MockTransport(handle))
     servers = Servers((URL,), Settings(resync_interval=0.05))
 
     def ready() -> None:
@@ -174,12 +157,7 @@ def test_a_try_begun_before_the_last_one_was_asked_is_no_answer_to_it(
             await asyncio.sleep(30)
         return api.handle(request)
 
-    made = Fleet.of_servers
-
-    def of_servers(servers: Servers, **kw: Any) -> Fleet:
-        return made(servers, transport=httpx.MockTransport(handle), **kw)
-
-    monkeypatch.setattr(wait.Fleet, "of_servers", of_servers)
+    wait_on_transport(monkeypatch, httpx.MockTransport(handle))
     settings = Settings(resync_interval=0.5, request_timeout=8, request_deadline=20)
     servers = Servers((URL,), settings)
     got = wait.wait_many(

@@ -138,16 +138,15 @@ async def follow(
         for out in outcomes.values():
             if out.code is None:
                 _look(out, view, now, try_now, counts)
-                if _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE):
-                    monitor = fleet.monitor(out.row.server) if out.row else None
-                    if monitor is not None:
-                        monitor.read_again(out.session_id)
+                # its last message read again at once: unreadable, or a run read cut off, at
+                # first sight (--timeout 0 looks once: what that look says is the answer)
+                again = _unread(out, now, 0.0 if timeout == 0 else UNREACHABLE_PATIENCE)
                 first = out.cut_seen is None
-                # (--timeout 0 looks once: what that look says is the answer)
                 if timeout != 0 and not _cut_off_confirmed(out, view, now) and first:
-                    monitor = fleet.monitor(out.row.server) if out.row else None
-                    if monitor is not None:
-                        monitor.read_again(out.session_id)
+                    again = True
+                monitor = fleet.monitor(out.row.server) if again and out.row else None
+                if monitor is not None:
+                    monitor.read_again(out.session_id)
         settled = [o for o in outcomes.values() if o.code is not None]
         if len(settled) == len(outcomes) or (any_ and settled):
             return list(outcomes.values())
