@@ -266,7 +266,10 @@ async def test_typing_in_the_permission_dialog_never_allows() -> None:
         assert fake.calls == [] and app.screen is app.main_screen
         await open_on(pilot, app, PERM, "r")
         screen = app.screen
-        await pilot.press("m", *"try again")
+        await pilot.press("m")  # the message written is kept (a draft)
+        await pilot.pause()
+        assert screen.query_one("#permission-message", Input).value == "no"
+        await pilot.press("ctrl+u", *"try again")
         assert screen.query_one("#once", Button).disabled
         await pilot.click("#once")  # disabled while a message is written
         await pilot.click("#always")
@@ -283,10 +286,55 @@ async def test_typing_in_the_permission_dialog_never_allows() -> None:
         await settle(pilot, app)
         assert fake.calls == [] and app.screen is app.main_screen
         await open_on(pilot, app, PERM, "r")
-        await pilot.press("m", *"use rsync")
+        await pilot.press("m", "ctrl+u", *"use rsync")
         await pilot.click("#reject")  # Reject takes the message along
         await settle(pilot, app)
         assert fake.calls == [("reply", A, "per_7Hq2", "reject", "use rsync")]
+
+
+async def test_a_message_closed_with_esc_is_kept_for_its_request() -> None:
+    """esc closes the message field and then the dialog, and the message written stays: `m`
+    shows it again, in this dialog and in the next one opened on the same request (it goes
+    only with enter in the field, or Reject while the field is open). Sent, it is gone."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        screen = app.screen
+        box = screen.query_one("#permission-message", Input)
+        await pilot.press("m", *"use rsync, not cp")
+        await pilot.press("escape")
+        await until(pilot, lambda: not box.display)
+        assert any("m shows it again" in n for n in notes(app))
+        await pilot.press("m")
+        await until(pilot, lambda: box.display)
+        assert box.value == "use rsync, not cp"
+        await pilot.press("escape", "escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+        assert fake.calls == []
+        await open_on(pilot, app, PERM, "r")
+        box = app.screen.query_one("#permission-message", Input)
+        assert not box.display  # (hidden until asked for, as ever)
+        await pilot.press("m")
+        await until(pilot, lambda: box.display)
+        assert box.value == "use rsync, not cp"
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert fake.calls == [("reply", A, "per_7Hq2", "reject", "use rsync, not cp")]
+        assert app.responder.drafts == {}
+
+
+async def test_a_message_kept_goes_when_its_request_closes() -> None:
+    fake = FakeActions()
+    app, source = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("m", *"use rsync", "escape", "escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+        assert list(app.responder.drafts.values()) == ["use rsync"]
+        source.set(views.with_row(source.current(), PERM, state="busy", pending=()))
+        await until(pilot, lambda: app.responder.drafts == {})
+        assert fake.calls == []
 
 
 async def test_permission_cancel_sends_nothing() -> None:
@@ -550,6 +598,37 @@ async def test_the_asking_sub_agent_and_a_request_answered_elsewhere() -> None:
         await pilot.press("a", "enter")
         await settle(pilot, app)
         assert fake.calls == [("reply", A, "per_child", "always", None)]
+
+
+@pytest.mark.parametrize(
+    ("key", "view"),
+    [
+        (PERM, lambda: views.sneaky_permission("\n".join(f"echo {i}" for i in range(30)))),
+        (QUESTION, views.several_questions),
+    ],
+    ids=["permission", "question"],
+)
+async def test_the_buttons_stay_in_view_when_the_request_closes_meanwhile(
+    key: tuple[str, str], view: Callable[[], views.View]
+) -> None:
+    """At 80x24 the dialog fills the screen; the banner that says the request closed
+    meanwhile takes lines of its own, and the body gives them up (it scrolls), so the buttons
+    (esc's Cancel among them) stay on the screen."""
+    app, source = make_app(view(), actions=FakeActions())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, key, "r")
+        screen = app.screen
+        buttons = list(screen.query(Button))
+        height = screen.size.height
+
+        def in_view() -> bool:
+            return all(b.region.y >= 0 and b.region.bottom <= height for b in buttons)
+
+        await until(pilot, in_view)
+        source.set(views.with_row(source.current(), key, state="busy", pending=()))
+        gone = screen.query_one(".dialog-gone", Static)
+        await until(pilot, lambda: gone.display and gone.region.height > 0)
+        await until(pilot, in_view)
 
 
 async def test_without_actions_the_dashboard_says_so() -> None:

@@ -46,16 +46,20 @@ class Responder:
         self.select_when_shown: Key | None = None
         """A session created from the dashboard, selected as soon as the table has it."""
         self.drafts: dict[str, str] = {}
-        """Prompts written and not sent (the dialog closed with esc), by dialog: kept for
-        when it opens again."""
+        """Prompts and a permission's messages written and not sent (the dialog closed with
+        esc), by dialog: kept for when it opens again (a request's, while it is open)."""
 
     def forget_closed(self) -> None:
         """Drop answered requests the View no longer lists (called on each new View)."""
         view = self.app.view
-        if not self.sent or view is None:
+        replies = [key for key in self.drafts if key.startswith("reply ")]
+        if (not self.sent and not replies) or view is None:
             return
         open_ids = {p.id for r in view.rows.values() for p in r.pending}
         self.sent &= open_ids
+        for key in replies:  # a message kept for a request no longer open: done with
+            if key.rsplit(" ", 1)[1] not in open_ids:
+                del self.drafts[key]
 
     def _ready(self) -> Actions | None:
         if self.actions is None:
@@ -87,7 +91,7 @@ class Responder:
         pending = waiting[0]
         if pending.kind == "permission":
             self.app.push_screen(
-                PermissionScreen(row, pending, self.app.dashboard),
+                PermissionScreen(row, pending, self.app.dashboard, self.drafts),
                 lambda reply: self._permission(row, pending, reply),
             )
         else:

@@ -122,6 +122,16 @@ class DialogBody(VerticalScroll):
             self.call_after_refresh(screen.say_more)
 
 
+class GoneBanner(Static):
+    """The line that says the request closed meanwhile: once laid out, its dialog fits its
+    body to the room left (the lines it takes come from the body, not from the buttons)."""
+
+    def on_resize(self) -> None:
+        screen = self.screen
+        if isinstance(screen, RequestDialog):
+            self.call_after_refresh(screen.fit_body)
+
+
 class RequestDialog(ModalScreen[R]):
     """A dialog about one open request of one row; warns when the request closes meanwhile.
 
@@ -150,7 +160,7 @@ class RequestDialog(ModalScreen[R]):
         """The session this dialog is about (the user is looking at it)."""
 
     def gone_banner(self) -> Static:
-        banner = Static(
+        banner = GoneBanner(
             Content.styled(
                 "This request is no longer open (answered elsewhere, or the run ended). "
                 "Sending now will fail; esc closes.",
@@ -233,4 +243,9 @@ class RequestDialog(ModalScreen[R]):
         self.call_after_refresh(self.say_more)
 
     def _on_view(self, view: View | None) -> None:
-        self.query_one(".dialog-gone", Static).display = not still_open(view, self.pending)
+        banner = self.query_one(".dialog-gone", Static)
+        gone = not still_open(view, self.pending)
+        if banner.display != gone:
+            banner.display = gone
+            if not gone:  # (shown, it fits the body once laid out: GoneBanner)
+                self.call_after_refresh(self.fit_body)  # its lines back to the body

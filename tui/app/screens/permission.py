@@ -13,8 +13,9 @@ from textual.content import Content
 from textual.widgets import Button, Input, Static
 
 from tui.app.format import literal
-from tui.core.view import Pending
+from tui.core.view import Pending, SessionRow
 
+from ..dashboard import Dashboard
 from .dialog import (
     DialogBody,
     Part,
@@ -134,6 +135,19 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
     armed: str | None = None
     """The broad answer shown and waiting for its confirmation (`always`, `reject`), if any."""
 
+    def __init__(
+        self,
+        row: SessionRow,
+        pending: Pending,
+        dashboard: Dashboard | None = None,
+        drafts: dict[str, str] | None = None,
+    ) -> None:
+        """`drafts`: messages written and not sent, by request (kept by the opener across
+        dialogs; None: none kept)."""
+        super().__init__(row, pending, dashboard)
+        self.drafts = drafts
+        self.draft_key = f"reply {row.server} {pending.id}"
+
     def compose(self) -> ComposeResult:
         with Vertical(id="permission", classes="dialog") as box:
             box.border_title = "Permission asked"
@@ -170,6 +184,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
     def on_mount(self) -> None:
         for part in self.query(".message, .confirm"):
             part.display = False
+        self.message_box.value = (self.drafts or {}).get(self.draft_key, "")  # (shown on m)
         # a stray enter or space must not allow anything: the focus starts on Cancel
         self.query_one("#cancel", Button).focus()
 
@@ -202,7 +217,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
         if event.button.disabled:
             return
         if event.button.id == "cancel":
-            self.dismiss(None)
+            self._close()
         elif event.button.id == "back":
             self.action_cancel()
         elif event.button.id == "message":
@@ -256,8 +271,20 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             part.display = True
 
     def action_reply(self, reply: str) -> None:
-        """Send the reply (the message goes only with reject)."""
+        """Send the reply (the message goes only with reject); a message kept is done with."""
+        if self.drafts is not None:
+            self.drafts.pop(self.draft_key, None)
         self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
+
+    def _close(self) -> None:
+        """Close without replying; a message written is kept for this request's next dialog."""
+        written = self.message_box.value
+        if self.drafts is not None:
+            if written.strip():
+                self.drafts[self.draft_key] = written
+            else:
+                self.drafts.pop(self.draft_key, None)
+        self.dismiss(None)
 
     def action_cancel(self) -> None:
         """Go back from a broad answer shown for confirmation, or close the message field if
@@ -269,8 +296,9 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             return
         box = self.message_box
         if box.display:
-            box.value = ""
-            self._message_open(False)
+            self._message_open(False)  # (what is written stays: m shows it again)
             self.query_one("#cancel", Button).focus()
+            if box.value.strip():
+                self.notify("Message kept: m shows it again.", timeout=3)
             return
-        self.dismiss(None)
+        self._close()
