@@ -31,7 +31,7 @@ def test_a_sub_agents_one_request_counts_once() -> None:
     view = view_of(permissions=[permission("per_1", "c")])
     assert [r.state for r in view.rows.values()] == ["input", "input"]  # both rows show it
     assert waiting_requests(view.rows.values()) == 1
-    assert "? input 1 " in counts_line(view).plain
+    assert "? input 1 (2 rows) " in counts_line(view).plain  # the rows add up to the total
     assert tmux_line(view) == "#[fg=yellow]? 1#[default]"
 
 
@@ -42,7 +42,7 @@ def test_each_request_counts_whoever_shows_it() -> None:
         questions=[question("que_1", "c")],
     )
     assert waiting_requests(view.rows.values()) == 3
-    assert "? input 3 " in counts_line(view).plain
+    assert "? input 3 (2 rows) " in counts_line(view).plain
     assert tmux_line(view) == "#[fg=yellow]? 3#[default]"
 
 
@@ -51,3 +51,9 @@ def test_nothing_waiting_counts_none() -> None:
     assert waiting_requests(view.rows.values()) == 0
     assert "? input 0 " in counts_line(view).plain
     assert tmux_line(view) == "#[fg=cyan]● 2#[default]"
+
+
+def test_one_request_per_row_says_no_rows() -> None:
+    view = view_of(permissions=[permission("per_1", "p")], sessions=[session("p"), session("q")])
+    line = counts_line(view).plain
+    assert "? input 1  " in line and "rows)" not in line

@@ -20,12 +20,13 @@ LOUD = ("input", "stale")  # counts that need someone: reversed when non-zero
 def counts_line(view: View | None, width: int | None = None) -> Content:
     """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
     sessions per state, but `input` counts the requests waiting (a sub-agent's once, though its
-    parent's row shows it too); the idle count split by reason, each with its own glyph (○ is
-    idle with nothing run). In
+    parent's row shows it too: `? input 1 (2 rows)`); the idle count split by reason, each with
+    its own glyph (○ is idle with nothing run). In
     `width` cells: the split, then the total, then the words are left out when the line would
     not fit (`● 3  ↻ 0  ? 2  idle 5  ◌ 1  ⚠ 1`: the legend says the glyphs)."""
     counts = view.counts() if view is not None else {}
-    if view is not None and counts["input"]:  # the requests, each once (not the rows showing it)
+    rows_waiting = counts.get("input", 0)
+    if view is not None and rows_waiting:  # the requests, each once (not the rows showing it)
         counts["input"] = waiting_requests(view.rows.values())
     split = _idle_reasons(view) if view is not None and counts.get("idle") else []
     total = len(view.rows) if view is not None else 0
@@ -38,8 +39,8 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     if loading:
         counts = {**counts, "unknown": counts["unknown"] - loading}
     for line in (
-        _counts_line(counts, split, total, loading=loading),
-        _counts_line(counts, [], total, loading=loading),
+        _counts_line(counts, split, total, loading=loading, rows_waiting=rows_waiting),
+        _counts_line(counts, [], total, loading=loading, rows_waiting=rows_waiting),
         _counts_line(counts, [], None, loading=loading),
         _counts_line(counts, [], None, words=False, loading=loading),
     ):
@@ -54,7 +55,11 @@ def _counts_line(
     total: int | None,
     words: bool = True,
     loading: int = 0,
+    rows_waiting: int = 0,
 ) -> Content:
+    """`rows_waiting`: the rows in input, said beside the requests when they differ (a
+    sub-agent's request shows on its parent's row too), so that the rows add up to the total;
+    0: not said."""
     parts: list[str | tuple[str, str]] = []
     for name, glyph, style in COUNTED:
         n = counts.get(name, 0)
@@ -64,6 +69,9 @@ def _counts_line(
             style = f"{style} bold reverse"
         if name == "idle" and n:  # (○ is idle with nothing run: the word says every idle)
             parts += [(f"idle {n}", style), *split, "  "]
+            continue
+        if name == "input" and words and rows_waiting and rows_waiting != n:
+            parts += [(f"{glyph} {name} {n}", style), f" ({rows_waiting} rows)", "  "]
             continue
         parts += [(f"{glyph} {name} {n}" if words else f"{glyph} {n}", style), "  "]
     if loading:
