@@ -142,11 +142,11 @@ async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one(
         await pilot.pause()
         table = app.main_screen.query_one(SessionTable)
         header = table.columns["title"].label.plain
-        assert header.endswith("+activity cost tokens: d")
+        assert header.endswith("+activity cost tokens: d details")
         await pilot.resize_terminal(80, 24)
         await pilot.pause()
         header = table.columns["title"].label.plain
-        assert "+3 columns: d" in header
+        assert header.endswith(": d details") and "+3" in header
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         keys = list(table.columns)
@@ -190,7 +190,8 @@ def test_a_waiting_rows_title_and_request_get_the_room_first() -> None:
         assert used == width or title == 16, width  # every cell used, none past the edge
         if len(shown) > len(base):
             assert title >= TITLE_ROOM, width
-    assert hidden_hint(keys(120), 40) == "  +tokens: d"
+    assert hidden_hint(keys(120), 40) == "  +tokens: d details"
+    assert hidden_hint(keys(80), 20) == "  +3: d details"
     assert hidden_hint(keys(200), 40) == ""
 
     from rich.style import Style

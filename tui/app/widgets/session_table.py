@@ -86,11 +86,17 @@ def columns_for(width: int) -> tuple[list[ColumnSpec], int]:
 
 def hidden_hint(shown: Iterable[str], room: int) -> str:
     """What the table leaves out, said in the title's header in `room` cells: the columns,
-    and where they are (d: the details pane or view)."""
+    and where they are (`d details`: the key that shows the details pane or view, where they
+    are; not a key that adds the columns)."""
     hidden = [c.label for c in COLUMNS if c.key not in shown]
     if not hidden:
         return ""
-    for hint in (f"  +{' '.join(hidden)}: d", f"  +{len(hidden)} columns: d"):
+    n = len(hidden)
+    for hint in (
+        f"  +{' '.join(hidden)}: d details",
+        f"  +{n} columns: d details",
+        f"  +{n}: d details",
+    ):
         if len(hint) <= room:
             return hint
     return ""
