@@ -96,16 +96,19 @@ async def test_the_detail_view_shows_what_it_is_doing() -> None:
 
 def test_a_running_session_shows_no_earlier_runs_reply_as_its_own() -> None:
     """Prompted again: until the new run writes, its reply is "nothing written yet", not the
-    last run's; an idle session shows its last reply."""
+    last run's; an idle session shows its last reply, said to be an earlier run's when the
+    last run wrote none (aborted before a word)."""
     busy = next(r for r in views.ROWS if r.id == "ses_busy")
     idle = next(r for r in views.ROWS if r.state == "idle" and r.reason == "completed")
     now = views.clock()
     earlier = Activity("s", now, "All done.", now - 60, reply_before_prompt=True)
     assert "nothing written yet" in activity_content(busy, Look(earlier), now).plain
     assert "All done." not in activity_content(busy, Look(earlier), now).plain
-    assert "All done." in activity_content(idle, Look(earlier), now).plain
+    ended = activity_content(idle, Look(earlier), now).plain
+    assert "All done." in ended and "an earlier run's: the last run wrote none" in ended
     this_run = replace(earlier, reply_before_prompt=False)
     assert "All done." in activity_content(busy, Look(this_run), now).plain
+    assert "earlier run" not in activity_content(idle, Look(this_run), now).plain
 
 
 async def test_a_pane_that_no_longer_fits_goes_though_a_dialog_is_on_top() -> None:

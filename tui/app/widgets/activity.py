@@ -92,7 +92,12 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
     if activity.todos:
         line(*_todos(activity))
     if activity.reply and not (running and activity.reply_before_prompt):
-        line(_label("reply"), (fmt.clock_time(activity.reply_at, now), MUTED))
+        # ended with nothing written since the last prompt (aborted, failed): the reply shown
+        # is an earlier run's, and said to be
+        earlier = (
+            " · an earlier run's: the last run wrote none" if activity.reply_before_prompt else ""
+        )
+        line(_label("reply"), (fmt.clock_time(activity.reply_at, now) + earlier, MUTED))
         for text in activity.reply.splitlines():
             line("  ", fmt.literal(text))
     elif running:  # (the last reply, if any, is an earlier run's)
