@@ -130,12 +130,14 @@ def test_the_header_splits_idle_by_reason_and_drops_the_split_when_narrow() -> N
 
 
 async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one() -> None:
-    """80 and 100 columns: the title's header names what is hidden and the key that shows it;
-    60: the folder goes too, and every value of the last column is whole."""
+    """80 and 100 columns: the title's header names what is hidden and the key that shows it
+    (160, the details pane beside the table: that they are in it); 60: the folder goes too,
+    and every value of the last column is whole."""
     from tui.app.widgets.cells import COLUMNS
     from tui.app.widgets.session_table import SessionTable
 
     from .conftest import make_app
+    from .test_actions import until
 
     app, _ = make_app()
     async with app.run_test(size=(100, 30)) as pilot:
@@ -147,6 +149,16 @@ async def test_narrow_tables_say_which_columns_they_leave_out_and_never_cut_one(
         await pilot.pause()
         header = table.columns["title"].label.plain
         assert header.endswith(": d details") and "+3" in header
+        await pilot.resize_terminal(160, 48)  # the details pane beside the table: there
+        await until(pilot, lambda: app.main_screen.pane.display)
+        await until(pilot, lambda: "in the pane" in table.columns["title"].label.plain)
+        await pilot.press("d")  # the pane gone: the room it took shows every column
+        await until(pilot, lambda: not app.main_screen.pane.display)
+        await until(pilot, lambda: table.columns["title"].label.plain == "title")
+        await pilot.resize_terminal(125, 40)  # (no pane under PANE_AT): the key that shows it
+        await until(
+            pilot, lambda: table.columns["title"].label.plain.endswith("+tokens: d details")
+        )
         await pilot.resize_terminal(60, 15)
         await pilot.pause()
         keys = list(table.columns)
@@ -192,6 +204,7 @@ def test_a_waiting_rows_title_and_request_get_the_room_first() -> None:
             assert title >= TITLE_ROOM, width
     assert hidden_hint(keys(120), 40) == "  +tokens: d details"
     assert hidden_hint(keys(80), 20) == "  +3: d details"
+    assert hidden_hint(keys(120), 40, pane=True) == "  +tokens: in the pane"
     assert hidden_hint(keys(200), 40) == ""
 
     from rich.style import Style

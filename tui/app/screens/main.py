@@ -287,6 +287,7 @@ class MainScreen(ViewScreen):
         want = app.show_pane and fits and bool(app.view is not None and app.view.rows)
         if pane.display != want:
             pane.display = want
+        self.table.pane_beside(want)
         if not want:
             return
         width = pane_width(self.size.width)

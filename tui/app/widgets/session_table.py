@@ -84,18 +84,18 @@ def columns_for(width: int) -> tuple[list[ColumnSpec], int]:
     return [c for c in COLUMNS if c in shown], max(MIN_TITLE, title)
 
 
-def hidden_hint(shown: Iterable[str], room: int) -> str:
+def hidden_hint(shown: Iterable[str], room: int, pane: bool = False) -> str:
     """What the table leaves out, said in the title's header in `room` cells: the columns,
-    and where they are (`d details`: the key that shows the details pane or view, where they
-    are; not a key that adds the columns)."""
+    and where they are: in the details pane beside the table (`pane`), else `d details`, the
+    key that shows the details pane or view (not a key that adds the columns)."""
     hidden = [c.label for c in COLUMNS if c.key not in shown]
     if not hidden:
         return ""
-    n = len(hidden)
+    n, where = len(hidden), "in the pane" if pane else "d details"
     for hint in (
-        f"  +{' '.join(hidden)}: d details",
-        f"  +{n} columns: d details",
-        f"  +{n}: d details",
+        f"  +{' '.join(hidden)}: {where}",
+        f"  +{n} columns: {where}",
+        f"  +{n}: {where}",
     ):
         if len(hint) <= room:
             return hint
@@ -149,6 +149,7 @@ class SessionTable(RowTable):
         self._column_keys: tuple[str, ...] = ()
         self._shown: list[ColumnSpec] = []
         self._title_width = MIN_TITLE
+        self.pane_shown = False  # the details pane beside the table (pane_beside)
         # row key -> what the table shows for it, and what that was rendered from
         self._cache: dict[str, _Shown] = {}
         self._synced_at = 0.0  # the clock second of the last sync
@@ -435,10 +436,17 @@ class SessionTable(RowTable):
         text = Text(label, justify="right" if spec.right else "left", no_wrap=True)
         if spec.key == "title":
             text.append(
-                hidden_hint(self._column_keys, self._title_width - len(label)),
+                hidden_hint(self._column_keys, self._title_width - len(label), self.pane_shown),
                 self._style("$foreground-muted not bold"),
             )
         return text
+
+    def pane_beside(self, shown: bool) -> None:
+        """The details pane is (or is no longer) shown beside the table: where the hidden
+        columns are, said in the title's header, changes with it."""
+        if shown != self.pane_shown:
+            self.pane_shown = shown
+            self._relabel()
 
     def _relabel(self) -> None:
         for spec in self._columns():
