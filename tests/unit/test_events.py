@@ -72,6 +72,18 @@ def test_sync_duplicates_are_dropped_and_a_seq_jump_is_a_gap():
     assert p.parse(sync("s1", 20), 0).gap is False
 
 
+def test_a_seq_that_goes_back_is_a_gap_and_the_new_baseline():
+    """A frame saying a huge seq (a hostile or broken sender) is a gap; the server's own seq
+    after it goes back, which is one too, and from there its jumps are seen again (kept as
+    the highest, the huge one hid every later gap until a reconnect)."""
+    p = EventParser()
+    assert p.parse(sync("s1", 4), 0).gap is False
+    assert p.parse(sync("s1", 10**18), 0).gap is True
+    assert p.parse(sync("s1", 5), 0).gap is True
+    assert p.parse(sync("s1", 6), 0).gap is False
+    assert p.parse(sync("s1", 9), 0).gap is True  # missed 7 and 8: seen
+
+
 def test_malformed_json_is_counted_and_skipped():
     p = EventParser()
     for bad in [

@@ -136,6 +136,22 @@ def test_a_missed_durable_event_is_a_gap() -> None:
     assert gaps.count(True) == 1
 
 
+def test_a_frame_with_a_huge_seq_hides_no_later_gap() -> None:
+    """A copy of a real durable frame whose `seq` is huge (a hostile sender) is a gap; the
+    real frames after it go back below it (one more gap), and a real frame missed after that
+    is still seen."""
+    frames = [d for _, d in load("completed")["frames"]]
+    durable = [i for i, d in enumerate(frames) if '"durable"' in d]
+    hostile = json.loads(frames[durable[1]])
+    hostile["id"] = "evt_hostile"
+    hostile["durable"]["seq"] = 10**18
+    stream = [*frames[: durable[1] + 1], json.dumps(hostile), *frames[durable[1] + 1 :]]
+    missed = stream.index(frames[durable[4]])
+    parser = V2EventParser()
+    gaps = [parser.parse(d, 1.0).gap for i, d in enumerate(stream) if i != missed]
+    assert gaps.count(True) == 3  # the huge one, the real one after it, the one after a miss
+
+
 def test_a_reject_before_shutdown_is_the_user_and_a_shutdown_alone_is_the_server() -> None:
     frames = load("permission_reject")["frames"]
     parser = V2EventParser()

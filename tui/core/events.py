@@ -262,15 +262,17 @@ class FrameParser:
             log.info("ignoring unknown event type %r", etype)
 
     def _seq_jump(self, agg: Any, seq: Any, limit: int | None = None) -> bool:
-        """Whether `seq` jumps past the aggregate's last (events were missed); it is kept as the
-        last (`limit`: at most that many aggregates, all forgotten past it). Odd ones: no."""
+        """Whether `seq` jumps past the aggregate's last (events were missed), or goes back
+        below it (the sequence held is not the server's: a frame that said a huge one would
+        otherwise hide every later gap until a reconnect); it is kept as the last (`limit`:
+        at most that many aggregates, all forgotten past it). The same again, or odd ones: no."""
         if not isinstance(agg, str) or not isinstance(seq, int) or isinstance(seq, bool):
             return False
         last = self._seq.get(agg)
         if last is None and limit is not None and len(self._seq) >= limit:
             self._seq.clear()  # (a snapshot prunes them: this bounds a stream of new ids)
-        self._seq[agg] = seq if last is None else max(last, seq)
-        return last is not None and seq > last + 1
+        self._seq[agg] = seq
+        return last is not None and (seq > last + 1 or seq < last)
 
 
 @dataclass
