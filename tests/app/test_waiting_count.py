@@ -57,3 +57,11 @@ def test_one_request_per_row_says_no_rows() -> None:
     view = view_of(permissions=[permission("per_1", "p")], sessions=[session("p"), session("q")])
     line = counts_line(view).plain
     assert "? input 1  " in line and "rows)" not in line
+
+
+def test_short_of_room_the_rows_go_before_the_total() -> None:
+    view = view_of(permissions=[permission("per_1", "c")])
+    wide = counts_line(view).plain
+    assert "(2 rows)" in wide and wide.endswith("2 total")
+    narrower = counts_line(view, width=len(wide) - 1).plain
+    assert "rows" not in narrower and narrower.endswith("2 total")

@@ -21,9 +21,9 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     """`● busy 3  ↻ retry 0  ? input 2  idle 5 (✓ 3 ✗ 1 ○ 1)  ◌ unknown 1  ⚠ stale 1  12 total`:
     sessions per state, but `input` counts the requests waiting (a sub-agent's once, though its
     parent's row shows it too: `? input 1 (2 rows)`); the idle count split by reason, each with
-    its own glyph (○ is idle with nothing run). In
-    `width` cells: the split, then the total, then the words are left out when the line would
-    not fit (`● 3  ↻ 0  ? 2  idle 5  ◌ 1  ⚠ 1`: the legend says the glyphs)."""
+    its own glyph (○ is idle with nothing run). In `width` cells: the split, then the rows in
+    input, then the total, then the words are left out when the line would not fit
+    (`● 3  ↻ 0  ? 2  idle 5  ◌ 1  ⚠ 1`: the legend says the glyphs)."""
     counts = view.counts() if view is not None else {}
     rows_waiting = counts.get("input", 0)
     if view is not None and rows_waiting:  # the requests, each once (not the rows showing it)
@@ -41,6 +41,7 @@ def counts_line(view: View | None, width: int | None = None) -> Content:
     for line in (
         _counts_line(counts, split, total, loading=loading, rows_waiting=rows_waiting),
         _counts_line(counts, [], total, loading=loading, rows_waiting=rows_waiting),
+        _counts_line(counts, [], total, loading=loading),
         _counts_line(counts, [], None, loading=loading),
         _counts_line(counts, [], None, words=False, loading=loading),
     ):
