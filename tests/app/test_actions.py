@@ -337,6 +337,26 @@ async def test_a_message_kept_goes_when_its_request_closes() -> None:
         assert fake.calls == []
 
 
+async def test_a_typed_answer_closed_with_esc_is_kept_for_its_request() -> None:
+    """esc closes the question's dialog; an answer typed stays for the next dialog opened on
+    the same request (the choices made do not: a keystroke each). Sent, it is gone."""
+    fake = FakeActions()
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, QUESTION, "r")
+        await pilot.press("tab", *"SQLite, for now", "escape")
+        await until(pilot, lambda: app.screen is app.main_screen)
+        assert any("Typed answer kept" in n for n in notes(app))
+        await open_on(pilot, app, QUESTION, "r")
+        box = app.screen.query_one("#typed-1", Input)
+        assert box.value == "SQLite, for now"
+        box.focus()
+        await pilot.press("enter")
+        await settle(pilot, app)
+        assert fake.calls == [("answer", A, "que_3Kx9", [["SQLite, for now"]], False)]
+        assert app.responder.drafts == {}
+
+
 async def test_permission_cancel_sends_nothing() -> None:
     fake = FakeActions()
     app, _ = make_app(actions=fake)

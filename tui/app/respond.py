@@ -19,6 +19,7 @@ from tui.core.view import RUNNING, Pending, SessionRow
 
 from .actions import Actions
 from .screens.confirm import ConfirmScreen
+from .screens.dialog import draft_request
 from .screens.permission import PermissionReply, PermissionScreen
 from .screens.prompt import NewSession, NewSessionScreen, PromptScreen
 from .screens.question import QuestionReply, QuestionScreen, describe
@@ -46,19 +47,20 @@ class Responder:
         self.select_when_shown: Key | None = None
         """A session created from the dashboard, selected as soon as the table has it."""
         self.drafts: dict[str, str] = {}
-        """Prompts and a permission's messages written and not sent (the dialog closed with
-        esc), by dialog: kept for when it opens again (a request's, while it is open)."""
+        """What was written and not sent (the dialog closed with esc): prompts, a permission's
+        message, a question's typed answers; kept for when the dialog opens again (a
+        request's, while it is open)."""
 
     def forget_closed(self) -> None:
         """Drop answered requests the View no longer lists (called on each new View)."""
         view = self.app.view
-        replies = [key for key in self.drafts if key.startswith("reply ")]
-        if (not self.sent and not replies) or view is None:
+        kept = {key: rid for key in self.drafts if (rid := draft_request(key)) is not None}
+        if (not self.sent and not kept) or view is None:
             return
         open_ids = {p.id for r in view.rows.values() for p in r.pending}
         self.sent &= open_ids
-        for key in replies:  # a message kept for a request no longer open: done with
-            if key.rsplit(" ", 1)[1] not in open_ids:
+        for key, rid in kept.items():  # written for a request no longer open: done with
+            if rid not in open_ids:
                 del self.drafts[key]
 
     def _ready(self) -> Actions | None:
@@ -96,7 +98,7 @@ class Responder:
             )
         else:
             self.app.push_screen(
-                QuestionScreen(row, pending, self.app.dashboard),
+                QuestionScreen(row, pending, self.app.dashboard, self.drafts),
                 lambda reply: self._question(row, pending, reply),
             )
 

@@ -112,6 +112,20 @@ PAGE_EXTRA = (("pgup pgdn", "Scroll a request longer than the dialog"),)
 """The same where a focused list takes the arrows, home and end (the question dialog)."""
 
 
+DRAFT = "request"
+"""How the drafts of a request's dialog are keyed (`draft_key`): `request SERVER ID FIELD`."""
+
+
+def draft_key(server: str, request_id: str, name: str) -> str:
+    return f"{DRAFT} {server} {request_id} {name}"
+
+
+def draft_request(key: str) -> str | None:
+    """The request id a draft of a request's dialog is kept for (None: another draft)."""
+    words = key.split(" ", 3)
+    return words[2] if len(words) == 4 and words[0] == DRAFT else None
+
+
 class DialogBody(VerticalScroll):
     """A dialog's scrolling body: tells its dialog when its size changes (what is below its
     view changes with it)."""
@@ -148,16 +162,49 @@ class RequestDialog(ModalScreen[R]):
     """The keys the line under the body names: to see what is below, to go back."""
 
     def __init__(
-        self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
+        self,
+        row: SessionRow,
+        pending: Pending,
+        dashboard: Dashboard | None = None,
+        drafts: dict[str, str] | None = None,
     ) -> None:
         """`dashboard`: whose Views say whether the request is still open (None: none to
-        watch)."""
+        watch); `drafts`: what was written in such dialogs and not sent, by request and field
+        (kept by the opener across dialogs, `draft_key`; None: none kept)."""
         super().__init__()
         self.dashboard = dashboard
         self.row = row
         self.pending = pending
         self.session_key: Key = row.key
         """The session this dialog is about (the user is looking at it)."""
+        self.drafts = drafts
+
+    def draft_key(self, name: str) -> str:
+        """Where the text written in field `name` of this request's dialog is kept."""
+        return draft_key(self.row.server, self.pending.id, name)
+
+    def draft(self, name: str) -> str:
+        """What was written in field `name` last time and not sent ("": nothing)."""
+        return (self.drafts or {}).get(self.draft_key(name), "")
+
+    def keep_drafts(self, written: dict[str, str]) -> bool:
+        """Closed unanswered: what was written in each field is kept for this request's next
+        dialog (a blank one forgotten); whether anything was kept."""
+        if self.drafts is None:
+            return False
+        for name, text in written.items():
+            if text.strip():
+                self.drafts[self.draft_key(name)] = text
+            else:
+                self.drafts.pop(self.draft_key(name), None)
+        return any(text.strip() for text in written.values())
+
+    def forget_drafts(self) -> None:
+        """Answered: what was kept for this request is done with."""
+        if self.drafts is not None:
+            start = self.draft_key("")
+            for key in [k for k in self.drafts if k.startswith(start)]:
+                del self.drafts[key]
 
     def gone_banner(self) -> Static:
         banner = GoneBanner(

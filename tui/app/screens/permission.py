@@ -13,9 +13,8 @@ from textual.content import Content
 from textual.widgets import Button, Input, Static
 
 from tui.app.format import literal
-from tui.core.view import Pending, SessionRow
+from tui.core.view import Pending
 
-from ..dashboard import Dashboard
 from .dialog import (
     DialogBody,
     Part,
@@ -135,19 +134,6 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
     armed: str | None = None
     """The broad answer shown and waiting for its confirmation (`always`, `reject`), if any."""
 
-    def __init__(
-        self,
-        row: SessionRow,
-        pending: Pending,
-        dashboard: Dashboard | None = None,
-        drafts: dict[str, str] | None = None,
-    ) -> None:
-        """`drafts`: messages written and not sent, by request (kept by the opener across
-        dialogs; None: none kept)."""
-        super().__init__(row, pending, dashboard)
-        self.drafts = drafts
-        self.draft_key = f"reply {row.server} {pending.id}"
-
     def compose(self) -> ComposeResult:
         with Vertical(id="permission", classes="dialog") as box:
             box.border_title = "Permission asked"
@@ -184,7 +170,7 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
     def on_mount(self) -> None:
         for part in self.query(".message, .confirm"):
             part.display = False
-        self.message_box.value = (self.drafts or {}).get(self.draft_key, "")  # (shown on m)
+        self.message_box.value = self.draft("message")  # (shown on m)
         # a stray enter or space must not allow anything: the focus starts on Cancel
         self.query_one("#cancel", Button).focus()
 
@@ -272,18 +258,14 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
 
     def action_reply(self, reply: str) -> None:
         """Send the reply (the message goes only with reject); a message kept is done with."""
-        if self.drafts is not None:
-            self.drafts.pop(self.draft_key, None)
+        self.forget_drafts()
         self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
 
     def _close(self) -> None:
         """Close without replying; a message written is kept for this request's next dialog."""
-        written = self.message_box.value
-        if self.drafts is not None:
-            if written.strip():
-                self.drafts[self.draft_key] = written
-            else:
-                self.drafts.pop(self.draft_key, None)
+        box = self.message_box
+        if self.keep_drafts({"message": box.value}) and box.display:  # (else said on its esc)
+            self.app.notify("Message kept: m shows it again in this request's dialog.", timeout=3)
         self.dismiss(None)
 
     def action_cancel(self) -> None:
