@@ -200,6 +200,13 @@ def test_an_outcome_belongs_to_the_run_it_dates() -> None:
     assert status_of("s", False, last, tail, ("succeeded", created - 1000)) is None
     st = status_of("s", False, last, tail, ("succeeded", created + 1000))
     assert st is not None and st.reason == "completed"
+    # a last turn that says no time (a hostile or broken server) dates nothing: an outcome
+    # is not taken as its own on the strength of a missing date
+    wire_msg = json.loads(json.dumps(msg))
+    del wire_msg["info"]["time"]["created"]
+    undated = Message.parse(wire_msg)
+    assert undated.info.time.created == 0
+    assert status_of("s", False, undated, tail, ("succeeded", created - 1000)) is None
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,8 @@ def status_of(
             return SessionStatus(
                 type="idle", reason=reason, message=f"transcript: idle ({tail.outcome}){when}"
             )
-    if listed is not None and msg is not None:  # (an outcome no turn dates says nothing)
+    # (an outcome no turn dates says nothing; nor against a turn that says no time)
+    if listed is not None and msg is not None and turn_at > 0:
         outcome, idle_at = listed
         reason = wire.OUTCOME_REASON.get(outcome or "")
         if reason is not None and idle_at is not None and idle_at >= turn_at:
