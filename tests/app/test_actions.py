@@ -337,24 +337,36 @@ async def test_a_message_kept_goes_when_its_request_closes() -> None:
         assert fake.calls == []
 
 
-async def test_a_typed_answer_closed_with_esc_is_kept_for_its_request() -> None:
-    """esc closes the question's dialog; an answer typed stays for the next dialog opened on
-    the same request (the choices made do not: a keystroke each). Sent, it is gone."""
+async def test_a_typed_answer_closed_with_esc_is_not_put_back() -> None:
+    """A typed answer replaces the choice: one put back in a dialog opened again (out of view
+    at 80x24) would be sent in place of the option the user then chose."""
     fake = FakeActions()
     app, _ = make_app(actions=fake)
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(80, 24)) as pilot:
         await open_on(pilot, app, QUESTION, "r")
-        await pilot.press("tab", *"SQLite, for now", "escape")
+        await pilot.press("tab", *"SQLite maybe", "escape")
         await until(pilot, lambda: app.screen is app.main_screen)
-        assert any("Typed answer kept" in n for n in notes(app))
         await open_on(pilot, app, QUESTION, "r")
-        box = app.screen.query_one("#typed-1", Input)
-        assert box.value == "SQLite, for now"
-        box.focus()
-        await pilot.press("enter")
+        assert app.screen.query_one("#typed-1", Input).value == ""
+        await pilot.press("enter", "ctrl+s")  # the focused list's first option, submitted
         await settle(pilot, app)
-        assert fake.calls == [("answer", A, "que_3Kx9", [["SQLite, for now"]], False)]
-        assert app.responder.drafts == {}
+        assert fake.calls == [("answer", A, "que_3Kx9", [["PostgreSQL"]], False)]
+
+
+async def test_a_reject_message_the_server_refuses_is_kept() -> None:
+    fake = FakeActions()
+    fake.fail = ActionError("the server said 500")
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await open_on(pilot, app, PERM, "r")
+        await pilot.press("m", *"use rsync", "enter")
+        await settle(pilot, app)
+        assert notes(app, "error") == ["the server said 500"]
+        await open_on(pilot, app, PERM, "r")
+        box = app.screen.query_one("#permission-message", Input)
+        await pilot.press("m")
+        await until(pilot, lambda: box.display)
+        assert box.value == "use rsync"
 
 
 async def test_permission_cancel_sends_nothing() -> None:

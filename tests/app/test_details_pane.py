@@ -109,6 +109,8 @@ def test_a_running_session_shows_no_earlier_runs_reply_as_its_own() -> None:
     this_run = replace(earlier, reply_before_prompt=False)
     assert "All done." in activity_content(busy, Look(this_run), now).plain
     assert "earlier run" not in activity_content(idle, Look(this_run), now).plain
+    unknown = next(r for r in views.ROWS if r.state == "unknown")  # (it may still be running)
+    assert "earlier run" not in activity_content(unknown, Look(earlier), now).plain
 
 
 async def test_a_pane_that_no_longer_fits_goes_though_a_dialog_is_on_top() -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from textual.widgets import TextArea
 
 from tui.app.screens.prompt import PromptScreen
+from tui.core.actions import ActionError
 
 from .conftest import make_app
 from .fake_actions import FakeActions
@@ -163,3 +164,23 @@ async def test_a_prompt_closed_unsent_is_kept_as_a_draft_until_sent() -> None:
         ]
         await open_on(pilot, app, BUSY, "p")
         assert app.screen.query_one("#prompt-text", TextArea).text == ""
+
+
+async def test_a_prompt_the_server_refuses_stays_a_draft() -> None:
+    """Sent and refused (a server error): what was written is not lost; `p` shows it again.
+    Accepted the next time, it is gone."""
+    fake = FakeActions()
+    fake.fail = ActionError("the server said 500")
+    app, _ = make_app(actions=fake)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await open_on(pilot, app, BUSY, "p")
+        await pilot.press(*"Update the changelog.", "ctrl+s")
+        await settle(pilot, app)
+        assert notes(app, "error") == ["the server said 500"]
+        fake.fail = None
+        await open_on(pilot, app, BUSY, "p")
+        area = app.screen.query_one("#prompt-text", TextArea)
+        assert area.text == "Update the changelog."
+        await pilot.press("ctrl+s")
+        await settle(pilot, app)
+        assert app.responder.drafts == {}

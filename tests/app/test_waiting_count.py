@@ -65,3 +65,10 @@ def test_short_of_room_the_rows_go_before_the_total() -> None:
     assert "(2 rows)" in wide and wide.endswith("2 total")
     narrower = counts_line(view, width=len(wide) - 1).plain
     assert "rows" not in narrower and narrower.endswith("2 total")
+
+
+def test_two_requests_on_one_row_say_one_row() -> None:
+    view = view_of(
+        permissions=[permission("per_1", "p"), permission("per_2", "p")], sessions=[session("p")]
+    )
+    assert "? input 2 (1 row)  " in counts_line(view).plain

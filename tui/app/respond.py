@@ -47,9 +47,9 @@ class Responder:
         self.select_when_shown: Key | None = None
         """A session created from the dashboard, selected as soon as the table has it."""
         self.drafts: dict[str, str] = {}
-        """What was written and not sent (the dialog closed with esc): prompts, a permission's
-        message, a question's typed answers; kept for when the dialog opens again (a
-        request's, while it is open)."""
+        """What was written and not sent, or sent and not yet accepted by the server (the
+        dialog closed with esc, a send that failed): prompts, a permission's message; kept for
+        when the dialog opens again (a request's, while it is open)."""
 
     def forget_closed(self) -> None:
         """Drop answered requests the View no longer lists (called on each new View)."""
@@ -98,7 +98,7 @@ class Responder:
             )
         else:
             self.app.push_screen(
-                QuestionScreen(row, pending, self.app.dashboard, self.drafts),
+                QuestionScreen(row, pending, self.app.dashboard),
                 lambda reply: self._question(row, pending, reply),
             )
 
@@ -131,15 +131,16 @@ class Responder:
         row = self.app.row_of(key)
         if row is None or self._ready() is None:
             return
-        self.app.push_screen(PromptScreen(row, self.drafts), lambda text: self._prompt(row, text))
+        screen = PromptScreen(row, self.drafts)
+        self.app.push_screen(screen, lambda text: self._prompt(row, text, screen.draft_key))
 
-    def _prompt(self, row: SessionRow, text: str | None) -> None:
+    def _prompt(self, row: SessionRow, text: str | None, draft: str) -> None:
         if not text or self.actions is None:
             return
         actions = self.actions
         lines = len(text.splitlines())
         what = f"Prompt ({lines} line{'s' if lines != 1 else ''})"
-        self._run(what, f"prompt:{row.id}", lambda: actions.prompt(row.server, row.id, text))
+        self._run(what, f"prompt:{row.id}", lambda: actions.prompt(row.server, row.id, text), draft)
 
     def new_session(self, key: Key | None) -> None:
         """Open the new-session dialog, on the selected row's server and in its folder (to
@@ -153,12 +154,10 @@ class Responder:
         if self._ready() is None:
             return
         folder = row.directory if row is not None else ""
-        self.app.push_screen(
-            NewSessionScreen(server, folder, self.drafts),
-            lambda made: self._new_session(server, made),
-        )
+        screen = NewSessionScreen(server, folder, self.drafts)
+        self.app.push_screen(screen, lambda made: self._new_session(server, made, screen.draft_key))
 
-    def _new_session(self, server: str, made: NewSession | None) -> None:
+    def _new_session(self, server: str, made: NewSession | None, draft: str) -> None:
         if made is None or self.actions is None:
             return
         actions = self.actions
@@ -168,7 +167,7 @@ class Responder:
             self.select_when_shown = (server, session_id)
             self.app.notify(f"New session {session_id} in {made.folder}.", markup=False)
 
-        self._run("New session", f"new:{server}:{made.folder}", create)
+        self._run("New session", f"new:{server}:{made.folder}", create, draft)
 
     def select_new(self) -> None:
         """Select the session just created once the View has it (called on each new View)."""
@@ -232,16 +231,26 @@ class Responder:
 
     # -- running ------------------------------------------------------------------------------
 
-    def _run(self, what: str, token: str, act: Callable[[], Awaitable[None]]) -> None:
+    def _run(
+        self, what: str, token: str, act: Callable[[], Awaitable[None]], draft: str = ""
+    ) -> None:
+        """Send `act` (one at a time per `token`: a request id, or `abort:`, `prompt:`,
+        `new:` and its target); once the server accepts it, the `draft` it was written in
+        (its key in `drafts`), and a request's drafts, are done with."""
         if token in self.sending:
             self.app.notify("Already on its way to the server.", timeout=3)
             return
         self.sending.add(token)
         self.app.run_worker(
-            self._send(what, token, act), group="actions", exit_on_error=False, description=what
+            self._send(what, token, act, draft),
+            group="actions",
+            exit_on_error=False,
+            description=what,
         )
 
-    async def _send(self, what: str, token: str, act: Callable[[], Awaitable[None]]) -> None:
+    async def _send(
+        self, what: str, token: str, act: Callable[[], Awaitable[None]], draft: str = ""
+    ) -> None:
         try:
             await act()
         except OcwatchError as exc:
@@ -261,7 +270,10 @@ class Responder:
             return
         finally:
             self.sending.discard(token)
+        self.drafts.pop(draft, None)
         if not token.startswith(("abort:", "prompt:", "new:")):
             self.sent.add(token)
+            for key in [k for k in self.drafts if draft_request(k) == token]:
+                del self.drafts[key]
         self.app.notify(f"{what}: accepted by the server.", timeout=4, markup=False)
         self.app.mark_dirty()

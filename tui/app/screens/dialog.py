@@ -188,8 +188,9 @@ class RequestDialog(ModalScreen[R]):
         return (self.drafts or {}).get(self.draft_key(name), "")
 
     def keep_drafts(self, written: dict[str, str]) -> bool:
-        """Closed unanswered: what was written in each field is kept for this request's next
-        dialog (a blank one forgotten); whether anything was kept."""
+        """What was written in each field is kept for this request's next dialog (a blank one
+        forgotten): closed unanswered, or sent (until the server accepts it: `Responder`
+        drops it then, and a send that fails keeps it); whether anything was kept."""
         if self.drafts is None:
             return False
         for name, text in written.items():
@@ -198,13 +199,6 @@ class RequestDialog(ModalScreen[R]):
             else:
                 self.drafts.pop(self.draft_key(name), None)
         return any(text.strip() for text in written.values())
-
-    def forget_drafts(self) -> None:
-        """Answered: what was kept for this request is done with."""
-        if self.drafts is not None:
-            start = self.draft_key("")
-            for key in [k for k in self.drafts if k.startswith(start)]:
-                del self.drafts[key]
 
     def gone_banner(self) -> Static:
         banner = GoneBanner(

@@ -257,9 +257,12 @@ class PermissionScreen(RequestDialog[PermissionReply | None]):
             part.display = True
 
     def action_reply(self, reply: str) -> None:
-        """Send the reply (the message goes only with reject); a message kept is done with."""
-        self.forget_drafts()
-        self.dismiss(PermissionReply(reply, self.message if reply == "reject" else None))
+        """Send the reply (the message goes only with reject: kept until the server accepts
+        it, so that a send that fails loses nothing)."""
+        message = self.message if reply == "reject" else None
+        if message:
+            self.keep_drafts({"message": self.message_box.value})
+        self.dismiss(PermissionReply(reply, message))
 
     def _close(self) -> None:
         """Close without replying; a message written is kept for this request's next dialog."""

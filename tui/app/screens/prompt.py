@@ -54,9 +54,11 @@ class Writing(ModalScreen[T | None]):
             self.drafts.pop(self.draft_key, None)
 
     def sent(self, result: T) -> None:
-        """Close with what is sent: its draft is done with."""
-        if self.drafts is not None:
-            self.drafts.pop(self.draft_key, None)
+        """Close with what is sent: what was written stays a draft until the server accepts
+        it (`Responder` drops it then; a send that fails loses nothing)."""
+        area = self.query_one_optional("#prompt-text", TextArea)
+        if self.drafts is not None and area is not None and area.text.strip():
+            self.drafts[self.draft_key] = area.text
         self.dismiss(result)
 
     def text_area(self) -> TextArea:

@@ -158,13 +158,9 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
     SCROLL_SAID = ("tab or pgdn", "shift+tab or pgup")  # (the arrows move in a list)
 
     def __init__(
-        self,
-        row: SessionRow,
-        pending: Pending,
-        dashboard: Dashboard | None = None,
-        drafts: dict[str, str] | None = None,
+        self, row: SessionRow, pending: Pending, dashboard: Dashboard | None = None
     ) -> None:
-        super().__init__(row, pending, dashboard, drafts)
+        super().__init__(row, pending, dashboard)
         self.asked = questions_of(pending)
 
     def compose(self) -> ComposeResult:
@@ -184,10 +180,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
                             else "or type an answer (replaces the choice)"
                         )
                         yield TypedAnswer(
-                            self.draft(f"typed-{n}"),
-                            placeholder=hint,
-                            id=f"typed-{n}",
-                            classes="question-typed",
+                            placeholder=hint, id=f"typed-{n}", classes="question-typed"
                         )
                 if not self.asked:
                     yield Static("The request carries no question; reject it or cancel.")
@@ -279,7 +272,6 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
             )
             self.query_one(f"#choices-{missing}").focus()
             return
-        self.forget_drafts()
         self.dismiss(QuestionReply(answers))
 
     def action_reject(self) -> None:
@@ -298,7 +290,6 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
 
         def rejected(yes: bool | None) -> None:
             if yes:
-                self.forget_drafts()
                 self.dismiss(QuestionReply(None, reject=True))
 
         self.app.push_screen(
@@ -306,13 +297,7 @@ class QuestionScreen(RequestDialog[QuestionReply | None]):
         )
 
     def action_cancel(self) -> None:
-        """Close without answering; an answer typed is kept for this request's next dialog
-        (the choices are not: made again in a keystroke)."""
-        typed = {box.id: box.value for box in self.query(TypedAnswer) if box.id}
-        if self.keep_drafts(typed):
-            self.app.notify(
-                "Typed answer kept: it is there when this dialog opens again.", timeout=3
-            )
+        """Close without answering."""
         self.dismiss(None)
 
 

@@ -94,8 +94,10 @@ def activity_content(row: SessionRow, look: Look, now: float) -> Content:
     if activity.reply and not (running and activity.reply_before_prompt):
         # ended with nothing written since the last prompt (aborted, failed): the reply shown
         # is an earlier run's, and said to be
-        earlier = (
-            " · an earlier run's: the last run wrote none" if activity.reply_before_prompt else ""
+        earlier = (  # (not on an unknown row: its run may still be going)
+            " · an earlier run's: the last run wrote none"
+            if activity.reply_before_prompt and row.state == "idle"
+            else ""
         )
         line(_label("reply"), (fmt.clock_time(activity.reply_at, now) + earlier, MUTED))
         for text in activity.reply.splitlines():

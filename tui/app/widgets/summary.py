@@ -72,7 +72,8 @@ def _counts_line(
             parts += [(f"idle {n}", style), *split, "  "]
             continue
         if name == "input" and words and rows_waiting and rows_waiting != n:
-            parts += [(f"{glyph} {name} {n}", style), f" ({rows_waiting} rows)", "  "]
+            rows = f"{rows_waiting} row{'s' if rows_waiting != 1 else ''}"
+            parts += [(f"{glyph} {name} {n}", style), f" ({rows})", "  "]
             continue
         parts += [(f"{glyph} {name} {n}" if words else f"{glyph} {n}", style), "  "]
     if loading:
