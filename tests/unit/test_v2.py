@@ -152,6 +152,17 @@ def test_a_frame_with_a_huge_seq_hides_no_later_gap() -> None:
     assert gaps.count(True) == 3  # the huge one, the real one after it, the one after a miss
 
 
+def test_a_replayed_copy_of_a_durable_frame_is_no_gap() -> None:
+    """A copy of an applied frame (a proxy, an attacker) is dropped before its older seq is
+    read: no gap, and none at the real frame after it."""
+    frames = [d for _, d in load("completed")["frames"]]
+    durable = [i for i, d in enumerate(frames) if '"durable"' in d]
+    stream = [*frames[: durable[3] + 1], frames[durable[1]], *frames[durable[3] + 1 :]]
+    parser = V2EventParser()
+    assert [parser.parse(d, 1.0).gap for d in stream].count(True) == 0
+    assert parser.duplicates == 1
+
+
 def test_a_reject_before_shutdown_is_the_user_and_a_shutdown_alone_is_the_server() -> None:
     frames = load("permission_reject")["frames"]
     parser = V2EventParser()

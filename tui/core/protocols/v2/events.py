@@ -134,7 +134,15 @@ class V2EventParser(FrameParser):
         if not isinstance(props, dict):
             return self._skip(f"a {etype} event whose data is not an object")
         durable = frame.get("durable")
-        gap = self._check_seq(durable) if durable is not None else False
+        copy: bool | None = None  # (None: not asked yet)
+        gap = False
+        if durable is not None:
+            # a replayed copy of an applied event is dropped before its seq is read: an older
+            # seq would be a gap, and so would the next real one
+            copy = self.seen(frame.get("id"), data)
+            if copy:
+                return NOTHING
+            gap = self._check_seq(durable)
         sid = props.get("sessionID")
         if sid is not None and not isinstance(sid, str):
             return self._skip(f"a {etype} event whose sessionID is not a string")
@@ -143,7 +151,7 @@ class V2EventParser(FrameParser):
         if etype in NOISE:
             return GAP if gap else NOTHING
         self._more: list[tuple[str, dict[str, Any]]] = []
-        if self.seen(frame.get("id"), data):
+        if copy is None and self.seen(frame.get("id"), data):
             return GAP if gap else NOTHING  # applied already: a replayed copy says nothing new
         try:
             out = self._translate(etype, props, sid, frame.get("created"), received)
