@@ -84,6 +84,26 @@ def test_a_seq_that_goes_back_is_a_gap_and_the_new_baseline():
     assert p.parse(sync("s1", 9), 0).gap is True  # missed 7 and 8: seen
 
 
+def test_a_replayed_sync_frame_is_no_gap():
+    """A copy of a sync frame read before (its event id and frame) is dropped before its
+    older seq is read: no gap, none at the next real frame either."""
+    p = EventParser()
+    frames = [sync("s1", n).replace('"id": "x"', f'"id": "evt_{n}"') for n in range(5)]
+    gaps = [p.parse(f, 0).gap for f in [*frames[:4], frames[1], frames[4]]]
+    assert gaps == [False] * 6 and p.duplicates == 1
+
+
+def test_a_sync_frame_and_its_plain_twin_share_an_id_and_neither_hides_a_copy():
+    """1.18.33 sends a persisted change twice, the plain event and its sync frame, under one
+    id: a copy of the plain one is still known after its twin was read."""
+    p = EventParser()
+    plain = frame("session.status", {"sessionID": "s1", "status": {"type": "busy"}})
+    twin = sync("s1", 0).replace('"id": "x"', '"id": "evt_1"')
+    assert p.parse(plain, 0).event is not None
+    assert p.parse(twin, 0).gap is False
+    assert p.parse(plain, 0).event is None and p.duplicates == 1
+
+
 def test_malformed_json_is_counted_and_skipped():
     p = EventParser()
     for bad in [
