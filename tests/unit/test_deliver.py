@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import sys
 import threading
@@ -178,6 +179,25 @@ async def test_the_webhook_posts_json_with_the_token(receiver: Receiver) -> None
     assert body["asked"] == ["permission bash: npm test"] and "\x1b" not in body["title"]
     assert reports == []
     assert "secret-path" not in sink.describe()  # a webhook's path is often its secret
+
+
+async def test_verbose_logging_never_writes_a_webhooks_url(
+    receiver: Receiver, caplog: pytest.LogCaptureFixture
+) -> None:
+    """`-v` logs at INFO; httpx logs each request's URL there, and a webhook's URL is its
+    secret (a hostile review found `-v` wrote it on every delivery)."""
+    from tui.cli.main import configure_logging
+
+    configure_logging(verbose=True)
+    caplog.set_level(logging.INFO)  # (the root at INFO, as -v sets it)
+    try:
+        d = Deliverer([WebhookSink(receiver.url + "/hooks/T0/secret-path")], lambda _: None)
+        await deliver(d, input_alert())
+        assert receiver.posts and d.counts == {("webhook", "sent"): 1}
+        assert not [r for r in caplog.records if "secret-path" in r.getMessage()]
+    finally:
+        for name in ("httpx", "httpcore"):
+            logging.getLogger(name).setLevel(logging.NOTSET)
 
 
 async def test_an_ntfy_topic_gets_ntfys_json_publish(receiver: Receiver) -> None:

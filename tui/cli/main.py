@@ -518,15 +518,28 @@ def _refuse_ignored(parser: argparse.ArgumentParser, args: argparse.Namespace) -
             parser.error(f"{flag} has no effect on `ocwatch {args.command}`")
 
 
+#: Loggers of libraries that write request URLs at INFO: a webhook's URL is its secret (a Slack
+#: hook's path), and `-v` wrote it to stderr on every delivery; their warnings still show
+QUIET_LIBRARIES = ("httpx", "httpcore")
+
+
+def configure_logging(verbose: bool) -> None:
+    """Log to stderr, at INFO with `-v` (else errors only); the libraries that would log a
+    secret URL at INFO only from WARNING up."""
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.ERROR,
+        stream=sys.stderr,
+        format="ocwatch: %(levelname)s %(name)s: %(message)s",
+    )
+    for name in QUIET_LIBRARIES:
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     _refuse_ignored(parser, args)
-    logging.basicConfig(
-        level=logging.INFO if args.verbose else logging.ERROR,
-        stream=sys.stderr,
-        format="ocwatch: %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(args.verbose)
     try:
         auth = Auth.from_env()
     except (OSError, ValueError) as exc:
