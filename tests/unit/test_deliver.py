@@ -121,6 +121,35 @@ async def test_a_command_that_hangs_is_killed_at_its_timeout(tmp_path: Path) -> 
     assert "no exit within 0.5s (killed)" in reports[0]
 
 
+async def test_a_command_that_writes_much_to_stderr_is_never_held() -> None:
+    """Its stderr is read as it comes (a pipe nobody read held a program writing 300 KB, and
+    every alert after it, for good); a failure says its last line."""
+    loud = "import sys; sys.stderr.write('x' * 300_000 + '\\nthe last word\\n'); sys.exit({})"
+    reports: list[str] = []
+    ok = CommandSink([sys.executable, "-c", loud.format(0)], timeout=20)
+    bad = CommandSink([sys.executable, "-c", loud.format(3)], timeout=20)
+    d = Deliverer([ok, bad], reports.append)
+    started = time.monotonic()
+    await deliver(d, input_alert())
+    assert time.monotonic() - started < 15
+    assert d.counts == {("command", "sent"): 1, ("command", "failed"): 1}
+    assert "exit status 3: the last word" in reports[0]
+
+
+async def test_a_child_left_in_the_background_holds_nothing(tmp_path: Path) -> None:
+    """A command that exits, leaving a child that still holds its stderr, is done when it
+    exits (asyncio's own pipe waited for the child too, and the command read as hung)."""
+    script = tmp_path / "leave-a-child.sh"
+    script.write_text("#!/bin/sh\n(sleep 30 &)\necho refused >&2\nexit 3\n")
+    script.chmod(0o755)
+    reports: list[str] = []
+    d = Deliverer([CommandSink([str(script)], timeout=10)], reports.append)
+    started = time.monotonic()
+    await deliver(d, input_alert())
+    assert time.monotonic() - started < 8
+    assert "exit status 3: refused" in reports[0]
+
+
 async def test_a_missing_program_is_one_clear_line(tmp_path: Path) -> None:
     reports: list[str] = []
     d = Deliverer([CommandSink([str(tmp_path / "no-such-notifier")])], reports.append)

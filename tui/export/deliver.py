@@ -145,18 +145,25 @@ class CommandSink:
         # names for it), no token, nothing of ocwatch's but the alert
         env = {k: v for k, v in os.environ.items() if k in _ENV_KEPT or k.startswith("LC_")}
         env.update(p.env())
+        # its stderr is read as it comes, its last STDERR_KEPT bytes kept: a pipe nobody read
+        # filled at 64 KiB and held the program (and every alert after it) for good; and not
+        # through asyncio's pipe, whose wait() waits for every holder of the pipe to close it (a
+        # child left in the background held it)
+        err = _Tail()
         try:
             proc = await asyncio.create_subprocess_exec(
                 *self.argv,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.DEVNULL,
-                stderr=asyncio.subprocess.PIPE,
+                stderr=err.write_end,
                 env=env,
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:  # ValueError: a NUL in an argument
+            err.close()
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             raise DeliveryFailed(f"cannot run it: {plain(why, 120)}") from None
+        err.started()
         data = (json.dumps(p.to_json(), ensure_ascii=False) + "\n").encode()
         try:
             async with asyncio.timeout(self.timeout):
@@ -172,15 +179,56 @@ class CommandSink:
             if proc.returncode is None:  # timed out or cancelled: the whole group goes
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.killpg(proc.pid, signal.SIGKILL)
-                await proc.wait()
+                with contextlib.suppress(TimeoutError):  # (its stdin closes with it)
+                    await asyncio.wait_for(proc.wait(), 5)
+            said = err.close()
         if code != 0:
-            said = ""
-            assert proc.stderr is not None
-            with contextlib.suppress(TimeoutError, OSError):
-                err = await asyncio.wait_for(proc.stderr.read(4096), 0.5)  # bounded
-                lines = err.decode("utf-8", "replace").strip().splitlines()
-                said = plain(lines[-1], 200) if lines else ""
             raise DeliveryFailed(f"exit status {code}" + (f": {said}" if said else ""))
+
+
+#: The bytes of a notify command's stderr kept (its last line says why it failed)
+STDERR_KEPT = 4096
+
+
+class _Tail:
+    """A pipe for a program's stderr, read on the event loop as it comes (never blocking the
+    program), its last STDERR_KEPT bytes kept."""
+
+    def __init__(self) -> None:
+        self._read, self.write_end = os.pipe()
+        os.set_blocking(self._read, False)
+        self._kept = bytearray()
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def started(self) -> None:
+        """The program has the write end: ours closes (EOF once the program's does), and the
+        read end is read whenever it has bytes."""
+        os.close(self.write_end)
+        self.write_end = -1
+        self._loop = asyncio.get_running_loop()
+        self._loop.add_reader(self._read, self._drain)
+
+    def _drain(self) -> None:
+        with contextlib.suppress(BlockingIOError, OSError):
+            while chunk := os.read(self._read, 65536):
+                self._kept += chunk
+                del self._kept[:-STDERR_KEPT]
+            if self._loop is not None:  # EOF
+                self._loop.remove_reader(self._read)
+
+    def close(self) -> str:
+        """Stop reading (what is in the pipe now is read first); the last line kept."""
+        if self._read >= 0:
+            self._drain()
+            if self._loop is not None:
+                self._loop.remove_reader(self._read)
+            os.close(self._read)
+            self._read = -1
+        if self.write_end >= 0:
+            os.close(self.write_end)
+            self.write_end = -1
+        lines = self._kept.decode("utf-8", "replace").strip().splitlines()
+        return plain(lines[-1], 200) if lines else ""
 
 
 #: What a notify command inherits of ocwatch's environment (and LC_*): enough to run a program
