@@ -11,6 +11,8 @@ import gzip
 import json
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -296,6 +298,46 @@ def header(**over: Any) -> str:
         ),
         (header() + '{"s": 0, "k": "frame", "d": "x"}\n', ":2: a frame record without its time"),
         (header() + '{"t": 1, "s": 0, "k": "http", "m": "GET"}\n', ":2: an http record without"),
+        # hostile times (a hostile review: tracebacks, "year out of range", hangs, exit 0)
+        *(
+            (header(created=bad), ":1: the header's creation time")
+            for bad in (float("nan"), float("inf"), 1e300, 10**400, -1e18, 1e16)
+        ),
+        *(
+            (
+                header() + json.dumps({"t": bad, "s": 0, "k": "frame", "d": "x"}) + "\n",
+                ":2: a frame record at",
+            )
+            for bad in (float("nan"), float("-inf"), -5.0, 1e300, 10**400)
+        ),
+        (header(servers=[]), ":1: the header names no server"),
+        *(
+            (
+                header()
+                + json.dumps(
+                    {
+                        "t": 1,
+                        "s": 0,
+                        "k": "http",
+                        "m": "GET",
+                        "p": "/",
+                        "q": "",
+                        "st": 200,
+                        "h": {},
+                        **over,
+                    }
+                )
+                + "\n",
+                said,
+            )
+            for over, said in (
+                ({"st": -1}, ":2: an http record whose status -1 is none"),
+                ({"st": True}, ":2: an http record whose status True is none"),
+                ({"h": {"content-type": 5}}, ":2: an http record whose headers are not text"),
+                ({"b64": "!!!notbase64"}, ":2: an http record whose body is not base64"),
+                ({"b64": 12}, ":2: an http record whose body is not base64"),
+            )
+        ),
     ],
 )
 async def test_a_file_that_cannot_be_replayed_is_refused_naming_the_line(
@@ -888,6 +930,32 @@ def test_recorded_settings_of_the_wrong_type_are_refused(tmp_path: Path) -> None
     path.write_text(header(settings={"grace": "three"}))
     with pytest.raises(RecordingError, match="the setting 'grace' is 'three'"):
         Replay(path)
+    # a timeout of 1e12 s: the replay stepped through it a second at a time, for ever
+    path.write_text(header(settings={"heartbeat_timeout": 1e12}))
+    with pytest.raises(RecordingError, match="'heartbeat_timeout' is 1000000000000.0, outside"):
+        Replay(path)
+    path.write_text(header(settings={"max_event": 16_777_216}))  # (a size, not seconds)
+    Replay(path)
+
+
+def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:
+    """A FIFO (no writer) held the reader in its open for ever: refused, exit 2, one line."""
+    fifo = tmp_path / "rec.ndjson"
+    os.mkfifo(fifo)
+    for command in ("status", "watch"):
+        run = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from tui.cli.main import main; "
+                f"sys.exit(main(['{command}', '--replay', {str(fifo)!r}]))",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert run.returncode == 2, run.stderr
+        assert run.stderr.count("\n") == 1 and "not a regular file" in run.stderr
 
 
 async def test_a_frame_that_came_while_a_snapshot_was_read_replays_where_it_came(

@@ -5,10 +5,15 @@ cannot replay exactly, naming the line."""
 
 from __future__ import annotations
 
+import base64
+import binascii
+import errno
 import gzip
 import io
 import json
 import math
+import os
+import stat
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -80,7 +85,21 @@ class Record:
 
 
 def open_text(path: Path, mode: str) -> IO[str]:
-    """The file as text, through gzip when its name ends in `.gz`."""
+    """The file as text, through gzip when its name ends in `.gz`. Read, it must be a regular
+    file: a FIFO (or a device) held the reader forever, opening it without a writer."""
+    if mode.startswith("r"):
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            os.set_blocking(fd, True)
+            raw = os.fdopen(fd, "rb")
+        except BaseException:
+            os.close(fd)
+            raise
+        if path.suffix == ".gz":
+            return io.TextIOWrapper(gzip.GzipFile(fileobj=raw), encoding="utf-8", newline="\n")
+        return io.TextIOWrapper(raw, encoding="utf-8", newline="\n")
     if path.suffix == ".gz":
         binary = gzip.GzipFile(path, mode.replace("t", "") + "b")
         return io.TextIOWrapper(binary, encoding="utf-8", newline="\n")
@@ -89,6 +108,21 @@ def open_text(path: Path, mode: str) -> IO[str]:
 
 def _number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+#: Epoch seconds a recording's times may take: from 1970 to the end of year 9999 (what a date
+#: shows; NaN, infinities, negative or larger times crashed or hung the readers)
+LAST_TIME = 253_402_300_800.0
+
+
+def _moment(value: Any) -> bool:
+    """Whether `value` is a time a recording may hold (epoch seconds within LAST_TIME)."""
+    return _number(value) and 0 <= value < LAST_TIME
+
+
+def _header_list(value: Any) -> str:
+    """A header's value shown in an error (bounded)."""
+    return repr(value)[:60]
 
 
 _FIELDS: dict[str, dict[str, tuple[type, ...]]] = {
@@ -158,6 +192,13 @@ def _header(path: Path, first: str) -> Header:
         or not (_number(data.get("created")))
     ):
         raise RecordingError(f"{path}:1: the header lacks its servers or creation time")
+    if not servers:
+        raise RecordingError(f"{path}:1: the header names no server (nothing was recorded)")
+    if not _moment(data["created"]):
+        raise RecordingError(
+            f"{path}:1: the header's creation time {_header_list(data['created'])} is no "
+            "time a recording has (epoch seconds, 1970 to 9999)"
+        )
     got = data.get("settings")
     settings: dict[str, Any] = got if isinstance(got, dict) else {}
     return Header(
@@ -260,6 +301,7 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
         and data.get("k") == "frame"
         and type(data.get("d")) is str
         and type(t := data.get("t")) is float
+        and 0 <= t < LAST_TIME
         and type(s := data.get("s")) is int
         and 0 <= s < servers
     ):
@@ -272,15 +314,41 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
         raise RecordingError(f"{where}: unknown record kind {kind!r}")
     if not _number(t):
         raise RecordingError(f"{where}: {_a(kind)} record without its time")
+    if not _moment(t):
+        raise RecordingError(
+            f"{where}: {_a(kind)} record at {_header_list(t)}, no time a recording has "
+            "(epoch seconds, 1970 to 9999)"
+        )
     if kind != "end" and not (isinstance(server, int) and 0 <= server < servers):
         raise RecordingError(f"{where}: {_a(kind)} record of no server of the header")
     for name, types in _FIELDS[kind].items():
         if not isinstance(data.get(name), types):
             raise RecordingError(f"{where}: {_a(kind)} record without a valid {name!r}")
-    if kind == "http" and not isinstance(data.get("b", ""), str):
-        raise RecordingError(f"{where}: an http record whose body is not text")
+    if kind == "http":
+        _check_http(where, data)
     assert isinstance(t, int | float) and isinstance(kind, str)
     return Record(number, float(t), int(server), kind, data)
+
+
+def _check_http(where: str, data: dict[str, Any]) -> None:
+    """An answer's status (an HTTP status, 100 to 599), headers (text to text) and body (text,
+    or base64 that decodes) as the replay hands them to the client's checks (a bad one was a
+    traceback there, or a status of -1 taken for an answer)."""
+    status = data["st"]
+    if isinstance(status, bool) or not 100 <= status <= 599:
+        raise RecordingError(f"{where}: an http record whose status {_header_list(status)} is none")
+    if not all(isinstance(k, str) and isinstance(v, str) for k, v in data["h"].items()):
+        raise RecordingError(f"{where}: an http record whose headers are not text")
+    if not isinstance(data.get("b", ""), str):
+        raise RecordingError(f"{where}: an http record whose body is not text")
+    if "b64" in data:
+        body = data["b64"]
+        try:
+            if not isinstance(body, str):
+                raise ValueError
+            base64.b64decode(body, validate=True)
+        except (ValueError, binascii.Error):
+            raise RecordingError(f"{where}: an http record whose body is not base64") from None
 
 
 def parse_time(value: str, start: float | None = None, end: float | None = None) -> float:

@@ -64,6 +64,10 @@ def _error(data: dict[str, Any], message: str) -> OcwatchError:
     return _ERRORS.get(str(data.get("error")), OcwatchError)(message)
 
 
+#: The largest value a recorded setting of seconds (a float) may have: a day
+MAX_SETTING = 86_400
+
+
 def settings_of(header: Header, path: Path | None = None) -> Settings:
     """The recorded settings (what derive decided with), known fields only, each of the type
     the default has (RecordingError otherwise)."""
@@ -79,6 +83,12 @@ def settings_of(header: Header, path: Path | None = None) -> Settings:
             raise RecordingError(
                 f"{path or 'the recording'}:1: the setting {f.name!r} is "
                 f"{value!r}, not a {want.__name__}"
+            )
+        if want is float and not 0 <= value <= MAX_SETTING:
+            # (a day's timeout made the replay step through the day a second at a time)
+            raise RecordingError(
+                f"{path or 'the recording'}:1: the setting {f.name!r} is {value!r}, "
+                f"outside 0 to {MAX_SETTING:,}"
             )
         got[f.name] = value
     return Settings(**got)
