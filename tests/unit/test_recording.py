@@ -27,8 +27,9 @@ from tui.core.client import OcwatchError, Unreachable
 from tui.core.fleet import Fleet
 from tui.core.settings import Auth, Settings
 from tui.core.view import View
+from tui.record import replay as replay_module
 from tui.record.format import RecordingError, parse_time, read
-from tui.record.replay import Replay, replay_to
+from tui.record.replay import MAX_OPEN_SNAPSHOTS, Replay, replay_to
 from tui.record.writer import Recorder, parse_size
 
 
@@ -936,6 +937,34 @@ def test_recorded_settings_of_the_wrong_type_are_refused(tmp_path: Path) -> None
         Replay(path)
     path.write_text(header(settings={"max_event": 16_777_216}))  # (a size, not seconds)
     Replay(path)
+
+
+async def test_snapshots_begun_and_never_ended_are_bounded(tmp_path: Path) -> None:
+    """Live, a server has one snapshot open (two while one supersedes another): a file that
+    begins 100,000 made the replay crawl and grow; past MAX_OPEN_SNAPSHOTS it is refused."""
+    begins = "".join(
+        json.dumps({"t": T0 + 1, "s": 0, "k": "snap", "n": n, "begin": True}) + "\n"
+        for n in range(1, MAX_OPEN_SNAPSHOTS + 2)
+    )
+    path = tmp_path / "begins.ndjson"
+    path.write_text(header() + begins)
+    with pytest.raises(RecordingError, match=f":{MAX_OPEN_SNAPSHOTS + 2}: more than"):
+        await replay_to(path)
+
+
+async def test_answers_to_requests_never_made_are_bounded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A snapshot's answers wait for its requests; ones for a route it never asks were kept
+    until it ended (1.6 GB from a 1.6 MB gzip): past MAX_KEPT_ANSWERS, refused."""
+    monkeypatch.setattr(replay_module, "MAX_KEPT_ANSWERS", 2**20)
+    answer = {"t": T0 + 1, "s": 0, "k": "http", "n": 1, "m": "GET", "p": "/nope", "q": ""}
+    lines = [json.dumps({"t": T0 + 1, "s": 0, "k": "snap", "n": 1, "begin": True})]
+    lines += [json.dumps({**answer, "st": 200, "h": {}, "b": "x" * 2**19})] * 3
+    path = tmp_path / "answers.ndjson"
+    path.write_text(header() + "\n".join(lines) + "\n")
+    with pytest.raises(RecordingError, match=":4: more than 1 MiB of answers to requests never"):
+        await replay_to(path)
 
 
 def test_a_fifo_is_refused_not_waited_on(tmp_path: Path) -> None:

@@ -94,6 +94,21 @@ def settings_of(header: Header, path: Path | None = None) -> Settings:
     return Settings(**got)
 
 
+#: The most bytes of answers a replay keeps for requests its snapshots have not made yet, per
+#: server (a live snapshot reads no answer larger than MAX_LISTING; a file of answers nobody
+#: asks for made a 1.6 MB gzip take 1.6 GB)
+MAX_KEPT_ANSWERS = 256 * 2**20
+#: The most snapshots of one server a replay has open at once (live: one, and the one that
+#: supersedes it; a file of 100,000 begun made the replay crawl)
+MAX_OPEN_SNAPSHOTS = 8
+
+
+def _size(rec: Record) -> int:
+    """What an answer record kept takes, roughly (its body's text)."""
+    data = rec.data
+    return 256 + len(data.get("b") or "") + len(data.get("b64") or "")
+
+
 class ReplayClient(Client):
     """A Client whose requests are answered with the responses recorded for the snapshot being
     replayed, as they come in the file: the same route methods and the same checks of every
@@ -115,6 +130,8 @@ class ReplayClient(Client):
         #: or nothing moves (Replay._settle)
         self.moves = 0
         self.owing: set[asyncio.Future[Any]] = set()
+        #: the bytes of the answers kept for requests not asked yet (bounded: MAX_KEPT_ANSWERS)
+        self.kept = 0
 
     def answer(self, number: int, rec: Record) -> None:
         """A recorded answer of snapshot `number`: to the request waiting for it, or kept for
@@ -129,6 +146,7 @@ class ReplayClient(Client):
                 self.owing.add(task)
                 return
         self.answers.setdefault(number, {}).setdefault(key, []).append(rec)
+        self.kept += _size(rec)
 
     def asked(self, number: int) -> list[str]:
         """The requests of snapshot `number` still waiting for an answer."""
@@ -141,7 +159,8 @@ class ReplayClient(Client):
 
     def forget(self, number: int) -> None:
         """Snapshot `number` is over: what it kept goes."""
-        self.answers.pop(number, None)
+        for kept in self.answers.pop(number, {}).values():
+            self.kept -= sum(_size(rec) for rec in kept)
         for waiting in self.waiting.pop(number, {}).values():
             for f, _task in waiting:
                 f.cancel()
@@ -163,7 +182,9 @@ class ReplayClient(Client):
         key = (method, self.prefix + path, _query(params) if params else "")
         queue = self.answers.get(number, {}).get(key)
         if queue:
-            rec = queue.pop(0).data
+            taken = queue.pop(0)
+            self.kept -= _size(taken)
+            rec = taken.data
         else:
             future: asyncio.Future[Record] = asyncio.get_running_loop().create_future()
             task = asyncio.current_task()
@@ -340,6 +361,11 @@ class Replay:
             if taking is not None:
                 client.answer(taking[0].number, rec)
                 self._owed = client
+                if client.kept > MAX_KEPT_ANSWERS:
+                    raise RecordingError(
+                        f"{self.path}:{rec.line}: more than {MAX_KEPT_ANSWERS // 2**20} MiB of "
+                        "answers to requests never made; not a recording ocwatch writes"
+                    )
         elif rec.kind == "stream":
             if data["up"]:
                 monitor.stream_opened()
@@ -348,6 +374,11 @@ class Replay:
         elif rec.kind == "snap":
             key = (rec.server, data["n"])
             if data["begin"]:
+                if sum(server == rec.server for server, _n in self._taking) >= MAX_OPEN_SNAPSHOTS:
+                    raise RecordingError(
+                        f"{self.path}:{rec.line}: more than {MAX_OPEN_SNAPSHOTS} snapshots of "
+                        "one server begun and not ended; not a recording ocwatch writes"
+                    )
                 # read as it was live: asking as the answers come in, with the frames that
                 # came meanwhile applied, up to the end record, where it is installed
                 begun = monitor.begin_snapshot()
