@@ -7,6 +7,7 @@ CA made (trustme)."""
 from __future__ import annotations
 
 import json
+import os
 import ssl
 import subprocess
 import sys
@@ -111,6 +112,22 @@ def test_a_ca_file_that_cannot_be_read_is_said(server: HostileServer, tmp_path: 
     assert "ca_file '/nonexistent/ca.pem': cannot read its certificates" in proc.stderr
     proc = status(server.url, SSL_CERT_FILE="/nonexistent/env.pem")
     assert proc.returncode == 2 and "$SSL_CERT_FILE '/nonexistent/env.pem'" in proc.stderr
+
+
+def test_a_ca_file_that_is_a_fifo_or_a_device_is_said_not_waited_on(
+    server: HostileServer, tmp_path: Path
+) -> None:
+    """A FIFO as the ca_file held every command in ssl's open of it (a hostile review)."""
+    fifo = tmp_path / "ca.pem"
+    os.mkfifo(fifo)
+    for bundle in (str(fifo), "/dev/zero"):
+        config = tmp_path / "config.toml"
+        config.write_text(f"ca_file = {bundle!r}\n".replace("'", '"'))
+        proc = status(server.url, OCWATCH_CONFIG=str(config))
+        assert proc.returncode == 2
+        assert f"ca_file '{bundle}': cannot read its certificates (not a regular file)" in (
+            proc.stderr
+        )
 
 
 def test_verification_is_never_off() -> None:

@@ -13,11 +13,14 @@ from __future__ import annotations
 import functools
 import os
 import ssl
+import stat
 from collections.abc import Mapping
 
 #: The config's `ca_file`, set once when the config is read (use_ca_file); every https client of
 #: the process verifies against it
 _ca_file: str | None = None
+#: The largest certificate bundle read (the system's is about 200 KB)
+CA_FILE_MAX = 16 * 2**20
 
 
 class TrustError(Exception):
@@ -55,6 +58,13 @@ def _load(cafile: str | None, capath: str | None, where: str) -> ssl.SSLContext:
     """A verifying context (cached: loading a bundle parses every certificate in it, and the
     contexts are only read once made)."""
     try:
+        if cafile is not None:
+            info = os.stat(cafile)
+            # (a FIFO held every command in ssl's open of it; /dev/zero never ends)
+            if not stat.S_ISREG(info.st_mode):
+                raise ValueError("not a regular file")
+            if info.st_size > CA_FILE_MAX:
+                raise ValueError(f"larger than {CA_FILE_MAX // 2**20} MiB")
         return ssl.create_default_context(cafile=cafile, capath=capath)
     except (OSError, ssl.SSLError, ValueError) as exc:
         name = cafile or capath
