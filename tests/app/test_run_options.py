@@ -8,6 +8,7 @@ import pytest
 
 from tui.app import run
 from tui.cli.main import main
+from tui.core.client import OcwatchError
 from tui.core.config import AlertConfig, Config, load_config
 from tui.core.discover import LocalDiscovery
 from tui.core.settings import Auth
@@ -77,6 +78,29 @@ def test_config_file_warnings_become_notices(tmp_path: Path) -> None:
     opts = run.resolve(config, notices=warnings, env={})
     assert opts.theme == "ocwatch-light" and opts.alerts.bell
     assert any("grace" in n for n in opts.notices)
+
+
+def test_config_servers_that_cannot_be_read_are_an_error_not_the_default(
+    tmp_path: Path,
+) -> None:
+    """One bad entry in `servers` left the whole key out, and the default (or discovery)
+    was watched in its place: `status` said "no sessions", exit 0 (a hostile review). Now it is
+    an error, unless --server names the servers; the demo watches none of them."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        'servers = ["http://127.0.0.1:18801",'
+        ' {url = "http://127.0.0.1:18809", pasword_file = "x"}]\n'
+    )
+    config, warnings = load_config(path, env={})
+    assert warnings.dropped == {"servers"}
+    with pytest.raises(OcwatchError, match="the config's servers cannot be read .*pasword_file"):
+        run.resolve(config, notices=warnings, env={})
+    named = run.resolve(config, notices=warnings, env={}, urls=["http://127.0.0.1:9"])
+    assert named.urls == ["http://127.0.0.1:9"]
+    run.resolve(config, notices=warnings, env={}, servers_needed=False)  # (no error)
+    path.write_text('servers = ["http://127.0.0.1:18801"]\ngrace = "soon"\n')  # (not servers)
+    config, warnings = load_config(path, env={})
+    assert run.resolve(config, notices=warnings, env={}).urls == ["http://127.0.0.1:18801"]
 
 
 async def test_the_app_shows_config_notices() -> None:

@@ -236,6 +236,7 @@ def run_demo(
         notices=warnings,
         alert_flags=alert_flags,
         read_only=read_only,
+        servers_needed=False,  # (the config's servers are not watched)
     )
 
     async def main() -> int:

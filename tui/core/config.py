@@ -23,6 +23,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import paths, tls
+from .client import OcwatchError
 from .discover import LocalDiscovery
 from .inventory import InventoryFile
 from .service import Service, listening, read_service
@@ -188,17 +189,24 @@ ENV_NAMES: dict[str, str] = {
 }
 
 
+class Notices(list[str]):
+    """What reading the config says, in order; and the top-level keys of its file left out as
+    not valid (`dropped`)."""
+
+    dropped: frozenset[str] = frozenset()
+
+
 def load_config(
     path: Path | None = None,
     env: Mapping[str, str] | None = None,
-) -> tuple[Config, list[str]]:
+) -> tuple[Config, Notices]:
     """The config: defaults, under the file (if any), under the environment (ENV_NAMES), each
     a pydantic-settings source. Returns (config, warnings): a key of the file or a variable that
     is not valid is said in the warnings and left out, the rest kept."""
     environ: Mapping[str, str] = os.environ if env is None else env
     named = path is None and bool(environ.get("OCWATCH_CONFIG"))
     path = path or config_path(environ)
-    warnings: list[str] = []
+    warnings = Notices()
     file_data = _read_file(path, named, warnings)
     given = {key: environ[name] for key, name in ENV_NAMES.items() if environ.get(name)}
     if not file_data and set(given) <= {"discover"}:
@@ -267,7 +275,7 @@ def _layered(file_data: dict[str, Any], environ: Mapping[str, str], warnings: li
     return Config.model_validate(dict(Layered()))
 
 
-def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
+def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
     """The valid top-level keys of the config file (none when there is no file)."""
     data: dict[str, Any] = {}
     if named and not path.is_file():
@@ -293,7 +301,9 @@ def _read_file(path: Path, named: bool, warnings: list[str]) -> dict[str, Any]:
         for err in exc.errors():
             where = ".".join(str(x) for x in err["loc"])
             warnings.append(f"config {path}: {where}: {err['msg']}")
-        return {key: value for key, value in data.items() if _invalid(key, value) is None}
+        kept = {key: value for key, value in data.items() if _invalid(key, value) is None}
+        warnings.dropped = frozenset(data) - frozenset(kept)
+        return kept
     return data
 
 
@@ -373,8 +383,13 @@ def resolve_options(
     read_only: bool = False,
     servers_file: str | None = None,
     discover: str | None = None,
+    servers_needed: bool = True,
 ) -> Options:
     """Merge flags over the config (pure, but for reading `password_file`).
+
+    A config file whose `servers` could not be read is an OcwatchError unless `urls` name the
+    servers (or `$OCWATCH_SERVERS` does; `servers_needed` False: the caller watches none of
+    them, the demo).
 
     Servers: `--server` (a URL, or the name of a server of the config), else the config's
     (file or `$OCWATCH_SERVERS`), else `$OPENCODE_SERVER_URL`, else the default. Alert flags
@@ -391,6 +406,19 @@ def resolve_options(
     The steps, in the order their notices are said: the config's server entries, the servers
     chosen, the alert sinks, the trusted CAs, the password, each server's credentials."""
     env = dict(os.environ) if env is None else dict(env)
+    if (
+        servers_needed
+        and not urls
+        and "servers" in getattr(notices, "dropped", ())
+        and not env.get("OCWATCH_SERVERS")
+    ):
+        # watching the default, or what discovery finds, in their place would answer for
+        # servers nobody named (`status`: "no sessions", exit 0)
+        why = "; ".join(n for n in notices if ": servers" in n) or "not valid"
+        raise OcwatchError(
+            f"the config's servers cannot be read ({why}): fix them, or name the servers "
+            "with --server"
+        )
     out = list(notices)
     env_auth = auth  # the user's own password ($OPENCODE_SERVER_PASSWORD), before the config's
     inventory = servers_file or config.servers_file
