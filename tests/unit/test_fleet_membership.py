@@ -183,3 +183,20 @@ def test_the_servers_that_left_are_remembered_boundedly() -> None:
     assert len(fleet.gone) == GONE_KEPT
     assert "http://127.0.0.1:1" not in fleet.gone  # the earliest went first
     assert f"http://127.0.0.1:{GONE_KEPT + 10}" in fleet.gone
+
+
+def test_a_name_two_servers_are_given_calls_only_the_first() -> None:
+    """A config's server and an inventory's (or a discovered folder) of one name made two
+    series of one `server` label, of which Prometheus kept the first: a server down hidden
+    behind one up (a hostile review). The later one is called by its URL."""
+    fleet = Fleet([])
+    fleet.reconcile(
+        [
+            Target("http://127.0.0.1:18804", name="hs", source="config"),
+            Target("http://127.0.0.1:18801", name="hs", source="file"),
+            Target("http://127.0.0.1:18802", name="other", source="file"),
+        ]
+    )
+    labels = [s.label for s in fleet.servers()]
+    assert labels == ["hs", "http://127.0.0.1:18801", "other"]
+    assert len(set(labels)) == len(labels)

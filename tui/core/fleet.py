@@ -7,6 +7,7 @@ changes (view.transitions, the transition contract) feed each row's timeline.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, TypeVar
@@ -162,8 +163,23 @@ class Fleet:
 
     def servers(self) -> tuple[ServerInfo, ...]:
         """Each server as published now (link state, first snapshot, loading), in order: what
-        a reader of the fleet reads, never a monitor's own fields."""
-        return tuple(m.info() for m in self.monitors)
+        a reader of the fleet reads, never a monitor's own fields. A name another server
+        (listed before it) has already is not this one's: it is called by its URL (a config's
+        server and an inventory's or a discovered folder of one name made two series of one
+        label, and Prometheus kept only the first: a server down hidden behind one up)."""
+        infos = tuple(m.info() for m in self.monitors)
+        if len(infos) > 1:
+            labels = [i.label for i in infos]
+            if len(set(labels)) < len(labels):
+                taken: set[str] = set()
+                fixed = []
+                for info in infos:
+                    if info.label in taken:
+                        info = dataclasses.replace(info, name="")
+                    taken.add(info.label)
+                    fixed.append(info)
+                infos = tuple(fixed)
+        return infos
 
     def current(self, now: float | None = None) -> View:
         now = self.clock() if now is None else now
