@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 
 import httpx
 
@@ -71,6 +72,33 @@ def test_a_password_over_plain_http_beyond_loopback_is_warned_of():
         Config(), urls=["http://127.0.0.1:4096", "https://buildbox:4096"], auth=PW, env={}
     )
     assert not any("plain http" in n for n in quiet.notices)
+
+
+def test_no_password_goes_to_another_users_process_on_a_local_port(tmp_path, monkeypatch):
+    """A process of another user listening on the port of one's own server got the password
+    (a hostile review: `nobody` on 127.0.0.1:4096 read `opencode:MyRealSecret`). It is
+    withheld, and said; one's own server on its port gets it as ever."""
+    from tui.core import discover
+
+    me = os.getuid()
+    (tmp_path / "net").mkdir()
+    head = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid\n"
+    rows = [  # 127.0.0.1:4096 by uid 65534; 0.0.0.0:5000 by me (LISTEN: 0A)
+        f"   0: 0100007F:1000 00000000:0000 0A 00000000:00000000 00:00000000 00000000 "
+        f"{65534 if me != 65534 else 65533} 0 111 1 0 100 0 0 10 0\n",
+        f"   1: 00000000:1388 00000000:0000 0A 00000000:00000000 00:00000000 00000000 "
+        f"{me} 0 222 1 0 100 0 0 10 0\n",
+    ]
+    (tmp_path / "net" / "tcp").write_text(head + "".join(rows))
+    monkeypatch.setattr(discover, "PROC", tmp_path)
+    for url in ("http://127.0.0.1:4096", "http://localhost:4096"):
+        opts = resolve_options(Config(), urls=[url], auth=PW, env={})
+        assert opts.auths[url] is None, url
+        assert any("belongs to another user" in n and "not sent" in n for n in opts.notices)
+        assert "env-secret" not in repr(opts)
+    own = resolve_options(Config(), urls=["http://127.0.0.1:5000"], auth=PW, env={})
+    assert own.auths["http://127.0.0.1:5000"] == PW
+    assert not any("another user" in n for n in own.notices)
 
 
 def test_proxies_from_the_environment_are_not_trusted_with_credentials(monkeypatch):

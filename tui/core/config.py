@@ -24,7 +24,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from . import paths, tls
 from .client import OcwatchError
-from .discover import LocalDiscovery
+from .discover import LocalDiscovery, port_owners
 from .inventory import InventoryFile
 from .service import Service, listening, read_service
 from .settings import DEFAULT_USERNAME, Auth, Settings, default_server_urls
@@ -609,7 +609,36 @@ def _auths(
                 f"{url}: the password goes over plain http to a host that is not this "
                 "machine; use https (or a tunnel)"
             )
+        if auths[key] is not None and (stranger := _someone_elses(url)) is not None:
+            auths[key] = None
+            out.append(
+                f"{url}: the process listening there belongs to another user (uid "
+                f"{stranger}); the password is not sent to it"
+            )
     return auths
+
+
+def _someone_elses(url: str) -> int | None:
+    """The uid of another user whose process listens at `url`, a port of this machine (None:
+    only this user's, or nobody's, or it cannot be told). A password set for one's own server
+    went to whatever listened on its port (a hostile review: a process of `nobody` on 4096)."""
+    if not hasattr(os, "getuid"):
+        return None
+    parts = urlsplit(_url_key(url))
+    host = (parts.hostname or "").lower()
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return None
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        return None
+    me = os.getuid()
+    others = sorted(uid for uid in port_owners(port) if uid != me)
+    return others[0] if others else None
 
 
 def _server_auth(

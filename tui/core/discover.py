@@ -357,6 +357,30 @@ def listening_ports(root: Path, uid: int, inodes: set[int]) -> dict[int, tuple[s
     return out
 
 
+#: Where the sockets are listed (tests point it at a fake one)
+PROC = Path("/proc")
+
+
+def port_owners(port: int, root: Path | None = None) -> set[int]:
+    """The users (uids) whose loopback TCP sockets listen on `port` (none: nobody's, or no
+    /proc to tell: not Linux)."""
+    owners: set[int] = set()
+    for name in ("tcp", "tcp6"):
+        try:
+            with ((root or PROC) / "net" / name).open(
+                "r", encoding="ascii", errors="replace"
+            ) as fh:
+                for i, line in enumerate(fh):
+                    if i > MAX_SOCKET_ROWS:
+                        break
+                    row = parse_socket_row(line[:512])
+                    if row is not None and row[2] == port:
+                        owners.add(row[3])
+        except OSError:
+            continue
+    return owners
+
+
 def parse_socket_row(line: str) -> tuple[int, str, int, int] | None:
     """(inode, loopback host, port, uid) of one LISTEN row of /proc/net/tcp{,6}; None for any
     other row (a header, another state, an address that is not loopback, a malformed one)."""
