@@ -9,7 +9,7 @@ import pytest
 from tui.app import run
 from tui.cli.main import main
 from tui.core.client import OcwatchError
-from tui.core.config import AlertConfig, Config, load_config
+from tui.core.config import CONFIG_MAX, AlertConfig, Config, load_config
 from tui.core.discover import LocalDiscovery
 from tui.core.settings import Auth
 
@@ -101,6 +101,19 @@ def test_config_servers_that_cannot_be_read_are_an_error_not_the_default(
     path.write_text('servers = ["http://127.0.0.1:18801"]\ngrace = "soon"\n')  # (not servers)
     config, warnings = load_config(path, env={})
     assert run.resolve(config, notices=warnings, env={}).urls == ["http://127.0.0.1:18801"]
+
+
+def test_a_config_file_that_cannot_be_read_is_no_default_server_either(tmp_path: Path) -> None:
+    """Not TOML, or past CONFIG_MAX: its servers cannot be told, so the default is not
+    watched in their place (an error, unless --server names the servers)."""
+    path = tmp_path / "config.toml"
+    for text in ('servers = [ "http://a:1"\n', "servers = []\n" + "#" * (CONFIG_MAX + 1)):
+        path.write_text(text)
+        config, warnings = load_config(path, env={})
+        assert warnings.dropped == {"servers"}
+        with pytest.raises(OcwatchError, match="the config's servers cannot be read .*cannot read"):
+            run.resolve(config, notices=warnings, env={})
+        assert run.resolve(config, notices=warnings, env={}, urls=["http://127.0.0.1:9"]).urls
 
 
 async def test_the_app_shows_config_notices() -> None:

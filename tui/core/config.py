@@ -189,6 +189,10 @@ ENV_NAMES: dict[str, str] = {
 }
 
 
+#: The largest config file read (a 200 MB one took minutes and 430 MB to refuse)
+CONFIG_MAX = 4 * 2**20
+
+
 class Notices(list[str]):
     """What reading the config says, in order; and the top-level keys of its file left out as
     not valid (`dropped`)."""
@@ -282,6 +286,8 @@ def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
         warnings.append(f"config {path} (from $OCWATCH_CONFIG): no such file; using defaults")
     if path.is_file():
         try:
+            if path.stat().st_size > CONFIG_MAX:
+                raise OSError(f"larger than {CONFIG_MAX // 2**20} MiB")
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
             warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
@@ -290,6 +296,9 @@ def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
             why = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
             warnings.append(f"config {path}: cannot read it ({why}); using defaults")
             data = {}
+        if warnings and warnings[-1].startswith(f"config {path}: cannot read it"):
+            # its servers, if it names any, cannot be told: not the default in their place
+            warnings.dropped = frozenset({"servers"})
     if "password" in data:
         warnings.append(
             f"config {path}: 'password' is ignored; use $OPENCODE_SERVER_PASSWORD or password_file"
@@ -414,7 +423,11 @@ def resolve_options(
     ):
         # watching the default, or what discovery finds, in their place would answer for
         # servers nobody named (`status`: "no sessions", exit 0)
-        why = "; ".join(n for n in notices if ": servers" in n) or "not valid"
+        why = "; ".join(
+            n.removesuffix("; using defaults")
+            for n in notices
+            if ": servers" in n or ": cannot read it" in n
+        )
         raise OcwatchError(
             f"the config's servers cannot be read ({why}): fix them, or name the servers "
             "with --server"
