@@ -131,6 +131,17 @@ def test_a_server_entry_reads_its_own_password_file(tmp_path):
     assert any("password_file" in n and "cannot read it" in n for n in opts.notices)
 
 
+def test_a_password_file_written_with_a_byte_order_mark_reads_the_password(tmp_path):
+    """A Windows editor's UTF-8 file starts with a BOM: it was sent as part of the password,
+    and the server said 401 (a hostile review)."""
+    bom = tmp_path / "pw"
+    bom.write_bytes("\ufefffile-secret\r\n".encode())
+    config = Config(servers=[ServerEntry(url="http://127.0.0.1:5000", password_file=str(bom))])
+    assert resolve_options(config, env={}).auths["http://127.0.0.1:5000"] == Auth(
+        "opencode", "file-secret"
+    )
+
+
 def test_a_named_server_is_picked_by_name_with_its_own_credentials():
     config = Config(
         servers=[

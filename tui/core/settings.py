@@ -97,7 +97,7 @@ def read_secret(path: str) -> str:
     SecretFileError for the rest."""
     raw, _mode = read_small(path)
     try:
-        return raw.decode("utf-8").strip()
+        return raw.decode("utf-8-sig").strip()  # (-sig: a Windows editor's byte order mark)
     except UnicodeDecodeError:
         raise SecretFileError("it is not UTF-8 text") from None
 
