@@ -145,6 +145,12 @@ def test_config_file_env_and_bad_values(tmp_path):
     cfg, warns = load_config(p, env={})
     assert cfg.servers == [] and "cannot read" in warns[0]
 
+    # a bad key of [alerts] leaves its others: a typo in `on` dropped the webhook, and the
+    # alerts a metrics exporter was to send went nowhere (a hostile review)
+    p.write_text('[alerts]\non = ["input", "eror"]\nwebhook = "https://hooks.example/x"\n')
+    cfg, warns = load_config(p, env={})
+    assert cfg.alerts.webhook == "https://hooks.example/x" and any("alerts.on" in w for w in warns)
+
 
 def test_the_environment_is_checked_as_the_file_is(tmp_path: Path) -> None:
     """A variable over the file, an empty one unset, an invalid one said and ignored (the

@@ -311,6 +311,13 @@ def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
             where = ".".join(str(x) for x in err["loc"])
             warnings.append(f"config {path}: {where}: {err['msg']}")
         kept = {key: value for key, value in data.items() if _invalid(key, value) is None}
+        alerts = data.get("alerts")
+        if "alerts" not in kept and isinstance(alerts, dict):
+            # the table's valid keys stay: a typo in `on` dropped its webhook, and the alerts
+            # a metrics exporter was to send went nowhere
+            table = {k: v for k, v in alerts.items() if _invalid("alerts", {k: v}) is None}
+            if table:
+                kept["alerts"] = table
         warnings.dropped = frozenset(data) - frozenset(kept)
         return kept
     return data
