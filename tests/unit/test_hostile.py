@@ -551,3 +551,13 @@ async def test_a_listing_past_its_page_limit_is_refused_not_taken_as_every_sessi
     async with Client("http://fake:4096", transport=httpx.MockTransport(handle)) as client:
         with pytest.raises(Endless, match="more than 5 pages"):
             await client.all_sessions(page=1, max_pages=5)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:0", "127.0.0.1:0", "https://h:0/x"])
+def test_port_0_is_no_servers(url: str) -> None:
+    """Port 0 was taken as a server's address (`--server`, a servers file): no server
+    listens there."""
+    from tui.core.client import OcwatchError, normalize_url
+
+    with pytest.raises(OcwatchError, match="port 0 is no server's"):
+        normalize_url(url)

@@ -86,6 +86,7 @@ def test_a_good_file_gives_its_servers_names_labels_and_credentials(
         ('[{"targets": ["u:p@h:1"]}]', "expected host:port"),
         ('[{"targets": ["h:1/x"]}]', "expected host:port"),
         ('[{"targets": ["h:99999"]}]', "expected host:port"),
+        ('[{"targets": ["127.0.0.1:0"]}]', "target 127.0.0.1:0: expected host:port"),
         ('[{"targets": ["h:1", "h:1"]}]', "h:1 is listed twice"),
         ('[{"targets": ["h:1"], "labels": {"team": 3}}]', "label team must be a string, not 3"),
         ('[{"targets": ["h:1"], "labels": {"__scheme__": "ftp"}}]', "http or https, not ftp"),

@@ -149,6 +149,8 @@ def normalize_url(url: str) -> str:
         )
     if parts.scheme not in ("http", "https") or not host or _NOT_HOST.search(host):
         raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: expected http://HOST:PORT")
+    if port == 0:  # (no server listens there: a connect to it fails on every platform)
+        raise OcwatchError(f"invalid server URL {_no_userinfo(given)!r}: port 0 is no server's")
     if not url.isascii() or not url.isprintable() or " " in url:
         # (a request line and its Host header are ASCII: such a URL crashed a read)
         raise OcwatchError(

@@ -190,7 +190,7 @@ def _url(scheme: str, target: str, where: str) -> str:
         port = parts.port
     except ValueError:
         raise TargetError(bad) from None
-    if not parts.hostname or port is None:
+    if not parts.hostname or not port:  # (port 0: no server's)
         raise TargetError(bad + " (the port is required)" if parts.hostname else bad)
     return f"{scheme}://{target}"
 
