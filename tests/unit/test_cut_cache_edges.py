@@ -326,7 +326,11 @@ def test_bad_urls_and_inputs_are_one_line(capsys, tmp_path, monkeypatch):
         assert "expected a number of seconds >= 0" in capsys.readouterr().err
     monkeypatch.setenv("OCWATCH_CONFIG", str(tmp_path / "nowhere.toml"))
     assert main(["status", "--server", "http://127.0.0.1:9"]) == 2
-    assert "nowhere.toml (from $OCWATCH_CONFIG): no such file" in capsys.readouterr().err
+    said = "nowhere.toml (from $OCWATCH_CONFIG): cannot read it (no such file)"
+    assert said in capsys.readouterr().err
+    # its servers cannot be told: not the default watched in their place
+    assert main(["status"]) == 2
+    assert "the config's servers cannot be read" in capsys.readouterr().err
 
 
 def test_server_text_cannot_drive_the_terminal(capsys):

@@ -283,7 +283,8 @@ def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
     """The valid top-level keys of the config file (none when there is no file)."""
     data: dict[str, Any] = {}
     if named and not path.is_file():
-        warnings.append(f"config {path} (from $OCWATCH_CONFIG): no such file; using defaults")
+        warnings.append(f"config {path} (from $OCWATCH_CONFIG): cannot read it (no such file)")
+        warnings.dropped = frozenset({"servers"})  # (the servers it names cannot be told)
     if path.is_file():
         try:
             if path.stat().st_size > CONFIG_MAX:
