@@ -286,18 +286,18 @@ def _read_file(path: Path, named: bool, warnings: Notices) -> dict[str, Any]:
         warnings.append(f"config {path} (from $OCWATCH_CONFIG): cannot read it (no such file)")
         warnings.dropped = frozenset({"servers"})  # (the servers it names cannot be told)
     if path.is_file():
+        why: object = None
         try:
             if path.stat().st_size > CONFIG_MAX:
                 raise OSError(f"larger than {CONFIG_MAX // 2**20} MiB")
             data = tomllib.loads(path.read_text(encoding="utf-8"))
         except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-            warnings.append(f"config {path}: cannot read it ({exc}); using defaults")
-            data = {}
+            why = exc
         except (RecursionError, ValueError) as exc:  # (ValueError: a number Python won't read)
             why = "nested too deeply" if isinstance(exc, RecursionError) else "a number too long"
+        if why is not None:
             warnings.append(f"config {path}: cannot read it ({why}); using defaults")
             data = {}
-        if warnings and warnings[-1].startswith(f"config {path}: cannot read it"):
             # its servers, if it names any, cannot be told: not the default in their place
             warnings.dropped = frozenset({"servers"})
     if "password" in data:
@@ -646,16 +646,11 @@ def _someone_elses(url: str) -> int | None:
     if not hasattr(os, "getuid"):
         return None
     parts = urlsplit(_url_key(url))
-    host = (parts.hostname or "").lower()
     try:
         port = parts.port or (443 if parts.scheme == "https" else 80)
     except ValueError:
         return None
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback:
+    if not _loopback(parts.hostname):
         return None
     me = os.getuid()
     others = sorted(uid for uid in port_owners(port) if uid != me)
@@ -717,12 +712,16 @@ def _url_key(url: str) -> str:
 def _cleartext(url: str) -> bool:
     """Whether a request to `url` travels unencrypted beyond this machine."""
     parts = urlsplit(_url_key(url))
-    host = (parts.hostname or "").lower()
+    return parts.scheme == "http" and not _loopback(parts.hostname)
+
+
+def _loopback(hostname: str | None) -> bool:
+    """Whether a URL's host is this machine: a loopback address, or `localhost`."""
+    host = (hostname or "").lower()
     try:
-        loopback = ipaddress.ip_address(host).is_loopback
+        return ipaddress.ip_address(host).is_loopback
     except ValueError:  # a name, not an address: `127.evil.example` is no loopback (issue 40)
-        loopback = host == "localhost"
-    return parts.scheme == "http" and not loopback
+        return host == "localhost"
 
 
 def _entry_auth(entry: ServerEntry, env: Mapping[str, str], out: list[str]) -> Auth | None:

@@ -342,7 +342,16 @@ def opencode_kind(argv: list[str]) -> str | None:
 def listening_ports(root: Path, uid: int, inodes: set[int]) -> dict[int, tuple[str, int]]:
     """Socket inode -> (host, port) of the loopback TCP sockets of `uid` in LISTEN state among
     `inodes` (every interface: as 127.0.0.1 or [::1])."""
-    out: dict[int, tuple[str, int]] = {}
+    return {
+        inode: (host, port)
+        for inode, host, port, owner in _listening(root)
+        if inode in inodes and owner == uid
+    }
+
+
+def _listening(root: Path) -> Iterator[tuple[int, str, int, int]]:
+    """(inode, loopback host, port, uid) of each loopback TCP socket in LISTEN state, from
+    `root`'s net/tcp and net/tcp6 (at most MAX_SOCKET_ROWS rows of each; one not there: none)."""
     for name in ("tcp", "tcp6"):
         try:
             with (root / "net" / name).open("r", encoding="ascii", errors="replace") as fh:
@@ -350,11 +359,10 @@ def listening_ports(root: Path, uid: int, inodes: set[int]) -> dict[int, tuple[s
                     if i > MAX_SOCKET_ROWS:
                         break
                     row = parse_socket_row(line[:512])
-                    if row is not None and row[0] in inodes and row[3] == uid:
-                        out[row[0]] = (row[1], row[2])
+                    if row is not None:
+                        yield row
         except OSError:
             continue
-    return out
 
 
 #: Where the sockets are listed (tests point it at a fake one)
@@ -364,21 +372,7 @@ PROC = Path("/proc")
 def port_owners(port: int, root: Path | None = None) -> set[int]:
     """The users (uids) whose loopback TCP sockets listen on `port` (none: nobody's, or no
     /proc to tell: not Linux)."""
-    owners: set[int] = set()
-    for name in ("tcp", "tcp6"):
-        try:
-            with ((root or PROC) / "net" / name).open(
-                "r", encoding="ascii", errors="replace"
-            ) as fh:
-                for i, line in enumerate(fh):
-                    if i > MAX_SOCKET_ROWS:
-                        break
-                    row = parse_socket_row(line[:512])
-                    if row is not None and row[2] == port:
-                        owners.add(row[3])
-        except OSError:
-            continue
-    return owners
+    return {owner for _inode, _host, at, owner in _listening(root or PROC) if at == port}
 
 
 def parse_socket_row(line: str) -> tuple[int, str, int, int] | None:
