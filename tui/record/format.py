@@ -120,8 +120,8 @@ def _moment(value: Any) -> bool:
     return _number(value) and 0 <= value < LAST_TIME
 
 
-def _header_list(value: Any) -> str:
-    """A header's value shown in an error (bounded)."""
+def _bounded(value: Any) -> str:
+    """A value a file holds, shown in an error (its repr, bounded)."""
     return repr(value)[:60]
 
 
@@ -196,7 +196,7 @@ def _header(path: Path, first: str) -> Header:
         raise RecordingError(f"{path}:1: the header names no server (nothing was recorded)")
     if not _moment(data["created"]):
         raise RecordingError(
-            f"{path}:1: the header's creation time {_header_list(data['created'])} is no "
+            f"{path}:1: the header's creation time {_bounded(data['created'])} is no "
             "time a recording has (epoch seconds, 1970 to 9999)"
         )
     got = data.get("settings")
@@ -316,7 +316,7 @@ def _record(path: Path, number: int, line: str, servers: int) -> Record:
         raise RecordingError(f"{where}: {_a(kind)} record without its time")
     if not _moment(t):
         raise RecordingError(
-            f"{where}: {_a(kind)} record at {_header_list(t)}, no time a recording has "
+            f"{where}: {_a(kind)} record at {_bounded(t)}, no time a recording has "
             "(epoch seconds, 1970 to 9999)"
         )
     if kind != "end" and not (isinstance(server, int) and 0 <= server < servers):
@@ -336,7 +336,7 @@ def _check_http(where: str, data: dict[str, Any]) -> None:
     traceback there, or a status of -1 taken for an answer)."""
     status = data["st"]
     if isinstance(status, bool) or not 100 <= status <= 599:
-        raise RecordingError(f"{where}: an http record whose status {_header_list(status)} is none")
+        raise RecordingError(f"{where}: an http record whose status {_bounded(status)} is none")
     if not all(isinstance(k, str) and isinstance(v, str) for k, v in data["h"].items()):
         raise RecordingError(f"{where}: an http record whose headers are not text")
     if not isinstance(data.get("b", ""), str):
